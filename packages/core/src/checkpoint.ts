@@ -1,0 +1,84 @@
+import type { JsonValue } from "./canonical.js";
+import { CheckpointStoreCorrupt, InvalidInput } from "./errors.js";
+import { Sealer, type CheckpointKeys } from "./seal.js";
+import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "./store.js";
+import type { Identity } from "./identity.js";
+
+/** Everything sealed into one checkpoint. `data` is the runner's own (a flow's state and frontier, a loop's history). */
+export interface CheckpointBody {
+  readonly runId: string;
+  readonly step: number;
+  readonly status: RunStatus;
+  readonly segment: number;
+  readonly flow: string;
+  readonly kind: RunKind;
+  /** The end user, thread and principal the run acts for. */
+  readonly identity: Identity;
+  /** How many call records the writer knew to be stored: a read that finds fewer is corrupt. */
+  readonly calls: number;
+  readonly data: JsonValue;
+}
+
+const STATUSES: ReadonlySet<unknown> = new Set(["running", "paused", "done", "failed"]);
+const KINDS: ReadonlySet<unknown> = new Set(["flow", "loop"]);
+
+/**
+ * The sealer a runner uses with a store: signed with `keys`, or unsigned when
+ * no key is given and the store never leaves this process.
+ */
+export function sealerFor(store: CheckpointStore, keys: CheckpointKeys | undefined): Sealer {
+  if (keys !== undefined) return Sealer.withKeys(keys);
+  if (store.inProcessOnly === true) return Sealer.unsigned();
+  throw new InvalidInput(
+    "checkpointKey is required with a store that other processes can read, so each of them can check what it reads. " +
+      "Give the same key (at least 32 random bytes) to every worker.",
+  );
+}
+
+/** Seals a checkpoint into the row a store keeps. State that is not plain JSON is `InvalidInput`; nothing is written. */
+export function sealCheckpoint(sealer: Sealer, body: CheckpointBody): CheckpointRow {
+  return {
+    status: body.status,
+    segment: body.segment,
+    flow: body.flow,
+    kind: body.kind,
+    sealed: sealer.seal("checkpoint", body, "checkpoint"),
+  };
+}
+
+/**
+ * Verifies a stored row and returns what is sealed in it. A bad signature, or
+ * a plain column that differs from the sealed content, is `CheckpointStoreCorrupt`.
+ */
+export function openCheckpoint(sealer: Sealer, row: StoredCheckpoint): CheckpointBody {
+  const body = sealer.open("checkpoint", row.sealed, row.runId);
+  if (!isBody(body)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
+  const columns = ["runId", "step", "status", "segment", "flow", "kind"] as const;
+  for (const column of columns) {
+    if (body[column] !== row[column]) {
+      throw new CheckpointStoreCorrupt(
+        row.runId,
+        `the stored ${column} (${JSON.stringify(row[column])}) differs from the sealed one (${JSON.stringify(body[column])}).`,
+      );
+    }
+  }
+  return body;
+}
+
+function isBody(value: JsonValue): value is CheckpointBody & JsonValue {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const identity = value["identity"];
+  return (
+    typeof value["runId"] === "string" &&
+    Number.isSafeInteger(value["step"]) &&
+    STATUSES.has(value["status"]) &&
+    Number.isSafeInteger(value["segment"]) &&
+    typeof value["flow"] === "string" &&
+    KINDS.has(value["kind"]) &&
+    Number.isSafeInteger(value["calls"]) &&
+    typeof identity === "object" &&
+    identity !== null &&
+    !Array.isArray(identity) &&
+    "data" in value
+  );
+}

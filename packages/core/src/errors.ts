@@ -1,0 +1,105 @@
+/** Every stable error code of @durable. Match on `error.code`, not on messages. */
+export type DurableErrorCode =
+  | "CHECKPOINT_NOT_FOUND"
+  | "CHECKPOINT_CONFLICT"
+  | "CHECKPOINT_STORE_CORRUPT"
+  | "RECOVERY_NEEDS_DECISION"
+  | "FLOW_ERROR"
+  | "IDENTITY_MISMATCH"
+  | "INVALID_INPUT";
+
+/** The base of every error @durable throws on purpose. */
+export class DurableError extends Error {
+  readonly code: DurableErrorCode;
+
+  constructor(code: DurableErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** Nothing is stored for the run id. */
+export class CheckpointNotFound extends DurableError {
+  readonly runId: string;
+
+  constructor(runId: string) {
+    super("CHECKPOINT_NOT_FOUND", `No checkpoint is stored for run ${JSON.stringify(runId)}.`);
+    this.runId = runId;
+  }
+}
+
+/**
+ * The store refused a write: another worker holds the run (its step or segment
+ * moved on), the run ended, or the run belongs to another flow.
+ */
+export class CheckpointConflict extends DurableError {
+  readonly runId: string;
+
+  constructor(runId: string, reason: string) {
+    super("CHECKPOINT_CONFLICT", `Run ${JSON.stringify(runId)}: ${reason}`);
+    this.runId = runId;
+  }
+}
+
+/** A stored row is unreadable, or its signature or numbering does not match. */
+export class CheckpointStoreCorrupt extends DurableError {
+  readonly runId: string | undefined;
+
+  constructor(runId: string | undefined, reason: string, options?: { cause?: unknown }) {
+    const where = runId === undefined ? "" : `Run ${JSON.stringify(runId)}: `;
+    super("CHECKPOINT_STORE_CORRUPT", `${where}${reason}`, options);
+    this.runId = runId;
+  }
+}
+
+/** Why a call is in doubt, as `RecoveryNeedsDecision.calls` reports it. */
+export type InDoubtReason =
+  | "started with no result"
+  | "result could not be recorded"
+  | "was waiting on an approval port";
+
+/**
+ * Calls of the cut-short superstep may or may not have run, and their tools are
+ * not idempotent. Check them at their system, then recover with `rerunInDoubt: true`.
+ */
+export class RecoveryNeedsDecision extends DurableError {
+  readonly runId: string;
+  /** `[tool, why]` for every call in doubt, in log order. */
+  readonly calls: ReadonlyArray<readonly [tool: string, why: InDoubtReason]>;
+
+  constructor(runId: string, calls: ReadonlyArray<readonly [string, InDoubtReason]>) {
+    const list = calls.map(([tool, why]) => `${tool} (${why})`).join(", ");
+    super(
+      "RECOVERY_NEEDS_DECISION",
+      `Run ${JSON.stringify(runId)} has calls in doubt: ${list}. Check them at their system, ` +
+        "then recover with { rerunInDoubt: true } to run them again.",
+    );
+    this.runId = runId;
+    this.calls = calls;
+  }
+}
+
+/** The flow's graph is invalid, or it changed since the checkpoint was saved. */
+export class FlowError extends DurableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("FLOW_ERROR", message, options);
+  }
+}
+
+/** A recovery or resume names another end user, thread or principal than the run's own. */
+export class IdentityMismatch extends DurableError {
+  readonly runId: string;
+
+  constructor(runId: string, reason: string) {
+    super("IDENTITY_MISMATCH", `Run ${JSON.stringify(runId)}: ${reason}`);
+    this.runId = runId;
+  }
+}
+
+/** An argument cannot be used as given (a short key, a value that is not plain JSON, a bad run id). Nothing was written. */
+export class InvalidInput extends DurableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("INVALID_INPUT", message, options);
+  }
+}

@@ -1,0 +1,152 @@
+import { canonicalJson, type JsonValue } from "./canonical.js";
+import type { CallLog } from "./call-log.js";
+import { InvalidInput } from "./errors.js";
+import { emit, type CallRef, type EventSink } from "./events.js";
+import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
+import type { Identity } from "./identity.js";
+import type { PendingCall, ReplayPlan } from "./replay.js";
+import type { RunKind } from "./store.js";
+import type { ToolRegistry } from "./tools.js";
+
+/** A decision on an approval. */
+export interface ApprovalDecision {
+  readonly approved: boolean;
+  readonly reason?: string;
+}
+
+/** A decision bound to the call and the arguments it was given for. */
+export interface BoundDecision extends ApprovalDecision {
+  readonly callId: string;
+  readonly argsText: string;
+}
+
+/** What a synchronous approval port is asked. */
+export interface ApprovalRequest {
+  readonly runId: string;
+  readonly callId: string;
+  readonly tool: string;
+  readonly args: JsonValue;
+  readonly identity: Identity;
+}
+
+/** A callback awaited in process for each call of an approval tool, instead of pausing the run. */
+export type ApprovalPort = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
+
+/** What became of one call. */
+export type CallOutcome =
+  | { readonly status: "ok"; readonly value: JsonValue }
+  | { readonly status: "pending" }
+  | { readonly status: "denied"; readonly reason?: string };
+
+/** What the calls of one round share: the log, the replay plan, decisions, and what happened to each call. */
+export interface CallScopeInit {
+  readonly kind: RunKind;
+  readonly log: CallLog;
+  readonly plan: ReplayPlan;
+  readonly identity: Identity;
+  /** Approval decisions stored with the run's latest checkpoint, by call id. */
+  readonly decisions?: ReadonlyMap<string, BoundDecision>;
+  readonly events?: EventSink | undefined;
+}
+
+/** One round of calls: the executor records here what it replayed, reran and left pending. */
+export class CallScope {
+  readonly init: CallScopeInit;
+  /** Calls whose results came from the log. */
+  readonly replayed: CallRef[] = [];
+  /** In-doubt calls that ran again. */
+  readonly rerun: CallRef[] = [];
+  /** Calls in the log whose arguments changed, so they ran again. */
+  readonly unreplayed: CallRef[] = [];
+  /** Calls waiting on an approval: the run pauses after this round. */
+  readonly pending: PendingCall[] = [];
+
+  constructor(init: CallScopeInit) {
+    this.init = init;
+  }
+
+  get runId(): string {
+    return this.init.log.runId;
+  }
+}
+
+/**
+ * Runs tool calls through the call log. A finished call with the same
+ * arguments replays from the log; otherwise the `started` record is stored
+ * before the tool runs, then `done` with its result (or `unrecordable`).
+ */
+export class Executor {
+  readonly registry: ToolRegistry;
+  readonly #approvals: ApprovalPort | undefined;
+
+  constructor(registry: ToolRegistry, options: { readonly approvals?: ApprovalPort } = {}) {
+    this.registry = registry;
+    this.#approvals = options.approvals;
+  }
+
+  /**
+   * Makes one call. `callId` must name the call the same way on every worker
+   * (for example the node and the call's index in it). Arguments that are not
+   * plain JSON are `InvalidInput` before anything is written.
+   */
+  async call(scope: CallScope, callId: string, tool: string, args: unknown): Promise<CallOutcome> {
+    const definition = this.registry.get(tool);
+    const argsText = canonicalJson(args, `the arguments of ${tool}`);
+    const jsonArgs = JSON.parse(argsText) as JsonValue;
+    const ref: CallRef = { callId, tool };
+    const { plan, log } = scope.init;
+
+    const finished = plan.finished.get(callId);
+    if (finished !== undefined) {
+      if (finished.tool === tool && finished.argsText === argsText) {
+        scope.replayed.push(ref);
+        return { status: "ok", value: finished.result };
+      }
+      scope.unreplayed.push(ref);
+    } else if (plan.inDoubt.has(callId)) {
+      scope.rerun.push(ref);
+    }
+
+    if (definition.approval) {
+      const decision = await this.#decide(scope, ref, jsonArgs, argsText);
+      if (decision === undefined) return { status: "pending" };
+      if (!decision.approved) return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
+    }
+
+    const round = plan.round;
+    await log.append({ round, callId, tool, kind: "started", args: jsonArgs });
+    await emit(scope.init.events, { type: "call.started", runId: scope.runId, kind: scope.init.kind, call: ref });
+    const key = idempotencyKeyFor(scope.runId, callId);
+    const ctx = { runId: scope.runId, callId, idempotencyKey: key, identity: scope.init.identity };
+    const returned: unknown = await withIdempotencyKey(key, () => definition.fn(jsonArgs, ctx));
+    const result = returned === undefined ? null : returned;
+    try {
+      await log.append({ round, callId, tool, kind: "done", args: jsonArgs, result: result as JsonValue });
+    } catch (error) {
+      if (!(error instanceof InvalidInput)) throw error;
+      await log.append({ round, callId, tool, kind: "unrecordable", args: jsonArgs, reason: error.message });
+      throw new InvalidInput(
+        `Tool ${tool} returned a value that cannot be stored (${error.message}); the call is in doubt. ` +
+          "Return plain JSON data from tools.",
+        { cause: error },
+      );
+    }
+    await emit(scope.init.events, { type: "call.done", runId: scope.runId, kind: scope.init.kind, call: ref });
+    return { status: "ok", value: result as JsonValue };
+  }
+
+  /** The decision for an approval call, or undefined when the run must pause for one. */
+  async #decide(scope: CallScope, ref: CallRef, args: JsonValue, argsText: string): Promise<ApprovalDecision | undefined> {
+    const stored = scope.init.decisions?.get(ref.callId);
+    if (stored !== undefined && stored.argsText === argsText) return stored;
+    const entry = { round: scope.init.plan.round, callId: ref.callId, tool: ref.tool, kind: "pending", args } as const;
+    if (this.#approvals === undefined) {
+      await scope.init.log.append(entry);
+      scope.pending.push({ callId: ref.callId, tool: ref.tool, args });
+      return undefined;
+    }
+    await scope.init.log.append({ ...entry, port: true });
+    const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
+    return await this.#approvals(request);
+  }
+}

@@ -1,0 +1,65 @@
+export { canonicalJson, assertJson, type JsonValue, type JsonObject } from "./canonical.js";
+export {
+  DurableError,
+  CheckpointNotFound,
+  CheckpointConflict,
+  CheckpointStoreCorrupt,
+  RecoveryNeedsDecision,
+  FlowError,
+  IdentityMismatch,
+  InvalidInput,
+  type DurableErrorCode,
+  type InDoubtReason,
+} from "./errors.js";
+export { Sealer, type CheckpointKey, type CheckpointKeys, type SealPurpose } from "./seal.js";
+export {
+  isEnded,
+  UNFINISHED,
+  type CheckpointStore,
+  type CheckpointRow,
+  type StoredCheckpoint,
+  type StoredCall,
+  type RunKind,
+  type RunStatus,
+} from "./store.js";
+export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./checkpoint.js";
+export { CallLog, readCallLog, type CallRecord, type CallRecordKind, type CallEntry } from "./call-log.js";
+export {
+  classifyCalls,
+  planReplay,
+  freshPlan,
+  type Classification,
+  type ReplayPlan,
+  type FinishedCall,
+  type InDoubtCall,
+  type PendingCall,
+} from "./replay.js";
+export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./tools.js";
+export {
+  Executor,
+  CallScope,
+  type CallOutcome,
+  type CallScopeInit,
+  type ApprovalDecision,
+  type BoundDecision,
+  type ApprovalPort,
+  type ApprovalRequest,
+} from "./executor.js";
+export { idempotencyKey, idempotencyKeyFor } from "./idempotency.js";
+export { identityOf, resumeIdentity, type Identity } from "./identity.js";
+export { newRunId, assertRunId, MAX_RUN_ID_LENGTH } from "./run-id.js";
+export { DurableRun, type RunStart } from "./run.js";
+export {
+  emit,
+  type DurableEvent,
+  type EventSink,
+  type EventInput,
+  type CallRef,
+  type LoopStage,
+  type CheckpointSaved,
+  type RunRecovered,
+  type CallStarted,
+  type CallDone,
+  type RunPaused,
+  type RunEnded,
+} from "./events.js";

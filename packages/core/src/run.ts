@@ -1,0 +1,113 @@
+import type { JsonValue } from "./canonical.js";
+import { CallLog, readCallLog, type CallRecord } from "./call-log.js";
+import { openCheckpoint, sealCheckpoint, type CheckpointBody } from "./checkpoint.js";
+import type { Identity } from "./identity.js";
+import { assertRunId } from "./run-id.js";
+import type { Sealer } from "./seal.js";
+import type { CheckpointStore, RunKind, RunStatus } from "./store.js";
+
+/** What a new run starts from. */
+export interface RunStart {
+  readonly store: CheckpointStore;
+  readonly sealer: Sealer;
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly identity: Identity;
+  readonly data: JsonValue;
+}
+
+/**
+ * One worker's hold on a run: the step it saved last, its call-log segment, and
+ * the log it writes. Runners build on it; every save is a compare-and-set, so a
+ * worker that lost the run gets `CheckpointConflict` at its next write.
+ */
+export class DurableRun {
+  readonly store: CheckpointStore;
+  readonly sealer: Sealer;
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly identity: Identity;
+  readonly log: CallLog;
+  #step: number;
+
+  private constructor(init: RunStart, step: number, log: CallLog) {
+    this.store = init.store;
+    this.sealer = init.sealer;
+    this.runId = init.runId;
+    this.flow = init.flow;
+    this.kind = init.kind;
+    this.identity = init.identity;
+    this.log = log;
+    this.#step = step;
+  }
+
+  /** The step of the checkpoint this worker saved last. */
+  get step(): number {
+    return this.#step;
+  }
+
+  /** The call-log segment this worker writes. */
+  get segment(): number {
+    return this.log.segment;
+  }
+
+  /** Saves step 0 of a new run (`CheckpointConflict` if the run id is taken). State that is not plain JSON is `InvalidInput`. */
+  static async start(init: RunStart): Promise<{ run: DurableRun; checkpoint: CheckpointBody }> {
+    assertRunId(init.runId);
+    const log = new CallLog(init.store, init.sealer, init.runId, 0, 0);
+    const run = new DurableRun(init, -1, log);
+    const checkpoint = await run.#write(0, "running", init.data);
+    return { run, checkpoint };
+  }
+
+  /** The run's latest checkpoint, verified. */
+  static async latest(store: CheckpointStore, sealer: Sealer, runId: string): Promise<CheckpointBody> {
+    assertRunId(runId);
+    return openCheckpoint(sealer, await store.latest(runId));
+  }
+
+  /**
+   * Claims a run from its latest checkpoint: saves the next step with a new
+   * call-log segment (of two racing workers one wins, the other gets
+   * `CheckpointConflict`), then reads the whole call log. Reading after the
+   * claim matters: the fenced worker can add no record once the claim is stored.
+   * `data` replaces the checkpoint's data (a resume stores its decisions so).
+   */
+  static async claim(
+    store: CheckpointStore,
+    sealer: Sealer,
+    latest: CheckpointBody,
+    data: JsonValue = latest.data,
+  ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
+    const init: RunStart = { ...latest, store, sealer };
+    const log = new CallLog(store, sealer, latest.runId, latest.segment + 1, latest.calls);
+    const run = new DurableRun(init, latest.step, log);
+    const checkpoint = await run.#write(latest.step + 1, "running", data);
+    const records = await readCallLog(store, sealer, latest.runId, latest.calls);
+    return { run, checkpoint, records };
+  }
+
+  /** Saves the next step with this worker's segment. */
+  save(status: RunStatus, data: JsonValue): Promise<CheckpointBody> {
+    return this.#write(this.#step + 1, status, data);
+  }
+
+  async #write(step: number, status: RunStatus, data: JsonValue): Promise<CheckpointBody> {
+    const body: CheckpointBody = {
+      runId: this.runId,
+      step,
+      status,
+      segment: this.segment,
+      flow: this.flow,
+      kind: this.kind,
+      identity: this.identity,
+      calls: this.log.count,
+      data,
+    };
+    await this.store.save(this.runId, step, sealCheckpoint(this.sealer, body));
+    this.#step = step;
+    return body;
+  }
+}

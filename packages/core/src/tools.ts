@@ -1,0 +1,75 @@
+import type { JsonObject } from "./canonical.js";
+import { InvalidInput } from "./errors.js";
+import type { Identity } from "./identity.js";
+
+/** What a tool gets besides its arguments. */
+export interface ToolContext {
+  readonly runId: string;
+  /** Names this call within its run; the same on every worker and recovery. */
+  readonly callId: string;
+  /** The same key `idempotencyKey()` returns inside this call. */
+  readonly idempotencyKey: string;
+  readonly identity: Identity;
+}
+
+/** A tool: plain JSON arguments in, plain JSON out (or nothing). */
+export type ToolFn = (args: any, ctx: ToolContext) => unknown;
+
+/** How a tool may be treated. */
+export interface ToolOptions {
+  /** Safe to run again with the same arguments: a call in doubt reruns on recovery with no decision. */
+  readonly idempotent?: boolean;
+  /** Each call waits for an approval: the run pauses until it is resumed with a decision. */
+  readonly approval?: boolean;
+  /** Shown to a model in a tool loop. */
+  readonly description?: string;
+  /** The JSON Schema of the arguments, shown to a model in a tool loop. */
+  readonly parameters?: JsonObject;
+}
+
+/** A registered tool. */
+export interface ToolDefinition extends ToolOptions {
+  readonly name: string;
+  readonly fn: ToolFn;
+  readonly idempotent: boolean;
+  readonly approval: boolean;
+}
+
+/** The tools a run may call, by name. */
+export class ToolRegistry {
+  readonly #tools = new Map<string, ToolDefinition>();
+
+  /** Registers a tool. A name used twice is `InvalidInput`. Returns the registry, to chain. */
+  tool(name: string, fn: ToolFn, options: ToolOptions = {}): this {
+    if (typeof name !== "string" || name.length === 0 || name.length > 128) {
+      throw new InvalidInput("A tool name must be a string of 1 to 128 characters.");
+    }
+    if (typeof fn !== "function") throw new InvalidInput(`Tool ${JSON.stringify(name)} needs a function.`);
+    if (this.#tools.has(name)) throw new InvalidInput(`A tool named ${JSON.stringify(name)} is already registered.`);
+    this.#tools.set(name, {
+      ...options,
+      name,
+      fn,
+      idempotent: options.idempotent === true,
+      approval: options.approval === true,
+    });
+    return this;
+  }
+
+  /** True when a tool of that name is registered. */
+  has(name: string): boolean {
+    return this.#tools.has(name);
+  }
+
+  /** The tool of that name; `InvalidInput` when none is registered. */
+  get(name: string): ToolDefinition {
+    const tool = this.#tools.get(name);
+    if (tool === undefined) throw new InvalidInput(`No tool named ${JSON.stringify(name)} is registered.`);
+    return tool;
+  }
+
+  /** Every registered tool, in registration order. */
+  list(): ToolDefinition[] {
+    return [...this.#tools.values()];
+  }
+}

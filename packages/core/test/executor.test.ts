@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import {
+  CallScope,
+  DurableRun,
+  Executor,
+  InvalidInput,
+  ToolRegistry,
+  classifyCalls,
+  freshPlan,
+  idempotencyKey,
+  planReplay,
+  readCallLog,
+  type ReplayPlan,
+} from "@durable/core";
+import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
+
+function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {
+  return new CallScope({ kind: "flow", log: run.log, plan, identity: run.identity });
+}
+
+describe("Executor", () => {
+  it("stores the started record before the tool runs, then done with its result", async () => {
+    const { store, run } = await startRun();
+    let seenByTool: string[] = [];
+    const registry = new ToolRegistry().tool("charge_card", async (args: { amount: number }) => {
+      seenByTool = (await readCallLog(store, sealer, "run-1", 0)).map((r) => r.kind);
+      return { charged: args.amount };
+    });
+    const outcome = await new Executor(registry).call(scopeFor(run), "pay:0", "charge_card", { amount: 5 });
+    expect(outcome).toEqual({ status: "ok", value: { charged: 5 } });
+    expect(seenByTool).toEqual(["started"]);
+    const records = await readCallLog(store, sealer, "run-1", 0);
+    expect(records.map((r) => [r.kind, r.callId, r.tool])).toEqual([
+      ["started", "pay:0", "charge_card"],
+      ["done", "pay:0", "charge_card"],
+    ]);
+    expect(records[1]?.result).toEqual({ charged: 5 });
+  });
+
+  it("replays a finished call without running the tool, and reruns it when its arguments changed", async () => {
+    const { store, run } = await startRun();
+    let runs = 0;
+    const registry = new ToolRegistry().tool("t", (args: { n: number }) => ++runs + args.n);
+    const executor = new Executor(registry);
+    await executor.call(scopeFor(run), "c", "t", { n: 10 });
+    const plan = planReplay("run-1", await readCallLog(store, sealer, "run-1", 0), 1, registry);
+
+    const replay = scopeFor(run, plan);
+    expect(await executor.call(replay, "c", "t", { n: 10 })).toEqual({ status: "ok", value: 11 });
+    expect(runs).toBe(1);
+    expect(replay.replayed).toEqual([{ callId: "c", tool: "t" }]);
+
+    const changed = scopeFor(run, plan);
+    expect(await executor.call(changed, "c", "t", { n: 20 })).toEqual({ status: "ok", value: 22 });
+    expect(changed.unreplayed).toEqual([{ callId: "c", tool: "t" }]);
+  });
+
+  it("gives the same idempotencyKey() to the same call on two executors, and different keys to other calls and runs", async () => {
+    const keys: string[] = [];
+    const registry = new ToolRegistry().tool("t", () => {
+      keys.push(idempotencyKey());
+    });
+    const store = new MemoryCheckpointStore();
+    const { run } = await startRun(store, "run-1");
+    const { run: other } = await startRun(store, "run-2");
+    await new Executor(registry).call(scopeFor(run), "pay:0", "t", {});
+    await new Executor(registry).call(scopeFor(run), "pay:0", "t", {});
+    await new Executor(registry).call(scopeFor(run), "pay:1", "t", {});
+    await new Executor(registry).call(scopeFor(other), "pay:0", "t", {});
+    expect(keys[0]).toBe(keys[1]);
+    expect(new Set(keys).size).toBe(3);
+    expect(keys[0]).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(() => idempotencyKey()).toThrow(InvalidInput);
+  });
+
+  it("refuses arguments that are not plain JSON before writing anything", async () => {
+    const { store, run } = await startRun();
+    const registry = new ToolRegistry().tool("t", () => 1);
+    await expect(new Executor(registry).call(scopeFor(run), "c", "t", { at: new Date() })).rejects.toThrow(/arguments of t\.at/);
+    expect(await store.calls("run-1")).toEqual([]);
+  });
+
+  it("records a result that cannot be sealed as unrecordable: the call is then in doubt", async () => {
+    const { store, run } = await startRun();
+    const registry = new ToolRegistry().tool("send", () => ({ sentAt: new Date() }));
+    await expect(new Executor(registry).call(scopeFor(run), "c", "send", {})).rejects.toThrow(/cannot be stored.*in doubt/);
+    const records = await readCallLog(store, sealer, "run-1", 0);
+    expect(records.map((r) => r.kind)).toEqual(["started", "unrecordable"]);
+    expect(classifyCalls(records, 1).inDoubt.get("c")?.why).toBe("result could not be recorded");
+  });
+
+  it("leaves a started record with no result when the tool throws, and passes the error on", async () => {
+    const { store, run } = await startRun();
+    const registry = new ToolRegistry().tool("t", () => {
+      throw new Error("card declined");
+    });
+    await expect(new Executor(registry).call(scopeFor(run), "c", "t", {})).rejects.toThrow("card declined");
+    expect((await store.calls("run-1")).length).toBe(1);
+  });
+
+  it("pauses an approval call with a pending record, and runs it once a bound decision is given", async () => {
+    const { store, run } = await startRun();
+    let ran = 0;
+    const registry = new ToolRegistry().tool("refund", () => ++ran, { approval: true });
+    const executor = new Executor(registry);
+    const scope = scopeFor(run);
+    expect(await executor.call(scope, "c", "refund", { amount: 5 })).toEqual({ status: "pending" });
+    expect(scope.pending).toEqual([{ callId: "c", tool: "refund", args: { amount: 5 } }]);
+
+    const decisions = new Map([["c", { callId: "c", argsText: '{"amount":5}', approved: true }]]);
+    const approved = new CallScope({ ...scope.init, decisions });
+    expect(await executor.call(approved, "c", "refund", { amount: 5 })).toEqual({ status: "ok", value: 1 });
+    // The decision is bound to its arguments: other arguments wait for a new one.
+    expect(await executor.call(approved, "c", "refund", { amount: 500 })).toEqual({ status: "pending" });
+    const kinds = (await readCallLog(store, sealer, "run-1", 0)).map((r) => r.kind);
+    expect(kinds).toEqual(["pending", "started", "done", "pending"]);
+  });
+
+  it("asks a synchronous approval port, leaving a pending record that is in doubt if the worker dies", async () => {
+    const { store, run } = await startRun();
+    const registry = new ToolRegistry().tool("refund", () => "refunded", { approval: true });
+    let records: string[] = [];
+    const executor = new Executor(registry, {
+      approvals: async () => {
+        records = (await readCallLog(store, sealer, "run-1", 0)).map((r) => r.kind);
+        return { approved: false, reason: "too much" };
+      },
+    });
+    expect(await executor.call(scopeFor(run), "c", "refund", {})).toEqual({ status: "denied", reason: "too much" });
+    expect(records).toEqual(["pending"]);
+    const log = await readCallLog(store, sealer, "run-1", 0);
+    expect(classifyCalls(log, 1).inDoubt.get("c")?.why).toBe("was waiting on an approval port");
+  });
+});

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import { RecoveryNeedsDecision, ToolRegistry, classifyCalls, planReplay, type CallRecord } from "@durable/core";
+
+let seq = 0;
+const rec = (callId: string, kind: CallRecord["kind"], extra: Partial<CallRecord> = {}): CallRecord => ({
+  runId: "r",
+  segment: 0,
+  seq: seq++,
+  round: 1,
+  callId,
+  tool: `tool_${callId}`,
+  kind,
+  args: { id: callId },
+  ...extra,
+});
+
+const registry = new ToolRegistry()
+  .tool("tool_a", () => null)
+  .tool("tool_b", () => null)
+  .tool("tool_idem", () => null, { idempotent: true })
+  .tool("tool_c", () => null);
+
+describe("classifying the calls of a cut-short round", () => {
+  it("replays a call with a done record", () => {
+    const { finished, inDoubt } = classifyCalls([rec("a", "started"), rec("a", "done", { result: { ok: 1 } })], 1);
+    expect(finished.get("a")).toEqual({ callId: "a", tool: "tool_a", argsText: '{"id":"a"}', result: { ok: 1 } });
+    expect(inDoubt.size).toBe(0);
+  });
+
+  it("puts every in-doubt case of the spec in doubt, with its reason", () => {
+    const { inDoubt, pending } = classifyCalls(
+      [
+        rec("a", "started"),
+        rec("b", "started"),
+        rec("b", "unrecordable", { reason: "a Date" }),
+        rec("c", "pending", { port: true }),
+      ],
+      1,
+    );
+    expect([...inDoubt.values()].map((c) => [c.callId, c.why])).toEqual([
+      ["a", "started with no result"],
+      ["b", "result could not be recorded"],
+      ["c", "was waiting on an approval port"],
+    ]);
+    expect(pending.size).toBe(0);
+  });
+
+  it("keeps a call waiting on an approval of a paused run out of doubt", () => {
+    const { inDoubt, pending } = classifyCalls([rec("a", "pending")], 1);
+    expect(inDoubt.size).toBe(0);
+    expect(pending.get("a")).toEqual({ callId: "a", tool: "tool_a", args: { id: "a" } });
+  });
+
+  it("lets the last record decide across segments: a rerun that finished replays", () => {
+    const records = [rec("a", "started"), rec("a", "started", { segment: 1 }), rec("a", "done", { segment: 1, result: 7 })];
+    const { finished, inDoubt } = classifyCalls(records, 1);
+    expect(finished.get("a")?.result).toBe(7);
+    expect(inDoubt.size).toBe(0);
+  });
+
+  it("ignores the calls of other rounds", () => {
+    const { inDoubt, finished } = classifyCalls([rec("a", "started", { round: 0 }), rec("b", "done", { round: 2 })], 1);
+    expect(inDoubt.size + finished.size).toBe(0);
+  });
+});
+
+describe("planning a replay", () => {
+  const inDoubt = [rec("a", "started"), rec("idem", "started"), rec("b", "done", { result: 1 }), rec("c", "pending", { port: true })];
+
+  it("raises RecoveryNeedsDecision naming each non-idempotent call in doubt as [tool, why]", () => {
+    let error: unknown;
+    try {
+      planReplay("r", inDoubt, 1, registry);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(RecoveryNeedsDecision);
+    expect((error as RecoveryNeedsDecision).code).toBe("RECOVERY_NEEDS_DECISION");
+    expect((error as RecoveryNeedsDecision).calls).toEqual([
+      ["tool_a", "started with no result"],
+      ["tool_c", "was waiting on an approval port"],
+    ]);
+  });
+
+  it("lets in-doubt calls of idempotent tools rerun with no decision", () => {
+    const plan = planReplay("r", [rec("idem", "started"), rec("b", "done", { result: 1 })], 1, registry);
+    expect([...plan.inDoubt.keys()]).toEqual(["idem"]);
+    expect([...plan.finished.keys()]).toEqual(["b"]);
+  });
+
+  it("reruns every call in doubt when the caller says so", () => {
+    const plan = planReplay("r", inDoubt, 1, registry, { rerunInDoubt: true });
+    expect([...plan.inDoubt.keys()]).toEqual(["a", "idem", "c"]);
+  });
+});

@@ -1,0 +1,1 @@
+export { MemoryCheckpointStore } from "./memory-store.js";

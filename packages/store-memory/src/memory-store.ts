@@ -1,0 +1,104 @@
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  InvalidInput,
+  isEnded,
+  type CheckpointRow,
+  type CheckpointStore,
+  type StoredCall,
+  type StoredCheckpoint,
+} from "@durable/core";
+
+interface RunEntry {
+  readonly checkpoints: StoredCheckpoint[];
+  readonly calls: StoredCall[];
+  /** Records per segment, to check that each `seq` is the next one. */
+  readonly counts: Map<number, number>;
+}
+
+/**
+ * A `CheckpointStore` in this process's memory: the protocol exactly
+ * (compare-and-set, fencing, numbering), lost when the process ends. The
+ * reference every other store is measured against; a runner may use it unsigned.
+ */
+export class MemoryCheckpointStore implements CheckpointStore {
+  readonly inProcessOnly = true;
+  readonly #runs = new Map<string, RunEntry>();
+
+  async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
+    checkRow(step, checkpoint);
+    const entry = this.#runs.get(runId);
+    const latest = entry?.checkpoints.at(-1);
+    if (entry === undefined || latest === undefined) {
+      if (step !== 0) throw new CheckpointConflict(runId, `nothing is stored, so the first step must be 0, not ${step}.`);
+      this.#runs.set(runId, { checkpoints: [stored(runId, step, checkpoint)], calls: [], counts: new Map() });
+      return;
+    }
+    refuseSave(runId, step, checkpoint, latest);
+    entry.checkpoints.push(stored(runId, step, checkpoint));
+  }
+
+  async latest(runId: string): Promise<StoredCheckpoint> {
+    const latest = this.#runs.get(runId)?.checkpoints.at(-1);
+    if (latest === undefined) throw new CheckpointNotFound(runId);
+    return latest;
+  }
+
+  async *listUnfinished(flow: string): AsyncIterable<string> {
+    for (const [runId, entry] of [...this.#runs]) {
+      const latest = entry.checkpoints.at(-1);
+      if (latest !== undefined && latest.flow === flow && !isEnded(latest.status)) yield runId;
+    }
+  }
+
+  async delete(runId: string): Promise<void> {
+    this.#runs.delete(runId);
+  }
+
+  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    if (!Number.isSafeInteger(seq) || seq < 0) throw new InvalidInput(`seq must be a whole number ≥ 0, not ${seq}.`);
+    const entry = this.#runs.get(runId);
+    const latest = entry?.checkpoints.at(-1);
+    if (entry === undefined || latest === undefined) throw new CheckpointNotFound(runId);
+    if (isEnded(latest.status)) throw new CheckpointConflict(runId, `the run ended (${latest.status}); it takes no more calls.`);
+    if (segment !== latest.segment) {
+      throw new CheckpointConflict(runId, `call-log segment ${segment} is not the run's current one (${latest.segment}): this worker was cut off.`);
+    }
+    const next = entry.counts.get(segment) ?? 0;
+    if (seq !== next) throw new CheckpointConflict(runId, `call record ${seq} of segment ${segment} is not the next one (${next}).`);
+    entry.calls.push(Object.freeze({ runId, segment, seq, sealed }));
+    entry.counts.set(segment, next + 1);
+  }
+
+  async calls(runId: string): Promise<StoredCall[]> {
+    return [...(this.#runs.get(runId)?.calls ?? [])];
+  }
+
+  async close(): Promise<void> {}
+}
+
+function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoint {
+  const { status, segment, flow, kind, sealed } = row;
+  return Object.freeze({ runId, step, status, segment, flow, kind, sealed });
+}
+
+/** The compare-and-set rules of `save` for a run that exists. */
+function refuseSave(runId: string, step: number, row: CheckpointRow, latest: StoredCheckpoint): void {
+  if (isEnded(latest.status)) throw new CheckpointConflict(runId, `the run ended (${latest.status}).`);
+  if (latest.flow !== row.flow || latest.kind !== row.kind) {
+    throw new CheckpointConflict(runId, `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}.`);
+  }
+  if (step !== latest.step + 1) {
+    throw new CheckpointConflict(runId, `step ${step} is not the next one (${latest.step + 1}): another worker holds the run.`);
+  }
+  if (row.segment < latest.segment) {
+    throw new CheckpointConflict(runId, `segment ${row.segment} is older than the run's (${latest.segment}): this worker was cut off.`);
+  }
+}
+
+function checkRow(step: number, row: CheckpointRow): void {
+  if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput(`step must be a whole number ≥ 0, not ${step}.`);
+  if (!Number.isSafeInteger(row.segment) || row.segment < 0) {
+    throw new InvalidInput(`segment must be a whole number ≥ 0, not ${row.segment}.`);
+  }
+}
