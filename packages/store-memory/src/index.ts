@@ -1,1 +1,1 @@
-export { MemoryCheckpointStore } from "./memory-store.js";
+export { MemoryCheckpointStore, type MemoryData, type MemoryRun, type MemoryStoreOptions } from "./memory-store.js";

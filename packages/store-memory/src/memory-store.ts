@@ -9,11 +9,25 @@ import {
   type StoredCheckpoint,
 } from "@durable/core";
 
-interface RunEntry {
+/** One run's rows as the memory store keeps them. */
+export interface MemoryRun {
   readonly checkpoints: StoredCheckpoint[];
   readonly calls: StoredCall[];
   /** Records per segment, to check that each `seq` is the next one. */
   readonly counts: Map<number, number>;
+}
+
+/** Everything a memory store holds, by run id. */
+export type MemoryData = Map<string, MemoryRun>;
+
+/** Options of `MemoryCheckpointStore`. */
+export interface MemoryStoreOptions {
+  /**
+   * The rows to keep, shared with whoever else holds this map: two stores
+   * given one map behave like two connections to one database. Tests use it
+   * to reopen a store, or to change stored rows as an attacker would.
+   */
+  readonly data?: MemoryData;
 }
 
 /**
@@ -23,7 +37,11 @@ interface RunEntry {
  */
 export class MemoryCheckpointStore implements CheckpointStore {
   readonly inProcessOnly = true;
-  readonly #runs = new Map<string, RunEntry>();
+  readonly #runs: MemoryData;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.#runs = options.data ?? new Map();
+  }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
     checkRow(step, checkpoint);

@@ -1,0 +1,109 @@
+import { CheckpointConflict, CheckpointNotFound, type StoredCall } from "@durable/core";
+import { expect } from "vitest";
+import { needsConnect, type ConformanceGroup } from "./case.js";
+
+const numbers = (calls: StoredCall[]) => calls.map((c) => [c.segment, c.seq]);
+
+export const callLogGroup: ConformanceGroup = {
+  name: "call-log",
+  proves: "call records are kept numbered and in order, duplicates and gaps are refused, and a cut-off worker is fenced",
+  cases: [
+    {
+      name: "keeps every record, numbered and in order, across segments",
+      async run(h) {
+        const runId = h.runId();
+        await h.store.save(runId, 0, h.row(runId, 0));
+        await h.recordCalls(runId, 0, 0, 10);
+        await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
+        await h.recordCalls(runId, 1, 0, 5);
+        const calls = await h.store.calls(runId);
+        expect(numbers(calls)).toEqual([
+          ...Array.from({ length: 10 }, (_, i) => [0, i]),
+          ...Array.from({ length: 5 }, (_, i) => [1, i]),
+        ]);
+        expect(calls.map((c) => c.sealed)).toEqual([
+          ...Array.from({ length: 10 }, (_, i) => h.call(runId, 0, i)),
+          ...Array.from({ length: 5 }, (_, i) => h.call(runId, 1, i)),
+        ]);
+        for (const call of calls) expect(call.runId).toBe(runId);
+      },
+    },
+    {
+      name: "refuses a duplicate number and a gap, and keeps what it had",
+      async run(h) {
+        const runId = h.runId();
+        await h.store.save(runId, 0, h.row(runId, 0));
+        await h.recordCalls(runId, 0, 0, 2);
+        await expect(h.store.recordCall(runId, 0, 1, h.call(runId, 0, 1, { callId: "dup" }))).rejects.toBeInstanceOf(CheckpointConflict);
+        await expect(h.store.recordCall(runId, 0, 3, h.call(runId, 0, 3))).rejects.toBeInstanceOf(CheckpointConflict);
+        const calls = await h.store.calls(runId);
+        expect(calls.map((c) => c.sealed)).toEqual([h.call(runId, 0, 0), h.call(runId, 0, 1)]);
+      },
+    },
+    {
+      name: "refuses a record from an older segment after a claim",
+      async run(h) {
+        const runId = h.runId();
+        await h.store.save(runId, 0, h.row(runId, 0));
+        await h.recordCalls(runId, 0, 0, 2);
+        await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
+        await expect(h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2))).rejects.toBeInstanceOf(CheckpointConflict);
+        await h.recordCalls(runId, 1, 0, 1);
+        expect(numbers(await h.store.calls(runId))).toEqual([[0, 0], [0, 1], [1, 0]]);
+      },
+    },
+    {
+      name: "refuses a record from an older segment when the claim and the record race",
+      async run(h) {
+        const claimer = h.init.capabilities?.connect === undefined ? h.store : await h.connect();
+        for (let trial = 0; trial < 20; trial++) {
+          const runId = h.runId();
+          await h.store.save(runId, 0, h.row(runId, 0));
+          await h.recordCalls(runId, 0, 0, 2);
+          const [record, claim] = await Promise.allSettled([
+            h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2)),
+            claimer.save(runId, 1, h.row(runId, 1, { segment: 1 })),
+          ]);
+          expect(claim.status).toBe("fulfilled");
+          const stored = numbers(await h.store.calls(runId));
+          if (record.status === "fulfilled") expect(stored).toEqual([[0, 0], [0, 1], [0, 2]]);
+          else {
+            expect(record.reason).toBeInstanceOf(CheckpointConflict);
+            expect(stored).toEqual([[0, 0], [0, 1]]);
+          }
+          const next = stored.length;
+          await expect(h.store.recordCall(runId, 0, next, h.call(runId, 0, next))).rejects.toBeInstanceOf(CheckpointConflict);
+        }
+      },
+    },
+    {
+      name: "refuses a record for an unknown run or an ended one",
+      async run(h) {
+        const unknown = h.runId("unknown");
+        await expect(h.store.recordCall(unknown, 0, 0, h.call(unknown, 0, 0))).rejects.toBeInstanceOf(CheckpointNotFound);
+        const runId = h.runId();
+        await h.store.save(runId, 0, h.row(runId, 0, { status: "done" }));
+        await expect(h.store.recordCall(runId, 0, 0, h.call(runId, 0, 0))).rejects.toBeInstanceOf(CheckpointConflict);
+      },
+    },
+    {
+      name: "gives no records for an unknown run",
+      async run(h) {
+        expect(await h.store.calls(h.runId("unknown"))).toEqual([]);
+      },
+    },
+    {
+      name: "keeps records and checkpoints through closing and reopening the store",
+      skipUnless: needsConnect,
+      async run(h) {
+        const runId = h.runId();
+        await h.saveSteps(runId, 1);
+        await h.recordCalls(runId, 0, 0, 3);
+        await h.reopen();
+        expect((await h.store.latest(runId)).sealed).toBe(h.row(runId, 1).sealed);
+        expect((await h.store.calls(runId)).map((c) => c.sealed)).toEqual([0, 1, 2].map((i) => h.call(runId, 0, i)));
+        await h.recordCalls(runId, 0, 3, 4);
+      },
+    },
+  ],
+};

@@ -1,0 +1,18 @@
+export { runConformance, runConformanceGroup, type ConformanceOptions } from "./register.js";
+export { GROUPS, GROUP_NAMES, groupNamed } from "./groups.js";
+export {
+  assertInitializer,
+  initializerProblems,
+  type Capabilities,
+  type ConformanceInitializer,
+  type RawAccess,
+} from "./initializer.js";
+export { Harness, KIT_KEY, type RowOptions } from "./harness.js";
+export type { ConformanceCase, ConformanceGroup, GroupName } from "./cases/case.js";
+export { saveGroup } from "./cases/save.js";
+export { readGroup } from "./cases/read.js";
+export { callLogGroup } from "./cases/call-log.js";
+export { integrityGroup } from "./cases/integrity.js";
+export { isolationGroup } from "./cases/isolation.js";
+export { ttlGroup } from "./cases/ttl.js";
+export { scaleGroup } from "./cases/scale.js";

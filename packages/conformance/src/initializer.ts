@@ -1,0 +1,102 @@
+import type { CheckpointStore } from "@durable/core";
+
+/**
+ * Reads and changes a stored row's bytes past the store's API, as an attacker
+ * with write access to the database could. The tamper tests use it; the store
+ * never sees it. `sealed` is the sealed envelope the store was given.
+ */
+export interface RawAccess {
+  readCheckpoint(runId: string, step: number): Promise<string>;
+  writeCheckpoint(runId: string, step: number, sealed: string): Promise<void>;
+  readCall(runId: string, segment: number, seq: number): Promise<string>;
+  writeCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
+  deleteCall(runId: string, segment: number, seq: number): Promise<void>;
+}
+
+/** What a store declares it can do; the kit skips a group, saying why, when its capability is not declared. */
+export interface Capabilities<S extends CheckpointStore = CheckpointStore> {
+  /**
+   * Keys expire `ttlSeconds` after a run's last write, except while the run is
+   * paused. The kit waits that long, so keep it small (1–2 s) in the initializer.
+   */
+  readonly ttl?: { readonly ttlSeconds: number };
+  /** Several processes may share the store (the crash and race groups use it). */
+  readonly multiProcess?: boolean;
+  /**
+   * Another store on the same data as `store` (a second connection to the same
+   * database, prefix or file), as another worker would open it, leaving `store`
+   * open. The kit uses it for concurrent clients, and to reopen a closed store.
+   */
+  connect?(store: S): Promise<S>;
+}
+
+/**
+ * How the kit gets stores. Every `createStore()` must give a store isolated
+ * from every other it gave (its own prefix, tables, schema or file), so groups
+ * and tests never see each other's runs.
+ */
+export interface ConformanceInitializer<S extends CheckpointStore = CheckpointStore> {
+  /** Names the store in test titles and summaries. */
+  readonly name: string;
+  /** A new, empty, isolated store. Called for every test, and twice in the isolation tests. */
+  createStore(): S | Promise<S>;
+  /** Disposes of a store made by `createStore` (close it, drop its prefix or file). Default: `store.close()`. */
+  destroyStore?(store: S): void | Promise<void>;
+  /** Runs once before the kit's tests (start a server, make a database). */
+  beforeAll?(): void | Promise<void>;
+  /** Runs once after the kit's tests. */
+  afterAll?(): void | Promise<void>;
+  readonly capabilities?: Capabilities<S>;
+  /** The raw-access oracle for a store; without it, the integrity group is skipped. */
+  raw?(store: S): RawAccess;
+}
+
+/**
+ * Checks, at run time, that a value has the shape of an initializer, and says
+ * what is wrong in words: one line per problem, none when it is fine.
+ */
+export function initializerProblems(value: unknown): string[] {
+  if (typeof value !== "object" || value === null) {
+    return ["The module must export an initializer object (export default { name, createStore, ... })."];
+  }
+  const init = value as Record<string, unknown>;
+  const problems: string[] = [];
+  if (typeof init["name"] !== "string" || init["name"].length === 0) problems.push("`name` must be a non-empty string.");
+  if (typeof init["createStore"] !== "function") problems.push("`createStore` must be a function returning a new, isolated store.");
+  for (const hook of ["destroyStore", "beforeAll", "afterAll", "raw"]) {
+    if (init[hook] !== undefined && typeof init[hook] !== "function") problems.push(`\`${hook}\`, when given, must be a function.`);
+  }
+  const caps = init["capabilities"];
+  if (caps !== undefined) {
+    if (typeof caps !== "object" || caps === null) problems.push("`capabilities`, when given, must be an object.");
+    else problems.push(...capabilityProblems(caps as Record<string, unknown>));
+  }
+  return problems;
+}
+
+const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect"]);
+
+function capabilityProblems(caps: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const key of Object.keys(caps)) {
+    if (!KNOWN_CAPABILITIES.has(key)) problems.push(`\`capabilities.${key}\` is not a capability the kit knows (${[...KNOWN_CAPABILITIES].join(", ")}).`);
+  }
+  const ttl = caps["ttl"] as { ttlSeconds?: unknown } | undefined;
+  if (ttl !== undefined && !(typeof ttl?.ttlSeconds === "number" && ttl.ttlSeconds > 0)) {
+    problems.push("`capabilities.ttl.ttlSeconds` must be a positive number.");
+  }
+  if (caps["multiProcess"] !== undefined && typeof caps["multiProcess"] !== "boolean") {
+    problems.push("`capabilities.multiProcess` must be true or false.");
+  }
+  if (caps["connect"] !== undefined && typeof caps["connect"] !== "function") {
+    problems.push("`capabilities.connect` must be a function (store) => Promise<store>.");
+  }
+  return problems;
+}
+
+/** Checks a value is an initializer, throwing a `TypeError` that lists every problem. */
+export function assertInitializer(value: unknown): ConformanceInitializer {
+  const problems = initializerProblems(value);
+  if (problems.length > 0) throw new TypeError(`Not a conformance initializer:\n- ${problems.join("\n- ")}`);
+  return value as ConformanceInitializer;
+}

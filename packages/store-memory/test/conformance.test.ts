@@ -1,0 +1,4 @@
+import { runConformance } from "@durable/conformance";
+import memory from "./conformance.js";
+
+runConformance(memory);

@@ -1,0 +1,59 @@
+import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "../src/index.js";
+
+/** The memory store's conformance initializer; `durable-conformance test/conformance.ts` runs the kit with it. */
+const dataOf = new WeakMap<MemoryCheckpointStore, MemoryData>();
+
+function open(data: MemoryData = new Map()): MemoryCheckpointStore {
+  const store = new MemoryCheckpointStore({ data });
+  dataOf.set(store, data);
+  return store;
+}
+
+function raw(data: MemoryData): RawAccess {
+  const run = (runId: string): MemoryRun => {
+    const entry = data.get(runId);
+    if (entry === undefined) throw new Error(`no run ${runId}`);
+    return entry;
+  };
+  const checkpointAt = (runId: string, step: number) => {
+    const index = run(runId).checkpoints.findIndex((c) => c.step === step);
+    if (index < 0) throw new Error(`no step ${step} of ${runId}`);
+    return index;
+  };
+  const callAt = (runId: string, segment: number, seq: number) => {
+    const index = run(runId).calls.findIndex((c) => c.segment === segment && c.seq === seq);
+    if (index < 0) throw new Error(`no call ${segment}/${seq} of ${runId}`);
+    return index;
+  };
+  return {
+    async readCheckpoint(runId, step) {
+      return run(runId).checkpoints[checkpointAt(runId, step)]!.sealed;
+    },
+    async writeCheckpoint(runId, step, sealed) {
+      const rows = run(runId).checkpoints;
+      const index = checkpointAt(runId, step);
+      rows[index] = { ...rows[index]!, sealed };
+    },
+    async readCall(runId, segment, seq) {
+      return run(runId).calls[callAt(runId, segment, seq)]!.sealed;
+    },
+    async writeCall(runId, segment, seq, sealed) {
+      const calls = run(runId).calls;
+      const index = callAt(runId, segment, seq);
+      calls[index] = { ...calls[index]!, sealed };
+    },
+    async deleteCall(runId, segment, seq) {
+      run(runId).calls.splice(callAt(runId, segment, seq), 1);
+    },
+  };
+}
+
+const memory: ConformanceInitializer<MemoryCheckpointStore> = {
+  name: "memory",
+  createStore: () => open(),
+  capabilities: { connect: async (store) => open(dataOf.get(store)) },
+  raw: (store) => raw(dataOf.get(store)!),
+};
+
+export default memory;
