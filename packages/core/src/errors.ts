@@ -6,6 +6,8 @@ export type DurableErrorCode =
   | "RECOVERY_NEEDS_DECISION"
   | "FLOW_ERROR"
   | "IDENTITY_MISMATCH"
+  | "APPROVAL_DENIED"
+  | "STORE_UNAVAILABLE"
   | "INVALID_INPUT";
 
 /** The base of every error @durable throws on purpose. */
@@ -101,5 +103,45 @@ export class IdentityMismatch extends DurableError {
 export class InvalidInput extends DurableError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("INVALID_INPUT", message, options);
+  }
+}
+
+/**
+ * A tool returned a value that is not plain JSON. The call is recorded
+ * `unrecordable` and is in doubt; the run is left for recovery to decide.
+ */
+export class UnrecordableResult extends InvalidInput {
+  readonly tool: string;
+
+  constructor(tool: string, cause: InvalidInput) {
+    super(
+      `Tool ${tool} returned a value that cannot be stored (${cause.message}); the call is in doubt. ` +
+        "Return plain JSON data from tools.",
+      { cause },
+    );
+    this.tool = tool;
+  }
+}
+
+/** A call that needed an approval was denied. */
+export class ApprovalDenied extends DurableError {
+  readonly tool: string;
+  readonly reason: string | undefined;
+
+  constructor(tool: string, reason: string | undefined) {
+    super("APPROVAL_DENIED", `The call of ${tool} was denied${reason === undefined ? "" : `: ${reason}`}.`);
+    this.tool = tool;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The store could not be reached, or did not confirm a write: whether the
+ * write was applied is unknown. The run is left as it is; recover it once the
+ * store answers. Stores wrap their driver's errors in it, with the cause.
+ */
+export class StoreUnavailable extends DurableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("STORE_UNAVAILABLE", message, options);
   }
 }

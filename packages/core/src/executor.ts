@@ -1,6 +1,6 @@
 import { canonicalJson, type JsonValue } from "./canonical.js";
 import type { CallLog } from "./call-log.js";
-import { InvalidInput } from "./errors.js";
+import { InvalidInput, UnrecordableResult } from "./errors.js";
 import { emit, type CallRef, type EventSink } from "./events.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { Identity } from "./identity.js";
@@ -125,11 +125,7 @@ export class Executor {
     } catch (error) {
       if (!(error instanceof InvalidInput)) throw error;
       await log.append({ round, callId, tool, kind: "unrecordable", args: jsonArgs, reason: error.message });
-      throw new InvalidInput(
-        `Tool ${tool} returned a value that cannot be stored (${error.message}); the call is in doubt. ` +
-          "Return plain JSON data from tools.",
-        { cause: error },
-      );
+      throw new UnrecordableResult(tool, error);
     }
     await emit(scope.init.events, { type: "call.done", runId: scope.runId, kind: scope.init.kind, call: ref });
     return { status: "ok", value: result as JsonValue };

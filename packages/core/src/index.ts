@@ -8,6 +8,9 @@ export {
   FlowError,
   IdentityMismatch,
   InvalidInput,
+  UnrecordableResult,
+  ApprovalDenied,
+  StoreUnavailable,
   type DurableErrorCode,
   type InDoubtReason,
 } from "./errors.js";

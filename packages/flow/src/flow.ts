@@ -1,0 +1,221 @@
+import { createHash } from "node:crypto";
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { FlowError, canonicalJson, type Identity, type JsonValue } from "@durable/core";
+import { Call } from "./call.js";
+
+/** What a function node gets besides the state. */
+export interface NodeContext extends Identity {
+  readonly runId: string;
+  /** Calls a tool through the call log: replayed on recovery when it already finished. */
+  call(tool: string, args: JsonValue): Promise<JsonValue>;
+}
+
+/** A function node: reads the state, may call tools, returns the fields it changes. Must be deterministic. */
+export type NodeFn<S> = (state: S, ctx: NodeContext) => Partial<S> | void | Promise<Partial<S> | void>;
+
+/** A conditional edge: returns the names of the next nodes (none ends that branch). */
+export type Router<S> = (state: S) => string | readonly string[];
+
+/** Combines two writes of one field in one superstep, for fields that several nodes may write at once. */
+export type Reducers<S> = { readonly [K in keyof S]?: (current: S[K], update: S[K]) => S[K] };
+
+/** Options of a flow. */
+export interface FlowOptions<S> {
+  /** Any Standard Schema (zod, valibot, arktype): the input and every merged update are validated with it. */
+  readonly state: StandardSchemaV1<unknown, S>;
+  /** Fields that several nodes of one superstep may write, and how their writes combine. */
+  readonly reducers?: Reducers<S>;
+  /** How often a node may run in one run before the run stops with `FlowError`; default 25. */
+  readonly maxVisits?: number;
+}
+
+/** A node of the graph. */
+export interface FlowNode<S> {
+  readonly name: string;
+  readonly body: Call<S> | NodeFn<S>;
+  readonly maxVisits: number;
+}
+
+/** The outgoing edges of one node. */
+export interface Successors<S> {
+  readonly to: readonly string[];
+  readonly routers: ReadonlyArray<{ readonly route: Router<S>; readonly targets: readonly string[] | undefined }>;
+}
+
+/** A join: `to` runs once every node of `from` has run since it last ran. */
+export interface Join {
+  readonly from: readonly string[];
+  readonly to: string;
+}
+
+/** The checked graph a runner executes. */
+export interface Graph<S> {
+  readonly entry: string;
+  readonly nodes: ReadonlyMap<string, FlowNode<S>>;
+  readonly successors: ReadonlyMap<string, Successors<S>>;
+  readonly joins: readonly Join[];
+  readonly ends: ReadonlySet<string>;
+  /** sha256 over the structure (names, kinds, tools, `into`, edges, ends), not the text of closures. */
+  readonly digest: string;
+}
+
+const DEFAULT_MAX_VISITS = 25;
+
+/**
+ * A durable flow: a graph of nodes over a validated state. The first node
+ * added is the entry. Build it with `node`, `edge` and `end`; it is checked
+ * (unknown nodes, duplicate names, no reachable end) when first run, or by `graph`.
+ */
+export class Flow<S> {
+  readonly name: string;
+  readonly schema: StandardSchemaV1<unknown, S>;
+  readonly reducers: Reducers<S>;
+  readonly #maxVisits: number;
+  readonly #nodes = new Map<string, FlowNode<S>>();
+  readonly #edges: Array<{ from: string; to: string }> = [];
+  readonly #routers: Array<{ from: string; route: Router<S>; targets: readonly string[] | undefined }> = [];
+  readonly #joins: Join[] = [];
+  readonly #ends = new Set<string>();
+  readonly #problems: string[] = [];
+  #graph: Graph<S> | undefined;
+
+  constructor(name: string, options: FlowOptions<S>) {
+    if (typeof name !== "string" || name.length === 0 || name.length > 128) {
+      throw new FlowError("A flow needs a name of 1 to 128 characters.");
+    }
+    this.name = name;
+    this.schema = options.state;
+    this.reducers = options.reducers ?? {};
+    this.#maxVisits = options.maxVisits ?? DEFAULT_MAX_VISITS;
+  }
+
+  /** Adds a node: a `Call`, or an async function `(state, ctx) => Partial<State>`. */
+  node(name: string, body: Call<S> | NodeFn<S>, options: { readonly maxVisits?: number } = {}): this {
+    this.#change();
+    if (this.#nodes.has(name)) this.#problems.push(`the node name ${JSON.stringify(name)} is used twice`);
+    if (!(body instanceof Call) && typeof body !== "function") {
+      this.#problems.push(`node ${JSON.stringify(name)} must be a Call or a function`);
+    }
+    this.#nodes.set(name, { name, body, maxVisits: options.maxVisits ?? this.#maxVisits });
+    return this;
+  }
+
+  /**
+   * Adds edges. `from` → `to` for one or several targets (several run in the
+   * same superstep: a fan-out); `to` as a router function is a conditional
+   * edge (list its `targets` to have them checked); several `from` nodes with
+   * one target is a join, which runs once all of them have run.
+   */
+  edge(from: string | readonly string[], to: string | readonly string[] | Router<S>, options: { readonly targets?: readonly string[] } = {}): this {
+    this.#change();
+    if (typeof from !== "string") {
+      if (typeof to !== "string") this.#problems.push("a join needs exactly one target node");
+      else this.#joins.push({ from: [...from], to });
+      return this;
+    }
+    if (typeof to === "function") this.#routers.push({ from, route: to, targets: options.targets });
+    else for (const target of typeof to === "string" ? [to] : to) this.#edges.push({ from, to: target });
+    return this;
+  }
+
+  /** Marks nodes after which the run may end. */
+  end(...names: string[]): this {
+    this.#change();
+    for (const name of names) this.#ends.add(name);
+    return this;
+  }
+
+  /** The checked graph. `FlowError` lists every problem of an invalid one. */
+  get graph(): Graph<S> {
+    this.#graph ??= this.#compile();
+    return this.#graph;
+  }
+
+  /** The graph digest stored in every checkpoint: a changed graph cannot recover an old run. */
+  get digest(): string {
+    return this.graph.digest;
+  }
+
+  #change(): void {
+    this.#graph = undefined;
+  }
+
+  #compile(): Graph<S> {
+    const problems = [...this.#problems];
+    const entry = this.#nodes.keys().next().value;
+    if (entry === undefined) problems.push("it has no nodes");
+    const known = (name: string, where: string) => {
+      if (!this.#nodes.has(name)) problems.push(`${where} names the unknown node ${JSON.stringify(name)}`);
+    };
+    for (const { from, to } of this.#edges) {
+      known(from, "an edge");
+      known(to, "an edge");
+    }
+    for (const { from, targets } of this.#routers) {
+      known(from, "a conditional edge");
+      for (const target of targets ?? []) known(target, "a conditional edge");
+    }
+    for (const join of this.#joins) for (const name of [...join.from, join.to]) known(name, "a join");
+    for (const name of this.#ends) known(name, "end()");
+
+    const successors = new Map<string, Successors<S>>();
+    for (const name of this.#nodes.keys()) {
+      successors.set(name, {
+        to: this.#edges.filter((e) => e.from === name).map((e) => e.to),
+        routers: this.#routers.filter((r) => r.from === name),
+      });
+    }
+    for (const [name, next] of successors) {
+      const joined = this.#joins.some((j) => j.from.includes(name));
+      if (next.to.length === 0 && next.routers.length === 0 && !joined && !this.#ends.has(name)) {
+        problems.push(`node ${JSON.stringify(name)} has no outgoing edge and is not an end`);
+      }
+    }
+    if (entry !== undefined && problems.length === 0 && !this.#reachesEnd(entry, successors)) {
+      problems.push("no end node can be reached from the entry");
+    }
+    if (problems.length > 0) throw new FlowError(`Flow ${JSON.stringify(this.name)} is invalid: ${problems.join("; ")}.`);
+    return {
+      entry: entry!,
+      nodes: this.#nodes,
+      successors,
+      joins: this.#joins,
+      ends: this.#ends,
+      digest: this.#digest(entry!),
+    };
+  }
+
+  #reachesEnd(entry: string, successors: Map<string, Successors<S>>): boolean {
+    const seen = new Set<string>([entry]);
+    const queue = [entry];
+    for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
+      const next = successors.get(name)!;
+      if (this.#ends.has(name) || next.routers.some((r) => r.targets === undefined)) return true;
+      const targets = [...next.to, ...next.routers.flatMap((r) => r.targets ?? []), ...this.#joins.filter((j) => j.from.includes(name)).map((j) => j.to)];
+      for (const target of targets) {
+        if (!seen.has(target)) {
+          seen.add(target);
+          queue.push(target);
+        }
+      }
+    }
+    return false;
+  }
+
+  #digest(entry: string): string {
+    const structure = {
+      name: this.name,
+      entry,
+      nodes: [...this.#nodes.values()].map((node) =>
+        node.body instanceof Call
+          ? { name: node.name, kind: "call", tool: node.body.tool, into: node.body.into ?? null, maxVisits: node.maxVisits }
+          : { name: node.name, kind: "function", maxVisits: node.maxVisits },
+      ),
+      edges: this.#edges.map((e) => [e.from, e.to]).sort(),
+      routers: this.#routers.map((r) => [r.from, [...(r.targets ?? [])].sort()]),
+      joins: this.#joins.map((j) => [[...j.from].sort(), j.to]),
+      ends: [...this.#ends].sort(),
+    };
+    return createHash("sha256").update(canonicalJson(structure)).digest("base64url");
+  }
+}

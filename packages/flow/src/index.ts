@@ -1,0 +1,4 @@
+export { Flow, type FlowOptions, type FlowNode, type NodeFn, type NodeContext, type Router, type Reducers, type Graph, type Join, type Successors } from "./flow.js";
+export { Call, type CallOptions } from "./call.js";
+export { FlowRunner, type FlowResult, type FlowRunnerOptions, type RunOptions, type RecoverOptions, type Decisions } from "./runner.js";
+export type { Approval, FlowData } from "./flow-data.js";

@@ -1,0 +1,32 @@
+import { FlowError } from "@durable/core";
+import type { Reducers } from "./flow.js";
+
+/**
+ * Merges the updates of one superstep into the state, in frontier order. A
+ * field with a reducer combines every write (`reducer(current, update)`);
+ * any other field may be written by one node only: two writers is `FlowError`.
+ * Fields set to `undefined` are not writes.
+ */
+export function mergeUpdates<S>(state: S, updates: ReadonlyArray<readonly [node: string, update: Partial<S>]>, reducers: Reducers<S>): S {
+  const next = { ...state } as Record<string, unknown>;
+  const writers = new Map<string, string>();
+  for (const [node, update] of updates) {
+    if (typeof update !== "object" || update === null || Array.isArray(update)) {
+      throw new FlowError(`node ${JSON.stringify(node)} returned ${JSON.stringify(update)}; a node returns an object of the fields it changes.`);
+    }
+    for (const [field, value] of Object.entries(update)) {
+      if (value === undefined) continue;
+      const reducer = reducers[field as keyof S] as ((a: unknown, b: unknown) => unknown) | undefined;
+      const first = writers.get(field);
+      if (reducer !== undefined) next[field] = reducer(next[field], value);
+      else if (first !== undefined) {
+        throw new FlowError(
+          `nodes ${JSON.stringify(first)} and ${JSON.stringify(node)} both wrote ${JSON.stringify(field)} in one superstep; ` +
+            "give the field a reducer in the flow's options to combine the writes.",
+        );
+      } else next[field] = value;
+      writers.set(field, node);
+    }
+  }
+  return next as S;
+}

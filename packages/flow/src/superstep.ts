@@ -1,0 +1,112 @@
+import { ApprovalDenied, FlowError, type CallScope, type Executor, type JsonValue } from "@durable/core";
+import { Call } from "./call.js";
+import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
+import type { FlowData } from "./flow-data.js";
+import { mergeUpdates } from "./merge.js";
+
+/** Thrown inside a node when a call waits on an approval: the superstep pauses. */
+class WaitingForApproval extends Error {}
+
+/** What one superstep produced: the run moves on, or pauses for approvals. */
+export type SuperstepOutcome<S> =
+  | { readonly paused: true }
+  | {
+      readonly paused: false;
+      readonly state: S;
+      readonly frontier: string[];
+      readonly visits: Record<string, number>;
+      readonly waiting: Record<string, string[]>;
+    };
+
+/**
+ * Runs every node of the frontier concurrently against one state, merges
+ * their updates, and computes the next frontier. A node error is thrown once
+ * every node has settled; a call waiting on an approval pauses the superstep.
+ */
+export async function runSuperstep<S>(
+  flow: Flow<S>,
+  executor: Executor,
+  scope: CallScope,
+  data: FlowData,
+  state: S,
+): Promise<SuperstepOutcome<S>> {
+  const graph = flow.graph;
+  const visits = { ...data.visits };
+  for (const name of data.frontier) {
+    const node = nodeOf(graph, name);
+    visits[name] = (visits[name] ?? 0) + 1;
+    if (visits[name] > node.maxVisits) {
+      throw new FlowError(`node ${JSON.stringify(name)} ran more than ${node.maxVisits} times in run ${scope.runId}; raise maxVisits or stop the loop.`);
+    }
+  }
+  const frozen = deepFreeze(structuredClone(state));
+  const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope, data.round)));
+  const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
+  if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
+  if (settled.some((s) => s.status === "rejected")) return { paused: true };
+
+  const updates = settled.map((s, i) => [data.frontier[i]!, (s as PromiseFulfilledResult<Partial<S>>).value] as const);
+  const merged = mergeUpdates(state, updates, flow.reducers);
+  const { frontier, waiting } = nextFrontier(graph, data, merged);
+  return { paused: false, state: merged, frontier, visits, waiting };
+}
+
+async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope, round: number): Promise<Partial<S>> {
+  let index = 0;
+  const call = async (tool: string, args: JsonValue): Promise<JsonValue> => {
+    const callId = `${round}:${node.name}:${index++}`;
+    const outcome = await executor.call(scope, callId, tool, args);
+    if (outcome.status === "ok") return outcome.value;
+    if (outcome.status === "pending") throw new WaitingForApproval();
+    throw new ApprovalDenied(tool, outcome.reason);
+  };
+  if (node.body instanceof Call) {
+    const value = await call(node.body.tool, node.body.args(state));
+    return (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
+  }
+  const identity = scope.init.identity;
+  const ctx: NodeContext = { ...identity, runId: scope.runId, call };
+  return (await node.body(state, ctx)) ?? {};
+}
+
+/** The nodes after a superstep: static successors, routed ones, and joins whose every source has arrived. */
+function nextFrontier<S>(graph: Graph<S>, data: FlowData, state: S): { frontier: string[]; waiting: Record<string, string[]> } {
+  const next: string[] = [];
+  const waiting: Record<string, string[]> = Object.fromEntries(Object.entries(data.waiting).map(([k, v]) => [k, [...v]]));
+  const add = (name: string) => {
+    if (!next.includes(name)) next.push(name);
+  };
+  for (const name of data.frontier) {
+    const successors = graph.successors.get(name)!;
+    successors.to.forEach(add);
+    for (const { route } of successors.routers) {
+      const routed = route(state);
+      for (const target of typeof routed === "string" ? [routed] : routed) {
+        if (!graph.nodes.has(target)) throw new FlowError(`the router after ${JSON.stringify(name)} returned the unknown node ${JSON.stringify(target)}.`);
+        add(target);
+      }
+    }
+    for (const join of graph.joins.filter((j) => j.from.includes(name))) {
+      const arrived = new Set([...(waiting[join.to] ?? []), name]);
+      if (join.from.every((source) => arrived.has(source))) {
+        delete waiting[join.to];
+        add(join.to);
+      } else waiting[join.to] = [...arrived].sort();
+    }
+  }
+  return { frontier: next, waiting };
+}
+
+function nodeOf<S>(graph: Graph<S>, name: string): FlowNode<S> {
+  const node = graph.nodes.get(name);
+  if (node === undefined) throw new FlowError(`the checkpoint names the unknown node ${JSON.stringify(name)}.`);
+  return node;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
+}
