@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  ApprovalDenied,
+  CheckpointConflict,
+  Executor,
+  IdentityMismatch,
+  InvalidInput,
+  RecoveryNeedsDecision,
+  ToolRegistry,
+} from "@durable/core";
+import { Call, Flow, FlowRunner } from "../src/index.js";
+import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";
+
+const State = z.object({ amount: z.number(), note: z.string() });
+const flow = new Flow("refunds", { state: State })
+  .node("check", new Call("lookup", { args: (s) => ({ amount: s.amount }) }))
+  .node("refund", new Call("refund", { args: (s) => ({ amount: s.amount }), into: "note" }))
+  .edge("check", "refund")
+  .end("refund");
+const INPUT = { amount: 50, note: "" };
+const CALL = "2:refund:0";
+
+function setup() {
+  const ran = { lookup: 0, refund: 0 };
+  const registry = new ToolRegistry()
+    .tool("lookup", () => ++ran.lookup)
+    .tool("refund", (a: { amount: number }) => {
+      ran.refund++;
+      return `refunded ${a.amount}`;
+    }, { approval: true });
+  return { ran, registry, store: new MemoryCheckpointStore() };
+}
+
+describe("approvals", () => {
+  it("pause the run; resume spends the decision; a second resume of the same pause is CheckpointConflict", async () => {
+    const { ran, registry, store } = setup();
+    const runner = runnerOn(store, registry);
+    const paused = await runner.run(flow, INPUT, { runId: "r", ctx: { user: "ada" } });
+    expect(paused).toEqual({ status: "paused", runId: "r", step: 2, approvals: [{ callId: CALL, tool: "refund", args: { amount: 50 } }] });
+    expect((await store.latest("r")).status).toBe("paused");
+    expect(await runner.recover(flow, "r")).toEqual(paused);
+
+    const results = await Promise.allSettled([
+      runner.resume(flow, "r", { [CALL]: true }),
+      runnerOn(store, registry).resume(flow, "r", { [CALL]: true }),
+    ]);
+    expect(results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<unknown>).value)).toEqual([
+      { status: "done", runId: "r", step: 4, state: { amount: 50, note: "refunded 50" } },
+    ]);
+    expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
+    expect(ran).toEqual({ lookup: 1, refund: 1 });
+    await expect(runner.resume(flow, "r", { [CALL]: true })).rejects.toThrow(CheckpointConflict);
+  });
+
+  it("a denied call stops the run with ApprovalDenied, saved as failed", async () => {
+    const { ran, registry, store } = setup();
+    const runner = runnerOn(store, registry);
+    await runner.run(flow, INPUT, { runId: "r" });
+    await expect(runner.resume(flow, "r", { [CALL]: { approved: false, reason: "too much" } })).rejects.toThrow(ApprovalDenied);
+    expect((await store.latest("r")).status).toBe("failed");
+    expect(ran.refund).toBe(0);
+  });
+
+  it("refuses a decision for a call that is not pending, and a ctx for someone else", async () => {
+    const { registry, store } = setup();
+    const runner = runnerOn(store, registry);
+    await runner.run(flow, INPUT, { runId: "r", ctx: { user: "ada" } });
+    await expect(runner.resume(flow, "r", { "9:nope:0": true })).rejects.toThrow(InvalidInput);
+    await expect(runner.resume(flow, "r", { [CALL]: true }, { ctx: { user: "eve" } })).rejects.toThrow(IdentityMismatch);
+    expect((await store.latest("r")).status).toBe("paused");
+  });
+
+  it("a worker that dies before the decision is saved leaves the run paused and resumable", async () => {
+    const { ran, registry, store } = setup();
+    await runnerOn(store, registry).run(flow, INPUT, { runId: "r" });
+    void runnerOn(new DyingStore(store, { op: "save", step: 3, when: "before" }), registry).resume(flow, "r", { [CALL]: true });
+    await settle();
+    expect((await store.latest("r")).status).toBe("paused");
+    expect(await runnerOn(store, registry).resume(flow, "r", { [CALL]: true })).toMatchObject({ status: "done" });
+    expect(ran.refund).toBe(1);
+  });
+
+  it("a worker that dies after the decision is saved is recovered by spending the stored decision", async () => {
+    const { ran, registry, store } = setup();
+    await runnerOn(store, registry).run(flow, INPUT, { runId: "r" });
+    void runnerOn(new DyingStore(store, { op: "save", step: 3, when: "after" }), registry).resume(flow, "r", { [CALL]: true });
+    await settle();
+    expect((await store.latest("r")).status).toBe("running");
+    expect(await runnerOn(store, registry).recover(flow, "r")).toMatchObject({ status: "done", state: { note: "refunded 50" } });
+    expect(ran).toEqual({ lookup: 1, refund: 1 });
+  });
+
+  it("a decision is bound to its arguments: changed arguments wait for a new approval", async () => {
+    const { registry, store } = setup();
+    let amount = 50;
+    const bound = new Flow("bound", { state: State })
+      .node("refund", async (_, ctx) => ({ note: String(await ctx.call("refund", { amount })) }))
+      .end("refund");
+    const runner = runnerOn(store, registry);
+    const first = await runner.run(bound, INPUT, { runId: "r" });
+    expect(first).toMatchObject({ status: "paused", approvals: [{ args: { amount: 50 } }] });
+    amount = 5000;
+    const second = await runner.resume(bound, "r", { "1:refund:0": true });
+    expect(second).toMatchObject({ status: "paused", approvals: [{ args: { amount: 5000 } }] });
+  });
+
+  it("a synchronous approval port is awaited in process; a worker dying while it waits leaves the call in doubt", async () => {
+    const { ran, registry, store } = setup();
+    const withPort = (port: () => Promise<{ approved: boolean }>, on = store) =>
+      new FlowRunner(new Executor(registry, { approvals: port }), { checkpoints: on, checkpointKey: KEY });
+    expect(await withPort(async () => ({ approved: true })).run(flow, INPUT, { runId: "ok" })).toMatchObject({ status: "done" });
+
+    void withPort(forever).run(flow, INPUT, { runId: "r" });
+    await settle();
+    const error = await withPort(async () => ({ approved: true })).recover(flow, "r").catch((e: unknown) => e);
+    expect((error as RecoveryNeedsDecision).calls).toEqual([["refund", "was waiting on an approval port"]]);
+    const result = await withPort(async () => ({ approved: true })).recover(flow, "r", { rerunInDoubt: true });
+    expect(result).toMatchObject({ status: "done", state: { note: "refunded 50" } });
+    expect(ran.refund).toBe(2);
+  });
+});
