@@ -1,0 +1,2 @@
+export { SQLiteCheckpointStore, type SQLiteStoreOptions } from "./sqlite-store.js";
+export { SCHEMA_VERSION } from "./schema.js";

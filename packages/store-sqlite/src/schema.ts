@@ -1,0 +1,96 @@
+import type Database from "better-sqlite3";
+import { InvalidInput } from "@durable/core";
+
+/** The schema version this code writes. */
+export const SCHEMA_VERSION = 1;
+
+/** Marks the tables as ours, so a database holding another application's tables of the same names is refused. */
+const OWNER = "@durable/store-sqlite";
+
+/** Table names for one prefix. */
+export interface Tables {
+  readonly meta: string;
+  readonly runs: string;
+  readonly checkpoints: string;
+  readonly calls: string;
+}
+
+export function tablesFor(prefix: string): Tables {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,47}$/.test(prefix)) {
+    throw new InvalidInput(`tablePrefix ${JSON.stringify(prefix)} must be letters, digits and _ (not first a digit), at most 48 characters.`);
+  }
+  return { meta: `${prefix}meta`, runs: `${prefix}runs`, checkpoints: `${prefix}checkpoints`, calls: `${prefix}calls` };
+}
+
+/**
+ * Each migration takes the schema from the version before it to its own.
+ * `runs` holds one row per run (its latest step, status, segment and how many
+ * records its current segment has) so compare-and-set reads one row.
+ */
+const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
+  (t) => `
+    CREATE TABLE ${t.runs} (
+      run_id TEXT PRIMARY KEY NOT NULL,
+      flow TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      step INTEGER NOT NULL,
+      status TEXT NOT NULL,
+      segment INTEGER NOT NULL,
+      segment_calls INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX ${t.runs}_unfinished ON ${t.runs} (flow, run_id) WHERE status IN ('running', 'paused');
+    CREATE TABLE ${t.checkpoints} (
+      run_id TEXT NOT NULL,
+      step INTEGER NOT NULL,
+      status TEXT NOT NULL,
+      segment INTEGER NOT NULL,
+      flow TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      sealed TEXT NOT NULL,
+      PRIMARY KEY (run_id, step)
+    ) WITHOUT ROWID;
+    CREATE TABLE ${t.calls} (
+      run_id TEXT NOT NULL,
+      segment INTEGER NOT NULL,
+      seq INTEGER NOT NULL,
+      sealed TEXT NOT NULL,
+      PRIMARY KEY (run_id, segment, seq)
+    ) WITHOUT ROWID;`,
+];
+
+/**
+ * Brings the database to `SCHEMA_VERSION` in one `BEGIN IMMEDIATE`
+ * transaction, so two processes opening a new file at once both succeed and
+ * the schema is made once. A newer schema, or tables of these names that are
+ * not ours, are refused with `InvalidInput`.
+ */
+export function migrate(db: Database.Database, t: Tables, where: string): void {
+  db.transaction(() => {
+    const exists = (name: string) =>
+      db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+    let version = 0;
+    if (exists(t.meta)) {
+      const rows = db.prepare(`SELECT key, value FROM ${t.meta}`).all() as Array<{ key: string; value: string }>;
+      const meta = new Map(rows.map((r) => [r.key, r.value]));
+      if (meta.get("owner") !== OWNER) throw foreign(where, t.meta);
+      version = Number(meta.get("schema_version"));
+    } else {
+      for (const name of [t.runs, t.checkpoints, t.calls]) if (exists(name)) throw foreign(where, name);
+      db.exec(`CREATE TABLE ${t.meta} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`);
+      db.prepare(`INSERT INTO ${t.meta} (key, value) VALUES ('owner', ?), ('schema_version', '0')`).run(OWNER);
+    }
+    if (!Number.isSafeInteger(version) || version > SCHEMA_VERSION) {
+      throw new InvalidInput(
+        `${where} has schema version ${version}, newer than this @durable/store-sqlite knows (${SCHEMA_VERSION}); upgrade the package.`,
+      );
+    }
+    for (let next = version; next < SCHEMA_VERSION; next++) db.exec(MIGRATIONS[next]!(t));
+    db.prepare(`UPDATE ${t.meta} SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION));
+  }).immediate();
+}
+
+function foreign(where: string, table: string): InvalidInput {
+  return new InvalidInput(
+    `${where} already holds a table ${table} that @durable did not make; use another file or another tablePrefix.`,
+  );
+}

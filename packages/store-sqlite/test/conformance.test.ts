@@ -1,0 +1,4 @@
+import { runConformance } from "@durable/conformance";
+import sqlite from "./conformance.js";
+
+runConformance(sqlite);
