@@ -1,78 +1,43 @@
 /**
- * What @durable core does, in one process on the memory store: tool calls go
- * through a signed call log; a second worker that takes over the run replays
- * finished calls from the log, and stops at a call in doubt until told to rerun it.
+ * The main job: a durable run survives its worker.
+ *   pnpm demo [--store sqlite:<path>] [--runs N] [--rerun-in-doubt]
+ * Worker 1 runs order after order and dies inside email_tickets of the last
+ * one; worker 2, a new process, recovers it: finished calls replay from the
+ * log, the call in doubt waits for your decision, and the card is charged once.
  */
-import {
-  CallScope,
-  DurableRun,
-  Executor,
-  RecoveryNeedsDecision,
-  ToolRegistry,
-  freshPlan,
-  idempotencyKey,
-  planReplay,
-  sealerFor,
-  type CheckpointStore,
-} from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/store-memory";
+import { spawn } from "node:child_process";
+import { mkdirSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEFAULT_STORE } from "./store-url.js";
+import { asArgs, demoOptions } from "./options.js";
+import { CardProcessor } from "./tickets.js";
 
-const KEY = process.env["DURABLE_KEY"] ?? "demo-key-use-a-secret-of-32-bytes!";
-const ran = { charge_card: 0, email_tickets: 0 };
-let crashInsideEmail = true;
+const options = demoOptions(process.argv.slice(2));
+// The card processor's log sits beside a SQLite store, else beside the default one.
+const base = (options.store.startsWith("sqlite:") ? options.store : DEFAULT_STORE).slice("sqlite:".length);
+const cardLog = `${base}.cards.jsonl`;
+mkdirSync(dirname(cardLog), { recursive: true });
+// The default store starts empty each time, so the demo can be run again and again.
+if (options.store === DEFAULT_STORE) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${base}${suffix}`, { force: true });
+rmSync(cardLog, { force: true });
 
-const registry = new ToolRegistry()
-  .tool("charge_card", (args: { seats: number }) => {
-    ran.charge_card += 1;
-    return { charged: args.seats * 40, key: idempotencyKey().slice(0, 12) };
-  })
-  .tool("email_tickets", (args: { show: string }) => {
-    ran.email_tickets += 1;
-    if (crashInsideEmail) throw new Error("worker 1 died inside email_tickets");
-    return { sent: `tickets for ${args.show}` };
-  });
-
-const executor = new Executor(registry);
-const say = (who: string, what: string) => console.log(`${who.padEnd(9)}| ${what}`);
-
-/** One round of the run: charge, then email. */
-async function round(run: DurableRun, scope: CallScope) {
-  const charge = await executor.call(scope, "pay:0", "charge_card", { seats: 2 });
-  say(`worker ${run.segment + 1}`, `charge_card -> ${JSON.stringify(charge)}`);
-  const email = await executor.call(scope, "send:0", "email_tickets", { show: "Hamlet" });
-  say(`worker ${run.segment + 1}`, `email_tickets -> ${JSON.stringify(email)}`);
+function worker(mode: "first" | "second"): Promise<NodeJS.Signals | number | null> {
+  const script = fileURLToPath(new URL("./worker.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, mode, cardLog, ...asArgs(options)], { stdio: "inherit" });
+  return new Promise((resolve) => child.once("exit", (code, signal) => resolve(signal ?? code)));
 }
 
-async function main(store: CheckpointStore) {
-  const sealer = sealerFor(store, KEY);
-  const { run } = await DurableRun.start({
-    store, sealer, runId: "order-7", flow: "tickets", kind: "flow", identity: { user: "ada" }, data: { show: "Hamlet" },
-  });
-  say("worker 1", "saved step 0 of run order-7");
-  try {
-    await round(run, new CallScope({ kind: "flow", log: run.log, plan: freshPlan(1), identity: run.identity }));
-  } catch (error) {
-    say("worker 1", `crashed: ${(error as Error).message}`);
-  }
+console.log(`store: ${options.store}\n`);
+const firstExit = await worker("first");
+console.log(`\n(worker 1 exited: ${String(firstExit)})\n`);
+const secondExit = await worker("second");
 
-  for (const rerunInDoubt of [false, true]) {
-    const latest = await DurableRun.latest(store, sealer, "order-7");
-    const { run: second, records } = await DurableRun.claim(store, sealer, latest);
-    say(`worker ${second.segment + 1}`, `claimed step ${second.step} with segment ${second.segment}; the log holds ${records.length} records`);
-    try {
-      const plan = planReplay("order-7", records, 1, registry, { rerunInDoubt });
-      crashInsideEmail = false;
-      const scope = new CallScope({ kind: "flow", log: second.log, plan, identity: second.identity });
-      await round(second, scope);
-      await second.save("done", { show: "Hamlet" });
-      say(`worker ${second.segment + 1}`, `replayed: ${scope.replayed.map((c) => c.tool).join(", ")}; reran: ${scope.rerun.map((c) => c.tool).join(", ")}`);
-    } catch (error) {
-      if (!(error instanceof RecoveryNeedsDecision)) throw error;
-      say(`worker ${second.segment + 1}`, `in doubt: ${error.calls.map(([tool, why]) => `${tool} (${why})`).join(", ")}`);
-      say(`worker ${second.segment + 1}`, "we checked: no mail went out, so it may run again");
-    }
-  }
-  say("result", `charge_card ran ${ran.charge_card} time(s); email_tickets ran ${ran.email_tickets} time(s)`);
-}
-
-await main(new MemoryCheckpointStore());
+const charges = new CardProcessor(cardLog).charges();
+const byRun = new Map<string, number>();
+for (const c of charges) byRun.set(c.runId, (byRun.get(c.runId) ?? 0) + 1);
+const twice = [...byRun].filter(([, n]) => n > 1);
+const last = charges.at(-1);
+console.log(`\ncard log: ${charges.length} charge(s) for ${byRun.size} order(s); charged twice: ${twice.length === 0 ? "none" : twice.map(([r]) => r).join(", ")}`);
+if (last !== undefined) console.log(`charge_card ran once for ${last.runId}: idempotency key ${last.key.slice(0, 16)}…, $${last.cents / 100}`);
+process.exitCode = secondExit === 0 && twice.length === 0 ? 0 : 1;

@@ -1,0 +1,52 @@
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { ToolRegistry, idempotencyKey } from "@durable/core";
+import { Call, Flow } from "@durable/flow";
+import { z } from "zod";
+
+const Order = z.object({ show: z.string(), seats: z.number().int(), note: z.string().default("") });
+type Order = z.infer<typeof Order>;
+const args = (o: Order) => ({ show: o.show, seats: o.seats });
+
+/** The seed's tickets flow: hold seats, charge the card, email the tickets. */
+export const tickets = new Flow("tickets", { state: Order })
+  .node("hold", new Call("hold_seats", { args, into: "note" }))
+  .node("pay", new Call("charge_card", { args, into: "note" }))
+  .node("send", new Call("email_tickets", { args: (o) => ({ show: o.show }), into: "note" }))
+  .edge("hold", "pay")
+  .edge("pay", "send")
+  .end("send");
+
+/** One charge as the card processor logs it. */
+export interface Charge {
+  readonly runId: string;
+  readonly key: string;
+  readonly cents: number;
+}
+
+/** A card processor that applies each idempotency key once, as a real payment API does. */
+export class CardProcessor {
+  constructor(readonly logPath: string) {}
+
+  charges(): Charge[] {
+    if (!existsSync(this.logPath)) return [];
+    return readFileSync(this.logPath, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Charge);
+  }
+
+  charge(runId: string, key: string, cents: number): number {
+    const before = this.charges().find((c) => c.key === key);
+    if (before !== undefined) return before.cents;
+    appendFileSync(this.logPath, `${JSON.stringify({ runId, key, cents })}\n`);
+    return cents;
+  }
+}
+
+/** The tickets tools: the seat hold is idempotent; the card is charged with the call's idempotency key. */
+export function ticketsRegistry(card: CardProcessor, insideEmail?: (runId: string) => void): ToolRegistry {
+  return new ToolRegistry()
+    .tool("hold_seats", (a: { show: string; seats: number }) => `held ${a.seats} seats for ${a.show}`, { idempotent: true })
+    .tool("charge_card", (a: { seats: number }, ctx) => `charged $${card.charge(ctx.runId, idempotencyKey(), a.seats * 4000) / 100}`)
+    .tool("email_tickets", (a: { show: string }, ctx) => {
+      insideEmail?.(ctx.runId);
+      return `mailed the tickets for ${a.show}`;
+    });
+}

@@ -1,0 +1,102 @@
+/**
+ * One demo worker process.
+ *   worker.ts first  [options]   runs order after order; dies (SIGKILL) inside email_tickets of the last one
+ *   worker.ts second [options]   recovers every unfinished run of the flow
+ */
+import { createInterface } from "node:readline/promises";
+import { Executor, RecoveryNeedsDecision, type CheckpointStore, type DurableEvent } from "@durable/core";
+import { FlowRunner } from "@durable/flow";
+import { demoOptions } from "./options.js";
+import { openStore } from "./store-url.js";
+import { CardProcessor, tickets, ticketsRegistry } from "./tickets.js";
+
+const KEY = process.env["DURABLE_KEY"] ?? "demo-key-replace-with-32-random-bytes!";
+const options = demoOptions(process.argv.slice(2));
+const [mode, cardLog] = options.rest as [string, string];
+const card = new CardProcessor(cardLog);
+const say = (line: string) => console.log(`${mode === "first" ? "worker 1" : "worker 2"} | ${line}`);
+
+function runner(store: CheckpointStore, events?: DurableEvent[], insideEmail?: (runId: string) => void): FlowRunner {
+  return new FlowRunner(new Executor(ticketsRegistry(card, insideEmail)), {
+    checkpoints: store,
+    checkpointKey: KEY,
+    ...(events === undefined ? {} : { events: (e: DurableEvent) => void events.push(e) }),
+  });
+}
+
+async function first(): Promise<void> {
+  const store = openStore(options.store);
+  const suffix = Date.now().toString(36);
+  const last = `order-${options.runs}-${suffix}`;
+  const worker = runner(store, undefined, (runId) => {
+    if (runId !== last) return;
+    say(`${runId}: inside email_tickets: the worker dies now (SIGKILL)`);
+    process.kill(process.pid, "SIGKILL");
+  });
+  const started = performance.now();
+  for (let i = 1; i <= options.runs; i++) {
+    const runId = `order-${i}-${suffix}`;
+    if (i === options.runs && i > 1) {
+      const seconds = (performance.now() - started) / 1000;
+      if (options.runs > 5) progress(i - 1, options.runs);
+      say(`${i - 1} orders done in ${seconds.toFixed(2)} s (${((i - 1) / seconds).toFixed(0)} runs/s)`);
+    }
+    const result = await worker.run(tickets, { show: "Hamlet", seats: 2 }, { runId });
+    if (options.runs <= 5) say(`${runId}: ${result.status}, ${result.status === "done" ? result.state.note : ""}`);
+    else if (i % Math.max(1, Math.floor(options.runs / 50)) === 0) progress(i, options.runs);
+  }
+}
+
+function progress(done: number, total: number): void {
+  const width = 30;
+  const filled = Math.round((done / total) * width);
+  const bar = `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total}`;
+  if (process.stdout.isTTY) process.stdout.write(`\rworker 1 | ${bar}${done === total - 1 ? "\n" : ""}`);
+  else if (done === total - 1) say(bar);
+}
+
+async function second(): Promise<void> {
+  const store = openStore(options.store);
+  const events: DurableEvent[] = [];
+  const worker = runner(store, events);
+  say("starts and recovers every unfinished run of flow tickets");
+  let results = await worker.recoverAll(tickets);
+  const inDoubt = [...results].filter(([, r]) => r instanceof RecoveryNeedsDecision) as Array<[string, RecoveryNeedsDecision]>;
+  for (const [runId, error] of inDoubt) {
+    say(`${runId}: in doubt: ${error.calls.map(([tool, why]) => `${tool} (${why})`).join(", ")}`);
+  }
+  if (inDoubt.length > 0) {
+    if (!(await mayRerun())) {
+      say("left in doubt; run again with --rerun-in-doubt once you have checked the mail server");
+      return;
+    }
+    results = await worker.recoverAll(tickets, { rerunInDoubt: true });
+  }
+  for (const [runId, result] of results) {
+    if (result instanceof Error) say(`${runId}: ${result.name}: ${result.message}`);
+    else say(`${runId}: ${result.status}${result.status === "done" ? `, ${result.state.note}` : ""}`);
+  }
+  for (const event of events) {
+    if (event.type !== "run.recovered") continue;
+    const names = (calls: ReadonlyArray<{ tool: string }>) => calls.map((c) => c.tool).join(", ") || "none";
+    say(`${event.runId}: claimed it at step ${event.step}; replayed from the log: ${names(event.replayed)}; ran again: ${names(event.rerun)}`);
+  }
+  const recovered = new Set(events.filter((e) => e.type === "run.recovered").map((e) => e.runId)).size;
+  say(`recovered ${recovered} run(s)`);
+  await store.close();
+}
+
+async function mayRerun(): Promise<boolean> {
+  if (options.rerunInDoubt) {
+    say("--rerun-in-doubt: we checked, no mail went out, so email_tickets may run again");
+    return true;
+  }
+  if (!process.stdin.isTTY) return false;
+  const prompt = createInterface({ input: process.stdin, output: process.stdout });
+  const answer = await prompt.question("worker 2 | Did the tickets mail go out? Check the mail server. [y = it did / N = run it again] ");
+  prompt.close();
+  return !answer.trim().toLowerCase().startsWith("y");
+}
+
+if (mode === "first") await first();
+else await second();

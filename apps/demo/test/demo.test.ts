@@ -1,0 +1,34 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "durable-demo-test-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function demo(...args: string[]): string {
+  return execFileSync(process.execPath, ["--import", "tsx", main, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+describe("the demo, with real worker processes", () => {
+  it("worker 1 dies inside email_tickets; worker 2 finds it in doubt, reruns it when told, and the card is charged once", () => {
+    const out = demo("--store", `sqlite:${join(dir, "a.db")}`, "--rerun-in-doubt");
+    expect(out).toMatch(/worker 1 \| order-3-\w+: inside email_tickets: the worker dies now \(SIGKILL\)/);
+    expect(out).toContain("(worker 1 exited: SIGKILL)");
+    expect(out).toMatch(/worker 2 \| order-3-\w+: in doubt: email_tickets \(started with no result\)/);
+    expect(out).toMatch(/worker 2 \| order-3-\w+: done, mailed the tickets for Hamlet/);
+    expect(out).toMatch(/ran again: email_tickets/);
+    expect(out).toContain("recovered 1 run(s)");
+    expect(out).toContain("card log: 3 charge(s) for 3 order(s); charged twice: none");
+  });
+
+  it("without a decision and with no terminal to ask in, leaves the call in doubt", () => {
+    const out = demo("--store", `sqlite:${join(dir, "b.db")}`, "--runs", "1");
+    expect(out).toMatch(/in doubt: email_tickets/);
+    expect(out).toContain("left in doubt; run again with --rerun-in-doubt");
+    expect(out).toContain("card log: 1 charge(s) for 1 order(s)");
+  });
+});
