@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { Executor } from "@durable/core";
@@ -7,6 +8,7 @@ import { newDatabasePath, removeDatabase } from "./conformance.js";
 import { Child, executions } from "./processes.js";
 import { KEY, tickets, ticketsRegistry } from "./tickets.js";
 
+const OPEN = fileURLToPath(new URL("./open-store.ts", import.meta.url));
 const created: string[] = [];
 const dbPath = () => {
   const path = newDatabasePath();
@@ -38,7 +40,7 @@ describe("SQLite across processes", () => {
   it("8 processes recovering one run at once, 50 times: exactly one winner each time, no tool ran twice", async () => {
     const path = dbPath();
     const effects = `${path}.effects`;
-    const workers = Array.from({ length: 8 }, () => new Child("./worker.ts", ["serve", path, effects]));
+    const workers = Array.from({ length: 8 }, () => new Child("./worker.ts", [OPEN, path, "serve", effects]));
     try {
       await Promise.all(workers.map((w) => w.waitFor((l) => l === "ready")));
       const setup = new FlowRunner(new Executor(ticketsRegistry(effects)), { checkpoints: new StopsBeforeCharge(path), checkpointKey: KEY });
@@ -67,12 +69,12 @@ describe("SQLite across processes", () => {
   it("a worker killed with SIGKILL inside email_tickets: the next process finds it in doubt, then completes it", async () => {
     const path = dbPath();
     const effects = `${path}.effects`;
-    const crashing = new Child("./worker.ts", ["crash", path, effects, "order-7"]);
+    const crashing = new Child("./worker.ts", [OPEN, path, "crash", effects, "order-7"]);
     await crashing.waitFor((l) => l === "inside email_tickets");
     crashing.kill();
     expect((await crashing.exited()).signal).toBe("SIGKILL");
 
-    const second = new Child("./worker.ts", ["serve", path, effects]);
+    const second = new Child("./worker.ts", [OPEN, path, "serve", effects]);
     try {
       await second.waitFor((l) => l === "ready");
       second.send("recover order-7");

@@ -1,8 +1,7 @@
 import { appendFileSync } from "node:fs";
-import { Executor, ToolRegistry } from "@durable/core";
+import { Executor, ToolRegistry, type CheckpointStore } from "@durable/core";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { z } from "zod";
-import { SQLiteCheckpointStore } from "../src/index.js";
 
 export const KEY = "sqlite-tests-key-0123456789abcdef-xyz";
 
@@ -39,6 +38,6 @@ export function ticketsRegistry(sideEffects: string, hang?: { tool: string; onEn
     .tool("email_tickets", tool("email_tickets", (a) => `mailed ${String(a["show"])}`));
 }
 
-export function runner(path: string, registry: ToolRegistry): FlowRunner {
-  return new FlowRunner(new Executor(registry), { checkpoints: new SQLiteCheckpointStore(path), checkpointKey: KEY });
+export function runner(store: CheckpointStore, registry: ToolRegistry): FlowRunner {
+  return new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY });
 }

@@ -1,37 +1,49 @@
 /**
- * A worker process for the multi-process tests.
- *   worker.ts crash <db> <sideEffects> <runId>   runs the tickets flow; prints "inside email_tickets" and waits there
- *   worker.ts serve <db> <sideEffects>           answers stdin commands, one result line each:
- *     recover <runId> [rerun]   recovers the run
- *     race <runId>              recovers the run, but holds its claim until "go <runId>": it prints
- *                               "at-claim <runId>" once it has read the latest checkpoint, so a test
- *                               can release every worker's claim of the same step at once
+ * A worker process for the multi-process tests of every store.
+ *   worker.ts <store module> <store arg> crash <sideEffects> <runId>
+ *       runs the tickets flow; prints "inside email_tickets" and waits there
+ *   worker.ts <store module> <store arg> serve <sideEffects>
+ *       answers stdin commands, one result line each:
+ *         recover <runId> [rerun]   recovers the run
+ *         race <runId>              recovers the run, but holds its claim until "go <runId>": it prints
+ *                                   "at-claim <runId>" once it has read the latest checkpoint, so a test
+ *                                   can release every worker's claim of the same step at once
+ * The store module's default export opens the store: (arg: string) => CheckpointStore.
  */
 import { createInterface } from "node:readline";
-import { CheckpointConflict, Executor, RecoveryNeedsDecision, type CheckpointRow } from "@durable/core";
-import { FlowRunner } from "@durable/flow";
-import { SQLiteCheckpointStore } from "../src/index.js";
-import { KEY, runner, tickets, ticketsRegistry } from "./tickets.js";
+import { pathToFileURL } from "node:url";
+import { resolve } from "node:path";
+import { CheckpointConflict, RecoveryNeedsDecision, type CheckpointRow, type CheckpointStore } from "@durable/core";
+import { runner, tickets, ticketsRegistry } from "./tickets.js";
 
-const [mode, db, sideEffects, runId] = process.argv.slice(2) as [string, string, string, string];
+const [storeModule, storeArg, mode, sideEffects, runId] = process.argv.slice(2) as [string, string, string, string, string];
+const open = ((await import(pathToFileURL(resolve(storeModule)).href)) as { default: (arg: string) => CheckpointStore }).default;
 
 /** Holds the next save (a recovery's claim) until the test says go. */
-class ClaimBarrier extends SQLiteCheckpointStore {
-  hold: (() => Promise<void>) | undefined;
-  override async save(id: string, step: number, row: CheckpointRow): Promise<void> {
-    const hold = this.hold;
-    this.hold = undefined;
-    if (hold !== undefined) await hold();
-    return super.save(id, step, row);
-  }
+function withClaimBarrier(store: CheckpointStore): CheckpointStore & { hold?: () => Promise<void> } {
+  const wrapped: CheckpointStore & { hold?: () => Promise<void> } = {
+    async save(id: string, step: number, row: CheckpointRow) {
+      const hold = wrapped.hold;
+      delete wrapped.hold;
+      if (hold !== undefined) await hold();
+      return store.save(id, step, row);
+    },
+    latest: (id) => store.latest(id),
+    listUnfinished: (flow) => store.listUnfinished(flow),
+    delete: (id) => store.delete(id),
+    recordCall: (id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed),
+    calls: (id) => store.calls(id),
+    close: () => store.close(),
+  };
+  return wrapped;
 }
 
 if (mode === "crash") {
   const registry = ticketsRegistry(sideEffects, { tool: "email_tickets", onEnter: () => console.log("inside email_tickets") });
-  await runner(db, registry).run(tickets, { show: "Hamlet", seats: 2 }, { runId });
+  await runner(open(storeArg), registry).run(tickets, { show: "Hamlet", seats: 2 }, { runId });
 } else {
-  const store = new ClaimBarrier(db);
-  const worker = new FlowRunner(new Executor(ticketsRegistry(sideEffects)), { checkpoints: store, checkpointKey: KEY });
+  const store = withClaimBarrier(open(storeArg));
+  const worker = runner(store, ticketsRegistry(sideEffects));
   const go = new Map<string, () => void>();
   console.log("ready");
   for await (const line of createInterface({ input: process.stdin })) {
@@ -41,7 +53,7 @@ if (mode === "crash") {
     if (command === "race") {
       store.hold = () => {
         console.log(`at-claim ${id}`);
-        return new Promise((resolve) => go.set(id, resolve));
+        return new Promise((done) => go.set(id, done));
       };
     }
     void worker.recover(tickets, id, { rerunInDoubt: rerun === "rerun" }).then(
@@ -53,4 +65,5 @@ if (mode === "crash") {
       },
     );
   }
+  await store.close();
 }

@@ -1,0 +1,1 @@
+export { RedisCheckpointStore, BUCKETS, type RedisStoreOptions, type RedisLikeClient } from "./redis-store.js";

@@ -1,0 +1,110 @@
+import { randomUUID } from "node:crypto";
+import { createClient } from "redis";
+import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
+
+export const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
+
+export const client = () => createClient({ url: REDIS_URL });
+
+/**
+ * Whether Redis answers. In CI a missing server fails the run loudly; locally
+ * the Redis tests are skipped with a message saying how to start it.
+ */
+export async function redisAnswers(): Promise<boolean> {
+  const probe = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2000 } });
+  probe.on("error", () => {});
+  try {
+    await probe.connect();
+    await probe.ping();
+    await probe.close();
+    return true;
+  } catch (error) {
+    if (process.env["CI"] === "true") throw new Error(`Redis does not answer at ${REDIS_URL} (${String(error)}); CI needs it.`);
+    console.warn(`Skipping the Redis tests: nothing answers at ${REDIS_URL}. Start one with: redis-server --daemonize yes --port 6379`);
+    return false;
+  }
+}
+
+/** A store on a random prefix, so tests never see each other's keys. */
+export function newStore(options: RedisStoreOptions = {}): RedisCheckpointStore {
+  return new RedisCheckpointStore(client, { prefix: `test:${randomUUID()}`, ...options });
+}
+
+/** Removes every key of a store's prefix (test cleanup only: it scans). */
+export async function dropPrefix(store: RedisCheckpointStore): Promise<void> {
+  const c = await admin();
+  const pattern = `{d.${Buffer.from(store.prefix).toString("hex")}.*`;
+  for await (const keys of c.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await c.del(keys);
+  await c.close();
+}
+
+async function admin() {
+  const c = createClient({ url: REDIS_URL });
+  c.on("error", () => {});
+  await c.connect();
+  return c;
+}
+type Admin = Awaited<ReturnType<typeof admin>>;
+
+/** Reads and writes a store's keys through a connection of its own. */
+function raw(store: RedisCheckpointStore): RawAccess {
+  const on = async <T>(fn: (c: Admin) => Promise<T>): Promise<T> => {
+    const c = await admin();
+    try {
+      return await fn(c);
+    } finally {
+      await c.close();
+    }
+  };
+  const row = async (runId: string, step: number) => {
+    const json = await on((c) => c.hGet(store.keysOf(runId).cps, String(step)));
+    if (json === null || json === undefined) throw new Error(`no step ${step} of ${runId}`);
+    return JSON.parse(String(json)) as unknown[];
+  };
+  return {
+    async readCheckpoint(runId, step) {
+      return String((await row(runId, step))[4]);
+    },
+    async writeCheckpoint(runId, step, sealed) {
+      const r = await row(runId, step);
+      r[4] = sealed;
+      await on((c) => c.hSet(store.keysOf(runId).cps, String(step), JSON.stringify(r)));
+    },
+    async readCall(runId, segment, seq) {
+      const sealed = await on((c) => c.hGet(store.keysOf(runId).calls, `${segment}:${seq}`));
+      if (sealed === null || sealed === undefined) throw new Error("no call");
+      return String(sealed);
+    },
+    async writeCall(runId, segment, seq, sealed) {
+      await on((c) => c.hSet(store.keysOf(runId).calls, `${segment}:${seq}`, sealed));
+    },
+    async deleteCall(runId, segment, seq) {
+      await on((c) => c.hDel(store.keysOf(runId).calls, `${segment}:${seq}`));
+    },
+  };
+}
+
+const redis: ConformanceInitializer<RedisCheckpointStore> = {
+  name: "redis",
+  createStore: () => newStore(),
+  async destroyStore(store) {
+    await dropPrefix(store);
+    await store.close();
+  },
+  capabilities: {
+    multiProcess: true,
+    connect: async (store) => new RedisCheckpointStore(client, { prefix: store.prefix, ttlSeconds: store.ttlSeconds }),
+  },
+  raw,
+};
+
+export default redis;
+
+/** The same store with a 1 s TTL, for the ttl group (the other groups outlast any short TTL). */
+export const redisWithTtl: ConformanceInitializer<RedisCheckpointStore> = {
+  ...redis,
+  name: "redis, ttlSeconds 1",
+  createStore: () => newStore({ ttlSeconds: 1 }),
+  capabilities: { ...redis.capabilities, ttl: { ttlSeconds: 1 } },
+};
