@@ -145,3 +145,18 @@ export class StoreUnavailable extends DurableError {
     super("STORE_UNAVAILABLE", message, options);
   }
 }
+
+/**
+ * True for errors of the durable machinery after which a run is left as it
+ * stands for a recovery (a lost claim, a corrupt or unreachable store, a call
+ * in doubt) rather than saved as failed, as a tool's or node's own error is.
+ */
+export function leavesRunForRecovery(error: unknown): boolean {
+  return (
+    error instanceof CheckpointConflict ||
+    error instanceof CheckpointStoreCorrupt ||
+    error instanceof StoreUnavailable ||
+    error instanceof UnrecordableResult ||
+    error instanceof RecoveryNeedsDecision
+  );
+}

@@ -11,6 +11,7 @@ export {
   UnrecordableResult,
   ApprovalDenied,
   StoreUnavailable,
+  leavesRunForRecovery,
   type DurableErrorCode,
   type InDoubtReason,
 } from "./errors.js";

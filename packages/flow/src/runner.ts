@@ -1,17 +1,14 @@
 import {
   CallScope,
   CheckpointConflict,
-  CheckpointStoreCorrupt,
   DurableRun,
   FlowError,
   InvalidInput,
-  RecoveryNeedsDecision,
-  StoreUnavailable,
-  UnrecordableResult,
   canonicalJson,
   emit,
   freshPlan,
   identityOf,
+  leavesRunForRecovery,
   newRunId,
   planReplay,
   resumeIdentity,
@@ -65,9 +62,6 @@ export interface RecoverOptions {
 
 /** A decision per call id of a paused run: `true`/`false`, or `{ approved, reason }`. */
 export type Decisions = Readonly<Record<string, boolean | ApprovalDecision>>;
-
-/** Errors after which the run is left as it stands for a recovery, instead of being saved as failed. */
-const LEAVE_UNFINISHED = [CheckpointConflict, CheckpointStoreCorrupt, StoreUnavailable, UnrecordableResult, RecoveryNeedsDecision];
 
 /**
  * Runs flows durably: a sealed checkpoint after every superstep, every tool
@@ -210,7 +204,7 @@ export class FlowRunner {
    * did not answer, a call in doubt) leave the run as it stands for recovery.
    */
   async #fail<S>(flow: Flow<S>, run: DurableRun, data: FlowData, error: unknown): Promise<unknown> {
-    if (LEAVE_UNFINISHED.some((kind) => error instanceof kind)) return error;
+    if (leavesRunForRecovery(error)) return error;
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     try {
       const checkpoint = await run.save("failed", toJson({ ...data, pending: [], decisions: [], error: message }));

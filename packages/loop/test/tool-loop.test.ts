@@ -1,0 +1,131 @@
+import { describe, expect, it } from "vitest";
+import { CheckpointConflict, RecoveryNeedsDecision, ToolRegistry, type DurableEvent } from "@durable/core";
+import { MemoryCheckpointStore } from "@durable/store-memory";
+import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
+// The store through which a worker dies at a chosen point, shared with the flow tests.
+import { DyingStore, forever, settle, type CrashPoint } from "../../flow/test/helpers.js";
+
+const KEY = "loop-tests-key-0123456789abcdef-xyz";
+const ask: Message[] = [{ role: "user", content: "book two seats for Hamlet" }];
+
+/** A model that answers from a script, counting its calls. */
+class ScriptedModel implements LoopModel {
+  calls = 0;
+  constructor(readonly script: (call: number) => ModelReply) {}
+  async reply(): Promise<ModelReply> {
+    return this.script(this.calls++);
+  }
+}
+
+const twoToolsThenDone = (call: number): ModelReply =>
+  call === 0
+    ? { text: "working", toolCalls: [{ id: "a", name: "hold_seats", args: { seats: 2 } }, { id: "b", name: "charge_card", args: { cents: 8000 } }] }
+    : { text: "booked", toolCalls: [] };
+
+function tools(hang?: string) {
+  const ran = new Map<string, number>();
+  const tool = (name: string, result: string) => async () => {
+    ran.set(name, (ran.get(name) ?? 0) + 1);
+    if (hang === name) await forever();
+    return result;
+  };
+  const registry = new ToolRegistry()
+    .tool("hold_seats", tool("hold_seats", "held"), { description: "holds seats" })
+    .tool("charge_card", tool("charge_card", "charged"))
+    .tool("refund", tool("refund", "refunded"), { approval: true });
+  return { ran, registry };
+}
+
+function crashed(store: MemoryCheckpointStore, model: LoopModel, registry: ToolRegistry, crash: CrashPoint | undefined, maxSteps = 20) {
+  void runToolLoop(model, registry, ask, { runId: "chat", checkpoints: new DyingStore(store, crash), checkpointKey: KEY, maxSteps });
+  return settle();
+}
+
+describe("runToolLoop", () => {
+  it("runs a reply's tool calls, saves after the reply and after the results, and ends on a reply with no call", async () => {
+    const store = new MemoryCheckpointStore();
+    const events: DurableEvent[] = [];
+    const { ran, registry } = tools();
+    const result = await runToolLoop(new ScriptedModel(twoToolsThenDone), registry, ask, {
+      runId: "chat",
+      checkpoints: store,
+      checkpointKey: KEY,
+      events: (e) => void events.push(e),
+    });
+    expect(result).toMatchObject({ status: "done", text: "booked", stopped: "final", step: 3 });
+    expect(result.status === "done" && result.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect([...ran.values()]).toEqual([1, 1]);
+    const saved = events.filter((e) => e.type === "checkpoint.saved");
+    expect(saved.map((e) => [e.kind, e.stage, e.status])).toEqual([
+      ["loop", "start", "running"],
+      ["loop", "model-reply", "running"],
+      ["loop", "tool-results", "running"],
+      ["loop", "model-reply", "done"],
+    ]);
+  });
+});
+
+describe("recoverToolLoop", () => {
+  it("after a saved model reply: asks the model nothing for it, replays finished tools, and holds the call in doubt", async () => {
+    const store = new MemoryCheckpointStore();
+    const model = new ScriptedModel(twoToolsThenDone);
+    const dying = tools("charge_card");
+    await crashed(store, model, dying.registry, undefined);
+    expect(model.calls).toBe(1);
+
+    const { ran, registry } = tools();
+    const options = { checkpoints: store, checkpointKey: KEY };
+    const error = await recoverToolLoop(model, registry, "chat", options).catch((e: unknown) => e);
+    expect((error as RecoveryNeedsDecision).calls).toEqual([["charge_card", "started with no result"]]);
+    expect(model.calls).toBe(1);
+    const result = await recoverToolLoop(model, registry, "chat", { ...options, rerunInDoubt: true });
+    expect(result).toMatchObject({ status: "done", text: "booked" });
+    expect(model.calls).toBe(2);
+    expect(ran.get("hold_seats") ?? 0).toBe(0); // replayed from the log
+    expect(ran.get("charge_card")).toBe(1);
+  });
+
+  it("between two model calls: no finished tool runs again and the saved reply is not asked again", async () => {
+    const store = new MemoryCheckpointStore();
+    const model = new ScriptedModel(twoToolsThenDone);
+    await crashed(store, model, tools().registry, { op: "save", step: 2, when: "after" });
+    const { ran, registry } = tools();
+    const result = await recoverToolLoop(model, registry, "chat", { checkpoints: store, checkpointKey: KEY });
+    expect(result).toMatchObject({ status: "done", text: "booked" });
+    expect(ran.size).toBe(0);
+    expect(model.calls).toBe(2);
+  });
+
+  it("counts maxSteps over the whole run: a run that used 3 of 5 before dying gets 2 more", async () => {
+    const store = new MemoryCheckpointStore();
+    const always = new ScriptedModel((n) => ({ text: `step ${n}`, toolCalls: [{ id: `c${n}`, name: "hold_seats", args: { n } }] }));
+    // Steps: 0 start; then per model call a reply and a tool-results checkpoint. Die after the 3rd call's results (step 6).
+    await crashed(store, always, tools().registry, { op: "save", step: 6, when: "after" }, 5);
+    expect(always.calls).toBe(3);
+    const result = await recoverToolLoop(always, tools().registry, "chat", { checkpoints: store, checkpointKey: KEY });
+    expect(result).toMatchObject({ status: "done", stopped: "max-steps" });
+    expect(always.calls).toBe(5);
+  });
+
+  it("pauses for an approval; runToolLoop with the same runId resumes it; a second resume is CheckpointConflict", async () => {
+    const store = new MemoryCheckpointStore();
+    const model = new ScriptedModel((n) =>
+      n === 0 ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] } : { text: "refunded", toolCalls: [] },
+    );
+    const { ran, registry } = tools();
+    const options = { runId: "chat", checkpoints: store, checkpointKey: KEY, ctx: { user: "ada" } };
+    const paused = await runToolLoop(model, registry, ask, options);
+    expect(paused).toEqual({ status: "paused", runId: "chat", step: 2, approvals: [{ callId: "1:0:r", tool: "refund", args: { cents: 500 } }] });
+    expect(await recoverToolLoop(model, registry, "chat", options)).toEqual(paused);
+
+    const results = await Promise.allSettled([
+      runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } }),
+      runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } }),
+    ]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
+    expect(ran.get("refund")).toBe(1);
+    expect(model.calls).toBe(2);
+    await expect(runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } })).rejects.toThrow(CheckpointConflict);
+  });
+});
