@@ -4,9 +4,9 @@ import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
 
 /** Expects a save to be refused with `CheckpointConflict` and the latest row to stay as it was. */
-async function expectRefused(h: Harness, runId: string, save: Promise<void>): Promise<void> {
+async function expectRefused(h: Harness, runId: string, save: () => Promise<void>): Promise<void> {
   const before = await h.store.latest(runId).catch(() => undefined);
-  await expect(save).rejects.toBeInstanceOf(CheckpointConflict);
+  await expect(save()).rejects.toBeInstanceOf(CheckpointConflict);
   const after = await h.store.latest(runId).catch(() => undefined);
   expect(after).toEqual(before);
 }
@@ -45,9 +45,9 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.saveSteps(runId, 2);
-        await expectRefused(h, runId, h.store.save(runId, 0, h.row(runId, 0)));
-        await expectRefused(h, runId, h.store.save(runId, 4, h.row(runId, 4)));
-        await expectRefused(h, runId, h.store.save(runId, 2, h.row(runId, 2)));
+        await expectRefused(h, runId, () => h.store.save(runId, 0, h.row(runId, 0)));
+        await expectRefused(h, runId, () => h.store.save(runId, 4, h.row(runId, 4)));
+        await expectRefused(h, runId, () => h.store.save(runId, 2, h.row(runId, 2)));
       },
     },
     ...(["done", "failed"] as const).map((status) => ({
@@ -56,7 +56,7 @@ export const saveGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.store.save(runId, 1, h.row(runId, 1, { status }));
-        await expectRefused(h, runId, h.store.save(runId, 2, h.row(runId, 2)));
+        await expectRefused(h, runId, () => h.store.save(runId, 2, h.row(runId, 2)));
       },
     })),
     {
@@ -64,8 +64,8 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0, { flow: "tickets" }));
-        await expectRefused(h, runId, h.store.save(runId, 1, h.row(runId, 1, { flow: "refunds" })));
-        await expectRefused(h, runId, h.store.save(runId, 1, h.row(runId, 1, { flow: "tickets", kind: "loop" })));
+        await expectRefused(h, runId, () => h.store.save(runId, 1, h.row(runId, 1, { flow: "refunds" })));
+        await expectRefused(h, runId, () => h.store.save(runId, 1, h.row(runId, 1, { flow: "tickets", kind: "loop" })));
       },
     },
     {
@@ -74,7 +74,7 @@ export const saveGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
-        await expectRefused(h, runId, h.store.save(runId, 2, h.row(runId, 2, { segment: 0 })));
+        await expectRefused(h, runId, () => h.store.save(runId, 2, h.row(runId, 2, { segment: 0 })));
       },
     },
     {

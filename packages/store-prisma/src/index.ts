@@ -1,0 +1,2 @@
+export { PrismaCheckpointStore } from "./prisma-store.js";
+export type { PrismaStoreOptions } from "./connection.js";

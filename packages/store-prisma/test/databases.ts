@@ -1,0 +1,115 @@
+import { randomUUID } from "node:crypto";
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { PrismaCheckpointStore } from "../src/index.js";
+
+export const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
+
+/** Whether PostgreSQL answers; in CI a missing server fails loudly, locally the tests are skipped with how to start it. */
+export async function postgresAnswers(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch (error) {
+    if (process.env["CI"] === "true") throw new Error(`PostgreSQL does not answer at ${DATABASE_URL} (${String(error)}); CI needs it.`);
+    console.warn(`Skipping the PostgreSQL tests: nothing answers at ${DATABASE_URL}. Start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`);
+    return false;
+  }
+}
+
+/** A database of this test file's own, made in `create` and dropped in `drop`. */
+export function testDatabase() {
+  const name = `durable_${randomUUID().replaceAll("-", "")}`;
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${name}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  return {
+    url: url.toString(),
+    create: () => admin(`CREATE DATABASE "${name}"`),
+    drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+  };
+}
+
+export const sqliteDir = join(tmpdir(), "durable-prisma-tests");
+export function sqliteUrl(): string {
+  mkdirSync(sqliteDir, { recursive: true });
+  return `file:${join(sqliteDir, `${randomUUID()}.db`)}`;
+}
+
+const prefixOf = new WeakMap<PrismaCheckpointStore, { url: string; prefix: string }>();
+
+async function open(url: string, prefix = `t${randomUUID().slice(0, 8)}_`): Promise<PrismaCheckpointStore> {
+  const store = new PrismaCheckpointStore(url, { tablePrefix: prefix });
+  prefixOf.set(store, { url, prefix });
+  await store.migrate();
+  return store;
+}
+
+/** Reads and writes rows through the database driver itself, past the store. */
+function raw(store: PrismaCheckpointStore): RawAccess {
+  const { url } = prefixOf.get(store)!;
+  const t = store.tables;
+  const run = async (sql: string, params: unknown[]): Promise<Array<{ sealed: string }>> => {
+    if (url.startsWith("file:")) {
+      const db = new Database(url.slice(5), { timeout: 5000 });
+      try {
+        const statement = db.prepare(sql.replace(/\$\d+/g, "?"));
+        return statement.reader ? (statement.all(...params) as Array<{ sealed: string }>) : (statement.run(...params), []);
+      } finally {
+        db.close();
+      }
+    }
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      return (await client.query(sql, params)).rows as Array<{ sealed: string }>;
+    } finally {
+      await client.end();
+    }
+  };
+  const one = (rows: Array<{ sealed: string }>) => {
+    if (rows[0] === undefined) throw new Error("no such row");
+    return rows[0].sealed;
+  };
+  return {
+    readCheckpoint: async (runId, step) => one(await run(`SELECT "sealed" FROM ${t.checkpoints} WHERE "run_id" = $1 AND "step" = $2`, [runId, step])),
+    writeCheckpoint: async (runId, step, sealed) => void (await run(`UPDATE ${t.checkpoints} SET "sealed" = $1 WHERE "run_id" = $2 AND "step" = $3`, [sealed, runId, step])),
+    readCall: async (runId, segment, seq) => one(await run(`SELECT "sealed" FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [runId, segment, seq])),
+    writeCall: async (runId, segment, seq, sealed) => void (await run(`UPDATE ${t.calls} SET "sealed" = $1 WHERE "run_id" = $2 AND "segment" = $3 AND "seq" = $4`, [sealed, runId, segment, seq])),
+    deleteCall: async (runId, segment, seq) => void (await run(`DELETE FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [runId, segment, seq])),
+  };
+}
+
+/** An initializer on one database URL (made per call for SQLite): a table prefix per store. */
+export function initializer(name: string, url: () => string): ConformanceInitializer<PrismaCheckpointStore> {
+  return {
+    name,
+    createStore: () => open(url()),
+    capabilities: {
+      multiProcess: true,
+      connect: async (store) => {
+        const { url: same, prefix } = prefixOf.get(store)!;
+        return open(same, prefix);
+      },
+    },
+    raw,
+  };
+}
+
+export function removeSqlite(): void {
+  rmSync(sqliteDir, { recursive: true, force: true });
+}
