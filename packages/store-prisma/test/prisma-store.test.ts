@@ -1,21 +1,19 @@
 import { readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Executor, InvalidInput, Sealer, sealCheckpoint } from "@durable/core";
-import { FlowRunner } from "@durable/flow";
+import { InvalidInput, Sealer, sealCheckpoint } from "@durable/core";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
-// The multi-process harness and the tickets flow are shared with the SQLite store's tests.
-import { Child, executions } from "../../store-sqlite/test/processes.js";
-import { KEY, tickets, ticketsRegistry } from "../../store-sqlite/test/tickets.js";
+// The multi-process harness is shared with the SQLite store's tests.
+import { Child } from "../../store-sqlite/test/processes.js";
+import { processCases } from "../../store-sqlite/test/process-cases.js";
+import { KEY } from "../../store-sqlite/test/tickets.js";
+import openStore from "./open-store.js";
 
 const OPEN = fileURLToPath(new URL("./open-store.ts", import.meta.url));
 const MIGRATE = "../../store-prisma/test/migrate-once.ts";
-const WORKER = "./worker.ts";
 const sealer = Sealer.withKeys(KEY);
 const db = testDatabase();
 const hasPostgres = await postgresAnswers();
@@ -96,58 +94,18 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     await store.close();
   }, 120_000);
 
-  it("8 processes recovering one run at once, 50 times: exactly one winner each time, no tool ran twice", async () => {
-    const target = url();
-    const prefix = "race_";
-    const setupStore = new StopsBeforeCharge(target, { tablePrefix: prefix });
-    await setupStore.migrate();
-    const effects = join(tmpdir(), `durable-prisma-race-${name}-${Date.now()}.effects`);
-    const workers = Array.from({ length: 8 }, () => new Child(WORKER, [OPEN, `${target} ${prefix}`, "serve", effects]));
-    try {
-      await Promise.all(workers.map((w) => w.waitFor((l) => l === "ready")));
-      const setup = new FlowRunner(new Executor(ticketsRegistry(effects)), { checkpoints: setupStore, checkpointKey: KEY });
-      for (let trial = 0; trial < 50; trial++) {
-        const runId = `race-${trial}`;
-        void setup.run(tickets, { show: "Hamlet", seats: 2 }, { runId });
-        await until(async () => (await setupStore.latest(runId).catch(() => undefined))?.step === 1);
-        workers.forEach((w) => w.send(`race ${runId}`));
-        await Promise.all(workers.map((w) => w.waitFor((l) => l === `at-claim ${runId}`)));
-        workers.forEach((w) => w.send(`go ${runId}`));
-        const answers = await Promise.all(workers.map((w) => w.waitFor((l) => l.split(" ")[1] === runId && !l.startsWith("at-claim"))));
-        expect(answers.filter((a) => a.startsWith("won")), answers.join("; ")).toHaveLength(1);
-        expect(answers.filter((a) => a.startsWith("conflict"))).toHaveLength(7);
-      }
-      const counts = executions(effects);
-      expect(counts.size).toBe(150);
-      expect([...counts.values()].every((n) => n === 1)).toBe(true);
-    } finally {
-      workers.forEach((w) => w.kill());
-    }
-  }, 300_000);
-
-  it("a worker killed with SIGKILL inside email_tickets: the next process finds it in doubt, then completes it", async () => {
-    const target = url();
-    const store = new PrismaCheckpointStore(target, { tablePrefix: "crash_" });
-    await store.migrate();
-    await store.close();
-    const effects = join(tmpdir(), `durable-prisma-crash-${name}-${Date.now()}.effects`);
-    const crashing = new Child(WORKER, [OPEN, `${target} crash_`, "crash", effects, "order-7"]);
-    await crashing.waitFor((l) => l === "inside email_tickets");
-    crashing.kill();
-    expect((await crashing.exited()).signal).toBe("SIGKILL");
-    const second = new Child(WORKER, [OPEN, `${target} crash_`, "serve", effects]);
-    try {
-      await second.waitFor((l) => l === "ready");
-      second.send("recover order-7");
-      expect(await second.waitFor((l) => l.includes("order-7"))).toBe("in-doubt order-7 email_tickets");
-      second.send("recover order-7 rerun");
-      expect(await second.waitFor((l) => l.startsWith("won order-7"))).toBe("won order-7 done");
-    } finally {
-      second.kill();
-    }
-    const counts = executions(effects);
-    expect([counts.get("order-7 hold_seats"), counts.get("order-7 charge_card"), counts.get("order-7 email_tickets")]).toEqual([1, 1, 2]);
-  }, 120_000);
+  let tenant = 0;
+  processCases({
+    openModule: OPEN,
+    async prepare() {
+      const arg = `${url()} t${tenant++}_`;
+      const store = await openStore(arg);
+      await store.migrate();
+      await store.close();
+      return arg;
+    },
+    open: openStore,
+  });
 });
 
 describe("bad input", () => {
@@ -164,20 +122,4 @@ async function freshDatabase(): Promise<string> {
   await extra.create();
   afterAll(() => extra.drop());
   return extra.url;
-}
-
-/** A store through which a worker stops for good just before charge_card's started record. */
-class StopsBeforeCharge extends PrismaCheckpointStore {
-  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    if (sealed.includes('"tool":"charge_card"')) return new Promise(() => {});
-    return super.recordCall(runId, segment, seq, sealed);
-  }
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
