@@ -146,3 +146,28 @@ export class Executor {
     return await this.#approvals(request);
   }
 }
+
+/** Decisions on the pending approvals of a paused run, by call id: `true`/`false`, or `{ approved, reason }`. */
+export type Decisions = Readonly<Record<string, boolean | ApprovalDecision>>;
+
+/**
+ * Binds each decision to its pending call and the arguments it was asked for,
+ * so it is spent on that call only. A decision for a call that is not pending
+ * is `InvalidInput`; pending calls with no decision stay pending.
+ */
+export function bindDecisions(
+  runId: string,
+  pending: ReadonlyArray<{ readonly callId: string; readonly args: JsonValue }>,
+  decisions: Decisions,
+): BoundDecision[] {
+  const known = new Set(pending.map((p) => p.callId));
+  for (const callId of Object.keys(decisions)) {
+    if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
+  }
+  return pending.flatMap((p) => {
+    const decision = decisions[p.callId];
+    if (decision === undefined) return [];
+    const { approved, reason } = typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
+    return [{ callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) }];
+  });
+}

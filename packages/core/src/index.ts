@@ -42,6 +42,8 @@ export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type 
 export {
   Executor,
   CallScope,
+  bindDecisions,
+  type Decisions,
   type CallOutcome,
   type CallScopeInit,
   type ApprovalDecision,

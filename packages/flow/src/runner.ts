@@ -3,8 +3,7 @@ import {
   CheckpointConflict,
   DurableRun,
   FlowError,
-  InvalidInput,
-  canonicalJson,
+  bindDecisions,
   emit,
   freshPlan,
   identityOf,
@@ -13,8 +12,7 @@ import {
   planReplay,
   resumeIdentity,
   sealerFor,
-  type ApprovalDecision,
-  type BoundDecision,
+  type Decisions,
   type CheckpointBody,
   type CheckpointKeys,
   type CheckpointStore,
@@ -59,9 +57,6 @@ export interface RecoverOptions {
   /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
   readonly rerunInDoubt?: boolean;
 }
-
-/** A decision per call id of a paused run: `true`/`false`, or `{ approved, reason }`. */
-export type Decisions = Readonly<Record<string, boolean | ApprovalDecision>>;
 
 /**
  * Runs flows durably: a sealed checkpoint after every superstep, every tool
@@ -256,18 +251,3 @@ export class FlowRunner {
 function paused<S>(checkpoint: CheckpointBody, data: FlowData): FlowResult<S> {
   return { status: "paused", runId: checkpoint.runId, step: checkpoint.step, approvals: data.pending };
 }
-
-/** Binds each decision to its pending call and the arguments it was asked for. */
-function bindDecisions(runId: string, pending: readonly Approval[], decisions: Decisions): BoundDecision[] {
-  const known = new Map(pending.map((p) => [p.callId, p]));
-  for (const callId of Object.keys(decisions)) {
-    if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
-  }
-  return pending.flatMap((p) => {
-    const decision = decisions[p.callId];
-    if (decision === undefined) return [];
-    const { approved, reason } = typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
-    return [{ callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) }];
-  });
-}
-

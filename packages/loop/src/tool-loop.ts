@@ -5,7 +5,7 @@ import {
   DurableRun,
   Executor,
   InvalidInput,
-  canonicalJson,
+  bindDecisions,
   emit,
   freshPlan,
   identityOf,
@@ -14,9 +14,8 @@ import {
   planReplay,
   resumeIdentity,
   sealerFor,
-  type ApprovalDecision,
   type ApprovalPort,
-  type BoundDecision,
+  type Decisions,
   type CheckpointBody,
   type CheckpointKeys,
   type CheckpointStore,
@@ -67,7 +66,7 @@ export interface ToolLoopOptions extends LoopStoreOptions {
   /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
   readonly name?: string;
   /** Decisions for the pending approvals of a paused loop, by call id. */
-  readonly decisions?: Readonly<Record<string, boolean | ApprovalDecision>>;
+  readonly decisions?: Decisions;
 }
 
 const DEFAULT_NAME = "tool-loop";
@@ -156,19 +155,10 @@ class Loop {
   }
 
   /** Resumes a paused loop: the decisions are stored with the next checkpoint before any is spent. */
-  async resume(latest: CheckpointBody, name: string, decisions: Readonly<Record<string, boolean | ApprovalDecision>>): Promise<LoopResult> {
+  async resume(latest: CheckpointBody, name: string, decisions: Decisions): Promise<LoopResult> {
     const data = this.check(latest, name);
     if (latest.status !== "paused") throw new CheckpointConflict(latest.runId, `the run is ${latest.status}, not paused; recover it with recoverToolLoop.`);
-    const known = new Set(data.pending.map((p) => p.callId));
-    for (const callId of Object.keys(decisions)) {
-      if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(latest.runId)} has no pending approval ${JSON.stringify(callId)}.`);
-    }
-    const bound: BoundDecision[] = data.pending.flatMap((p) => {
-      const decision = decisions[p.callId];
-      if (decision === undefined) return [];
-      const { approved, reason } = typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
-      return [{ callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) }];
-    });
+    const bound = bindDecisions(latest.runId, data.pending, decisions);
     // The stage stays "model-reply": the pinned tool calls run next, now with the decisions.
     const next: LoopData = { ...data, pending: [], decisions: [...data.decisions, ...bound] };
     const { run, checkpoint, records } = await DurableRun.claim(this.options.checkpoints, this.sealer, latest, toJson(next));
