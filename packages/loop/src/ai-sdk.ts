@@ -1,0 +1,60 @@
+import { generateText, jsonSchema, tool, type LanguageModel, type ModelMessage, type ToolSet } from "ai";
+import type { JsonValue } from "@durable/core";
+import type { LoopModel, Message, ToolSpec } from "./model.js";
+
+/** Settings passed on to `generateText` for every model call. */
+export interface AiSdkSettings {
+  readonly temperature?: number;
+  readonly maxOutputTokens?: number;
+  readonly system?: string;
+}
+
+/**
+ * Adapts an AI SDK language model (`openai("gpt-4.1")`, `anthropic(…)`, …) to
+ * the loop's model interface. Each reply is one `generateText` step whose tool
+ * calls come back unexecuted: the durable loop runs them through the call log.
+ */
+export function aiSdkModel(model: LanguageModel, settings: AiSdkSettings = {}): LoopModel {
+  return {
+    async reply(messages, tools) {
+      const result = await generateText({ model, ...settings, messages: messages.map(toModelMessage), tools: toToolSet(tools) });
+      return {
+        text: result.text,
+        toolCalls: result.toolCalls.map((call) => ({ id: call.toolCallId, name: call.toolName, args: call.input as JsonValue })),
+      };
+    },
+  };
+}
+
+function toToolSet(tools: readonly ToolSpec[]): ToolSet {
+  return Object.fromEntries(
+    tools.map((spec) => [
+      spec.name,
+      tool({
+        ...(spec.description === undefined ? {} : { description: spec.description }),
+        inputSchema: jsonSchema(spec.parameters ?? { type: "object", additionalProperties: true }),
+      }),
+    ]),
+  );
+}
+
+function toModelMessage(message: Message): ModelMessage {
+  switch (message.role) {
+    case "system":
+    case "user":
+      return { role: message.role, content: message.content };
+    case "assistant":
+      return {
+        role: "assistant",
+        content: [
+          ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
+          ...(message.toolCalls ?? []).map((call) => ({ type: "tool-call" as const, toolCallId: call.id, toolName: call.name, input: call.args })),
+        ],
+      };
+    case "tool":
+      return {
+        role: "tool",
+        content: [{ type: "tool-result", toolCallId: message.toolCallId, toolName: message.name, output: { type: "text", value: message.content } }],
+      };
+  }
+}
