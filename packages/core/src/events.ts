@@ -72,7 +72,7 @@ export type DurableEvent = CheckpointSaved | RunRecovered | CallStarted | CallDo
 /** Receives events. A sink that throws or rejects never stops a run; the failure is a process warning. */
 export type EventSink = (event: DurableEvent) => void | Promise<void>;
 
-/** Distributes an event without its fields `at` to a sink, adding the time. */
+/** An event as a runner makes it: the sink receives it with its time, `at`, added. */
 export type EventInput = DurableEvent extends infer E ? (E extends DurableEvent ? Omit<E, "at"> : never) : never;
 
 /** Sends an event to a sink, if any. The run never waits on a failing sink. */

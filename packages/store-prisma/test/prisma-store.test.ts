@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -105,6 +106,16 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       return arg;
     },
     open: openStore,
+  });
+});
+
+describe("durable-prisma migrate", () => {
+  it("applies the shipped migrations from a shell, then finds the schema up to date", () => {
+    const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+    const target = sqliteUrl();
+    const run = () => execFileSync(process.execPath, [cli, "migrate", target, "--table-prefix", "cli_"], { encoding: "utf8" });
+    expect(run()).toContain("Applied: 0001_init");
+    expect(run()).toContain("The schema is up to date.");
   });
 });
 
