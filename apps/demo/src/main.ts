@@ -20,7 +20,9 @@ const cardLog = `${base}.cards.jsonl`;
 mkdirSync(dirname(cardLog), { recursive: true });
 // The default store starts empty each time, so the demo can be run again and again.
 if (options.store === DEFAULT_STORE) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${base}${suffix}`, { force: true });
+const eventLog = `${base}.events.jsonl`;
 rmSync(cardLog, { force: true });
+rmSync(eventLog, { force: true });
 
 function worker(mode: "first" | "second"): Promise<NodeJS.Signals | number | null> {
   const script = fileURLToPath(new URL("./worker.ts", import.meta.url));
@@ -40,4 +42,5 @@ const twice = [...byRun].filter(([, n]) => n > 1);
 const last = charges.at(-1);
 console.log(`\ncard log: ${charges.length} charge(s) for ${byRun.size} order(s); charged twice: ${twice.length === 0 ? "none" : twice.map(([r]) => r).join(", ")}`);
 if (last !== undefined) console.log(`charge_card ran once for ${last.runId}: idempotency key ${last.key.slice(0, 16)}…, $${last.cents / 100}`);
+console.log(`events of both workers: ${eventLog}`);
 process.exitCode = secondExit === 0 && twice.length === 0 ? 0 : 1;

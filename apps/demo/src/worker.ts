@@ -4,7 +4,7 @@
  *   worker.ts second [options]   recovers every unfinished run of the flow
  */
 import { createInterface } from "node:readline/promises";
-import { Executor, RecoveryNeedsDecision, type CheckpointStore, type DurableEvent } from "@durable/core";
+import { Executor, RecoveryNeedsDecision, jsonlEventSink, type CheckpointStore, type DurableEvent } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { demoOptions } from "./options.js";
 import { openStore } from "./store-url.js";
@@ -14,13 +14,18 @@ const KEY = process.env["DURABLE_KEY"] ?? "demo-key-replace-with-32-random-bytes
 const options = demoOptions(process.argv.slice(2));
 const [mode, cardLog] = options.rest as [string, string];
 const card = new CardProcessor(cardLog);
+// Every event of both workers goes to a JSON Lines file beside the card log, for the run viewer.
+const eventLog = jsonlEventSink(cardLog.replace(/\.cards\.jsonl$/, ".events.jsonl"));
 const say = (line: string) => console.log(`${mode === "first" ? "worker 1" : "worker 2"} | ${line}`);
 
 function runner(store: CheckpointStore, events?: DurableEvent[], insideEmail?: (runId: string) => void): FlowRunner {
   return new FlowRunner(new Executor(ticketsRegistry(card, insideEmail)), {
     checkpoints: store,
     checkpointKey: KEY,
-    ...(events === undefined ? {} : { events: (e: DurableEvent) => void events.push(e) }),
+    events: (event: DurableEvent) => {
+      events?.push(event);
+      return eventLog(event);
+    },
   });
 }
 

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { readJsonlEvents } from "@durable/core";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "durable-demo-test-"));
@@ -23,6 +24,11 @@ describe("the demo, with real worker processes", () => {
     expect(out).toMatch(/ran again: email_tickets/);
     expect(out).toContain("recovered 1 run(s)");
     expect(out).toContain("card log: 3 charge(s) for 3 order(s); charged twice: none");
+    const events = readJsonlEvents(join(dir, "a.db.events.jsonl"));
+    const recovered = events.filter((e) => e.type === "run.recovered");
+    expect(recovered).toHaveLength(1);
+    expect(recovered[0]).toMatchObject({ kind: "flow", rerun: [{ tool: "email_tickets" }] });
+    expect(events.filter((e) => e.type === "run.done")).toHaveLength(3);
   });
 
   it("without a decision and with no terminal to ask in, leaves the call in doubt", () => {

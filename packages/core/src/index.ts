@@ -69,3 +69,4 @@ export {
   type RunPaused,
   type RunEnded,
 } from "./events.js";
+export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
