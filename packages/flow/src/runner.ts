@@ -187,7 +187,7 @@ export class FlowRunner {
   /** Saves a paused checkpoint that keeps the superstep's starting point and lists the calls waiting on approvals. */
   async #pause<S>(flow: Flow<S>, run: DurableRun, data: FlowData, scope: CallScope): Promise<FlowResult<S>> {
     const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
-    const checkpoint = await run.save("paused", toJson({ ...data, pending, decisions: [] }));
+    const checkpoint = await run.save("paused", toJson({ ...data, pending }));
     await this.#saved(flow, checkpoint, scope);
     await emit(this.#events, { type: "run.paused", runId: run.runId, kind: "flow", step: checkpoint.step, approvals: pending });
     return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };

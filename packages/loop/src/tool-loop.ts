@@ -192,7 +192,8 @@ class Loop {
         }
         if (results === undefined) {
           const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
-          const held: LoopData = { ...data, pending, decisions: [] };
+          // Decisions already given stay with the run until this round is done: each is bound to its call.
+          const held: LoopData = { ...data, pending };
           const checkpoint = await run.save("paused", toJson(held));
           await this.saved(checkpoint, held, scope.unreplayed);
           await emit(this.options.events, { type: "run.paused", runId: run.runId, kind: "loop", step: checkpoint.step, approvals: pending });

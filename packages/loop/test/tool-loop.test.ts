@@ -129,3 +129,23 @@ describe("recoverToolLoop", () => {
     await expect(runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } })).rejects.toThrow(CheckpointConflict);
   });
 });
+
+describe("decisions over several pauses of one round", () => {
+  it("keeps a decision given at the first resume when the round pauses again for another call", async () => {
+    const store = new MemoryCheckpointStore();
+    const model = new ScriptedModel((n) =>
+      n === 0
+        ? { text: "", toolCalls: [{ id: "a", name: "refund", args: { cents: 1 } }, { id: "b", name: "refund", args: { cents: 2 } }] }
+        : { text: "done", toolCalls: [] },
+    );
+    const { ran, registry } = tools();
+    const options = { runId: "chat", checkpoints: store, checkpointKey: KEY };
+    const first = await runToolLoop(model, registry, ask, options);
+    expect(first.status === "paused" && first.approvals.map((a) => a.callId)).toEqual(["1:0:a", "1:1:b"]);
+    const second = await runToolLoop(model, registry, [], { ...options, decisions: { "1:0:a": { approved: false, reason: "no" } } });
+    expect(second.status === "paused" && second.approvals.map((a) => a.callId)).toEqual(["1:1:b"]);
+    const done = await runToolLoop(model, registry, [], { ...options, decisions: { "1:1:b": true } });
+    expect(done.status === "done" && done.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["denied: no", "refunded"]);
+    expect(ran.get("refund")).toBe(1);
+  });
+});
