@@ -72,7 +72,7 @@ async function second(): Promise<void> {
   }
   if (inDoubt.length > 0) {
     if (!(await mayRerun())) {
-      say("left in doubt; run again with --rerun-in-doubt once you have checked the mail server");
+      say("left in doubt: no terminal to ask whether the mail went out; `pnpm demo --rerun-in-doubt` decides it may run again");
       return;
     }
     results = await worker.recoverAll(tickets, { rerunInDoubt: true });

@@ -34,7 +34,7 @@ describe("the demo, with real worker processes", () => {
   it("without a decision and with no terminal to ask in, leaves the call in doubt", () => {
     const out = demo("--store", `sqlite:${join(dir, "b.db")}`, "--runs", "1");
     expect(out).toMatch(/in doubt: email_tickets/);
-    expect(out).toContain("left in doubt; run again with --rerun-in-doubt");
+    expect(out).toContain("left in doubt: no terminal to ask");
     expect(out).toContain("card log: 1 charge(s) for 1 order(s)");
   });
 });
