@@ -70,3 +70,4 @@ export {
   type RunEnded,
 } from "./events.js";
 export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
+export { saveRefusal, recordRefusal, type RunHead } from "./protocol.js";

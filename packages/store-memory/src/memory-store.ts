@@ -1,8 +1,9 @@
 import {
-  CheckpointConflict,
   CheckpointNotFound,
   InvalidInput,
   isEnded,
+  recordRefusal,
+  saveRefusal,
   type CheckpointRow,
   type CheckpointStore,
   type StoredCall,
@@ -46,14 +47,10 @@ export class MemoryCheckpointStore implements CheckpointStore {
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
     checkRow(step, checkpoint);
     const entry = this.#runs.get(runId);
-    const latest = entry?.checkpoints.at(-1);
-    if (entry === undefined || latest === undefined) {
-      if (step !== 0) throw new CheckpointConflict(runId, `nothing is stored, so the first step must be 0, not ${step}.`);
-      this.#runs.set(runId, { checkpoints: [stored(runId, step, checkpoint)], calls: [], counts: new Map() });
-      return;
-    }
-    refuseSave(runId, step, checkpoint, latest);
-    entry.checkpoints.push(stored(runId, step, checkpoint));
+    const refused = saveRefusal(runId, step, checkpoint, entry?.checkpoints.at(-1));
+    if (refused !== undefined) throw refused;
+    if (entry === undefined) this.#runs.set(runId, { checkpoints: [stored(runId, step, checkpoint)], calls: [], counts: new Map() });
+    else entry.checkpoints.push(stored(runId, step, checkpoint));
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
@@ -76,16 +73,11 @@ export class MemoryCheckpointStore implements CheckpointStore {
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     if (!Number.isSafeInteger(seq) || seq < 0) throw new InvalidInput(`seq must be a whole number ≥ 0, not ${seq}.`);
     const entry = this.#runs.get(runId);
-    const latest = entry?.checkpoints.at(-1);
-    if (entry === undefined || latest === undefined) throw new CheckpointNotFound(runId);
-    if (isEnded(latest.status)) throw new CheckpointConflict(runId, `the run ended (${latest.status}); it takes no more calls.`);
-    if (segment !== latest.segment) {
-      throw new CheckpointConflict(runId, `call-log segment ${segment} is not the run's current one (${latest.segment}): this worker was cut off.`);
-    }
-    const next = entry.counts.get(segment) ?? 0;
-    if (seq !== next) throw new CheckpointConflict(runId, `call record ${seq} of segment ${segment} is not the next one (${next}).`);
-    entry.calls.push(Object.freeze({ runId, segment, seq, sealed }));
-    entry.counts.set(segment, next + 1);
+    const next = entry?.counts.get(segment) ?? 0;
+    const refused = recordRefusal(runId, segment, seq, entry?.checkpoints.at(-1), next);
+    if (refused !== undefined) throw refused;
+    entry!.calls.push(Object.freeze({ runId, segment, seq, sealed }));
+    entry!.counts.set(segment, next + 1);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
@@ -98,20 +90,6 @@ export class MemoryCheckpointStore implements CheckpointStore {
 function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoint {
   const { status, segment, flow, kind, sealed } = row;
   return Object.freeze({ runId, step, status, segment, flow, kind, sealed });
-}
-
-/** The compare-and-set rules of `save` for a run that exists. */
-function refuseSave(runId: string, step: number, row: CheckpointRow, latest: StoredCheckpoint): void {
-  if (isEnded(latest.status)) throw new CheckpointConflict(runId, `the run ended (${latest.status}).`);
-  if (latest.flow !== row.flow || latest.kind !== row.kind) {
-    throw new CheckpointConflict(runId, `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}.`);
-  }
-  if (step !== latest.step + 1) {
-    throw new CheckpointConflict(runId, `step ${step} is not the next one (${latest.step + 1}): another worker holds the run.`);
-  }
-  if (row.segment < latest.segment) {
-    throw new CheckpointConflict(runId, `segment ${row.segment} is older than the run's (${latest.segment}): this worker was cut off.`);
-  }
 }
 
 function checkRow(step: number, row: CheckpointRow): void {

@@ -4,6 +4,8 @@ import {
   DurableError,
   StoreUnavailable,
   isEnded,
+  recordRefusal,
+  saveRefusal,
   type CheckpointRow,
   type CheckpointStore,
   type RunKind,
@@ -70,7 +72,11 @@ export class PrismaCheckpointStore implements CheckpointStore {
                WHERE "run_id" = ? AND "step" = ? AND "status" IN ${UNFINISHED} AND "flow" = ? AND "kind" = ? AND "segment" <= ?`,
               step, status, segment, segment, runId, step - 1, flow, kind, segment,
             );
-      if (moved === 0) return refusal(runId, step, checkpoint, await this.#run(tx, runId));
+      if (moved === 0) {
+        const run = await this.#run(tx, runId);
+        // Another transaction may have moved the row between the UPDATE and this read: then it took the step.
+        return saveRefusal(runId, step, checkpoint, run) ?? new CheckpointConflict(runId, `step ${step} was taken by another worker.`);
+      }
       await this.#exec(tx, `INSERT INTO ${t.checkpoints} ("run_id", "step", "status", "segment", "flow", "kind", "sealed") VALUES (?, ?, ?, ?, ?, ?, ?)`, runId, step, status, segment, flow, kind, sealed);
       return undefined;
     });
@@ -123,12 +129,15 @@ export class PrismaCheckpointStore implements CheckpointStore {
         return undefined;
       }
       const run = await this.#run(tx, runId);
-      if (run === undefined) return new CheckpointNotFound(runId);
-      if (isEnded(run.status)) return new CheckpointConflict(runId, `the run ended (${run.status}); it takes no more calls.`);
-      if (segment !== run.segment) return new CheckpointConflict(runId, `call-log segment ${segment} is not the run's current one (${run.segment}): this worker was cut off.`);
+      const refused =
+        recordRefusal(runId, segment, seq, run, run?.segment_calls ?? 0) ??
+        new CheckpointConflict(runId, `call record ${seq} of segment ${segment} was taken by another worker.`);
       // A retry of a record that was applied is applied once.
-      const same = await tx.$queryRawUnsafe<unknown[]>(this.#db.sql(`SELECT 1 FROM ${t.calls} WHERE "run_id" = ? AND "segment" = ? AND "seq" = ? AND "sealed" = ?`), runId, segment, seq, sealed);
-      return same.length > 0 ? undefined : new CheckpointConflict(runId, `call record ${seq} of segment ${segment} is not the next one (${run.segment_calls}).`);
+      if (run !== undefined && run.segment === segment && seq < run.segment_calls && !isEnded(run.status)) {
+        const same = await tx.$queryRawUnsafe<unknown[]>(this.#db.sql(`SELECT 1 FROM ${t.calls} WHERE "run_id" = ? AND "segment" = ? AND "seq" = ? AND "sealed" = ?`), runId, segment, seq, sealed);
+        if (same.length > 0) return undefined;
+      }
+      return refused;
     });
   }
 
@@ -190,16 +199,6 @@ export class PrismaCheckpointStore implements CheckpointStore {
       throw wrap(error, what);
     }
   }
-}
-
-/** Why a conditional save moved no row. */
-function refusal(runId: string, step: number, row: CheckpointRow, run: RunRow | undefined): CheckpointConflict {
-  if (run === undefined) return new CheckpointConflict(runId, `nothing is stored, so the first step must be 0, not ${step}.`);
-  if (step === 0) return new CheckpointConflict(runId, "step 0 is taken: the run exists.");
-  if (isEnded(run.status)) return new CheckpointConflict(runId, `the run ended (${run.status}).`);
-  if (run.flow !== row.flow || run.kind !== row.kind) return new CheckpointConflict(runId, `the run belongs to ${run.kind} ${JSON.stringify(run.flow)}.`);
-  if (row.segment < run.segment) return new CheckpointConflict(runId, `segment ${row.segment} is older than the run's (${run.segment}): this worker was cut off.`);
-  return new CheckpointConflict(runId, `step ${step} is not the next one (${run.step + 1}): another worker holds the run.`);
 }
 
 function wrap(error: unknown, what: string): Error {

@@ -2,13 +2,14 @@ import { existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import {
-  CheckpointConflict,
   CheckpointNotFound,
   InvalidInput,
   StoreUnavailable,
-  isEnded,
+  recordRefusal,
+  saveRefusal,
   type CheckpointRow,
   type CheckpointStore,
+  type RunKind,
   type RunStatus,
   type StoredCall,
   type StoredCheckpoint,
@@ -33,7 +34,7 @@ export interface SQLiteStoreOptions {
 
 interface RunRow {
   flow: string;
-  kind: string;
+  kind: RunKind;
   step: number;
   status: RunStatus;
   segment: number;
@@ -80,9 +81,8 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
     this.#run(() => {
       const run = this.#sql.run.get(runId) as RunRow | undefined;
-      if (run === undefined) {
-        if (step !== 0) throw new CheckpointConflict(runId, `nothing is stored, so the first step must be 0, not ${step}.`);
-      } else refuseSave(runId, step, checkpoint, run);
+      const refused = saveRefusal(runId, step, checkpoint, run);
+      if (refused !== undefined) throw refused;
       const { status, segment, flow, kind, sealed } = checkpoint;
       const segmentCalls = run !== undefined && run.segment === segment ? run.segment_calls : 0;
       this.#sql.insertCheckpoint.run(runId, step, status, segment, flow, kind, sealed);
@@ -117,14 +117,8 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     this.#run(() => {
       const run = this.#sql.run.get(runId) as RunRow | undefined;
-      if (run === undefined) throw new CheckpointNotFound(runId);
-      if (isEnded(run.status)) throw new CheckpointConflict(runId, `the run ended (${run.status}); it takes no more calls.`);
-      if (segment !== run.segment) {
-        throw new CheckpointConflict(runId, `call-log segment ${segment} is not the run's current one (${run.segment}): this worker was cut off.`);
-      }
-      if (seq !== run.segment_calls) {
-        throw new CheckpointConflict(runId, `call record ${seq} of segment ${segment} is not the next one (${run.segment_calls}).`);
-      }
+      const refused = recordRefusal(runId, segment, seq, run, run?.segment_calls ?? 0);
+      if (refused !== undefined) throw refused;
       this.#sql.insertCall.run(runId, segment, seq, sealed);
       this.#sql.countCall.run(runId);
     });
@@ -191,14 +185,6 @@ function prepare(db: Database.Database, t: Tables) {
     countCall: db.prepare(`UPDATE ${t.runs} SET segment_calls = segment_calls + 1 WHERE run_id = ?`),
     calls: db.prepare(`SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`),
   };
-}
-
-/** The compare-and-set rules of `save` for a run that exists. */
-function refuseSave(runId: string, step: number, row: CheckpointRow, run: RunRow): void {
-  if (isEnded(run.status)) throw new CheckpointConflict(runId, `the run ended (${run.status}).`);
-  if (run.flow !== row.flow || run.kind !== row.kind) throw new CheckpointConflict(runId, `the run belongs to ${run.kind} ${JSON.stringify(run.flow)}.`);
-  if (step !== run.step + 1) throw new CheckpointConflict(runId, `step ${step} is not the next one (${run.step + 1}): another worker holds the run.`);
-  if (row.segment < run.segment) throw new CheckpointConflict(runId, `segment ${row.segment} is older than the run's (${run.segment}): this worker was cut off.`);
 }
 
 /** Typed errors for a path that cannot work, before better-sqlite3 gives a vaguer one. */
