@@ -2,6 +2,7 @@ import { canonicalJson, type JsonValue } from "./canonical.js";
 import type { CallLog } from "./call-log.js";
 import { InvalidInput, UnrecordableResult } from "./errors.js";
 import { emit, type CallRef, type EventSink } from "./events.js";
+import { faultPoint } from "./fault-points.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { Identity } from "./identity.js";
 import type { PendingCall, ReplayPlan } from "./replay.js";
@@ -114,12 +115,15 @@ export class Executor {
     }
 
     const round = plan.round;
+    faultPoint("call.before-started");
     await log.append({ round, callId, tool, kind: "started", args: jsonArgs });
+    faultPoint("call.after-started");
     await emit(scope.init.events, { type: "call.started", runId: scope.runId, kind: scope.init.kind, call: ref });
     const key = idempotencyKeyFor(scope.runId, callId);
     const ctx = { runId: scope.runId, callId, idempotencyKey: key, identity: scope.init.identity };
     const returned: unknown = await withIdempotencyKey(key, () => definition.fn(jsonArgs, ctx));
     const result = returned === undefined ? null : returned;
+    faultPoint("call.before-done");
     try {
       await log.append({ round, callId, tool, kind: "done", args: jsonArgs, result: result as JsonValue });
     } catch (error) {
@@ -127,6 +131,7 @@ export class Executor {
       await log.append({ round, callId, tool, kind: "unrecordable", args: jsonArgs, reason: error.message });
       throw new UnrecordableResult(tool, error);
     }
+    faultPoint("call.after-done");
     await emit(scope.init.events, { type: "call.done", runId: scope.runId, kind: scope.init.kind, call: ref });
     return { status: "ok", value: result as JsonValue };
   }

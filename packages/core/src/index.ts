@@ -70,4 +70,5 @@ export {
   type RunEnded,
 } from "./events.js";
 export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
+export { faultPoint, parseFaultPoint, FAULT_POINTS, FAULT_POINT_VARIABLE, type FaultPoint, type ArmedFaultPoint } from "./fault-points.js";
 export { saveRefusal, recordRefusal, type RunHead } from "./protocol.js";

@@ -2,6 +2,7 @@ import type { JsonValue } from "./canonical.js";
 import { CallLog, readCallLog, type CallRecord } from "./call-log.js";
 import { openCheckpoint, sealCheckpoint, type CheckpointBody } from "./checkpoint.js";
 import type { Identity } from "./identity.js";
+import { faultPoint } from "./fault-points.js";
 import { assertRunId } from "./run-id.js";
 import type { Sealer } from "./seal.js";
 import type { CheckpointStore, RunKind, RunStatus } from "./store.js";
@@ -85,6 +86,7 @@ export class DurableRun {
     const log = new CallLog(store, sealer, latest.runId, latest.segment + 1, latest.calls);
     const run = new DurableRun(init, latest.step, log);
     const checkpoint = await run.#write(latest.step + 1, "running", data);
+    faultPoint("claim.before-log-read");
     const records = await readCallLog(store, sealer, latest.runId, latest.calls);
     return { run, checkpoint, records };
   }
@@ -106,7 +108,10 @@ export class DurableRun {
       calls: this.log.count,
       data,
     };
-    await this.store.save(this.runId, step, sealCheckpoint(this.sealer, body));
+    const row = sealCheckpoint(this.sealer, body);
+    faultPoint("checkpoint.before-save");
+    await this.store.save(this.runId, step, row);
+    faultPoint("checkpoint.after-save");
     this.#step = step;
     return body;
   }

@@ -5,6 +5,7 @@ import {
   FlowError,
   bindDecisions,
   emit,
+  faultPoint,
   freshPlan,
   identityOf,
   leavesRunForRecovery,
@@ -139,7 +140,9 @@ export class FlowRunner {
     if (latest.status !== "paused") throw new CheckpointConflict(runId, `the run is ${latest.status}, not paused: there is nothing to resume.`);
     const bound = bindDecisions(runId, data.pending, decisions);
     const withDecisions: FlowData = { ...data, pending: [], decisions: [...data.decisions, ...bound] };
+    faultPoint("resume.before-decision-save");
     const { run, checkpoint, records } = await DurableRun.claim(this.store, this.#sealer, latest, toJson(withDecisions));
+    faultPoint("resume.after-decision-save");
     await this.#saved(flow, checkpoint);
     const plan = planReplay(runId, records, data.round, this.executor.registry, options);
     return this.#drive(flow, run, withDecisions, plan, false);

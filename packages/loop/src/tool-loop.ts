@@ -7,6 +7,7 @@ import {
   InvalidInput,
   bindDecisions,
   emit,
+  faultPoint,
   freshPlan,
   identityOf,
   leavesRunForRecovery,
@@ -161,7 +162,9 @@ class Loop {
     const bound = bindDecisions(latest.runId, data.pending, decisions);
     // The stage stays "model-reply": the pinned tool calls run next, now with the decisions.
     const next: LoopData = { ...data, pending: [], decisions: [...data.decisions, ...bound] };
+    faultPoint("resume.before-decision-save");
     const { run, checkpoint, records } = await DurableRun.claim(this.options.checkpoints, this.sealer, latest, toJson(next));
+    faultPoint("resume.after-decision-save");
     await this.saved(checkpoint, next, []);
     const plan = planReplay(latest.runId, records, data.round, this.registry, this.options);
     return this.drive(run, next, plan, false);

@@ -1,0 +1,17 @@
+/** Runs two calls and a save through core, for the fault-point tests: prints "finished" unless a fault point killed it. */
+import { CallScope, DurableRun, Executor, Sealer, ToolRegistry, faultPoint, freshPlan } from "../src/index.js";
+import { MemoryCheckpointStore } from "../../store-memory/src/memory-store.js";
+
+const store = new MemoryCheckpointStore();
+const { run } = await DurableRun.start({ store, sealer: Sealer.unsigned(), runId: "r", flow: "f", kind: "flow", identity: {}, data: {} });
+const registry = new ToolRegistry().tool("effect", (args: { n: number }) => {
+  console.log(`effect ${args.n}`);
+  faultPoint("tool.inside");
+  return args.n;
+});
+const executor = new Executor(registry);
+const scope = new CallScope({ kind: "flow", log: run.log, plan: freshPlan(1), identity: {} });
+await executor.call(scope, "a", "effect", { n: 1 });
+await executor.call(scope, "b", "effect", { n: 2 });
+await run.save("done", {});
+console.log("finished");
