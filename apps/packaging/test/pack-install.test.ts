@@ -55,7 +55,7 @@ describe("installing from the packed tarballs with npm", () => {
   }, 600_000);
 
   it("the conformance CLI runs from its tarball against a custom store written in the project", () => {
-    const dir = project("conformance", ["core", "conformance"]);
+    const dir = project("conformance", ["core", "flow", "loop", "conformance"]);
     copyFileSync(join(fixtures, "my-store.mjs"), join(dir, "my-store.mjs"));
     const out = execFileSync(join(dir, "node_modules", ".bin", "durable-conformance"), ["my-store.mjs", "save", "read", "call-log"], {
       cwd: dir,

@@ -1,10 +1,13 @@
 import { callLogGroup } from "./cases/call-log.js";
+import { crashGroup } from "./cases/crash.js";
 import type { ConformanceGroup, GroupName } from "./cases/case.js";
 import { integrityGroup } from "./cases/integrity.js";
 import { isolationGroup } from "./cases/isolation.js";
+import { raceGroup } from "./cases/race.js";
 import { readGroup } from "./cases/read.js";
 import { saveGroup } from "./cases/save.js";
 import { scaleGroup } from "./cases/scale.js";
+import { tamperGroup } from "./cases/tamper.js";
 import { ttlGroup } from "./cases/ttl.js";
 
 /** Every group of the kit, in the order they run. */
@@ -13,9 +16,12 @@ export const GROUPS: readonly ConformanceGroup[] = [
   readGroup,
   callLogGroup,
   integrityGroup,
+  tamperGroup,
   isolationGroup,
   ttlGroup,
   scaleGroup,
+  raceGroup,
+  crashGroup,
 ];
 
 /** The names of every group. */

@@ -4,6 +4,7 @@ export {
   assertInitializer,
   initializerProblems,
   type Capabilities,
+  type MultiProcess,
   type ConformanceInitializer,
   type RawAccess,
 } from "./initializer.js";
@@ -16,3 +17,6 @@ export { integrityGroup } from "./cases/integrity.js";
 export { isolationGroup } from "./cases/isolation.js";
 export { ttlGroup } from "./cases/ttl.js";
 export { scaleGroup } from "./cases/scale.js";
+export { tamperGroup } from "./cases/tamper.js";
+export { raceGroup } from "./cases/race.js";
+export { crashGroup } from "./cases/crash.js";

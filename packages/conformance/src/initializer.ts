@@ -20,14 +20,27 @@ export interface Capabilities<S extends CheckpointStore = CheckpointStore> {
    * paused. The kit waits that long, so keep it small (1–2 s) in the initializer.
    */
   readonly ttl?: { readonly ttlSeconds: number };
-  /** Several processes may share the store (the crash and race groups use it). */
-  readonly multiProcess?: boolean;
+  /**
+   * Several processes may share the store: the crash and race groups open it
+   * in child processes. `opener` is the URL (or absolute path) of a module whose
+   * default export opens a store from a handle, `(handle: string) => store`;
+   * `handle(store)` says what a child needs to open a store on the same data
+   * (a file path, a prefix, a URL and table prefix). A TypeScript opener runs
+   * through tsx, which must then be installed.
+   */
+  readonly multiProcess?: MultiProcess<S>;
   /**
    * Another store on the same data as `store` (a second connection to the same
    * database, prefix or file), as another worker would open it, leaving `store`
    * open. The kit uses it for concurrent clients, and to reopen a closed store.
    */
   connect?(store: S): Promise<S>;
+}
+
+/** How child processes open the store under test. */
+export interface MultiProcess<S extends CheckpointStore = CheckpointStore> {
+  readonly opener: string;
+  handle(store: S): string;
 }
 
 /**
@@ -85,8 +98,9 @@ function capabilityProblems(caps: Record<string, unknown>): string[] {
   if (ttl !== undefined && !(typeof ttl?.ttlSeconds === "number" && ttl.ttlSeconds > 0)) {
     problems.push("`capabilities.ttl.ttlSeconds` must be a positive number.");
   }
-  if (caps["multiProcess"] !== undefined && typeof caps["multiProcess"] !== "boolean") {
-    problems.push("`capabilities.multiProcess` must be true or false.");
+  const multi = caps["multiProcess"] as { opener?: unknown; handle?: unknown } | undefined;
+  if (multi !== undefined && !(typeof multi?.opener === "string" && typeof multi.handle === "function")) {
+    problems.push("`capabilities.multiProcess` must be { opener: <URL of a module whose default export opens a store from a handle>, handle: (store) => string }.");
   }
   if (caps["connect"] !== undefined && typeof caps["connect"] !== "function") {
     problems.push("`capabilities.connect` must be a function (store) => Promise<store>.");

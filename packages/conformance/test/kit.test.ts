@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GROUPS, Harness, groupNamed, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
+import { GROUPS, Harness, groupNamed, initializerProblems, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
 import { dropsLastRecord, ignoresPrefix, memory, noCompareAndSet, noFencing, reordersRecords } from "./broken-stores.js";
 
 // The reference store passes every group.
@@ -44,6 +44,16 @@ describe("the kit catches broken stores", () => {
   }, 60_000);
 
   it("names every group once", () => {
-    expect(GROUPS.map((g) => g.name)).toEqual(["save", "read", "call-log", "integrity", "isolation", "ttl", "scale"]);
+    expect(GROUPS.map((g) => g.name)).toEqual(["save", "read", "call-log", "integrity", "tamper", "isolation", "ttl", "scale", "race", "crash"]);
+  });
+});
+
+describe("the initializer's shape", () => {
+  it("multiProcess needs an opener module and a handle function", () => {
+    const base = { name: "s", createStore: () => memory.createStore() };
+    expect(initializerProblems({ ...base, capabilities: { multiProcess: true } })).toEqual([
+      "`capabilities.multiProcess` must be { opener: <URL of a module whose default export opens a store from a handle>, handle: (store) => string }.",
+    ]);
+    expect(initializerProblems({ ...base, capabilities: { multiProcess: { opener: "file:///x.mjs", handle: () => "h" } } })).toEqual([]);
   });
 });

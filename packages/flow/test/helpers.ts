@@ -1,5 +1,5 @@
 import { Executor, ToolRegistry, type CheckpointRow, type CheckpointStore, type DurableEvent, type StoredCall, type StoredCheckpoint } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/store-memory";
+import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { z } from "zod";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 

@@ -1,7 +1,7 @@
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { ToolRegistry } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/store-memory";
+import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { recoverToolLoop, runToolLoop } from "../src/index.js";
 import { aiSdkModel } from "../src/ai-sdk.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointConflict, RecoveryNeedsDecision, ToolRegistry, type DurableEvent } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/store-memory";
+import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.
 import { DyingStore, forever, settle, type CrashPoint } from "../../flow/test/helpers.js";

@@ -100,7 +100,13 @@ export function initializer(name: string, url: () => string): ConformanceInitial
     name,
     createStore: () => open(url()),
     capabilities: {
-      multiProcess: true,
+      multiProcess: {
+        opener: new URL("./open-store.ts", import.meta.url).href,
+        handle: (store) => {
+          const { url: same, prefix } = prefixOf.get(store)!;
+          return `${same} ${prefix}`;
+        },
+      },
       connect: async (store) => {
         const { url: same, prefix } = prefixOf.get(store)!;
         return open(same, prefix);

@@ -7,15 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidInput, Sealer, sealCheckpoint } from "@durable/core";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
-// The multi-process harness is shared with the SQLite store's tests.
-import { Child } from "../../store-sqlite/test/processes.js";
-import { processCases } from "../../store-sqlite/test/process-cases.js";
-import { KEY } from "../../store-sqlite/test/tickets.js";
-import openStore from "./open-store.js";
+// The script runner is shared with the SQLite store's tests.
+import { runScript } from "../../store-sqlite/test/processes.js";
 
-const OPEN = fileURLToPath(new URL("./open-store.ts", import.meta.url));
-const MIGRATE = "../../store-prisma/test/migrate-once.ts";
-const sealer = Sealer.withKeys(KEY);
+const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
+const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");
 const db = testDatabase();
 const hasPostgres = await postgresAnswers();
 beforeAll(async () => hasPostgres && (await db.create()), 60_000);
@@ -74,10 +70,9 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
 
   it("four processes migrating one fresh database at once all succeed, and the schema is applied once", async () => {
     const target = provider === "sqlite" ? url() : await freshDatabase();
-    const children = Array.from({ length: 4 }, () => new Child(MIGRATE, [target]));
-    const exits = await Promise.all(children.map((c) => c.exited()));
-    expect(exits.map((e) => e.code), children.map((c) => c.stderr).join("\n")).toEqual([0, 0, 0, 0]);
-    const applied = children.map((c) => c.lines.find((l) => l.startsWith("applied"))).sort();
+    const runs = await Promise.all(Array.from({ length: 4 }, () => runScript(MIGRATE, [target])));
+    expect(runs.map((r) => r.code), runs.map((r) => r.stderr).join("\n")).toEqual([0, 0, 0, 0]);
+    const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
     expect(applied).toEqual(['applied ["0001_init"]', "applied []", "applied []", "applied []"]);
   }, 120_000);
 
@@ -94,19 +89,6 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     for (let i = 0; i < 50; i++) expect((await store.latest(`pool-${i}`)).step).toBe(4);
     await store.close();
   }, 120_000);
-
-  let tenant = 0;
-  processCases({
-    openModule: OPEN,
-    async prepare() {
-      const arg = `${url()} t${tenant++}_`;
-      const store = await openStore(arg);
-      await store.migrate();
-      await store.close();
-      return arg;
-    },
-    open: openStore,
-  });
 });
 
 describe("durable-prisma migrate", () => {

@@ -1,14 +1,10 @@
-import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
 import { StoreUnavailable, type CheckpointRow } from "@durable/core";
 import { RedisCheckpointStore } from "../src/index.js";
 import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers } from "./redis.js";
-// The multi-process tests are shared with the SQLite store's.
-import { processCases } from "../../store-sqlite/test/process-cases.js";
 
-const OPEN = fileURLToPath(new URL("./open-store.ts", import.meta.url));
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}", ...over });
 
 async function admin() {
@@ -82,22 +78,6 @@ if (await redisAnswers()) {
       await c.close();
       await dropPrefix(store);
       await store.close();
-    });
-  });
-
-  describe("Redis across processes", () => {
-    const prefixes: string[] = [];
-    afterAll(async () => {
-      for (const prefix of prefixes) await dropPrefix(new RedisCheckpointStore(client, { prefix }));
-    });
-    processCases({
-      openModule: OPEN,
-      prepare: (label) => {
-        const prefix = `${label}:${Math.random()}`;
-        prefixes.push(prefix);
-        return prefix;
-      },
-      open: (prefix) => new RedisCheckpointStore(client, { prefix }),
     });
   });
 } else {

@@ -1,0 +1,137 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FAULT_POINTS, canonicalJson, readCallLog, type FaultPoint } from "@durable/core";
+import type { Harness } from "../harness.js";
+import { executions, type Child } from "../process/child.js";
+import { CALLS, IDEMPOTENT_TOOLS, SCENARIOS, ScenarioDriver, finalData, kitSealer, type ScenarioName } from "../process/scenarios.js";
+import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
+import type { ConformanceGroup } from "./case.js";
+
+/** Trials run at once: each is a worker that dies and a recovery in another process. */
+const CONCURRENT_TRIALS = 4;
+
+interface Trial {
+  readonly scenario: ScenarioName;
+  readonly point: FaultPoint;
+  readonly hit: number;
+}
+
+export const crashGroup: ConformanceGroup = {
+  name: "crash",
+  proves:
+    "a worker killed with SIGKILL at every fault point of a flow and a tool loop is recovered by another process: calls whose result was stored never run again, calls in doubt are reported, and the run ends as if nothing happened",
+  skipUnless: needsMultiProcess,
+  cases: [
+    {
+      name: "a worker killed at every fault point in turn, in a flow (with a fan-out) and a tool loop",
+      timeout: 900_000,
+      async run(h) {
+        const dir = mkdtempSync(join(tmpdir(), "durable-crash-"));
+        const effects = join(dir, "effects");
+        const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
+        try {
+          await recoverer.waitFor((l) => l === "ready");
+          const trials: Trial[] = [];
+          const references = new Map<ScenarioName, string>();
+          for (const scenario of SCENARIOS) {
+            references.set(scenario, await referenceOutcome(h, scenario, join(dir, "reference")));
+            const hits = await traceHits(h, scenario, join(dir, "trace"));
+            for (const point of FAULT_POINTS) for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
+          }
+          const failures = await inPool(trials, CONCURRENT_TRIALS, (trial) => crashAndRecover(h, recoverer, effects, trial, references.get(trial.scenario)!));
+          console.log(crashTable(h.init.name, trials, failures));
+          const failed = [...failures].filter(([, message]) => message !== undefined);
+          if (failed.length > 0) {
+            throw new Error(`${failed.length} of ${trials.length} crash trials failed:\n${failed.map(([t, m]) => `- ${t.scenario} at ${t.point}@${t.hit}: ${m}`).join("\n")}`);
+          }
+        } finally {
+          recoverer.kill();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    },
+  ],
+};
+
+/** The data a run of the scenario ends with when nothing goes wrong. */
+async function referenceOutcome(h: Harness, scenario: ScenarioName, effects: string): Promise<string> {
+  const runId = h.runId(`reference-${scenario}`);
+  await new ScenarioDriver(h.store, effects).run(scenario, runId);
+  const final = await finalData(h.store, runId);
+  return canonicalJson(final);
+}
+
+/** How many times a clean run of the scenario reaches each fault point, traced in a worker process. */
+async function traceHits(h: Harness, scenario: ScenarioName, effects: string): Promise<Map<string, number>> {
+  const child = spawnWorker(h.init, h.store, effects, ["run", scenario, h.runId(`trace-${scenario}`)], { ...process.env, DURABLE_FAULT_POINT: "trace" });
+  const { code } = await child.exited();
+  if (code !== 0) throw new Error(`the traced worker failed (exit ${code}): ${child.stderr}`);
+  const hits = new Map<string, number>();
+  for (const line of child.stderr.split("\n")) {
+    if (line.startsWith("durable-fault-point ")) hits.set(line.slice(20), (hits.get(line.slice(20)) ?? 0) + 1);
+  }
+  return hits;
+}
+
+/** One trial: a worker dies at the point, another process recovers the run. Returns what went wrong, or undefined. */
+async function crashAndRecover(h: Harness, recoverer: Child, effects: string, trial: Trial, reference: string): Promise<string | undefined> {
+  const runId = h.runId(`crash-${trial.scenario}`);
+  const faultPoint = `${trial.point}@${trial.hit}`;
+  const worker = spawnWorker(h.init, h.store, effects, ["run", trial.scenario, runId], { ...process.env, DURABLE_FAULT_POINT: faultPoint });
+  const exit = await worker.exited();
+  if (exit.signal !== "SIGKILL") return `the worker was not killed there (exit ${exit.code}): ${worker.stderr.trim()}`;
+
+  const before = executions(effects, `${runId} `);
+  const records = await readCallLog(h.store, kitSealer, runId, 0);
+  const done = new Set(records.filter((r) => r.kind === "done").map((r) => r.callId));
+  const started = new Set(records.filter((r) => r.kind === "started").map((r) => r.callId));
+  const inDoubt = [...started].filter((id) => !done.has(id)).map((id) => CALLS[trial.scenario].get(id)!);
+  const expectedReport = inDoubt.filter((tool) => !IDEMPOTENT_TOOLS.has(tool)).sort();
+
+  recoverer.send(`recover ${trial.scenario} ${runId}`);
+  const answer = await recoverer.waitFor((l) => l.split(" ")[1] === runId, 120_000);
+  if (!answer.startsWith("recovered ")) return `recovery failed: ${answer}`;
+  const reported = answer.slice(`recovered ${runId} `.length);
+  if (reported !== JSON.stringify(expectedReport)) return `recovery reported ${reported} in doubt; the log had ${JSON.stringify(expectedReport)}`;
+
+  const after = executions(effects, `${runId} `);
+  for (const callId of CALLS[trial.scenario].keys()) {
+    const key = `${runId} ${callId}`;
+    const ranBefore = before.get(key) ?? 0;
+    const ranAfter = (after.get(key) ?? 0) - ranBefore;
+    if (ranBefore > 1) return `${callId} ran ${ranBefore} times before the crash`;
+    const expected = done.has(callId) ? 0 : 1;
+    if (ranAfter !== expected) return `${callId} ran ${ranAfter} times after the crash; ${done.has(callId) ? "its result was stored, so" : ""} expected ${expected}`;
+  }
+  const final = canonicalJson(await finalData(h.store, runId));
+  if (final !== reference) return `the run ended with ${final}; without a crash it ends with ${reference}`;
+  return undefined;
+}
+
+/** Runs `task` over `items`, at most `width` at once; maps each item to its result. */
+async function inPool<T, R>(items: readonly T[], width: number, task: (item: T) => Promise<R>): Promise<Map<T, R>> {
+  const results = new Map<T, R>();
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      results.set(item, await task(item));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return results;
+}
+
+/** Points × scenarios: how many of the trials at each point recovered correctly. */
+function crashTable(store: string, trials: readonly Trial[], failures: ReadonlyMap<Trial, string | undefined>): string {
+  const cell = (scenario: ScenarioName, point: FaultPoint) => {
+    const at = trials.filter((t) => t.scenario === scenario && t.point === point);
+    const ok = at.filter((t) => failures.get(t) === undefined).length;
+    return at.length === 0 ? "-" : `${ok}/${at.length}`;
+  };
+  const width = Math.max(...FAULT_POINTS.map((p) => p.length));
+  const lines = [`crash trials on ${store} (recovered correctly / worker killed there):`, `${"fault point".padEnd(width)}  ${SCENARIOS.map((s) => s.padStart(6)).join("")}`];
+  for (const point of FAULT_POINTS) lines.push(`${point.padEnd(width)}  ${SCENARIOS.map((s) => cell(s, point).padStart(6)).join("")}`);
+  return lines.join("\n");
+}

@@ -1,0 +1,58 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { StoreUnavailable } from "@durable/core";
+import { expect } from "vitest";
+import { executions } from "../process/child.js";
+import { CALLS, SCENARIOS, ScenarioDriver, cutShort } from "../process/scenarios.js";
+import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
+import type { ConformanceGroup } from "./case.js";
+
+const WORKERS = 8;
+const TRIALS = 100;
+
+export const raceGroup: ConformanceGroup = {
+  name: "race",
+  proves: `of ${WORKERS} processes recovering one run at once, exactly one wins and no tool runs twice`,
+  skipUnless: needsMultiProcess,
+  cases: [
+    {
+      name: `${WORKERS} processes recover one run at once, ${TRIALS} times (flows and tool loops): exactly one wins each time, no tool runs twice`,
+      timeout: 600_000,
+      async run(h) {
+        const dir = mkdtempSync(join(tmpdir(), "durable-race-"));
+        const effects = join(dir, "effects");
+        const workers = Array.from({ length: WORKERS }, () => spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint()));
+        try {
+          await Promise.all(workers.map((w) => w.waitFor((l) => l === "ready")));
+          // This worker loses its connection before the calls after the first ones: the run is left for recovery.
+          const setup = new ScenarioDriver(cutShort(h.store, new Set(["charge", "notify", "audit"])), effects);
+          const runs: Array<[string, (typeof SCENARIOS)[number]]> = [];
+          for (let trial = 0; trial < TRIALS; trial++) {
+            const scenario = SCENARIOS[trial % SCENARIOS.length]!;
+            const runId = h.runId(`race-${scenario}`);
+            runs.push([runId, scenario]);
+            await expect(setup.run(scenario, runId)).rejects.toThrow(StoreUnavailable);
+            // Every worker reads the latest checkpoint, then all claim the same step at once.
+            workers.forEach((w) => w.send(`race ${scenario} ${runId}`));
+            await Promise.all(workers.map((w) => w.waitFor((l) => l === `at-claim ${runId}`)));
+            workers.forEach((w) => w.send(`go ${runId}`));
+            const answers = await Promise.all(workers.map((w) => w.waitFor((l) => l.split(" ")[1] === runId && !l.startsWith("at-claim"))));
+            expect(answers.filter((a) => a.startsWith("won")), answers.join("; ")).toEqual([`won ${runId} paused`]);
+            expect(answers.filter((a) => a.startsWith("conflict"))).toHaveLength(WORKERS - 1);
+          }
+          const counts = executions(effects);
+          for (const [runId, scenario] of runs) {
+            for (const [callId, tool] of CALLS[scenario]) {
+              // The refund waits on an approval: nobody runs it here.
+              expect(counts.get(`${runId} ${callId}`) ?? 0, `${runId} ${callId}`).toBe(tool === "refund" ? 0 : 1);
+            }
+          }
+        } finally {
+          workers.forEach((w) => w.kill());
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    },
+  ],
+};

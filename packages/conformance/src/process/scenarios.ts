@@ -1,0 +1,225 @@
+import { appendFileSync } from "node:fs";
+import {
+  CheckpointNotFound,
+  DurableRun,
+  Executor,
+  RecoveryNeedsDecision,
+  Sealer,
+  StoreUnavailable,
+  ToolRegistry,
+  canonicalJson,
+  faultPoint,
+  type CallRecord,
+  type CheckpointStore,
+  type JsonObject,
+  type JsonValue,
+  type ToolContext,
+} from "@durable/core";
+import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
+import { recoverToolLoop, runToolLoop, type LoopModel, type LoopResult, type Message, type ModelReply } from "@durable/loop";
+import { KIT_KEY } from "../harness.js";
+
+/**
+ * The runs the crash, race and tamper groups drive: a flow of three supersteps
+ * (one call, a fan-out of three, an approval) and a tool loop (two calls at
+ * once, then an approval). Every tool appends `<runId> <callId> <tool>` to a
+ * side-effect file as it runs, so executions are counted across processes.
+ */
+export type ScenarioName = "flow" | "loop";
+
+export const SCENARIOS: readonly ScenarioName[] = ["flow", "loop"];
+
+/** Tools whose calls rerun without a decision when they are in doubt. */
+export const IDEMPOTENT_TOOLS: ReadonlySet<string> = new Set(["reserve", "audit"]);
+
+/** Every call of each scenario, by call id, with its tool. */
+export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> = {
+  flow: new Map([
+    ["1:reserve:0", "reserve"],
+    ["2:charge:0", "charge"],
+    ["2:notify:0", "notify"],
+    ["2:audit:0", "audit"],
+    ["3:refund:0", "refund"],
+  ]),
+  loop: new Map([
+    ["1:0:charge-1", "charge"],
+    ["1:1:audit-1", "audit"],
+    ["2:0:refund-1", "refund"],
+  ]),
+};
+
+const sealer: Sealer = Sealer.withKeys(KIT_KEY);
+const ORDER = "order-1";
+
+/** The tools, writing their executions to `effects`. */
+export function scenarioTools(effects: string): ToolRegistry {
+  const tool = (name: string) => (args: JsonValue, ctx: ToolContext) => {
+    appendFileSync(effects, `${ctx.runId} ${ctx.callId} ${name}\n`);
+    faultPoint("tool.inside");
+    return `${name} ${canonicalJson(args)}`;
+  };
+  return new ToolRegistry()
+    .tool("reserve", tool("reserve"), { idempotent: true })
+    .tool("charge", tool("charge"))
+    .tool("notify", tool("notify"))
+    .tool("audit", tool("audit"), { idempotent: true })
+    .tool("refund", tool("refund"), { approval: true });
+}
+
+interface CrashState {
+  order: string;
+  reserved?: string;
+  charged?: string;
+  notified?: string;
+  audited?: string;
+  refunded?: string;
+}
+
+const state: FlowOptions<CrashState>["state"] = {
+  "~standard": {
+    version: 1,
+    vendor: "durable-conformance",
+    validate: (value) =>
+      typeof value === "object" && value !== null && typeof (value as { order?: unknown }).order === "string"
+        ? { value: value as CrashState }
+        : { issues: [{ message: "needs an order" }] },
+  },
+};
+
+const order = (s: CrashState) => ({ order: s.order });
+
+export const crashFlow: Flow<CrashState> = new Flow("conformance-flow", { state })
+  .node("reserve", new Call("reserve", { args: order, into: "reserved" }))
+  .node("charge", new Call("charge", { args: (s) => ({ order: s.order, cents: 4200 }), into: "charged" }))
+  .node("notify", new Call("notify", { args: order, into: "notified" }))
+  .node("audit", new Call("audit", { args: order, into: "audited" }))
+  .node("refund", new Call("refund", { args: (s) => ({ order: s.order, cents: 1200 }), into: "refunded" }))
+  .edge("reserve", ["charge", "notify", "audit"])
+  .edge(["charge", "notify", "audit"], "refund")
+  .end("refund");
+
+/** Answers from the history alone, so a model asked again in another process says the same. */
+const crashModel: LoopModel = {
+  async reply(messages: readonly Message[]): Promise<ModelReply> {
+    const turns = messages.filter((m) => m.role === "assistant").length;
+    if (turns === 0) {
+      return {
+        text: "charging",
+        toolCalls: [
+          { id: "charge-1", name: "charge", args: { order: ORDER, cents: 4200 } },
+          { id: "audit-1", name: "audit", args: { order: ORDER } },
+        ],
+      };
+    }
+    if (turns === 1) return { text: "refunding", toolCalls: [{ id: "refund-1", name: "refund", args: { order: ORDER, cents: 1200 } }] };
+    const results = messages.filter((m) => m.role === "tool").map((m) => m.content);
+    return { text: `done: ${results.join("; ")}`, toolCalls: [] };
+  },
+};
+
+const LOOP_NAME = "conformance-loop";
+
+/** Drives a scenario's run; every call goes through `store` with the kit's key. */
+export class ScenarioDriver {
+  readonly #store: CheckpointStore;
+  readonly #tools: ToolRegistry;
+  readonly #runner: FlowRunner;
+
+  constructor(store: CheckpointStore, effects: string) {
+    this.#store = store;
+    this.#tools = scenarioTools(effects);
+    this.#runner = new FlowRunner(new Executor(this.#tools), { checkpoints: store, checkpointKey: KIT_KEY });
+  }
+
+  /** Starts a run and takes it to the end, approving what it pauses for. */
+  async run(scenario: ScenarioName, runId: string): Promise<void> {
+    if (scenario === "flow") {
+      await this.#finishFlow(await this.#runner.run(crashFlow, { order: ORDER }, { runId }));
+    } else {
+      await this.#finishLoop(await runToolLoop(crashModel, this.#tools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)));
+    }
+  }
+
+  /** Recovers a run as far as it gets without deciding on calls in doubt (the result only, no approvals). */
+  async recoverOnce(scenario: ScenarioName, runId: string, rerunInDoubt = false): Promise<string> {
+    if (scenario === "flow") return (await this.#runner.recover(crashFlow, runId, { rerunInDoubt })).status;
+    return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt })).status;
+  }
+
+  /**
+   * Takes a crashed run to the end: starts it when nothing was saved, recovers
+   * it, and when recovery reports calls in doubt, reruns them. Returns the
+   * tools it reported, sorted (empty when none were in doubt).
+   */
+  async recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
+    try {
+      await this.#recoverAndFinish(scenario, runId, false);
+      return [];
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) {
+        await this.run(scenario, runId);
+        return [];
+      }
+      if (!(error instanceof RecoveryNeedsDecision)) throw error;
+      await this.#recoverAndFinish(scenario, runId, true);
+      return error.calls.map(([tool]) => tool).sort();
+    }
+  }
+
+  async #recoverAndFinish(scenario: ScenarioName, runId: string, rerunInDoubt: boolean): Promise<void> {
+    const latest = await DurableRun.latest(this.#store, sealer, runId);
+    if (latest.status === "done") return;
+    if (scenario === "flow") await this.#finishFlow(await this.#runner.recover(crashFlow, runId, { rerunInDoubt }));
+    else await this.#finishLoop(await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }));
+  }
+
+  async #finishFlow(result: FlowResult<CrashState>): Promise<void> {
+    while (result.status === "paused") {
+      result = await this.#runner.resume(crashFlow, result.runId, approveAll(result.approvals));
+    }
+  }
+
+  async #finishLoop(result: LoopResult): Promise<void> {
+    while (result.status === "paused") {
+      const options = { ...this.#loopOptions(result.runId), decisions: approveAll(result.approvals) };
+      result = await runToolLoop(crashModel, this.#tools, [], options);
+    }
+  }
+
+  #loopOptions(runId: string) {
+    return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME };
+  }
+}
+
+function approveAll(approvals: ReadonlyArray<{ readonly callId: string }>): Record<string, boolean> {
+  return Object.fromEntries(approvals.map((a) => [a.callId, true]));
+}
+
+/** What a finished run ended with: the data of its last checkpoint, which a crash must not change. */
+export async function finalData(store: CheckpointStore, runId: string): Promise<{ status: string; data: JsonObject }> {
+  const latest = await DurableRun.latest(store, sealer, runId);
+  return { status: latest.status, data: latest.data as JsonObject };
+}
+
+export { sealer as kitSealer };
+
+/**
+ * The store as a worker sees it whose connection is lost for good at the first
+ * call record of one of `tools`: the run is left cut short, as a dead worker
+ * leaves it, and the runner returns `StoreUnavailable`.
+ */
+export function cutShort(store: CheckpointStore, tools: ReadonlySet<string>): CheckpointStore {
+  return {
+    save: (id, step, row) => store.save(id, step, row),
+    latest: (id) => store.latest(id),
+    listUnfinished: (flow) => store.listUnfinished(flow),
+    delete: (id) => store.delete(id),
+    async recordCall(id, segment, seq, sealed) {
+      const record = sealer.open("call", sealed, id) as unknown as CallRecord;
+      if (tools.has(record.tool)) throw new StoreUnavailable("the kit cut this worker off");
+      return store.recordCall(id, segment, seq, sealed);
+    },
+    calls: (id) => store.calls(id),
+    close: () => store.close(),
+  };
+}

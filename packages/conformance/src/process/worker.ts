@@ -1,0 +1,55 @@
+/**
+ * The child process of the crash and race groups. It opens the store under
+ * test with the initializer's opener module, then either
+ *   worker <opener> <handle> <effects> run <scenario> <runId>
+ *     takes a new run to its end and prints "finished" (unless a fault point,
+ *     armed by DURABLE_FAULT_POINT, kills it first), or
+ *   worker <opener> <handle> <effects> serve
+ *     prints "ready", then answers stdin commands, one line each:
+ *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <in-doubt tools as JSON>"
+ *       race <scenario> <runId>     reads the run's latest checkpoint, prints "at-claim <runId>", and claims it only
+ *                                   on "go <runId>", so racing workers claim the same step at once:
+ *                                   "won <runId> <status>" or "conflict <runId>"
+ *     Anything else that goes wrong is "error <runId> <message>".
+ */
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import { isAbsolute } from "node:path";
+import { CheckpointConflict, type CheckpointStore } from "@durable/core";
+import { ClaimBarrier } from "./claim-barrier.js";
+import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
+
+const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) as [string, string, string, string, ScenarioName, string];
+const url = isAbsolute(opener) ? pathToFileURL(opener).href : opener;
+const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> }).default;
+const store = new ClaimBarrier(await open(handle));
+const driver = new ScenarioDriver(store, effects);
+
+if (mode === "run") {
+  await driver.run(scenario, runId);
+  console.log("finished");
+  await store.close();
+} else {
+  const go = new Map<string, () => void>();
+  console.log("ready");
+  for await (const line of createInterface({ input: process.stdin })) {
+    const [command, name, id] = line.split(" ") as [string, ScenarioName, string];
+    if (command === "go") go.get(name)?.();
+    else if (command === "recover") {
+      driver.recoverToEnd(name, id).then(
+        (inDoubt) => console.log(`recovered ${id} ${JSON.stringify(inDoubt)}`),
+        (error: unknown) => console.log(`error ${id} ${String(error)}`),
+      );
+    } else if (command === "race") {
+      store.hold = () => {
+        console.log(`at-claim ${id}`);
+        return new Promise((release) => go.set(id, release));
+      };
+      driver.recoverOnce(name, id).then(
+        (status) => console.log(`won ${id} ${status}`),
+        (error: unknown) => console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${String(error)}`),
+      );
+    }
+  }
+  await store.close();
+}
