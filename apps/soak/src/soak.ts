@@ -1,0 +1,205 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DurableRun, Sealer, readCallLog, type CheckpointStore } from "@durable/core";
+import { PrismaCheckpointStore } from "@durable/store-prisma";
+import pg from "pg";
+import { createClient } from "redis";
+import { KEY, openSoakStore } from "./store.js";
+import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
+
+export interface SoakOptions {
+  /** `redis://…` or `postgresql://…` (the soak makes a database of its own on that server and drops it). */
+  readonly store: string;
+  readonly runs: number;
+  readonly workers: number;
+  /** The soak fails if the workers have not finished by then. */
+  readonly deadlineSeconds: number;
+  /** The killer's pause between two kills, in milliseconds: a random time in this range. */
+  readonly killEveryMs: readonly [number, number];
+  readonly log?: (line: string) => void;
+}
+
+export interface SoakReport {
+  readonly store: string;
+  readonly runs: number;
+  readonly seconds: number;
+  readonly kills: number;
+  /** Runs recovery reported calls in doubt for (then rerun: the providers take the idempotency key). */
+  readonly inDoubtRuns: number;
+  /** Non-idempotent calls executed twice: each one reported in doubt first. */
+  readonly rerunCalls: number;
+  /** Everything that broke a promise: a run not done, a call run twice unreported, a customer charged twice. */
+  readonly violations: readonly string[];
+}
+
+export const SOAK_DEFAULTS = { runs: 500, workers: 4, deadlineSeconds: 240, killEveryMs: [500, 2_000] } as const;
+
+const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
+
+/** Runs the soak on one store: workers killed at random while they take the runs, then every promise checked. */
+export async function soak(options: SoakOptions): Promise<SoakReport> {
+  const log = options.log ?? (() => {});
+  const dir = mkdtempSync(join(tmpdir(), "durable-soak-"));
+  const [ledger, inDoubtLog] = [join(dir, "ledger"), join(dir, "in-doubt")];
+  const target = await Target.prepare(options.store);
+  const started = Date.now();
+  let kills = 0;
+  try {
+    const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog];
+    const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot)));
+    const deadline = started + options.deadlineSeconds * 1000;
+    while (workers.some((w) => !w.finished)) {
+      const [min, max] = options.killEveryMs;
+      await sleep(min + Math.random() * (max - min));
+      for (const w of workers) w.check();
+      if (Date.now() > deadline) throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
+      const running = workers.filter((w) => !w.finished);
+      if (running.length === 0) break;
+      const victim = running[Math.floor(Math.random() * running.length)]!;
+      await victim.killAndRestart();
+      kills += 1;
+      log(`killed worker ${workers.indexOf(victim)} (${kills} kills, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    const store = await openSoakStore(target.url, target.prefix);
+    try {
+      const found = await verify(store, options.runs, ledger, inDoubtLog);
+      return { store: options.store, runs: options.runs, seconds, kills, ...found };
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await target.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Checks every run is done, every call finished once, and every non-idempotent call ran once unless reported in doubt. */
+async function verify(store: CheckpointStore, runs: number, ledger: string, inDoubtLog: string) {
+  const sealer = Sealer.withKeys(KEY);
+  const violations: string[] = [];
+  const reported = new Map<string, Set<string>>();
+  for (const line of lines(inDoubtLog)) {
+    const [runId, tools] = line.split(" ") as [string, string];
+    reported.set(runId, new Set([...(reported.get(runId) ?? []), ...tools.split(",")]));
+  }
+  const executions = new Map<string, { tool: string; keys: Set<string>; count: number }>();
+  for (const line of lines(ledger)) {
+    const [runId, callId, tool, key] = line.split(" ") as [string, string, string, string];
+    const entry = executions.get(`${runId} ${callId}`) ?? { tool, keys: new Set<string>(), count: 0 };
+    entry.keys.add(key);
+    entry.count += 1;
+    executions.set(`${runId} ${callId}`, entry);
+  }
+  let rerunCalls = 0;
+  for (let k = 0; k < runs; k++) {
+    const runId = runIdOf(k);
+    const latest = await DurableRun.latest(store, sealer, runId).catch((error: unknown) => error as Error);
+    if (latest instanceof Error || latest.status !== "done") {
+      violations.push(`${runId} is ${latest instanceof Error ? `lost (${latest.message})` : latest.status}`);
+      continue;
+    }
+    const records = await readCallLog(store, sealer, runId, latest.calls);
+    const done = records.filter((r) => r.kind === "done");
+    if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3) violations.push(`${runId} has ${done.length} done records`);
+    for (const record of done) {
+      const ran = executions.get(`${runId} ${record.callId}`);
+      if (ran === undefined) violations.push(`${runId} ${record.tool} is done but never ran`);
+      else if (ran.keys.size !== 1) violations.push(`${runId} ${record.tool} ran with ${ran.keys.size} idempotency keys`);
+      else if (NON_IDEMPOTENT.has(record.tool) && ran.count > 1) {
+        if (ran.count === 2 && reported.get(runId)?.has(record.tool) === true) rerunCalls += 1;
+        else violations.push(`${runId} ${record.tool} ran ${ran.count} times${reported.has(runId) ? "" : " and was never reported in doubt"}`);
+      }
+    }
+  }
+  return { inDoubtRuns: reported.size, rerunCalls, violations };
+}
+
+/** One worker slot: a process, restarted after each kill, until it prints "finished" and exits. */
+class Worker {
+  readonly #args: () => string[];
+  #process: ChildProcess;
+  #stderr = "";
+  finished = false;
+
+  constructor(args: () => string[]) {
+    this.#args = args;
+    this.#process = this.#start();
+  }
+
+  #start(): ChildProcess {
+    const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], { stdio: ["ignore", "pipe", "pipe"] });
+    this.#stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
+    child.stdout!.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("finished")) this.finished = true;
+    });
+    return child;
+  }
+
+  /** Throws when the worker died on its own: that is a failure, not a kill. */
+  check(): void {
+    const { exitCode } = this.#process;
+    if (exitCode !== null && exitCode !== 0) throw new Error(`a worker failed (exit ${exitCode}): ${this.#stderr}`);
+  }
+
+  async killAndRestart(): Promise<void> {
+    const exited = new Promise((resolve) => this.#process.once("exit", resolve));
+    this.#process.kill("SIGKILL");
+    if (this.#process.exitCode === null && this.#process.signalCode === null) await exited;
+    if (!this.finished) this.#process = this.#start();
+  }
+}
+
+/** Where the soak keeps its runs: a fresh key prefix on Redis, a fresh database on PostgreSQL. */
+class Target {
+  private constructor(
+    readonly url: string,
+    readonly prefix: string,
+    readonly drop: () => Promise<void>,
+  ) {}
+
+  static async prepare(url: string): Promise<Target> {
+    const id = randomUUID().replaceAll("-", "").slice(0, 12);
+    if (url.startsWith("redis")) {
+      const prefix = `soak-${id}`;
+      return new Target(url, prefix, () => dropPrefix(url, prefix));
+    }
+    const name = `durable_soak_${id}`;
+    await admin(url, `CREATE DATABASE "${name}"`);
+    const own = new URL(url);
+    own.pathname = `/${name}`;
+    const store = new PrismaCheckpointStore(own.toString(), { tablePrefix: "soak_" });
+    await store.migrate();
+    await store.close();
+    return new Target(own.toString(), "soak_", () => admin(url, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+  }
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function dropPrefix(url: string, prefix: string): Promise<void> {
+  const client = createClient({ url });
+  await client.connect();
+  const pattern = `{d.${Buffer.from(prefix).toString("hex")}.*`;
+  for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await client.del(keys);
+  await client.close();
+}
+
+function lines(path: string): string[] {
+  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean) : [];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
