@@ -1,6 +1,6 @@
 /**
  * The main job: a durable run survives its worker.
- *   pnpm demo [--store sqlite:<path>] [--runs N] [--rerun-in-doubt]
+ *   pnpm demo [--store sqlite:<path> | redis://… | postgresql://…] [--runs N] [--rerun-in-doubt]
  * Worker 1 runs order after order and dies inside email_tickets of the last
  * one; worker 2, a new process, recovers it: finished calls replay from the
  * log, the call in doubt waits for your decision, and the card is charged once.
@@ -9,18 +9,22 @@ import { spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_STORE } from "./store-url.js";
+import { CommandLineError } from "./command-line-error.js";
+import { DEFAULT_STORE, cardLogFor, eventLogFor, openStore } from "./store-url.js";
 import { asArgs, demoOptions } from "./options.js";
 import { CardProcessor } from "./tickets.js";
 
-const options = demoOptions(process.argv.slice(2));
-// The card processor's log sits beside a SQLite store, else beside the default one.
-const base = (options.store.startsWith("sqlite:") ? options.store : DEFAULT_STORE).slice("sqlite:".length);
-const cardLog = `${base}.cards.jsonl`;
+const options = await checked(async () => {
+  const parsed = demoOptions(process.argv.slice(2));
+  // A store that is unknown or does not answer is one line, before any worker starts.
+  await (await openStore(parsed.store)).close();
+  return parsed;
+});
+const cardLog = cardLogFor(options.store);
+const eventLog = eventLogFor(options.store);
 mkdirSync(dirname(cardLog), { recursive: true });
 // The default store starts empty each time, so the demo can be run again and again.
-if (options.store === DEFAULT_STORE) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${base}${suffix}`, { force: true });
-const eventLog = `${base}.events.jsonl`;
+if (options.store === DEFAULT_STORE) for (const suffix of ["", "-wal", "-shm"]) rmSync(`${DEFAULT_STORE.slice("sqlite:".length)}${suffix}`, { force: true });
 rmSync(cardLog, { force: true });
 rmSync(eventLog, { force: true });
 
@@ -44,3 +48,14 @@ console.log(`\ncard log: ${charges.length} charge(s) for ${byRun.size} order(s);
 if (last !== undefined) console.log(`charge_card ran once for ${last.runId}: idempotency key ${last.key.slice(0, 16)}…, $${last.cents / 100}`);
 console.log(`events of both workers: ${eventLog}`);
 process.exitCode = secondExit === 0 && twice.length === 0 ? 0 : 1;
+
+/** What `run` gives, or exit 2 with the one-line message of a `CommandLineError`. */
+async function checked<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof CommandLineError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  }
+}

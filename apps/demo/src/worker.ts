@@ -7,7 +7,7 @@ import { createInterface } from "node:readline/promises";
 import { Executor, RecoveryNeedsDecision, jsonlEventSink, type CheckpointStore, type DurableEvent } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { demoOptions } from "./options.js";
-import { openStore } from "./store-url.js";
+import { eventLogFor, openStore } from "./store-url.js";
 import { CardProcessor, tickets, ticketsRegistry } from "./tickets.js";
 
 const KEY = process.env["DURABLE_KEY"] ?? "demo-key-replace-with-32-random-bytes!";
@@ -15,7 +15,7 @@ const options = demoOptions(process.argv.slice(2));
 const [mode, cardLog] = options.rest as [string, string];
 const card = new CardProcessor(cardLog);
 // Every event of both workers goes to a JSON Lines file beside the card log, for the run viewer.
-const eventLog = jsonlEventSink(cardLog.replace(/\.cards\.jsonl$/, ".events.jsonl"));
+const eventLog = jsonlEventSink(eventLogFor(options.store));
 const say = (line: string) => console.log(`${mode === "first" ? "worker 1" : "worker 2"} | ${line}`);
 
 function runner(store: CheckpointStore, events?: DurableEvent[], insideEmail?: (runId: string) => void): FlowRunner {
@@ -30,7 +30,7 @@ function runner(store: CheckpointStore, events?: DurableEvent[], insideEmail?: (
 }
 
 async function first(): Promise<void> {
-  const store = openStore(options.store);
+  const store = await openStore(options.store);
   const suffix = Date.now().toString(36);
   const last = `order-${options.runs}-${suffix}`;
   const worker = runner(store, undefined, (runId) => {
@@ -61,7 +61,7 @@ function progress(done: number, total: number): void {
 }
 
 async function second(): Promise<void> {
-  const store = openStore(options.store);
+  const store = await openStore(options.store);
   const events: DurableEvent[] = [];
   const worker = runner(store, events);
   say("starts and recovers every unfinished run of flow tickets");

@@ -10,6 +10,9 @@ const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "durable-demo-test-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+// Each test starts real worker processes; on a busy machine that takes a while.
+const SLOW = 120_000;
+
 function demo(...args: string[]): string {
   return execFileSync(process.execPath, ["--import", "tsx", main, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
@@ -29,12 +32,35 @@ describe("the demo, with real worker processes", () => {
     expect(recovered).toHaveLength(1);
     expect(recovered[0]).toMatchObject({ kind: "flow", rerun: [{ tool: "email_tickets" }] });
     expect(events.filter((e) => e.type === "run.done")).toHaveLength(3);
-  });
+  }, SLOW);
 
   it("without a decision and with no terminal to ask in, leaves the call in doubt", () => {
     const out = demo("--store", `sqlite:${join(dir, "b.db")}`, "--runs", "1");
     expect(out).toMatch(/in doubt: email_tickets/);
     expect(out).toContain("left in doubt: no terminal to ask");
     expect(out).toContain("card log: 1 charge(s) for 1 order(s)");
-  });
+  }, SLOW);
+});
+
+describe("bad input", () => {
+  function fails(...args: string[]): { status: number | null; stderr: string } {
+    try {
+      demo(...args);
+      return { status: 0, stderr: "" };
+    } catch (error) {
+      const { status, stderr } = error as { status: number | null; stderr: string };
+      return { status, stderr };
+    }
+  }
+
+  it.each([
+    [["--store", "mysql://localhost/x"], /^--store "mysql:\/\/localhost\/x" names no store this knows: use sqlite:<path>, redis:\/\/host:port or postgresql:\/\/.+\.\n$/],
+    [["--store", "redis://127.0.0.1:1"], /^--store redis:\/\/127\.0\.0\.1:1 does not answer \(.*ECONNREFUSED.*\): start that server, or pick another store, e\.g\. --store sqlite:.+\.\n$/],
+    [["--store", "postgresql://postgres@127.0.0.1:1/test"], /^--store postgresql:\/\/postgres@127\.0\.0\.1:1\/test does not answer \(.+\): start that server, or pick another store, e\.g\. --store sqlite:.+\.\n$/],
+    [["--runs", "0"], /^--runs takes a whole number ≥ 1, not 0\.\n$/],
+  ])("%j: one line on stderr that says what to do, exit 2", (args, message) => {
+    const { status, stderr } = fails(...args);
+    expect(status).toBe(2);
+    expect(stderr).toMatch(message);
+  }, SLOW);
 });
