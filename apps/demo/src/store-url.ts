@@ -6,6 +6,9 @@ import { CommandLineError } from "./command-line-error.js";
 /** The default store: a SQLite file in the system's temp folder. */
 export const DEFAULT_STORE = `sqlite:${join(tmpdir(), "durable-demo", "runs.db")}`;
 
+/** The key the demo's workers (and the viewer) seal and verify with: `DURABLE_KEY`, or a fixed one for the demo. */
+export const DEMO_KEY = process.env["DURABLE_KEY"] ?? "demo-key-replace-with-32-random-bytes!";
+
 const SCHEMES = "sqlite:<path>, redis://host:port or postgresql://user@host:port/database";
 
 /**

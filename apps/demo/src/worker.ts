@@ -7,10 +7,9 @@ import { createInterface } from "node:readline/promises";
 import { Executor, RecoveryNeedsDecision, jsonlEventSink, type CheckpointStore, type DurableEvent } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { demoOptions } from "./options.js";
-import { eventLogFor, openStore } from "./store-url.js";
+import { DEMO_KEY, eventLogFor, openStore } from "./store-url.js";
 import { CardProcessor, tickets, ticketsRegistry } from "./tickets.js";
 
-const KEY = process.env["DURABLE_KEY"] ?? "demo-key-replace-with-32-random-bytes!";
 const options = demoOptions(process.argv.slice(2));
 const [mode, cardLog] = options.rest as [string, string];
 const card = new CardProcessor(cardLog);
@@ -21,7 +20,7 @@ const say = (line: string) => console.log(`${mode === "first" ? "worker 1" : "wo
 function runner(store: CheckpointStore, events?: DurableEvent[], insideEmail?: (runId: string) => void): FlowRunner {
   return new FlowRunner(new Executor(ticketsRegistry(card, insideEmail)), {
     checkpoints: store,
-    checkpointKey: KEY,
+    checkpointKey: DEMO_KEY,
     events: (event: DurableEvent) => {
       events?.push(event);
       return eventLog(event);

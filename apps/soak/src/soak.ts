@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { DurableRun, Sealer, readCallLog, type CheckpointStore } from "@durable/core";
 import { PrismaCheckpointStore } from "@durable/store-prisma";
@@ -57,9 +58,12 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
       await sleep(min + Math.random() * (max - min));
       for (const w of workers) w.check();
       if (Date.now() > deadline) throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
-      const running = workers.filter((w) => !w.finished);
-      if (running.length === 0) break;
-      const victim = running[Math.floor(Math.random() * running.length)]!;
+      if (workers.every((w) => w.finished)) break;
+      // Only a worker that finished a run since it started may die: every life makes progress,
+      // so the soak ends even on a machine so busy that start-up takes longer than the pause.
+      const eligible = workers.filter((w) => !w.finished && w.ranSinceStart > 0);
+      if (eligible.length === 0) continue;
+      const victim = eligible[Math.floor(Math.random() * eligible.length)]!;
       await victim.killAndRestart();
       kills += 1;
       log(`killed worker ${workers.indexOf(victim)} (${kills} kills, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
@@ -125,6 +129,7 @@ class Worker {
   #process: ChildProcess;
   #stderr = "";
   finished = false;
+  ranSinceStart = 0;
 
   constructor(args: () => string[]) {
     this.#args = args;
@@ -134,9 +139,11 @@ class Worker {
   #start(): ChildProcess {
     const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], { stdio: ["ignore", "pipe", "pipe"] });
     this.#stderr = "";
+    this.ranSinceStart = 0;
     child.stderr!.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
-    child.stdout!.on("data", (chunk: Buffer) => {
-      if (chunk.toString().includes("finished")) this.finished = true;
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (line === "ran") this.ranSinceStart += 1;
+      if (line === "finished") this.finished = true;
     });
     return child;
   }

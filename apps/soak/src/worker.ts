@@ -1,7 +1,8 @@
 /**
  * One soak worker: worker.ts <store url> <prefix> <slot> <workers> <runs> <ledger> <in-doubt log>
  * On start it recovers its slot's unfinished runs, then takes its share of the
- * runs (every run k with k % workers = slot) until each exists; prints "finished".
+ * runs (every run k with k % workers = slot) until each exists. It prints "ran"
+ * after each run it took to the end, and "finished".
  */
 import { appendFileSync } from "node:fs";
 import { CheckpointNotFound, Executor, RecoveryNeedsDecision } from "@durable/core";
@@ -35,7 +36,10 @@ const lane = async () => {
       () => true,
       (error: unknown) => (error instanceof CheckpointNotFound ? false : Promise.reject(error)),
     );
-    if (!exists) await runner.run(flow, order(k), { runId: runIdOf(k) });
+    if (!exists) {
+      await runner.run(flow, order(k), { runId: runIdOf(k) });
+      console.log("ran");
+    }
   }
 };
 await Promise.all([lane(), lane(), lane(), lane()]);

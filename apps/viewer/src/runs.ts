@@ -1,0 +1,125 @@
+import {
+  DurableRun,
+  readCallLog,
+  readJsonlEvents,
+  type CallRecord,
+  type CheckpointStore,
+  type DurableEvent,
+  type Identity,
+  type JsonValue,
+  type RunKind,
+  type Sealer,
+} from "@durable/core";
+
+/** What became of a call, as the viewer marks it. */
+export type CallMark = "ran" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
+
+export interface CallView {
+  readonly callId: string;
+  readonly tool: string;
+  readonly mark: CallMark;
+  /** Its records, oldest first: `segment:kind`. */
+  readonly records: readonly string[];
+  readonly result?: JsonValue;
+}
+
+export interface StepView {
+  readonly step: number;
+  readonly status: string;
+  readonly at: string;
+  /** A loop's stage. */
+  readonly stage?: string;
+  /** This step is a recovery's claim. */
+  readonly claim: boolean;
+}
+
+export interface RunView {
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind | "?";
+  /** The latest checkpoint's status, or `unreadable` when the store refused it (see `problem`). */
+  readonly status: string;
+  readonly step: number | undefined;
+  readonly segment: number | undefined;
+  readonly identity: Identity | undefined;
+  readonly recovered: boolean;
+  readonly problem?: string;
+  readonly steps: readonly StepView[];
+  readonly calls: readonly CallView[];
+  readonly events: readonly DurableEvent[];
+  readonly lastAt: string;
+}
+
+/**
+ * Reads every run the event log names, newest first: its latest checkpoint and
+ * call log verified through core, its steps and recoveries from the events.
+ * Reading changes nothing in the store.
+ */
+export async function readRuns(store: CheckpointStore, sealer: Sealer, eventLog: string): Promise<RunView[]> {
+  const byRun = new Map<string, DurableEvent[]>();
+  for (const event of readJsonlEvents(eventLog)) byRun.set(event.runId, [...(byRun.get(event.runId) ?? []), event]);
+  const runs = await Promise.all([...byRun].map(([runId, events]) => readRun(store, sealer, runId, events)));
+  return runs.sort((a, b) => b.lastAt.localeCompare(a.lastAt) || b.runId.localeCompare(a.runId));
+}
+
+async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, events: readonly DurableEvent[]): Promise<RunView> {
+  const recoveries = events.filter((e) => e.type === "run.recovered");
+  const claims = new Set(recoveries.map((e) => e.step));
+  const steps = events.flatMap((e): StepView[] =>
+    e.type === "checkpoint.saved" ? [{ step: e.step, status: e.status, at: e.at, claim: claims.has(e.step), ...(e.stage === undefined ? {} : { stage: e.stage }) }] : [],
+  );
+  const named = events.find((e) => e.type === "checkpoint.saved" && e.flow !== undefined);
+  const base = {
+    runId,
+    flow: named?.type === "checkpoint.saved" ? (named.flow ?? "") : "",
+    recovered: recoveries.length > 0,
+    steps,
+    events,
+    lastAt: events.at(-1)?.at ?? "",
+  };
+  try {
+    const latest = await DurableRun.latest(store, sealer, runId);
+    const records = await readCallLog(store, sealer, runId, latest.calls);
+    const rerun = new Set(recoveries.flatMap((e) => e.rerun.map((c) => c.callId)));
+    const replayed = new Set(recoveries.flatMap((e) => e.replayed.map((c) => c.callId)));
+    return {
+      ...base,
+      flow: latest.flow,
+      kind: latest.kind,
+      status: latest.status,
+      step: latest.step,
+      segment: latest.segment,
+      identity: latest.identity,
+      calls: callViews(records, rerun, replayed),
+    };
+  } catch (error) {
+    const problem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return { ...base, kind: events[0]?.kind ?? "?", status: "unreadable", step: undefined, segment: undefined, identity: undefined, problem, calls: [] };
+  }
+}
+
+/** One view per call, in the order calls first appear in the log. */
+function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, replayed: ReadonlySet<string>): CallView[] {
+  const byCall = new Map<string, CallRecord[]>();
+  for (const record of records) byCall.set(record.callId, [...(byCall.get(record.callId) ?? []), record]);
+  return [...byCall].map(([callId, own]) => {
+    const done = own.find((r) => r.kind === "done");
+    const last = own.at(-1)!;
+    const mark: CallMark = rerun.has(callId)
+      ? "rerun"
+      : replayed.has(callId)
+        ? "replayed"
+        : done !== undefined
+          ? "ran"
+          : last.kind === "pending"
+            ? "waiting on approval"
+            : "in doubt";
+    return {
+      callId,
+      tool: last.tool,
+      mark,
+      records: own.map((r) => `${r.segment}:${r.kind}`),
+      ...(done?.result === undefined ? {} : { result: done.result }),
+    };
+  });
+}
