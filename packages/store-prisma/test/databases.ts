@@ -101,7 +101,7 @@ export function initializer(name: string, url: () => string): ConformanceInitial
     createStore: () => open(url()),
     capabilities: {
       multiProcess: {
-        opener: new URL("./open-store.ts", import.meta.url).href,
+        opener: new URL("./open-store.mjs", import.meta.url).href,
         handle: (store) => {
           const { url: same, prefix } = prefixOf.get(store)!;
           return `${same} ${prefix}`;

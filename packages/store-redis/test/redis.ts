@@ -93,7 +93,7 @@ const redis: ConformanceInitializer<RedisCheckpointStore> = {
     await store.close();
   },
   capabilities: {
-    multiProcess: { opener: new URL("./open-store.ts", import.meta.url).href, handle: (store) => store.prefix },
+    multiProcess: { opener: new URL("./open-store.mjs", import.meta.url).href, handle: (store) => store.prefix },
     connect: async (store) => new RedisCheckpointStore(client, { prefix: store.prefix, ttlSeconds: store.ttlSeconds }),
   },
   raw,

@@ -60,7 +60,7 @@ const sqlite: ConformanceInitializer<SQLiteCheckpointStore> = {
     removeDatabase(store.path);
   },
   capabilities: {
-    multiProcess: { opener: new URL("./open-store.ts", import.meta.url).href, handle: (store) => store.path },
+    multiProcess: { opener: new URL("./open-store.mjs", import.meta.url).href, handle: (store) => store.path },
     connect: async (store) => new SQLiteCheckpointStore(store.path),
   },
   raw,

@@ -1,0 +1,8 @@
+// Opens the Prisma store in the conformance kit's child processes: the handle is "<url> <table prefix>".
+// Plain JavaScript on the built package, so a child starts without a TypeScript loader.
+import { PrismaCheckpointStore } from "../dist/index.js";
+
+export default (handle) => {
+  const [url, tablePrefix] = handle.split(" ");
+  return new PrismaCheckpointStore(url, { tablePrefix });
+};

@@ -1,0 +1,8 @@
+// Opens the Redis store in the conformance kit's child processes: the handle is the key prefix.
+// Plain JavaScript on the built package, so a child starts without a TypeScript loader.
+import { createClient } from "redis";
+import { RedisCheckpointStore } from "../dist/index.js";
+
+const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+export default (prefix) => new RedisCheckpointStore(() => createClient({ url }), { prefix });

@@ -1,0 +1,5 @@
+// Opens the SQLite store in the conformance kit's child processes: the handle is the file's path.
+// Plain JavaScript on the built package, so a child starts without a TypeScript loader.
+import { SQLiteCheckpointStore } from "../dist/index.js";
+
+export default (path) => new SQLiteCheckpointStore(path);
