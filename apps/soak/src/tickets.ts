@@ -1,24 +1,13 @@
 import { appendFileSync } from "node:fs";
 import { ToolRegistry, idempotencyKey } from "@durable/core";
-import { Call, Flow } from "@durable/flow";
-import { z } from "zod";
-
-const Order = z.object({ show: z.string(), seats: z.number().int(), note: z.string().default("") });
-type Order = z.infer<typeof Order>;
-const args = (o: Order) => ({ show: o.show, seats: o.seats });
+import { ticketsFlow } from "@durable-apps/demo/tickets";
 
 /**
  * The tickets flow under the name of one worker slot: a restarted worker
  * recovers its own slot's runs only, never a run another live worker drives.
  */
-export function soakFlow(slot: number): Flow<Order> {
-  return new Flow(`soak-${slot}`, { state: Order })
-    .node("hold", new Call("hold_seats", { args, into: "note" }))
-    .node("pay", new Call("charge_card", { args, into: "note" }))
-    .node("send", new Call("email_tickets", { args: (o) => ({ show: o.show }), into: "note" }))
-    .edge("hold", "pay")
-    .edge("pay", "send")
-    .end("send");
+export function soakFlow(slot: number): ReturnType<typeof ticketsFlow> {
+  return ticketsFlow(`soak-${slot}`);
 }
 
 /** Tools that write each execution, with its idempotency key, to a ledger shared by every worker. */

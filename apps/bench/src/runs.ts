@@ -1,0 +1,80 @@
+import { Bench } from "tinybench";
+import type { CheckpointStore } from "@durable/core";
+import { latencyOf, round, type Latency } from "./stats.js";
+import type { RawWriter } from "./targets.js";
+import { ORDER, noting, plainTickets, runner, tickets, type WriteLog } from "./workload.js";
+
+export interface RunFigures {
+  readonly runsPerSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+export interface TicketsFigures {
+  /** One run at a time. */
+  readonly single: RunFigures;
+  /** 16 runs at once: runs per second over the wall time, and each run's own time. */
+  readonly concurrent16: RunFigures;
+  /** The same run's tools called with no store at all. */
+  readonly plainP50Ms: number;
+  /** What durability adds per tool call: (run − plain run) ÷ 3 calls, medians. */
+  readonly perCallUs: number;
+  readonly writesPerRun: number;
+  readonly bytesPerRun: number;
+  /** The same writes (number and sizes) straight through the driver, and durable ÷ raw at the median. */
+  readonly raw?: { readonly p50Ms: number; readonly ratio: number };
+}
+
+const figures = (l: Latency, runsPerSecond: number): RunFigures => ({ runsPerSecond: round(runsPerSecond, 0), p50Ms: round(l.p50, 3), p99Ms: round(l.p99, 3) });
+
+/** The tickets flow on one store, next to no store and next to the raw driver. */
+export async function measureTickets(store: CheckpointStore, raw: RawWriter | undefined, budgetMs: number): Promise<TicketsFigures> {
+  const log: WriteLog = { writes: [] };
+  await runner(noting(store, log)).run(tickets, ORDER, { runId: "sizing" });
+  const worker = runner(store);
+  let n = 0;
+
+  const bench = new Bench({ time: budgetMs, iterations: 50, warmupIterations: 10 });
+  bench.add("durable", async () => void (await worker.run(tickets, ORDER, { runId: `single-${n++}` })));
+  bench.add("plain", plainTickets);
+  if (raw !== undefined) {
+    let r = 0;
+    const payloads = log.writes.map((w) => "x".repeat(w.bytes));
+    bench.add("raw", async () => {
+      const run = r++;
+      for (const [i, payload] of payloads.entries()) await raw.write(`${run}:${i}`, payload);
+    });
+  }
+  await bench.run();
+  const latency = (name: string): Latency => {
+    const result = bench.getTask(name)?.result;
+    if (result === undefined || result.state !== "completed") throw new Error(`the ${name} task did not complete`);
+    return result.latency;
+  };
+  const durable = latency("durable");
+  const plain = latency("plain");
+
+  // 16 at once, in batches, for about the same time budget.
+  const samples: number[] = [];
+  const started = performance.now();
+  while (performance.now() - started < budgetMs || samples.length < 160) {
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        const t = performance.now();
+        await worker.run(tickets, ORDER, { runId: `concurrent-${n++}` });
+        samples.push(performance.now() - t);
+      }),
+    );
+  }
+  const wall = (performance.now() - started) / 1000;
+
+  return {
+    single: figures(durable, 1000 / durable.mean),
+    concurrent16: figures(latencyOf(samples), samples.length / wall),
+    plainP50Ms: round(plain.p50, 4),
+    perCallUs: round(((durable.p50 - plain.p50) * 1000) / 3, 0),
+    writesPerRun: log.writes.length,
+    bytesPerRun: log.writes.reduce((a, w) => a + w.bytes, 0),
+    ...(raw === undefined ? {} : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),
+  };
+}

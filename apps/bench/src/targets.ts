@@ -1,0 +1,133 @@
+import { randomUUID } from "node:crypto";
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { createClient } from "redis";
+import type { CheckpointStore } from "@durable/core";
+import { MemoryCheckpointStore } from "@durable/store-memory";
+import { PrismaCheckpointStore } from "@durable/store-prisma";
+import { RedisCheckpointStore } from "@durable/store-redis";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+
+/** The same bytes written straight through the store's driver, one write a time: the physical limit. */
+export interface RawWriter {
+  write(key: string, payload: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A store to measure: fresh isolated stores, a raw writer on the same server, and cleanup. */
+export interface Target {
+  readonly name: string;
+  /** What the store runs on, for the table. */
+  readonly detail: string;
+  store(): Promise<CheckpointStore>;
+  raw?(): Promise<RawWriter>;
+  cleanup(): Promise<void>;
+}
+
+const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
+const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
+
+export function memoryTarget(): Target {
+  return { name: "memory", detail: "in process", store: async () => new MemoryCheckpointStore(), cleanup: async () => {} };
+}
+
+export function sqliteTarget(): Target {
+  const dir = join(tmpdir(), `durable-bench-${randomUUID()}`);
+  mkdirSync(dir, { recursive: true });
+  return {
+    name: "sqlite",
+    detail: "better-sqlite3, WAL, synchronous FULL, a local file",
+    store: async () => new SQLiteCheckpointStore(join(dir, `${randomUUID()}.db`)),
+    async raw() {
+      // The store's pragmas, one IMMEDIATE transaction per write, as the store writes.
+      const db = new Database(join(dir, `raw-${randomUUID()}.db`));
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = FULL");
+      db.exec("CREATE TABLE raw (k TEXT NOT NULL PRIMARY KEY, payload TEXT NOT NULL) WITHOUT ROWID");
+      const insert = db.prepare("INSERT INTO raw VALUES (?, ?)");
+      const one = db.transaction((key: string, payload: string) => insert.run(key, payload));
+      return { write: async (key, payload) => void one.immediate(key, payload), close: async () => void db.close() };
+    },
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+export async function redisTarget(): Promise<Target | string> {
+  const probe = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2000 } });
+  probe.on("error", () => {});
+  try {
+    await probe.connect();
+  } catch (error) {
+    return `Redis does not answer at ${REDIS_URL} (${String(error)})`;
+  }
+  const prefixes: string[] = [];
+  return {
+    name: "redis",
+    detail: `${REDIS_URL}, one Lua script per write`,
+    async store() {
+      const prefix = `bench-${randomUUID()}`;
+      prefixes.push(prefix);
+      return new RedisCheckpointStore(() => createClient({ url: REDIS_URL }), { prefix });
+    },
+    async raw() {
+      const client = createClient({ url: REDIS_URL });
+      await client.connect();
+      const prefix = `bench-raw-${randomUUID()}`;
+      prefixes.push(prefix);
+      return { write: async (key, payload) => void (await client.set(`${prefix}:${key}`, payload)), close: async () => void (await client.close()) };
+    },
+    async cleanup() {
+      for (const prefix of prefixes) {
+        for (const pattern of [`{d.${Buffer.from(prefix).toString("hex")}.*`, `${prefix}:*`]) {
+          for await (const keys of probe.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await probe.del(keys);
+        }
+      }
+      await probe.close();
+    },
+  };
+}
+
+export async function postgresTarget(): Promise<Target | string> {
+  const name = `durable_bench_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  try {
+    await admin(`CREATE DATABASE "${name}"`);
+  } catch (error) {
+    return `PostgreSQL does not answer at ${DATABASE_URL} (${String(error)})`;
+  }
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${name}`;
+  let n = 0;
+  return {
+    name: "postgresql",
+    detail: "Prisma 7 with the pg driver adapter, local server",
+    async store() {
+      const store = new PrismaCheckpointStore(url.toString(), { tablePrefix: `b${n++}_` });
+      await store.migrate();
+      return store;
+    },
+    async raw() {
+      const client = new pg.Client({ connectionString: url.toString() });
+      await client.connect();
+      const table = `raw_${n++}`;
+      await client.query(`CREATE TABLE ${table} (k TEXT PRIMARY KEY, payload TEXT NOT NULL)`);
+      return {
+        write: async (key, payload) => void (await client.query(`INSERT INTO ${table} VALUES ($1, $2)`, [key, payload])),
+        close: () => client.end(),
+      };
+    },
+    cleanup: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+  };
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
