@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +13,23 @@ const work = mkdtempSync(join(tmpdir(), "durable-pack-"));
 const tarballs = new Map<string, string>();
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
+/**
+ * better-sqlite3 would download its prebuilt binary from GitHub, which this
+ * network does not reach; instead of compiling it in every project, npm gets
+ * the binary the workspace already built, the way prebuild-install takes a
+ * local prebuild.
+ */
+const prebuilds = join(work, "prebuilds");
+function packPrebuild(): void {
+  const dir = join(root, "packages", "store-sqlite", "node_modules", "better-sqlite3");
+  const { version } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string };
+  mkdirSync(prebuilds);
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  execFileSync("tar", ["czf", join(prebuilds, name), "-C", realpathSync(dir), "build/Release/better_sqlite3.node"]);
+}
+
 beforeAll(() => {
+  packPrebuild();
   for (const name of ["core", "flow", "loop", "store-memory", "store-sqlite", "store-redis", "store-prisma", "conformance"]) {
     const out = execFileSync("pnpm", ["pack", "--pack-destination", work], { cwd: join(root, "packages", name), encoding: "utf8" });
     const file = out.trim().split("\n").at(-1)!.trim();
@@ -25,7 +41,11 @@ function project(name: string, packages: string[], extra: string[] = []): string
   const dir = join(work, name);
   mkdirSync(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `try-${name}`, private: true, type: "module" }));
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", ...packages.map((p) => tarballs.get(p)!), ...extra], { cwd: dir, stdio: "pipe" });
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", ...packages.map((p) => tarballs.get(p)!), ...extra], {
+    cwd: dir,
+    stdio: "pipe",
+    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds },
+  });
   return dir;
 }
 

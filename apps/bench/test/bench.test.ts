@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { measureTickets } from "../src/runs.js";
+import { sweep } from "../src/sweeps.js";
+import { memoryTarget, sqliteTarget } from "../src/targets.js";
+
+// The bench's measures run end to end on small sizes; the figures themselves are for `pnpm bench`, never asserted here.
+describe("the bench, on small sizes", () => {
+  it("measures the tickets flow against no store and against raw driver writes", async () => {
+    const target = sqliteTarget();
+    try {
+      const store = await target.store();
+      const raw = await target.raw!();
+      const figures = await measureTickets(store, raw, 20);
+      await raw.close();
+      await store.close();
+      expect(figures).toMatchObject({ writesPerRun: 10, raw: { ratio: expect.any(Number) } });
+      expect(figures.single.runsPerSecond).toBeGreaterThan(0);
+    } finally {
+      await target.cleanup();
+    }
+  }, 60_000);
+
+  it("sweeps state sizes, calls per superstep, log lengths and unfinished runs, recovering every run", async () => {
+    const target = memoryTarget();
+    const sizes = { stateBytes: [200], callsPerSuperstep: [1, 10], recoveredCalls: [5, 50], unfinishedRuns: [20] };
+    const figures = await sweep(() => target.store(), sizes);
+    expect(figures.recovery.map((r) => r.records)).toEqual([10, 100]);
+    expect(figures.recoverAll).toMatchObject([{ runs: 20 }]);
+  }, 60_000);
+});
