@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
 import { sharedTestConfig } from "../../vitest.shared.ts";
 
-// The test files share one PostgreSQL server: run them one at a time.
-export default defineConfig(sharedTestConfig({ fileParallelism: false }));
+// Each test file has a database of its own (PostgreSQL) or files of its own (SQLite), so files run side by side.
+export default defineConfig(sharedTestConfig());

@@ -44,7 +44,8 @@ export function testDatabase() {
   };
 }
 
-export const sqliteDir = join(tmpdir(), "durable-prisma-tests");
+// One folder per test file (each file loads this module afresh), removed by that file.
+export const sqliteDir = join(tmpdir(), "durable-prisma-tests", randomUUID());
 export function sqliteUrl(): string {
   mkdirSync(sqliteDir, { recursive: true });
   return `file:${join(sqliteDir, `${randomUUID()}.db`)}`;
