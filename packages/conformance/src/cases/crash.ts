@@ -102,7 +102,7 @@ async function crashAndRecover(h: Harness, recoverer: Child, effects: string, tr
     const ranAfter = (after.get(key) ?? 0) - ranBefore;
     if (ranBefore > 1) return `${callId} ran ${ranBefore} times before the crash`;
     const expected = done.has(callId) ? 0 : 1;
-    if (ranAfter !== expected) return `${callId} ran ${ranAfter} times after the crash; ${done.has(callId) ? "its result was stored, so" : ""} expected ${expected}`;
+    if (ranAfter !== expected) return `${callId} ran ${ranAfter} times after the crash; expected ${expected}${done.has(callId) ? " (its result was stored)" : ""}`;
   }
   const final = canonicalJson(await finalData(h.store, runId));
   if (final !== reference) return `the run ended with ${final}; without a crash it ends with ${reference}`;
