@@ -33,7 +33,10 @@ export function report(results: readonly StoreResult[]): string {
     table(["state bytes", "save ms"], s.stateSize.map((r) => [r.bytes, r.saveMs]));
     table(["calls in a superstep", "run ms", "µs per call"], s.callsPerSuperstep.map((r) => [r.calls, r.runMs, r.perCallUs]));
     table(["records in the log", "recover ms", "µs per record"], s.recovery.map((r) => [r.records, r.recoverMs, r.perRecordUs]));
-    table(["unfinished runs", "recoverAll s", "µs per run", "peak heap MB"], s.recoverAll.map((r) => [r.runs, r.seconds, r.perRunUs, r.peakHeapMb]));
+    table(
+      ["unfinished runs", "recoverAll s", "µs per run", "peak heap MB", "retained B per run"],
+      s.recoverAll.map((r) => [r.runs, r.seconds, r.perRunUs, r.peakHeapMb, r.retainedBytesPerRun]),
+    );
   }
   return lines.join("\n").trimEnd();
 }
