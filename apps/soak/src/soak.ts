@@ -49,9 +49,9 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const target = await Target.prepare(options.store);
   const started = Date.now();
   let kills = 0;
+  const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog];
+  const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot)));
   try {
-    const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog];
-    const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot)));
     const deadline = started + options.deadlineSeconds * 1000;
     while (workers.some((w) => !w.finished)) {
       const [min, max] = options.killEveryMs;
@@ -77,6 +77,8 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
       await store.close();
     }
   } finally {
+    // A soak that failed leaves no worker behind.
+    for (const w of workers) w.stop();
     await target.drop();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -152,6 +154,11 @@ class Worker {
   check(): void {
     const { exitCode } = this.#process;
     if (exitCode !== null && exitCode !== 0) throw new Error(`a worker failed (exit ${exitCode}): ${this.#stderr}`);
+  }
+
+  stop(): void {
+    this.finished = true;
+    this.#process.kill("SIGKILL");
   }
 
   async killAndRestart(): Promise<void> {
