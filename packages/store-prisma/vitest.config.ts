@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { sharedTestConfig } from "../../vitest.shared.ts";
 
-// Each test file has a database of its own (PostgreSQL) or files of its own (SQLite), so files run side by side.
-export default defineConfig(sharedTestConfig());
+// One test file at a time: the crash groups start many processes, and side by side
+// on a busy machine they starve each other's SQLite transactions past their time limits.
+export default defineConfig(sharedTestConfig({ fileParallelism: false }));

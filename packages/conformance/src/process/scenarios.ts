@@ -149,9 +149,22 @@ export class ScenarioDriver {
   /**
    * Takes a crashed run to the end: starts it when nothing was saved, recovers
    * it, and when recovery reports calls in doubt, reruns them. Returns the
-   * tools it reported, sorted (empty when none were in doubt).
+   * tools it reported, sorted (empty when none were in doubt). A store that
+   * was unavailable is given two more tries.
    */
   async recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
+    // A store that did not answer leaves the run as it was, for a later recovery: try again, as an operator would.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#recoverToEnd(scenario, runId);
+      } catch (error) {
+        if (!(error instanceof StoreUnavailable) || attempt >= 3) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000 * attempt));
+      }
+    }
+  }
+
+  async #recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
     try {
       await this.#recoverAndFinish(scenario, runId, false);
       return [];

@@ -38,7 +38,7 @@ if (mode === "run") {
     else if (command === "recover") {
       driver.recoverToEnd(name, id).then(
         (inDoubt) => console.log(`recovered ${id} ${JSON.stringify(inDoubt)}`),
-        (error: unknown) => console.log(`error ${id} ${String(error)}`),
+        (error: unknown) => console.log(`error ${id} ${oneLine(error)}`),
       );
     } else if (command === "race") {
       store.hold = () => {
@@ -47,9 +47,14 @@ if (mode === "run") {
       };
       driver.recoverOnce(name, id).then(
         (status) => console.log(`won ${id} ${status}`),
-        (error: unknown) => console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${String(error)}`),
+        (error: unknown) => console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${oneLine(error)}`),
       );
     }
   }
   await store.close();
+}
+
+/** An error on one line: the test reads one line per answer. */
+function oneLine(error: unknown): string {
+  return String(error).replace(/\s*\n\s*/g, " ");
 }
