@@ -81,7 +81,7 @@ export async function redisTarget(): Promise<Target | string> {
     },
     async cleanup() {
       for (const prefix of prefixes) {
-        for (const pattern of [`{d.${Buffer.from(prefix).toString("hex")}.*`, `${prefix}:*`]) {
+        for (const pattern of [RedisCheckpointStore.keyPattern(prefix), `${prefix}:*`]) {
           for await (const keys of probe.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await probe.del(keys);
         }
       }

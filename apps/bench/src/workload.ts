@@ -42,29 +42,31 @@ export interface WriteLog {
   readonly writes: Array<{ kind: "save" | "record"; bytes: number }>;
 }
 
-/** The store, noting each write's size. */
-export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
+/** The store with its writes passed through `save` and `recordCall` where given. */
+function intercepted(store: CheckpointStore, writes: Partial<Pick<CheckpointStore, "save" | "recordCall">>): CheckpointStore {
   return {
-    save: (id, step, row: CheckpointRow) => (log.writes.push({ kind: "save", bytes: row.sealed.length }), store.save(id, step, row)),
+    save: writes.save ?? ((id, step, row) => store.save(id, step, row)),
     latest: (id) => store.latest(id),
     listUnfinished: (flow) => store.listUnfinished(flow),
     delete: (id) => store.delete(id),
-    recordCall: (id, segment, seq, sealed) => (log.writes.push({ kind: "record", bytes: sealed.length }), store.recordCall(id, segment, seq, sealed)),
+    recordCall: writes.recordCall ?? ((id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed)),
     calls: (id) => store.calls(id),
     close: () => store.close(),
   };
 }
 
+/** The store, noting each write's size. */
+export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
+  return intercepted(store, {
+    save: (id, step, row: CheckpointRow) => (log.writes.push({ kind: "save", bytes: row.sealed.length }), store.save(id, step, row)),
+    recordCall: (id, segment, seq, sealed) => (log.writes.push({ kind: "record", bytes: sealed.length }), store.recordCall(id, segment, seq, sealed)),
+  });
+}
+
 /** The store as a worker sees it that loses its connection at the n-th save: the run is left for recovery. */
 export function cutAtSave(store: CheckpointStore, n: number): CheckpointStore {
   let saves = 0;
-  return {
+  return intercepted(store, {
     save: (id, step, row) => (++saves >= n ? Promise.reject(new StoreUnavailable("cut off for the benchmark")) : store.save(id, step, row)),
-    latest: (id) => store.latest(id),
-    listUnfinished: (flow) => store.listUnfinished(flow),
-    delete: (id) => store.delete(id),
-    recordCall: (id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed),
-    calls: (id) => store.calls(id),
-    close: () => store.close(),
-  };
+  });
 }

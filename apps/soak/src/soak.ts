@@ -7,6 +7,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { DurableRun, Sealer, readCallLog, type CheckpointStore } from "@durable/core";
 import { PrismaCheckpointStore } from "@durable/store-prisma";
+import { RedisCheckpointStore } from "@durable/store-redis";
 import pg from "pg";
 import { createClient } from "redis";
 import { KEY, openSoakStore } from "./store.js";
@@ -207,8 +208,7 @@ async function admin(url: string, sql: string): Promise<void> {
 async function dropPrefix(url: string, prefix: string): Promise<void> {
   const client = createClient({ url });
   await client.connect();
-  const pattern = `{d.${Buffer.from(prefix).toString("hex")}.*`;
-  for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await client.del(keys);
+  for await (const keys of client.scanIterator({ MATCH: RedisCheckpointStore.keyPattern(prefix), COUNT: 1000 })) if (keys.length > 0) await client.del(keys);
   await client.close();
 }
 

@@ -56,10 +56,24 @@ export interface RunView {
  * Reading changes nothing in the store.
  */
 export async function readRuns(store: CheckpointStore, sealer: Sealer, eventLog: string): Promise<RunView[]> {
-  const byRun = new Map<string, DurableEvent[]>();
-  for (const event of readJsonlEvents(eventLog)) byRun.set(event.runId, [...(byRun.get(event.runId) ?? []), event]);
-  const runs = await Promise.all([...byRun].map(([runId, events]) => readRun(store, sealer, runId, events)));
+  const runs = await Promise.all([...eventsByRun(eventLog)].map(([runId, events]) => readRun(store, sealer, runId, events)));
   return runs.sort((a, b) => b.lastAt.localeCompare(a.lastAt) || b.runId.localeCompare(a.runId));
+}
+
+/** One run the event log names, or undefined when it names no such run. */
+export async function readOneRun(store: CheckpointStore, sealer: Sealer, eventLog: string, runId: string): Promise<RunView | undefined> {
+  const events = eventsByRun(eventLog).get(runId);
+  return events === undefined ? undefined : readRun(store, sealer, runId, events);
+}
+
+function eventsByRun(eventLog: string): Map<string, DurableEvent[]> {
+  const byRun = new Map<string, DurableEvent[]>();
+  for (const event of readJsonlEvents(eventLog)) {
+    const events = byRun.get(event.runId);
+    if (events === undefined) byRun.set(event.runId, [event]);
+    else events.push(event);
+  }
+  return byRun;
 }
 
 async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, events: readonly DurableEvent[]): Promise<RunView> {
@@ -101,7 +115,11 @@ async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, ev
 /** One view per call, in the order calls first appear in the log. */
 function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, replayed: ReadonlySet<string>): CallView[] {
   const byCall = new Map<string, CallRecord[]>();
-  for (const record of records) byCall.set(record.callId, [...(byCall.get(record.callId) ?? []), record]);
+  for (const record of records) {
+    const own = byCall.get(record.callId);
+    if (own === undefined) byCall.set(record.callId, [record]);
+    else own.push(record);
+  }
   return [...byCall].map(([callId, own]) => {
     const done = own.find((r) => r.kind === "done");
     const last = own.at(-1)!;

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { CheckpointStore, Sealer } from "@durable/core";
 import { notFoundPage, runPage, runsPage } from "./pages.js";
-import { readRuns } from "./runs.js";
+import { readOneRun, readRuns } from "./runs.js";
 
 export interface ViewerOptions {
   readonly store: CheckpointStore;
@@ -24,17 +24,18 @@ export async function startViewer(options: ViewerOptions): Promise<{ url: string
     };
     if (request.method !== "GET") return send(405, "text/plain", "The viewer only reads.");
     const path = new URL(request.url ?? "/", "http://viewer").pathname;
-    readRuns(options.store, options.sealer, options.eventLog).then(
-      (runs) => {
-        if (path === "/") return send(200, "text/html", runsPage(options.label, runs));
-        if (path === "/api/runs") return send(200, "application/json", JSON.stringify(runs));
-        if (path.startsWith("/runs/")) {
-          const runId = decodeURIComponent(path.slice("/runs/".length));
-          const run = runs.find((r) => r.runId === runId);
-          return run === undefined ? send(404, "text/html", notFoundPage(runId)) : send(200, "text/html", runPage(run));
-        }
-        send(404, "text/plain", "Not found.");
-      },
+    const { store, sealer, eventLog } = options;
+    const page = async (): Promise<[number, string, string]> => {
+      if (path === "/") return [200, "text/html", runsPage(options.label, await readRuns(store, sealer, eventLog))];
+      if (path === "/api/runs") return [200, "application/json", JSON.stringify(await readRuns(store, sealer, eventLog))];
+      if (!path.startsWith("/runs/")) return [404, "text/plain", "Not found."];
+      // A run's page reads that run only.
+      const runId = decodeURIComponent(path.slice("/runs/".length));
+      const run = await readOneRun(store, sealer, eventLog, runId);
+      return run === undefined ? [404, "text/html", notFoundPage(runId)] : [200, "text/html", runPage(run)];
+    };
+    page().then(
+      ([status, type, body]) => send(status, type, body),
       (error: unknown) => send(500, "text/plain", `The viewer could not read the runs: ${String(error)}`),
     );
   });

@@ -4,9 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { Sealer } from "@durable/core";
+import { Executor, Sealer, StoreUnavailable, jsonlEventSink, type CheckpointStore } from "@durable/core";
+import { FlowRunner } from "@durable/flow";
 import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/demo/store-url";
-import { readRuns } from "../src/runs.js";
+import { CardProcessor, tickets, ticketsRegistry } from "@durable-apps/demo/tickets";
+import { readOneRun, readRuns } from "../src/runs.js";
 import { startViewer } from "../src/server.js";
 
 const demo = fileURLToPath(new URL("../../demo/src/main.ts", import.meta.url));
@@ -42,6 +44,38 @@ describe("the run viewer", () => {
       await store.close();
     }
   }, 120_000);
+
+  it("marks a call whose result a recovery took from the log as replayed", async () => {
+    const storeUrl = `sqlite:${join(dir, "replay.db")}`;
+    const store = await openStore(storeUrl);
+    const events = jsonlEventSink(eventLogFor(storeUrl));
+    const runner = (checkpoints: CheckpointStore) =>
+      new FlowRunner(new Executor(ticketsRegistry(new CardProcessor(join(dir, "replay.cards.jsonl")))), { checkpoints, checkpointKey: DEMO_KEY, events });
+    // The first worker loses its store at the save after hold_seats: the call is done in the log, the step is not saved.
+    let saves = 0;
+    const cutOff: CheckpointStore = {
+      save: (id, step, row) => (++saves === 2 ? Promise.reject(new StoreUnavailable("cut off")) : store.save(id, step, row)),
+      latest: (id) => store.latest(id),
+      listUnfinished: (flow) => store.listUnfinished(flow),
+      delete: (id) => store.delete(id),
+      recordCall: (id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed),
+      calls: (id) => store.calls(id),
+      close: () => store.close(),
+    };
+    try {
+      await expect(runner(cutOff).run(tickets, { show: "Hamlet", seats: 2 }, { runId: "replay-1" })).rejects.toThrow(StoreUnavailable);
+      await runner(store).recover(tickets, "replay-1");
+      const run = await readOneRun(store, Sealer.withKeys(DEMO_KEY), eventLogFor(storeUrl), "replay-1");
+      expect(run).toMatchObject({ status: "done", recovered: true });
+      expect(run!.calls.map((c) => [c.tool, c.mark])).toEqual([
+        ["hold_seats", "replayed"],
+        ["charge_card", "ran"],
+        ["email_tickets", "ran"],
+      ]);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
 
   it.each([
     [["--store", "ftp://x"], /^--store "ftp:\/\/x" names no store this knows: use sqlite:<path>, redis:\/\/host:port or postgresql:\/\/.+\.\n$/],

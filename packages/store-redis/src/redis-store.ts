@@ -133,6 +133,11 @@ export class RedisCheckpointStore implements CheckpointStore {
     if (open?.isOpen === true) await open.close();
   }
 
+  /** A `SCAN MATCH` glob for every key of a prefix (to list or drop a tenant's keys); the prefix is hex-encoded, so it holds no glob character. */
+  static keyPattern(prefix: string): string {
+    return `{d.${hex(prefix)}.*`;
+  }
+
   /** The keys of one run: all share the hash tag of the run's bucket. */
   keysOf(runId: string): { meta: string; cps: string; calls: string; index: string } {
     return this.#keys(runId);

@@ -34,8 +34,7 @@ export function newStore(options: RedisStoreOptions = {}): RedisCheckpointStore 
 /** Removes every key of a store's prefix (test cleanup only: it scans). */
 export async function dropPrefix(store: RedisCheckpointStore): Promise<void> {
   const c = await admin();
-  const pattern = `{d.${Buffer.from(store.prefix).toString("hex")}.*`;
-  for await (const keys of c.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await c.del(keys);
+  for await (const keys of c.scanIterator({ MATCH: RedisCheckpointStore.keyPattern(store.prefix), COUNT: 1000 })) if (keys.length > 0) await c.del(keys);
   await c.close();
 }
 

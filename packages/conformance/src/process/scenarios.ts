@@ -18,6 +18,7 @@ import {
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
 import { recoverToolLoop, runToolLoop, type LoopModel, type LoopResult, type Message, type ModelReply } from "@durable/loop";
 import { KIT_KEY } from "../harness.js";
+import { intercepted } from "./intercepted.js";
 
 /**
  * The runs the crash, race and tamper groups drive: a flow of three supersteps
@@ -222,17 +223,11 @@ export { sealer as kitSealer };
  * leaves it, and the runner returns `StoreUnavailable`.
  */
 export function cutShort(store: CheckpointStore, tools: ReadonlySet<string>): CheckpointStore {
-  return {
-    save: (id, step, row) => store.save(id, step, row),
-    latest: (id) => store.latest(id),
-    listUnfinished: (flow) => store.listUnfinished(flow),
-    delete: (id) => store.delete(id),
+  return intercepted(store, {
     async recordCall(id, segment, seq, sealed) {
       const record = sealer.open("call", sealed, id) as unknown as CallRecord;
       if (tools.has(record.tool)) throw new StoreUnavailable("the kit cut this worker off");
       return store.recordCall(id, segment, seq, sealed);
     },
-    calls: (id) => store.calls(id),
-    close: () => store.close(),
-  };
+  });
 }

@@ -16,13 +16,13 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { isAbsolute } from "node:path";
 import { CheckpointConflict, type CheckpointStore } from "@durable/core";
-import { ClaimBarrier } from "./claim-barrier.js";
+import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
 
 const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) as [string, string, string, string, ScenarioName, string];
 const url = isAbsolute(opener) ? pathToFileURL(opener).href : opener;
 const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> }).default;
-const store = new ClaimBarrier(await open(handle));
+const store = claimBarrier(await open(handle));
 const driver = new ScenarioDriver(store, effects);
 
 if (mode === "run") {
