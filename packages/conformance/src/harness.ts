@@ -8,6 +8,7 @@ import {
   type JsonValue,
   type RunKind,
   type RunStatus,
+  type SegmentCounts,
 } from "@durable/core";
 import type { ConformanceInitializer, RawAccess } from "./initializer.js";
 
@@ -21,8 +22,8 @@ export interface RowOptions {
   readonly flow?: string;
   readonly kind?: RunKind;
   readonly data?: JsonValue;
-  /** How many call records the checkpoint counts. */
-  readonly calls?: number;
+  /** How many call records the checkpoint counts in each segment (default none). */
+  readonly calls?: SegmentCounts;
 }
 
 /**
@@ -66,7 +67,7 @@ export class Harness {
       flow: options.flow ?? "conformance",
       kind: options.kind ?? "flow",
       identity: { user: "kit" },
-      calls: options.calls ?? 0,
+      calls: Array.from({ length: (options.segment ?? 0) + 1 }, (_, s) => options.calls?.[s] ?? 0),
       data: options.data ?? { step },
     });
   }

@@ -6,9 +6,10 @@ import type { CheckpointStore } from "./store.js";
 /**
  * What a record says of a call: `started` before the tool can run, then `done`
  * with its result, `pending` while it waits on an approval, or `unrecordable`
- * when its result could not be sealed.
+ * when its result could not be sealed. A tool loop writes `model` before each
+ * model call, so its `maxSteps` counts the calls made, crashes included.
  */
-export type CallRecordKind = "started" | "done" | "pending" | "unrecordable";
+export type CallRecordKind = "started" | "done" | "pending" | "unrecordable" | "model";
 
 /** One verified call-log record. */
 export interface CallRecord {
@@ -33,7 +34,13 @@ export interface CallRecord {
 /** What a caller gives to append a record; the log adds run id, segment and number. */
 export type CallEntry = Omit<CallRecord, "runId" | "segment" | "seq">;
 
-const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "pending", "unrecordable"]);
+const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "pending", "unrecordable", "model"]);
+
+/**
+ * How many call records each segment of a run holds, by segment number: what a
+ * checkpoint seals so that a read finding fewer in any segment is corrupt.
+ */
+export type SegmentCounts = readonly number[];
 
 /**
  * The writing end of one run's call log for one segment. Records are sealed
@@ -46,21 +53,31 @@ export class CallLog {
   readonly #store: CheckpointStore;
   readonly #sealer: Sealer;
   #nextSeq = 0;
-  #count: number;
+  #earlier: number[];
   #tail: Promise<void> = Promise.resolve();
 
-  /** @param known how many records the run already has in earlier segments. */
-  constructor(store: CheckpointStore, sealer: Sealer, runId: string, segment: number, known: number) {
+  /** @param earlier what is known of the run's earlier segments: at least this many records each. */
+  constructor(store: CheckpointStore, sealer: Sealer, runId: string, segment: number, earlier: SegmentCounts) {
     this.#store = store;
     this.#sealer = sealer;
     this.runId = runId;
     this.segment = segment;
-    this.#count = known;
+    this.#earlier = Array.from({ length: segment }, (_, s) => earlier[s] ?? 0);
   }
 
-  /** How many records of the run are stored or on their way: sealed into the next checkpoint. */
-  get count(): number {
-    return this.#count;
+  /** Records per segment, this one's included: stored or on their way, and sealed into the next checkpoint. */
+  get counts(): SegmentCounts {
+    return [...this.#earlier, this.#nextSeq];
+  }
+
+  /**
+   * Takes the counts of earlier segments from the log as read after a claim:
+   * from then on the fenced workers can add none, so they are exact.
+   */
+  learn(records: readonly CallRecord[]): void {
+    for (const record of records) {
+      if (record.segment < this.segment) this.#earlier[record.segment] = Math.max(this.#earlier[record.segment]!, record.seq + 1);
+    }
   }
 
   /**
@@ -73,7 +90,6 @@ export class CallLog {
     const record: CallRecord = { runId: this.runId, segment: this.segment, seq, ...entry };
     const sealed = this.#sealer.seal("call", record, `the ${entry.kind} record of ${entry.tool}`);
     this.#nextSeq += 1;
-    this.#count += 1;
     const write = this.#tail.then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed));
     this.#tail = write;
     return write;
@@ -83,17 +99,18 @@ export class CallLog {
 /**
  * Reads and verifies a run's whole call log: every seal, the numbering (each
  * segment 0, 1, 2, … in order, segments rising) and that each record is this
- * run's. `minimum` is the count sealed into the latest checkpoint: fewer
- * records means some were deleted. Any failure is `CheckpointStoreCorrupt`.
+ * run's. `sealed` is what the latest checkpoint counts per segment: fewer
+ * records in any segment means some were deleted. Any failure is `CheckpointStoreCorrupt`.
  */
 export async function readCallLog(
   store: CheckpointStore,
   sealer: Sealer,
   runId: string,
-  minimum: number,
+  sealed: SegmentCounts,
 ): Promise<CallRecord[]> {
   const rows = await store.calls(runId);
   const records: CallRecord[] = [];
+  const found: number[] = [];
   let segment = -1;
   let expected = 0;
   for (const row of rows) {
@@ -117,15 +134,23 @@ export async function readCallLog(
       );
     }
     expected += 1;
+    found[segment] = expected;
     records.push(body);
   }
-  if (records.length < minimum) {
-    throw new CheckpointStoreCorrupt(
-      runId,
-      `the latest checkpoint counts ${minimum} call records but only ${records.length} are stored.`,
-    );
-  }
+  sealed.forEach((count, s) => {
+    if ((found[s] ?? 0) < count) {
+      throw new CheckpointStoreCorrupt(
+        runId,
+        `the latest checkpoint counts ${count} call records in segment ${s} but only ${found[s] ?? 0} are stored.`,
+      );
+    }
+  });
   return records;
+}
+
+/** True for a sealed per-segment count: whole numbers ≥ 0. */
+export function isSegmentCounts(value: unknown): value is SegmentCounts {
+  return Array.isArray(value) && value.every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
 }
 
 function isRecord(value: JsonValue): value is CallRecord & JsonValue {

@@ -15,8 +15,9 @@ const MAX_DEPTH = 512;
  *
  * Object properties that are `undefined` are left out, as `JSON.stringify` does.
  * Anything else that is not plain JSON (a function, a BigInt, a symbol, a cycle,
- * a class instance such as a Date or Map, `undefined` or a hole in an array,
- * NaN or ±Infinity) is an `InvalidInput` naming the path to it.
+ * a class instance such as a Date or Map, an Array subclass or an array with
+ * named properties, `undefined` or a hole in an array, NaN or ±Infinity) is an
+ * `InvalidInput` naming the path to it.
  *
  * @param what names the value in the error message, such as `"state"`.
  */
@@ -30,6 +31,15 @@ export function canonicalJson(value: unknown, what = "value"): string {
 export function assertJson(value: unknown, what = "value"): JsonValue {
   canonicalJson(value, what);
   return value as JsonValue;
+}
+
+/**
+ * The value as a store gives it back: decoded from its canonical encoding
+ * (keys sorted, `-0` as `0`, `undefined` properties gone). Code that sees a
+ * value on its first run gets this copy, so it sees the same on replay.
+ */
+export function canonicalCopy(value: unknown, what = "value"): JsonValue {
+  return JSON.parse(canonicalJson(value, what)) as JsonValue;
 }
 
 function encode(value: unknown, path: string, out: string[], ancestors: object[], depth: number): void {
@@ -60,6 +70,16 @@ function encode(value: unknown, path: string, out: string[], ancestors: object[]
 }
 
 function encodeArray(value: unknown[], path: string, out: string[], ancestors: object[], depth: number): void {
+  if (Object.getPrototypeOf(value) !== Array.prototype) {
+    const name = (value as { constructor?: { name?: string } }).constructor?.name ?? "array";
+    fail(path, `a ${name} is not a plain array; copy it into one with Array.from`);
+  }
+  // An array's own keys are its indexes and "length"; any other would be dropped.
+  if (Object.keys(value).length !== value.length || Object.getOwnPropertySymbols(value).length > 0) {
+    const named = Object.keys(value).find((key) => !/^(0|[1-9][0-9]*)$/.test(key));
+    if (named !== undefined) fail(path, `an array with a named property (${JSON.stringify(named)}) is not plain JSON data`);
+    if (Object.getOwnPropertySymbols(value).length > 0) fail(path, "symbol keys are not plain JSON data");
+  }
   out.push("[");
   for (let i = 0; i < value.length; i++) {
     if (!(i in value)) fail(`${path}[${i}]`, "an array hole is not plain JSON data");

@@ -3,6 +3,7 @@ import { CheckpointStoreCorrupt, InvalidInput } from "./errors.js";
 import { Sealer, type CheckpointKeys } from "./seal.js";
 import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "./store.js";
 import type { Identity } from "./identity.js";
+import { isSegmentCounts, type SegmentCounts } from "./call-log.js";
 
 /** Everything sealed into one checkpoint. `data` is the runner's own (a flow's state and frontier, a loop's history). */
 export interface CheckpointBody {
@@ -14,8 +15,12 @@ export interface CheckpointBody {
   readonly kind: RunKind;
   /** The end user, thread and principal the run acts for. */
   readonly identity: Identity;
-  /** How many call records the writer knew to be stored: a read that finds fewer is corrupt. */
-  readonly calls: number;
+  /**
+   * How many call records the writer knew to be stored in each segment, by
+   * segment number (its own segment last): a read that finds fewer in any
+   * segment is corrupt.
+   */
+  readonly calls: SegmentCounts;
   readonly data: JsonValue;
 }
 
@@ -75,7 +80,8 @@ function isBody(value: JsonValue): value is CheckpointBody & JsonValue {
     Number.isSafeInteger(value["segment"]) &&
     typeof value["flow"] === "string" &&
     KINDS.has(value["kind"]) &&
-    Number.isSafeInteger(value["calls"]) &&
+    isSegmentCounts(value["calls"]) &&
+    value["calls"].length === (value["segment"] as number) + 1 &&
     typeof identity === "object" &&
     identity !== null &&
     !Array.isArray(identity) &&

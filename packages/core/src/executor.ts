@@ -1,4 +1,5 @@
-import { canonicalJson, type JsonValue } from "./canonical.js";
+import { canonicalCopy, canonicalJson, type JsonValue } from "./canonical.js";
+import { callSite } from "./call-id.js";
 import type { CallLog } from "./call-log.js";
 import { InvalidInput, UnrecordableResult } from "./errors.js";
 import { emit, type CallRef, type EventSink } from "./events.js";
@@ -50,17 +51,17 @@ export interface CallScopeInit {
   readonly events?: EventSink | undefined;
 }
 
-/** One round of calls: the executor records here what it replayed, reran and left pending. */
+/** One round of calls: names them, and records what the executor replayed, reran and left pending. */
 export class CallScope {
   readonly init: CallScopeInit;
   /** Calls whose results came from the log. */
   readonly replayed: CallRef[] = [];
   /** In-doubt calls that ran again. */
   readonly rerun: CallRef[] = [];
-  /** Calls in the log whose arguments changed, so they ran again. */
-  readonly unreplayed: CallRef[] = [];
   /** Calls waiting on an approval: the run pauses after this round. */
   readonly pending: PendingCall[] = [];
+  readonly #occurrences = new Map<string, number>();
+  readonly #claimed = new Set<string>();
 
   constructor(init: CallScopeInit) {
     this.init = init;
@@ -69,12 +70,39 @@ export class CallScope {
   get runId(): string {
     return this.init.log.runId;
   }
+
+  /**
+   * Finished calls in the log that no call of this round claimed (their
+   * arguments changed, or the code no longer makes them): the round's calls
+   * ran without them. Meaningful once the round is complete.
+   */
+  get unreplayed(): CallRef[] {
+    const unclaimed = [...this.init.plan.finished.values()].filter((call) => !this.#claimed.has(call.callId));
+    return unclaimed.map(({ callId, tool }) => ({ callId, tool }));
+  }
+
+  /**
+   * The id of the next call made `within` a part of this round (see
+   * `callIdOf`): identical calls are numbered in the order they are issued,
+   * which is fine, since they are interchangeable.
+   */
+  nameCall(within: string, tool: string, argsText: string): string {
+    const site = callSite(this.init.plan.round, within, tool, argsText);
+    const occurrence = this.#occurrences.get(site) ?? 0;
+    this.#occurrences.set(site, occurrence + 1);
+    return `${site}:${occurrence}`;
+  }
+
+  /** Marks a finished call of the log as taken by a call of this round. */
+  claim(callId: string): void {
+    this.#claimed.add(callId);
+  }
 }
 
 /**
- * Runs tool calls through the call log. A finished call with the same
- * arguments replays from the log; otherwise the `started` record is stored
- * before the tool runs, then `done` with its result (or `unrecordable`).
+ * Runs tool calls through the call log. A finished call replays from the log;
+ * otherwise the `started` record is stored before the tool runs, then `done`
+ * with its result (or `unrecordable`).
  */
 export class Executor {
   readonly registry: ToolRegistry;
@@ -86,27 +114,26 @@ export class Executor {
   }
 
   /**
-   * Makes one call. `callId` must name the call the same way on every worker
-   * (for example the node and the call's index in it). Arguments that are not
-   * plain JSON are `InvalidInput` before anything is written.
+   * Makes one call `within` a part of the round (see `CallScope.nameCall`).
+   * Arguments that are not plain JSON are `InvalidInput` before anything is
+   * written. The tool and the caller see the arguments and the result as the
+   * log keeps them (canonical JSON, decoded), on the first run as on replay.
    */
-  async call(scope: CallScope, callId: string, tool: string, args: unknown): Promise<CallOutcome> {
+  async call(scope: CallScope, within: string, tool: string, args: unknown): Promise<CallOutcome> {
     const definition = this.registry.get(tool);
     const argsText = canonicalJson(args, `the arguments of ${tool}`);
     const jsonArgs = JSON.parse(argsText) as JsonValue;
+    const callId = scope.nameCall(within, tool, argsText);
     const ref: CallRef = { callId, tool };
     const { plan, log } = scope.init;
 
     const finished = plan.finished.get(callId);
     if (finished !== undefined) {
-      if (finished.tool === tool && finished.argsText === argsText) {
-        scope.replayed.push(ref);
-        return { status: "ok", value: finished.result };
-      }
-      scope.unreplayed.push(ref);
-    } else if (plan.inDoubt.has(callId)) {
-      scope.rerun.push(ref);
+      scope.claim(callId);
+      scope.replayed.push(ref);
+      return { status: "ok", value: finished.result };
     }
+    if (plan.inDoubt.has(callId)) scope.rerun.push(ref);
 
     if (definition.approval) {
       const decision = await this.#decide(scope, ref, jsonArgs, argsText);
@@ -122,10 +149,11 @@ export class Executor {
     const key = idempotencyKeyFor(scope.runId, callId);
     const ctx = { runId: scope.runId, callId, idempotencyKey: key, identity: scope.init.identity };
     const returned: unknown = await withIdempotencyKey(key, () => definition.fn(jsonArgs, ctx));
-    const result = returned === undefined ? null : returned;
     faultPoint("call.before-done");
+    let result: JsonValue;
     try {
-      await log.append({ round, callId, tool, kind: "done", args: jsonArgs, result: result as JsonValue });
+      result = canonicalCopy(returned === undefined ? null : returned, `the result of ${tool}`);
+      await log.append({ round, callId, tool, kind: "done", args: jsonArgs, result });
     } catch (error) {
       if (!(error instanceof InvalidInput)) throw error;
       await log.append({ round, callId, tool, kind: "unrecordable", args: jsonArgs, reason: error.message });
@@ -133,7 +161,7 @@ export class Executor {
     }
     faultPoint("call.after-done");
     await emit(scope.init.events, { type: "call.done", runId: scope.runId, kind: scope.init.kind, call: ref });
-    return { status: "ok", value: result as JsonValue };
+    return { status: "ok", value: result };
   }
 
   /** The decision for an approval call, or undefined when the run must pause for one. */
@@ -148,7 +176,7 @@ export class Executor {
     }
     await scope.init.log.append({ ...entry, port: true });
     const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
-    return await this.#approvals(request);
+    return readDecision(await this.#approvals(request), `The approval port's answer for ${ref.tool}`);
   }
 }
 
@@ -165,14 +193,41 @@ export function bindDecisions(
   pending: ReadonlyArray<{ readonly callId: string; readonly args: JsonValue }>,
   decisions: Decisions,
 ): BoundDecision[] {
+  if (typeof decisions !== "object" || decisions === null || Array.isArray(decisions)) {
+    throw new InvalidInput(`The decisions for run ${JSON.stringify(runId)} must be an object of call ids, not ${describe(decisions)}.`);
+  }
   const known = new Set(pending.map((p) => p.callId));
   for (const callId of Object.keys(decisions)) {
     if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
   }
   return pending.flatMap((p) => {
-    const decision = decisions[p.callId];
-    if (decision === undefined) return [];
-    const { approved, reason } = typeof decision === "boolean" ? { approved: decision, reason: undefined } : decision;
+    const given: unknown = decisions[p.callId];
+    if (given === undefined) return [];
+    const { approved, reason } = readDecision(given, `The decision for ${JSON.stringify(p.callId)}`);
     return [{ callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) }];
   });
+}
+
+/**
+ * A decision as given: `true`/`false`, or `{ approved: boolean, reason?: string }`.
+ * Anything else (`"false"`, `"no"`, `1`, a missing `approved`) is `InvalidInput`:
+ * only a real `true` approves.
+ */
+function readDecision(given: unknown, what: string): ApprovalDecision {
+  if (typeof given === "boolean") return { approved: given };
+  if (typeof given === "object" && given !== null && !Array.isArray(given)) {
+    const { approved, reason } = given as { approved?: unknown; reason?: unknown };
+    if (typeof approved === "boolean" && (reason === undefined || typeof reason === "string")) {
+      return reason === undefined ? { approved } : { approved, reason };
+    }
+  }
+  throw new InvalidInput(`${what} must be true, false or { approved: boolean, reason?: string }, not ${describe(given)}.`);
+}
+
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }

@@ -20,6 +20,8 @@ export const FAULT_POINTS = [
   "claim.before-log-read",
   "resume.before-decision-save",
   "resume.after-decision-save",
+  "model.before-call",
+  "model.inside",
 ] as const;
 
 /** A named place where a test may kill the worker. */

@@ -1,4 +1,4 @@
-export { canonicalJson, assertJson, type JsonValue, type JsonObject } from "./canonical.js";
+export { canonicalJson, canonicalCopy, assertJson, type JsonValue, type JsonObject } from "./canonical.js";
 export {
   DurableError,
   CheckpointNotFound,
@@ -27,7 +27,7 @@ export {
   type RunStatus,
 } from "./store.js";
 export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./checkpoint.js";
-export { CallLog, readCallLog, type CallRecord, type CallRecordKind, type CallEntry } from "./call-log.js";
+export { CallLog, readCallLog, isSegmentCounts, type CallRecord, type CallRecordKind, type CallEntry, type SegmentCounts } from "./call-log.js";
 export {
   classifyCalls,
   planReplay,
@@ -52,8 +52,9 @@ export {
   type ApprovalRequest,
 } from "./executor.js";
 export { idempotencyKey, idempotencyKeyFor } from "./idempotency.js";
+export { callIdOf } from "./call-id.js";
 export { identityOf, resumeIdentity, type Identity } from "./identity.js";
-export { newRunId, assertRunId, MAX_RUN_ID_LENGTH } from "./run-id.js";
+export { newRunId, assertRunId, assertRunName, assertStorableText, MAX_RUN_ID_LENGTH, MAX_NAME_LENGTH } from "./run-id.js";
 export { DurableRun, type RunStart } from "./run.js";
 export {
   emit,

@@ -46,14 +46,14 @@ export function freshPlan(round: number): ReplayPlan {
 
 /**
  * Classifies the calls of one round from the log, across every segment: the
- * last record of a call decides. `done` replays; `started` with no result,
+ * last record of a call decides (a loop's `model` records are not calls). `done` replays; `started` with no result,
  * `unrecordable`, and `pending` on a synchronous approval port are in doubt;
  * `pending` on an approval of a paused run waits for its decision.
  */
 export function classifyCalls(records: readonly CallRecord[], round: number): Classification {
   const last = new Map<string, CallRecord>();
   for (const record of records) {
-    if (record.round !== round) continue;
+    if (record.round !== round || record.kind === "model") continue;
     last.delete(record.callId); // keep log order by the last record of each call
     last.set(record.callId, record);
   }

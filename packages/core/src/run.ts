@@ -1,11 +1,13 @@
 import type { JsonValue } from "./canonical.js";
 import { CallLog, readCallLog, type CallRecord } from "./call-log.js";
 import { openCheckpoint, sealCheckpoint, type CheckpointBody } from "./checkpoint.js";
+import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "./errors.js";
+import { saveRefusal } from "./protocol.js";
 import type { Identity } from "./identity.js";
 import { faultPoint } from "./fault-points.js";
-import { assertRunId } from "./run-id.js";
+import { assertRunId, assertRunName } from "./run-id.js";
 import type { Sealer } from "./seal.js";
-import type { CheckpointStore, RunKind, RunStatus } from "./store.js";
+import type { CheckpointRow, CheckpointStore, RunKind, RunStatus } from "./store.js";
 
 /** What a new run starts from. */
 export interface RunStart {
@@ -57,7 +59,8 @@ export class DurableRun {
   /** Saves step 0 of a new run (`CheckpointConflict` if the run id is taken). State that is not plain JSON is `InvalidInput`. */
   static async start(init: RunStart): Promise<{ run: DurableRun; checkpoint: CheckpointBody }> {
     assertRunId(init.runId);
-    const log = new CallLog(init.store, init.sealer, init.runId, 0, 0);
+    assertRunName(init.flow);
+    const log = new CallLog(init.store, init.sealer, init.runId, 0, []);
     const run = new DurableRun(init, -1, log);
     const checkpoint = await run.#write(0, "running", init.data);
     return { run, checkpoint };
@@ -88,6 +91,7 @@ export class DurableRun {
     const checkpoint = await run.#write(latest.step + 1, "running", data);
     faultPoint("claim.before-log-read");
     const records = await readCallLog(store, sealer, latest.runId, latest.calls);
+    log.learn(records);
     return { run, checkpoint, records };
   }
 
@@ -105,14 +109,39 @@ export class DurableRun {
       flow: this.flow,
       kind: this.kind,
       identity: this.identity,
-      calls: this.log.count,
+      calls: this.log.counts,
       data,
     };
     const row = sealCheckpoint(this.sealer, body);
     faultPoint("checkpoint.before-save");
-    await this.store.save(this.runId, step, row);
+    try {
+      await this.store.save(this.runId, step, row);
+    } catch (error) {
+      if (error instanceof CheckpointConflict) await this.#checkRefusal(step, row);
+      throw error;
+    }
     faultPoint("checkpoint.after-save");
     this.#step = step;
     return body;
+  }
+
+  /**
+   * A store decides refusals from its plain columns. When the sealed latest
+   * checkpoint allows the save it refused, the columns were changed behind
+   * the runner's back: that is corruption, not a lost race.
+   */
+  async #checkRefusal(step: number, row: CheckpointRow): Promise<void> {
+    let head: CheckpointBody | undefined;
+    try {
+      head = openCheckpoint(this.sealer, await this.store.latest(this.runId));
+    } catch (error) {
+      if (!(error instanceof CheckpointNotFound)) throw error;
+    }
+    if (saveRefusal(this.runId, step, row, head) === undefined) {
+      throw new CheckpointStoreCorrupt(
+        this.runId,
+        `the store refused step ${step}, which its latest sealed checkpoint (step ${head?.step ?? "none"}, ${head?.status ?? "no row"}) allows: its plain columns differ from what is sealed.`,
+      );
+    }
   }
 }

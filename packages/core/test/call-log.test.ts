@@ -30,7 +30,7 @@ async function runWithCalls() {
 describe("call log", () => {
   it("numbers records from 0 in each segment and reads them back in order", async () => {
     const { store } = await runWithCalls();
-    const records = await readCallLog(store, sealer, "run-1", 3);
+    const records = await readCallLog(store, sealer, "run-1", [3]);
     expect(records.map((r) => [r.segment, r.seq, r.callId, r.kind])).toEqual([
       [0, 0, "a", "started"],
       [0, 1, "a", "done"],
@@ -43,7 +43,7 @@ describe("call log", () => {
     const { run, records } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
     expect(records).toHaveLength(3);
     await run.log.append(entry("c"));
-    const after = await readCallLog(store, sealer, "run-1", 4);
+    const after = await readCallLog(store, sealer, "run-1", [3, 1]);
     expect(after.map((r) => [r.segment, r.seq])).toEqual([[0, 0], [0, 1], [0, 2], [1, 0]]);
   });
 
@@ -62,7 +62,7 @@ describe("call log", () => {
   it.each(tamper)("finds %s", async (_, edit, message) => {
     const { store } = await runWithCalls();
     store.editCalls = edit;
-    const read = readCallLog(store, sealer, "run-1", 0);
+    const read = readCallLog(store, sealer, "run-1", []);
     await expect(read).rejects.toThrow(CheckpointStoreCorrupt);
     await expect(read).rejects.toThrow(message);
   });
@@ -73,7 +73,7 @@ describe("call log", () => {
     await other.log.append(entry("x"));
     const foreign = (await store.calls("run-2"))[0]!;
     store.editCalls = (rows) => (rows[0]?.runId === "run-1" ? [...rows, { ...foreign, runId: "run-1", seq: 3 }] : rows);
-    await expect(readCallLog(store, sealer, "run-1", 0)).rejects.toThrow(/another run/);
+    await expect(readCallLog(store, sealer, "run-1", [])).rejects.toThrow(/another run/);
   });
 
   it("finds deleted trailing records that a checkpoint counted", async () => {
@@ -81,13 +81,39 @@ describe("call log", () => {
     await run.save("running", { state: {} });
     store.editCalls = (rows) => rows.slice(0, 2);
     const latest = await DurableRun.latest(store, sealer, "run-1");
-    expect(latest.calls).toBe(3);
-    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(/counts 3 call records but only 2/);
+    expect(latest.calls).toEqual([3]);
+    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(/counts 3 call records in segment 0 but only 2/);
+  });
+
+  it("finds counted records deleted from one segment when another segment holds records no checkpoint counted", async () => {
+    // Segment 0 counted 3 records. A claim opens segment 1, its worker writes 2
+    // records and dies before its next checkpoint: they are counted nowhere.
+    const { store } = await runWithCalls();
+    const { run: first } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    await first.save("running", { state: {} });
+    const { run: second } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    await Promise.all([second.log.append(entry("c")), second.log.append(entry("c", "done"))]);
+    // Deleting two counted records of segment 0 leaves the total as sealed.
+    store.editCalls = (rows) => rows.filter((r) => !(r.segment === 0 && r.seq >= 1));
+    const latest = await DurableRun.latest(store, sealer, "run-1");
+    expect(latest.calls).toEqual([3, 0, 0]);
+    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(/counts 3 call records in segment 0 but only 1/);
+  });
+
+  it("counts exactly what a claim read once it saves again, so later deletions of those records are found", async () => {
+    const { store } = await runWithCalls(); // 3 records in segment 0, never counted by a checkpoint
+    const { run } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    await run.log.append(entry("c"));
+    await run.save("running", { state: {} });
+    const latest = await DurableRun.latest(store, sealer, "run-1");
+    expect(latest.calls).toEqual([3, 1]);
+    store.editCalls = (rows) => rows.filter((r) => r.segment !== 0 || r.seq < 2);
+    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(/segment 0 but only 2/);
   });
 
   it("fails every append after a write the store refused: the numbering is no longer known", async () => {
     const { store } = await startRun();
-    const log = new CallLog(store, sealer, "run-1", 5, 0);
+    const log = new CallLog(store, sealer, "run-1", 5, []);
     await expect(log.append(entry("a"))).rejects.toThrow(/segment 5/);
     await expect(log.append(entry("b"))).rejects.toThrow(/segment 5/);
   });

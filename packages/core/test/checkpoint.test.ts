@@ -23,7 +23,7 @@ describe("sealed checkpoints", () => {
       flow: "tickets",
       kind: "flow",
       identity: { user: "ada", thread: "t-1" },
-      calls: 0,
+      calls: [0],
       data: { state: { show: "Hamlet", seats: 2 } },
     });
   });

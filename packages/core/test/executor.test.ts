@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   CallScope,
   DurableRun,
+  canonicalJson,
   Executor,
   InvalidInput,
   ToolRegistry,
@@ -18,41 +19,49 @@ function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {
   return new CallScope({ kind: "flow", log: run.log, plan, identity: run.identity });
 }
 
+/** The id the first such call of round 1 gets. */
+function idOf(run: DurableRun, within: string, tool: string, args: unknown): string {
+  return scopeFor(run).nameCall(within, tool, canonicalJson(args));
+}
+
 describe("Executor", () => {
   it("stores the started record before the tool runs, then done with its result", async () => {
     const { store, run } = await startRun();
     let seenByTool: string[] = [];
     const registry = new ToolRegistry().tool("charge_card", async (args: { amount: number }) => {
-      seenByTool = (await readCallLog(store, sealer, "run-1", 0)).map((r) => r.kind);
+      seenByTool = (await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind);
       return { charged: args.amount };
     });
-    const outcome = await new Executor(registry).call(scopeFor(run), "pay:0", "charge_card", { amount: 5 });
+    const outcome = await new Executor(registry).call(scopeFor(run), "pay", "charge_card", { amount: 5 });
     expect(outcome).toEqual({ status: "ok", value: { charged: 5 } });
     expect(seenByTool).toEqual(["started"]);
-    const records = await readCallLog(store, sealer, "run-1", 0);
+    const records = await readCallLog(store, sealer, "run-1", []);
+    const callId = idOf(run, "pay", "charge_card", { amount: 5 });
     expect(records.map((r) => [r.kind, r.callId, r.tool])).toEqual([
-      ["started", "pay:0", "charge_card"],
-      ["done", "pay:0", "charge_card"],
+      ["started", callId, "charge_card"],
+      ["done", callId, "charge_card"],
     ]);
     expect(records[1]?.result).toEqual({ charged: 5 });
   });
 
-  it("replays a finished call without running the tool, and reruns it when its arguments changed", async () => {
+  it("replays a finished call without running the tool; with other arguments it is a new call, and the old one is unreplayed", async () => {
     const { store, run } = await startRun();
     let runs = 0;
     const registry = new ToolRegistry().tool("t", (args: { n: number }) => ++runs + args.n);
     const executor = new Executor(registry);
     await executor.call(scopeFor(run), "c", "t", { n: 10 });
-    const plan = planReplay("run-1", await readCallLog(store, sealer, "run-1", 0), 1, registry);
+    const plan = planReplay("run-1", await readCallLog(store, sealer, "run-1", []), 1, registry);
 
     const replay = scopeFor(run, plan);
     expect(await executor.call(replay, "c", "t", { n: 10 })).toEqual({ status: "ok", value: 11 });
     expect(runs).toBe(1);
-    expect(replay.replayed).toEqual([{ callId: "c", tool: "t" }]);
+    const first = idOf(run, "c", "t", { n: 10 });
+    expect(replay.replayed).toEqual([{ callId: first, tool: "t" }]);
+    expect(replay.unreplayed).toEqual([]);
 
     const changed = scopeFor(run, plan);
     expect(await executor.call(changed, "c", "t", { n: 20 })).toEqual({ status: "ok", value: 22 });
-    expect(changed.unreplayed).toEqual([{ callId: "c", tool: "t" }]);
+    expect(changed.unreplayed).toEqual([{ callId: first, tool: "t" }]);
   });
 
   it("gives the same idempotencyKey() to the same call on two executors, and different keys to other calls and runs", async () => {
@@ -84,9 +93,9 @@ describe("Executor", () => {
     const { store, run } = await startRun();
     const registry = new ToolRegistry().tool("send", () => ({ sentAt: new Date() }));
     await expect(new Executor(registry).call(scopeFor(run), "c", "send", {})).rejects.toThrow(/cannot be stored.*in doubt/);
-    const records = await readCallLog(store, sealer, "run-1", 0);
+    const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => r.kind)).toEqual(["started", "unrecordable"]);
-    expect(classifyCalls(records, 1).inDoubt.get("c")?.why).toBe("result could not be recorded");
+    expect(classifyCalls(records, 1).inDoubt.get(idOf(run, "c", "send", {}))?.why).toBe("result could not be recorded");
   });
 
   it("leaves a started record with no result when the tool throws, and passes the error on", async () => {
@@ -105,14 +114,15 @@ describe("Executor", () => {
     const executor = new Executor(registry);
     const scope = scopeFor(run);
     expect(await executor.call(scope, "c", "refund", { amount: 5 })).toEqual({ status: "pending" });
-    expect(scope.pending).toEqual([{ callId: "c", tool: "refund", args: { amount: 5 } }]);
+    const callId = idOf(run, "c", "refund", { amount: 5 });
+    expect(scope.pending).toEqual([{ callId, tool: "refund", args: { amount: 5 } }]);
 
-    const decisions = new Map([["c", { callId: "c", argsText: '{"amount":5}', approved: true }]]);
+    const decisions = new Map([[callId, { callId, argsText: '{"amount":5}', approved: true }]]);
     const approved = new CallScope({ ...scope.init, decisions });
     expect(await executor.call(approved, "c", "refund", { amount: 5 })).toEqual({ status: "ok", value: 1 });
     // The decision is bound to its arguments: other arguments wait for a new one.
     expect(await executor.call(approved, "c", "refund", { amount: 500 })).toEqual({ status: "pending" });
-    const kinds = (await readCallLog(store, sealer, "run-1", 0)).map((r) => r.kind);
+    const kinds = (await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind);
     expect(kinds).toEqual(["pending", "started", "done", "pending"]);
   });
 
@@ -122,13 +132,13 @@ describe("Executor", () => {
     let records: string[] = [];
     const executor = new Executor(registry, {
       approvals: async () => {
-        records = (await readCallLog(store, sealer, "run-1", 0)).map((r) => r.kind);
+        records = (await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind);
         return { approved: false, reason: "too much" };
       },
     });
     expect(await executor.call(scopeFor(run), "c", "refund", {})).toEqual({ status: "denied", reason: "too much" });
     expect(records).toEqual(["pending"]);
-    const log = await readCallLog(store, sealer, "run-1", 0);
-    expect(classifyCalls(log, 1).inDoubt.get("c")?.why).toBe("was waiting on an approval port");
+    const log = await readCallLog(store, sealer, "run-1", []);
+    expect(classifyCalls(log, 1).inDoubt.get(idOf(run, "c", "refund", {}))?.why).toBe("was waiting on an approval port");
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { FlowError, canonicalJson, type Identity, type JsonValue } from "@durable/core";
+import { FlowError, assertStorableText, canonicalJson, type Identity, type JsonValue } from "@durable/core";
 import { Call } from "./call.js";
 
 /** What a function node gets besides the state. */
@@ -83,6 +83,7 @@ export class Flow<S> {
     if (typeof name !== "string" || name.length === 0 || name.length > 128) {
       throw new FlowError("A flow needs a name of 1 to 128 characters.");
     }
+    assertStorableText(name, `The flow name ${JSON.stringify(name)}`);
     this.name = name;
     this.schema = options.state;
     this.reducers = options.reducers ?? {};

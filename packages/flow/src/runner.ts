@@ -27,7 +27,7 @@ import {
 } from "@durable/core";
 import type { Flow } from "./flow.js";
 import { readFlowData, toJson, type Approval, type FlowData } from "./flow-data.js";
-import { validate } from "./schema.js";
+import { checkStoredState, settleState } from "./schema.js";
 import { runSuperstep } from "./superstep.js";
 
 /** Where a run stands when `run`, `recover` or `resume` returns. */
@@ -79,7 +79,7 @@ export class FlowRunner {
   /** Starts a run from `input` (validated with the flow's schema) and runs it until it is done or paused. */
   async run<S>(flow: Flow<S>, input: unknown, options: RunOptions = {}): Promise<FlowResult<S>> {
     this.#checkTools(flow);
-    const state = await validate(flow.schema, input, `The input of flow ${flow.name}`);
+    const state = await settleState(flow.schema, input, `The input of flow ${flow.name}`);
     const data: FlowData = {
       state: state as JsonObject,
       frontier: [flow.graph.entry],
@@ -100,7 +100,7 @@ export class FlowRunner {
       data: toJson(data),
     });
     await this.#saved(flow, checkpoint);
-    return this.#drive(flow, run, data, freshPlan(1), false);
+    return this.#drive(flow, run, data, state, freshPlan(1), false);
   }
 
   /**
@@ -111,10 +111,11 @@ export class FlowRunner {
   async recover<S>(flow: Flow<S>, runId: string, options: RecoverOptions = {}): Promise<FlowResult<S>> {
     const { latest, data } = await this.#latest(flow, runId, options.ctx);
     if (latest.status === "paused") return paused(latest, data);
+    const state = await this.#stored(flow, runId, data);
     const { run, checkpoint, records } = await DurableRun.claim(this.store, this.#sealer, latest);
     await this.#saved(flow, checkpoint);
     const plan = planReplay(runId, records, data.round, this.executor.registry, options);
-    return this.#drive(flow, run, data, plan, true);
+    return this.#drive(flow, run, data, state, plan, true);
   }
 
   /** Recovers every unfinished run of the flow, mapping each run id to its result or to the error that stopped it. */
@@ -140,17 +141,17 @@ export class FlowRunner {
     if (latest.status !== "paused") throw new CheckpointConflict(runId, `the run is ${latest.status}, not paused: there is nothing to resume.`);
     const bound = bindDecisions(runId, data.pending, decisions);
     const withDecisions: FlowData = { ...data, pending: [], decisions: [...data.decisions, ...bound] };
+    const state = await this.#stored(flow, runId, data);
     faultPoint("resume.before-decision-save");
     const { run, checkpoint, records } = await DurableRun.claim(this.store, this.#sealer, latest, toJson(withDecisions));
     faultPoint("resume.after-decision-save");
     await this.#saved(flow, checkpoint);
     const plan = planReplay(runId, records, data.round, this.executor.registry, options);
-    return this.#drive(flow, run, withDecisions, plan, false);
+    return this.#drive(flow, run, withDecisions, state, plan, false);
   }
 
   /** Runs supersteps until the run is done or paused; saves it as failed when a node or tool fails. */
-  async #drive<S>(flow: Flow<S>, run: DurableRun, data: FlowData, plan: ReplayPlan, recovered: boolean): Promise<FlowResult<S>> {
-    let state = await validate(flow.schema, data.state, `The stored state of run ${run.runId}`);
+  async #drive<S>(flow: Flow<S>, run: DurableRun, data: FlowData, state: S, plan: ReplayPlan, recovered: boolean): Promise<FlowResult<S>> {
     for (;;) {
       const decisions = new Map(data.decisions.map((d) => [d.callId, d]));
       const scope = new CallScope({ kind: "flow", log: run.log, plan, identity: run.identity, decisions, events: this.#events });
@@ -158,7 +159,7 @@ export class FlowRunner {
       try {
         const outcome = await runSuperstep(flow, this.executor, scope, data, state);
         if (!outcome.paused) {
-          state = await validate(flow.schema, outcome.state, `The state after superstep ${data.round} of run ${run.runId}`);
+          state = await settleState(flow.schema, outcome.state, `The state after superstep ${data.round} of run ${run.runId}`);
           next = { ...outcome, state: state as JsonObject, digest: data.digest, round: data.round + 1, pending: [], decisions: [] };
         }
       } catch (error) {
@@ -191,7 +192,7 @@ export class FlowRunner {
   async #pause<S>(flow: Flow<S>, run: DurableRun, data: FlowData, scope: CallScope): Promise<FlowResult<S>> {
     const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
     const checkpoint = await run.save("paused", toJson({ ...data, pending }));
-    await this.#saved(flow, checkpoint, scope);
+    await this.#saved(flow, checkpoint); // the round is not complete: which finished calls it will claim is not known yet
     await emit(this.#events, { type: "run.paused", runId: run.runId, kind: "flow", step: checkpoint.step, approvals: pending });
     return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };
   }
@@ -217,6 +218,7 @@ export class FlowRunner {
   async #latest<S>(flow: Flow<S>, runId: string, ctx: Identity | undefined): Promise<{ latest: CheckpointBody; data: FlowData }> {
     this.#checkTools(flow);
     const latest = await DurableRun.latest(this.store, this.#sealer, runId);
+    resumeIdentity(runId, latest.identity, ctx); // first: a caller with someone else's ctx learns nothing of the run
     if (latest.kind !== "flow" || latest.flow !== flow.name) {
       throw new CheckpointConflict(runId, `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not flow ${JSON.stringify(flow.name)}.`);
     }
@@ -225,8 +227,12 @@ export class FlowRunner {
     if (data.digest !== flow.digest) {
       throw new FlowError(`The graph of flow ${JSON.stringify(flow.name)} changed since run ${JSON.stringify(runId)} was saved; finish it with the graph it started with.`);
     }
-    resumeIdentity(runId, latest.identity, ctx);
     return { latest, data };
+  }
+
+  /** The state stored in a checkpoint, checked against the schema but never transformed again. */
+  #stored<S>(flow: Flow<S>, runId: string, data: FlowData): Promise<S> {
+    return checkStoredState(flow.schema, data.state, `The stored state of run ${runId}`);
   }
 
   #checkTools<S>(flow: Flow<S>): void {

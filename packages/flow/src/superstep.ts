@@ -40,7 +40,7 @@ export async function runSuperstep<S>(
     }
   }
   const frozen = deepFreeze(structuredClone(state));
-  const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope, data.round)));
+  const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)));
   const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
   if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
   if (settled.some((s) => s.status === "rejected")) return { paused: true };
@@ -51,11 +51,9 @@ export async function runSuperstep<S>(
   return { paused: false, state: merged, frontier, visits, waiting };
 }
 
-async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope, round: number): Promise<Partial<S>> {
-  let index = 0;
+async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope): Promise<Partial<S>> {
   const call = async (tool: string, args: JsonValue): Promise<JsonValue> => {
-    const callId = `${round}:${node.name}:${index++}`;
-    const outcome = await executor.call(scope, callId, tool, args);
+    const outcome = await executor.call(scope, node.name, tool, args);
     if (outcome.status === "ok") return outcome.value;
     if (outcome.status === "pending") throw new WaitingForApproval();
     throw new ApprovalDenied(tool, outcome.reason);

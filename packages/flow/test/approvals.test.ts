@@ -8,6 +8,7 @@ import {
   InvalidInput,
   RecoveryNeedsDecision,
   ToolRegistry,
+  callIdOf,
 } from "@durable/core";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";
@@ -19,7 +20,7 @@ const flow = new Flow("refunds", { state: State })
   .edge("check", "refund")
   .end("refund");
 const INPUT = { amount: 50, note: "" };
-const CALL = "2:refund:0";
+const CALL = callIdOf(2, "refund", "refund", { amount: 50 });
 
 function setup() {
   const ran = { lookup: 0, refund: 0 };
@@ -101,7 +102,8 @@ describe("approvals", () => {
     const first = await runner.run(bound, INPUT, { runId: "r" });
     expect(first).toMatchObject({ status: "paused", approvals: [{ args: { amount: 50 } }] });
     amount = 5000;
-    const second = await runner.resume(bound, "r", { "1:refund:0": true });
+    const asked = first.status === "paused" ? first.approvals[0]!.callId : "";
+    const second = await runner.resume(bound, "r", { [asked]: true });
     expect(second).toMatchObject({ status: "paused", approvals: [{ args: { amount: 5000 } }] });
   });
 

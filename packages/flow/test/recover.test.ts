@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
+  callIdOf,
   CheckpointConflict,
   CheckpointNotFound,
   FlowError,
@@ -89,7 +90,7 @@ describe("recovery", () => {
     expect(recovered).toMatchObject({ replayed: [{ tool: "ta" }, { tool: "tb" }], rerun: [{ tool: "tc" }] });
   });
 
-  it("reruns a call whose arguments changed and lists it as unreplayed", async () => {
+  it("runs a call whose arguments changed as a new call, and lists the old one as unreplayed", async () => {
     let seats = 2;
     const tools = new Tools();
     const flow = new Flow("args", { state: z.object({ note: z.string() }) })
@@ -104,7 +105,7 @@ describe("recovery", () => {
     expect(result).toMatchObject({ state: { note: "charged 120" } });
     expect(tools.count("charge_card")).toBe(2);
     const saved = events.filter((e) => e.type === "checkpoint.saved").at(-1);
-    expect(saved).toMatchObject({ status: "done", unreplayed: [{ callId: "1:pay:0", tool: "charge_card" }] });
+    expect(saved).toMatchObject({ status: "done", unreplayed: [{ callId: callIdOf(1, "pay", "charge_card", { seats: 2 }), tool: "charge_card" }] });
   });
 
   it("returns a paused run as its paused result, and refuses ended, unknown, changed and foreign runs", async () => {

@@ -6,6 +6,7 @@ import {
   Executor,
   InvalidInput,
   bindDecisions,
+  canonicalCopy,
   emit,
   faultPoint,
   freshPlan,
@@ -16,6 +17,7 @@ import {
   resumeIdentity,
   sealerFor,
   type ApprovalPort,
+  type CallRecord,
   type Decisions,
   type CheckpointBody,
   type CheckpointKeys,
@@ -113,7 +115,16 @@ export async function recoverToolLoop(
   const { run, checkpoint, records } = await DurableRun.claim(options.checkpoints, loop.sealer, latest);
   await loop.saved(checkpoint, data, []);
   const plan = data.stage === "model-reply" ? planReplay(runId, records, data.round, registry, options) : freshPlan(data.round);
-  return loop.drive(run, data, plan, true);
+  return loop.drive(run, withModelCalls(data, records), plan, true);
+}
+
+/**
+ * The loop's data with every model call the log records counted: a worker
+ * that died while the model answered made a call its checkpoint never saw.
+ */
+function withModelCalls(data: LoopData, records: readonly CallRecord[]): LoopData {
+  const made = records.filter((record) => record.kind === "model").length;
+  return made > data.modelCalls ? { ...data, modelCalls: made } : data;
 }
 
 function ifNotFound(error: unknown): undefined {
@@ -147,11 +158,11 @@ class Loop {
 
   /** Checks a stored loop may go on here, and reads its data. */
   check(latest: CheckpointBody, name: string): LoopData {
+    resumeIdentity(latest.runId, latest.identity, this.options.ctx); // first: a caller with someone else's ctx learns nothing of the run
     if (latest.kind !== "loop" || latest.flow !== name) {
       throw new CheckpointConflict(latest.runId, `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not tool loop ${JSON.stringify(name)}.`);
     }
     if (latest.status === "done" || latest.status === "failed") throw new CheckpointConflict(latest.runId, `the run ended (${latest.status}).`);
-    resumeIdentity(latest.runId, latest.identity, this.options.ctx);
     return readLoopData(latest.runId, latest.data);
   }
 
@@ -167,7 +178,7 @@ class Loop {
     faultPoint("resume.after-decision-save");
     await this.saved(checkpoint, next, []);
     const plan = planReplay(latest.runId, records, data.round, this.registry, this.options);
-    return this.drive(run, next, plan, false);
+    return this.drive(run, withModelCalls(next, records), plan, false);
   }
 
   /** Alternates model replies and tool rounds until the model stops, `maxSteps` runs out, or an approval pauses it. */
@@ -198,7 +209,7 @@ class Loop {
           // Decisions already given stay with the run until this round is done: each is bound to its call.
           const held: LoopData = { ...data, pending };
           const checkpoint = await run.save("paused", toJson(held));
-          await this.saved(checkpoint, held, scope.unreplayed);
+          await this.saved(checkpoint, held, []); // the round is not complete: which finished calls it claims is not known yet
           await emit(this.options.events, { type: "run.paused", runId: run.runId, kind: "loop", step: checkpoint.step, approvals: pending });
           return paused(checkpoint, held);
         }
@@ -207,15 +218,19 @@ class Loop {
         continue;
       }
       if (data.modelCalls >= data.maxSteps) return this.#finish(run, { ...data, stopped: "max-steps" });
-      let reply;
+      let message: Message & { readonly role: "assistant" };
       try {
-        reply = await this.model.reply(data.messages, this.#specs);
+        // Stored before the model is asked, so maxSteps bounds the calls made, crashes included.
+        await run.log.append({ round: data.round + 1, callId: `model:${data.modelCalls + 1}`, tool: "model", kind: "model", args: null });
+        faultPoint("model.before-call");
+        const reply = await this.model.reply(data.messages, this.#specs);
+        const said = { role: "assistant", content: reply.text, ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}) };
+        message = canonicalCopy(said, "the model's reply") as unknown as typeof message;
       } catch (error) {
         throw await this.#fail(run, data, error);
       }
-      const message: Message = { role: "assistant", content: reply.text, ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}) };
       data = { ...data, messages: [...data.messages, message], modelCalls: data.modelCalls + 1, round: data.round + 1, stage: "model-reply" };
-      if (reply.toolCalls.length === 0) return this.#finish(run, { ...data, stopped: "final" });
+      if (message.toolCalls === undefined) return this.#finish(run, { ...data, stopped: "final" });
       await this.#save(run, "running", data, []);
       plan = freshPlan(data.round);
     }
@@ -226,10 +241,10 @@ class Loop {
     const last = data.messages.at(-1);
     const calls: readonly ToolCallRequest[] = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
     const results = await Promise.all(
-      calls.map(async (call, index): Promise<Message | undefined> => {
+      calls.map(async (call): Promise<Message | undefined> => {
         const reply = (content: string): Message => ({ role: "tool", toolCallId: call.id, name: call.name, content });
         if (!this.registry.has(call.name)) return reply(`error: there is no tool named ${JSON.stringify(call.name)}`);
-        const outcome = await this.#executor.call(scope, `${data.round}:${index}:${call.id}`, call.name, call.args);
+        const outcome = await this.#executor.call(scope, call.id, call.name, call.args);
         if (outcome.status === "pending") return undefined;
         if (outcome.status === "denied") return reply(`denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`);
         return reply(typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, RecoveryNeedsDecision, ToolRegistry, type DurableEvent } from "@durable/core";
+import { CheckpointConflict, RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
 import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.
@@ -108,6 +108,7 @@ describe("recoverToolLoop", () => {
   });
 
   it("pauses for an approval; runToolLoop with the same runId resumes it; a second resume is CheckpointConflict", async () => {
+    const R = callIdOf(1, "r", "refund", { cents: 500 });
     const store = new MemoryCheckpointStore();
     const model = new ScriptedModel((n) =>
       n === 0 ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] } : { text: "refunded", toolCalls: [] },
@@ -115,20 +116,23 @@ describe("recoverToolLoop", () => {
     const { ran, registry } = tools();
     const options = { runId: "chat", checkpoints: store, checkpointKey: KEY, ctx: { user: "ada" } };
     const paused = await runToolLoop(model, registry, ask, options);
-    expect(paused).toEqual({ status: "paused", runId: "chat", step: 2, approvals: [{ callId: "1:0:r", tool: "refund", args: { cents: 500 } }] });
+    expect(paused).toEqual({ status: "paused", runId: "chat", step: 2, approvals: [{ callId: R, tool: "refund", args: { cents: 500 } }] });
     expect(await recoverToolLoop(model, registry, "chat", options)).toEqual(paused);
 
     const results = await Promise.allSettled([
-      runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } }),
-      runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } }),
+      runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } }),
+      runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } }),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
     expect(ran.get("refund")).toBe(1);
     expect(model.calls).toBe(2);
-    await expect(runToolLoop(model, registry, [], { ...options, decisions: { "1:0:r": true } })).rejects.toThrow(CheckpointConflict);
+    await expect(runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } })).rejects.toThrow(CheckpointConflict);
   });
 });
+
+const A = callIdOf(1, "a", "refund", { cents: 1 });
+const B = callIdOf(1, "b", "refund", { cents: 2 });
 
 describe("decisions over several pauses of one round", () => {
   it("keeps a decision given at the first resume when the round pauses again for another call", async () => {
@@ -141,10 +145,10 @@ describe("decisions over several pauses of one round", () => {
     const { ran, registry } = tools();
     const options = { runId: "chat", checkpoints: store, checkpointKey: KEY };
     const first = await runToolLoop(model, registry, ask, options);
-    expect(first.status === "paused" && first.approvals.map((a) => a.callId)).toEqual(["1:0:a", "1:1:b"]);
-    const second = await runToolLoop(model, registry, [], { ...options, decisions: { "1:0:a": { approved: false, reason: "no" } } });
-    expect(second.status === "paused" && second.approvals.map((a) => a.callId)).toEqual(["1:1:b"]);
-    const done = await runToolLoop(model, registry, [], { ...options, decisions: { "1:1:b": true } });
+    expect(first.status === "paused" && first.approvals.map((a) => a.callId)).toEqual([A, B]);
+    const second = await runToolLoop(model, registry, [], { ...options, decisions: { [A]: { approved: false, reason: "no" } } });
+    expect(second.status === "paused" && second.approvals.map((a) => a.callId)).toEqual([B]);
+    const done = await runToolLoop(model, registry, [], { ...options, decisions: { [B]: true } });
     expect(done.status === "done" && done.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["denied: no", "refunded"]);
     expect(ran.get("refund")).toBe(1);
   });

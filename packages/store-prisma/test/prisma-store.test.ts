@@ -80,7 +80,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     const store = new PrismaCheckpointStore(url(), { poolSize: 2, tablePrefix: "pool_" });
     await store.migrate();
     const row = (runId: string, step: number) =>
-      sealCheckpoint(sealer, { runId, step, status: "running", segment: 0, flow: "pool", kind: "flow", identity: {}, calls: 0, data: { step } });
+      sealCheckpoint(sealer, { runId, step, status: "running", segment: 0, flow: "pool", kind: "flow", identity: {}, calls: [0], data: { step } });
     await Promise.all(
       Array.from({ length: 50 }, async (_, i) => {
         for (let step = 0; step < 5; step++) await store.save(`pool-${i}`, step, row(`pool-${i}`, step));

@@ -83,7 +83,7 @@ async function crashAndRecover(h: Harness, recoverer: Child, effects: string, tr
   if (exit.signal !== "SIGKILL") return `the worker was not killed there (exit ${exit.code}): ${worker.stderr.trim()}`;
 
   const before = executions(effects, `${runId} `);
-  const records = await readCallLog(h.store, kitSealer, runId, 0);
+  const records = await readCallLog(h.store, kitSealer, runId, []);
   const done = new Set(records.filter((r) => r.kind === "done").map((r) => r.callId));
   const started = new Set(records.filter((r) => r.kind === "started").map((r) => r.callId));
   const inDoubt = [...started].filter((id) => !done.has(id)).map((id) => CALLS[trial.scenario].get(id)!);

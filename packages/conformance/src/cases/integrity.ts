@@ -24,8 +24,8 @@ async function runWithLog(h: Harness): Promise<string> {
   const runId = h.runId();
   await h.store.save(runId, 0, h.row(runId, 0));
   await h.recordCalls(runId, 0, 0, 3);
-  await h.store.save(runId, 1, h.row(runId, 1, { calls: 3 }));
-  await h.store.save(runId, 2, h.row(runId, 2, { calls: 3 }));
+  await h.store.save(runId, 1, h.row(runId, 1, { calls: [3] }));
+  await h.store.save(runId, 2, h.row(runId, 2, { calls: [3] }));
   await readLog(h, runId); // intact, it reads
   return runId;
 }

@@ -28,8 +28,8 @@ export const scaleGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.recordCalls(runId, 0, 0, RECORDS);
-        await h.store.save(runId, 1, h.row(runId, 1, { calls: RECORDS }));
-        const records = await readCallLog(h.store, h.sealer, runId, RECORDS);
+        await h.store.save(runId, 1, h.row(runId, 1, { calls: [RECORDS] }));
+        const records = await readCallLog(h.store, h.sealer, runId, [RECORDS]);
         expect(records).toHaveLength(RECORDS);
         expect(records.at(-1)?.seq).toBe(RECORDS - 1);
       },

@@ -7,6 +7,7 @@ import {
   Sealer,
   StoreUnavailable,
   ToolRegistry,
+  callIdOf,
   canonicalJson,
   faultPoint,
   type CallRecord,
@@ -33,24 +34,25 @@ export const SCENARIOS: readonly ScenarioName[] = ["flow", "loop"];
 /** Tools whose calls rerun without a decision when they are in doubt. */
 export const IDEMPOTENT_TOOLS: ReadonlySet<string> = new Set(["reserve", "audit"]);
 
-/** Every call of each scenario, by call id, with its tool. */
+const ORDER = "order-1";
+
+/** Every call of each scenario, by call id (round, node or the model's tool-call id, tool, arguments), with its tool. */
 export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> = {
   flow: new Map([
-    ["1:reserve:0", "reserve"],
-    ["2:charge:0", "charge"],
-    ["2:notify:0", "notify"],
-    ["2:audit:0", "audit"],
-    ["3:refund:0", "refund"],
+    [callIdOf(1, "reserve", "reserve", { order: ORDER }), "reserve"],
+    [callIdOf(2, "charge", "charge", { order: ORDER, cents: 4200 }), "charge"],
+    [callIdOf(2, "notify", "notify", { order: ORDER }), "notify"],
+    [callIdOf(2, "audit", "audit", { order: ORDER }), "audit"],
+    [callIdOf(3, "refund", "refund", { order: ORDER, cents: 1200 }), "refund"],
   ]),
   loop: new Map([
-    ["1:0:charge-1", "charge"],
-    ["1:1:audit-1", "audit"],
-    ["2:0:refund-1", "refund"],
+    [callIdOf(1, "charge-1", "charge", { order: ORDER, cents: 4200 }), "charge"],
+    [callIdOf(1, "audit-1", "audit", { order: ORDER }), "audit"],
+    [callIdOf(2, "refund-1", "refund", { order: ORDER, cents: 1200 }), "refund"],
   ]),
 };
 
 const sealer: Sealer = Sealer.withKeys(KIT_KEY);
-const ORDER = "order-1";
 
 /** The tools, writing their executions to `effects`. */
 export function scenarioTools(effects: string): ToolRegistry {
