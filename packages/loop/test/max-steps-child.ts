@@ -1,0 +1,34 @@
+/**
+ * A worker for the maxSteps crash test: takes the loop `runId` on the SQLite
+ * file `db` (starting it, or recovering it when it is stored) and prints its
+ * result as JSON. Its model appends a line to `effects` for every call it
+ * really makes, then marks `model.inside`, where DURABLE_FAULT_POINT may kill it.
+ */
+import { appendFileSync } from "node:fs";
+import { CheckpointNotFound, DurableRun, Sealer, ToolRegistry, faultPoint } from "@durable/core";
+import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
+import { recoverToolLoop, runToolLoop, type LoopModel } from "../src/index.js";
+
+const [db, effects, runId, maxSteps] = process.argv.slice(2) as [string, string, string, string];
+const KEY = "max-steps-test-key-0123456789abcdef";
+
+/** Always asks for one more lookup: only maxSteps ends the loop. */
+const model: LoopModel = {
+  async reply(messages) {
+    appendFileSync(effects, `model ${process.pid}\n`);
+    faultPoint("model.inside");
+    return { text: "looking", toolCalls: [{ id: `look-${messages.length}`, name: "lookup", args: { n: messages.length } }] };
+  },
+};
+const registry = new ToolRegistry().tool("lookup", (a: { n: number }) => `found ${a.n}`, { idempotent: true });
+const store = new SQLiteCheckpointStore(db);
+const options = { runId, checkpoints: store, checkpointKey: KEY, maxSteps: Number(maxSteps) };
+const stored = await DurableRun.latest(store, Sealer.withKeys(KEY), runId).catch((error: unknown) => {
+  if (error instanceof CheckpointNotFound) return undefined;
+  throw error;
+});
+const result = stored === undefined
+  ? await runToolLoop(model, registry, [{ role: "user", content: "look it up" }], options)
+  : await recoverToolLoop(model, registry, runId, options);
+console.log(JSON.stringify({ status: result.status, stopped: result.status === "done" ? result.stopped : undefined }));
+await store.close();
