@@ -35,6 +35,12 @@ export interface Capabilities<S extends CheckpointStore = CheckpointStore> {
    * open. The kit uses it for concurrent clients, and to reopen a closed store.
    */
   connect?(store: S): Promise<S>;
+  /**
+   * The store decides refusals from a plain head of its own (a runs row, a
+   * meta hash) beside the sealed checkpoints: `endByHand` sets that head's
+   * status to `done` past the store's API, leaving every sealed row as it is.
+   */
+  readonly plainHead?: { endByHand(store: S, runId: string): Promise<void> };
 }
 
 /** How child processes open the store under test. */
@@ -87,7 +93,7 @@ export function initializerProblems(value: unknown): string[] {
   return problems;
 }
 
-const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect"]);
+const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect", "plainHead"]);
 
 function capabilityProblems(caps: Record<string, unknown>): string[] {
   const problems: string[] = [];
@@ -101,6 +107,10 @@ function capabilityProblems(caps: Record<string, unknown>): string[] {
   const multi = caps["multiProcess"] as { opener?: unknown; handle?: unknown } | undefined;
   if (multi !== undefined && !(typeof multi?.opener === "string" && typeof multi.handle === "function")) {
     problems.push("`capabilities.multiProcess` must be { opener: <URL of a module whose default export opens a store from a handle>, handle: (store) => string }.");
+  }
+  const head = caps["plainHead"] as { endByHand?: unknown } | undefined;
+  if (head !== undefined && typeof head?.endByHand !== "function") {
+    problems.push("`capabilities.plainHead` must be { endByHand: (store, runId) => Promise<void> }.");
   }
   if (caps["connect"] !== undefined && typeof caps["connect"] !== "function") {
     problems.push("`capabilities.connect` must be a function (store) => Promise<store>.");

@@ -62,6 +62,13 @@ const sqlite: ConformanceInitializer<SQLiteCheckpointStore> = {
   capabilities: {
     multiProcess: { opener: new URL("./open-store.mjs", import.meta.url).href, handle: (store) => store.path },
     connect: async (store) => new SQLiteCheckpointStore(store.path),
+    plainHead: {
+      async endByHand(store, runId) {
+        const db = new Database(store.path, { timeout: 5000 });
+        db.prepare(`UPDATE ${store.tables.runs} SET status = 'done' WHERE run_id = ?`).run(runId);
+        db.close();
+      },
+    },
   },
   raw,
 };

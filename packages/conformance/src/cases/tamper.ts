@@ -6,7 +6,8 @@ import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { RawAccess } from "../initializer.js";
 import { executions } from "../process/child.js";
-import { SCENARIOS, ScenarioDriver, cutShort, kitSealer } from "../process/scenarios.js";
+import { CALLS, SCENARIOS, ScenarioDriver, cutShort, kitSealer } from "../process/scenarios.js";
+import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceGroup } from "./case.js";
 
 const CLEAN_RUNS = 1_000;
@@ -39,6 +40,29 @@ export const tamperGroup: ConformanceGroup = {
       run: (h) => sweep(h, callTampers()),
     },
     {
+      name: "the store's plain head set to done by hand while the sealed latest checkpoint says running: recovery is CheckpointStoreCorrupt, no tool runs",
+      skipUnless: (init) => (init.capabilities?.plainHead === undefined ? "the store declares no `plainHead` capability" : undefined),
+      async run(h) {
+        const dir = mkdtempSync(join(tmpdir(), "durable-head-"));
+        const effects = join(dir, "effects");
+        try {
+          const runId = await cutRun(h, effects);
+          const before = executions(effects, `${runId} `);
+          await h.init.capabilities!.plainHead!.endByHand(h.store, runId);
+          await expect(new ScenarioDriver(h.store, effects).recoverOnce("flow", runId, true)).rejects.toThrow(CheckpointStoreCorrupt);
+          expect(executions(effects, `${runId} `)).toEqual(before);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    },
+    {
+      name: "counted records deleted from a segment while a later segment holds as many that no checkpoint counted (a worker SIGKILLed after a resume): CheckpointStoreCorrupt, and the charge does not run again",
+      timeout: 120_000,
+      skipUnless: needsMultiProcess,
+      run: countedRecordsDeleted,
+    },
+    {
       name: `${CLEAN_RUNS.toLocaleString("en")} clean runs (flows and tool loops) read back with no false alarm`,
       timeout: 600_000,
       async run(h) {
@@ -60,6 +84,38 @@ export const tamperGroup: ConformanceGroup = {
     },
   ],
 };
+
+/**
+ * A run pauses in a round whose charge is done (segment 0 counts the refund's
+ * pending record and the charge's two); a worker resumes it and is SIGKILLed
+ * right after the refund's done record, leaving two records in segment 1 that
+ * no checkpoint counts. Deleting the charge's two records leaves as many
+ * records as were counted in all: only a count per segment sees it.
+ */
+async function countedRecordsDeleted(h: Harness): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "durable-segments-"));
+  const effects = join(dir, "effects");
+  const runId = h.runId("segments");
+  const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
+  try {
+    const worker = spawnWorker(h.init, h.store, effects, ["run", "charge-with-refund", runId], { ...process.env, DURABLE_FAULT_POINT: "call.after-done@2" });
+    expect((await worker.exited()).signal, worker.stderr).toBe("SIGKILL");
+    const calls = CALLS["charge-with-refund"];
+    const layout = (await readCallLog(h.store, kitSealer, runId, [])).map((r) => `${r.segment}.${r.seq} ${calls.get(r.callId)} ${r.kind}`);
+    expect(layout).toEqual(["0.0 refund pending", "0.1 charge started", "0.2 charge done", "1.0 refund started", "1.1 refund done"]);
+    await h.raw.deleteCall(runId, 0, 2);
+    await h.raw.deleteCall(runId, 0, 1);
+    await recoverer.waitFor((l) => l === "ready");
+    recoverer.send(`recover charge-with-refund ${runId}`);
+    const answer = await recoverer.waitFor((l) => l.split(" ")[1] === runId, 60_000);
+    expect(answer).toMatch(new RegExp(`^error ${runId} CheckpointStoreCorrupt: .*segment 0`));
+    const charge = [...calls].find(([, tool]) => tool === "charge")![0];
+    expect(executions(effects, `${runId} `).get(`${runId} ${charge}`)).toBe(1);
+  } finally {
+    recoverer.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /** Applies each tamper to a run of its own and checks the recovery refuses it without running a tool. */
 async function sweep(h: Harness, tampers: readonly Tamper[]): Promise<void> {

@@ -27,8 +27,9 @@ import { intercepted } from "./intercepted.js";
  * once, then an approval). Every tool appends `<runId> <callId> <tool>` to a
  * side-effect file as it runs, so executions are counted across processes.
  */
-export type ScenarioName = "flow" | "loop";
+export type ScenarioName = "flow" | "loop" | "charge-with-refund";
 
+/** The scenarios every crash trial runs; `charge-with-refund` serves one tamper case of its own. */
 export const SCENARIOS: readonly ScenarioName[] = ["flow", "loop"];
 
 /** Tools whose calls rerun without a decision when they are in doubt. */
@@ -44,6 +45,10 @@ export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> 
     [callIdOf(2, "notify", "notify", { order: ORDER }), "notify"],
     [callIdOf(2, "audit", "audit", { order: ORDER }), "audit"],
     [callIdOf(3, "refund", "refund", { order: ORDER, cents: 1200 }), "refund"],
+  ]),
+  "charge-with-refund": new Map([
+    [callIdOf(1, "order", "refund", { order: ORDER, cents: 1200 }), "refund"],
+    [callIdOf(1, "order", "charge", { order: ORDER, cents: 4200 }), "charge"],
   ]),
   loop: new Map([
     [callIdOf(1, "charge-1", "charge", { order: ORDER, cents: 4200 }), "charge"],
@@ -101,6 +106,15 @@ export const crashFlow: Flow<CrashState> = new Flow("conformance-flow", { state 
   .edge(["charge", "notify", "audit"], "refund")
   .end("refund");
 
+/**
+ * One superstep that asks for a refund's approval and charges at once: the
+ * run pauses with the charge done and counted, in the round it resumes.
+ */
+export const chargeWithRefundFlow: Flow<CrashState> = new Flow("conformance-charge-with-refund", { state }).node("order", async (s, ctx) => {
+  const [refunded, charged] = await Promise.all([ctx.call("refund", { order: s.order, cents: 1200 }), ctx.call("charge", { order: s.order, cents: 4200 })]);
+  return { refunded: String(refunded), charged: String(charged) };
+}).end("order");
+
 /** Answers from the history alone, so a model asked again in another process says the same. */
 const crashModel: LoopModel = {
   async reply(messages: readonly Message[]): Promise<ModelReply> {
@@ -136,8 +150,9 @@ export class ScenarioDriver {
 
   /** Starts a run and takes it to the end, approving what it pauses for. */
   async run(scenario: ScenarioName, runId: string): Promise<void> {
-    if (scenario === "flow") {
-      await this.#finishFlow(await this.#runner.run(crashFlow, { order: ORDER }, { runId }));
+    if (scenario !== "loop") {
+      const flow = flowOf(scenario);
+      await this.#finishFlow(flow, await this.#runner.run(flow, { order: ORDER }, { runId }));
     } else {
       await this.#finishLoop(await runToolLoop(crashModel, this.#tools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)));
     }
@@ -145,7 +160,7 @@ export class ScenarioDriver {
 
   /** Recovers a run as far as it gets without deciding on calls in doubt (the result only, no approvals). */
   async recoverOnce(scenario: ScenarioName, runId: string, rerunInDoubt = false): Promise<string> {
-    if (scenario === "flow") return (await this.#runner.recover(crashFlow, runId, { rerunInDoubt })).status;
+    if (scenario !== "loop") return (await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt })).status;
     return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt })).status;
   }
 
@@ -185,13 +200,13 @@ export class ScenarioDriver {
   async #recoverAndFinish(scenario: ScenarioName, runId: string, rerunInDoubt: boolean): Promise<void> {
     const latest = await DurableRun.latest(this.#store, sealer, runId);
     if (latest.status === "done") return;
-    if (scenario === "flow") await this.#finishFlow(await this.#runner.recover(crashFlow, runId, { rerunInDoubt }));
+    if (scenario !== "loop") await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt }));
     else await this.#finishLoop(await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }));
   }
 
-  async #finishFlow(result: FlowResult<CrashState>): Promise<void> {
+  async #finishFlow(flow: Flow<CrashState>, result: FlowResult<CrashState>): Promise<void> {
     while (result.status === "paused") {
-      result = await this.#runner.resume(crashFlow, result.runId, approveAll(result.approvals));
+      result = await this.#runner.resume(flow, result.runId, approveAll(result.approvals));
     }
   }
 
@@ -205,6 +220,10 @@ export class ScenarioDriver {
   #loopOptions(runId: string) {
     return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME };
   }
+}
+
+function flowOf(scenario: Exclude<ScenarioName, "loop">): Flow<CrashState> {
+  return scenario === "flow" ? crashFlow : chargeWithRefundFlow;
 }
 
 function approveAll(approvals: ReadonlyArray<{ readonly callId: string }>): Record<string, boolean> {
