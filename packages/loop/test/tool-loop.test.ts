@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
+import { CheckpointConflict, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
 import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.
@@ -151,5 +151,29 @@ describe("decisions over several pauses of one round", () => {
     const done = await runToolLoop(model, registry, [], { ...options, decisions: { [B]: true } });
     expect(done.status === "done" && done.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["denied: no", "refunded"]);
     expect(ran.get("refund")).toBe(1);
+  });
+});
+
+describe("a paused loop's decisions and identity", () => {
+  const refundOnce = (n: number): ModelReply =>
+    n === 0 ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] } : { text: "done", toolCalls: [] };
+
+  it.each([["false"], ["no"], [{ approved: "false" }]])("refuses the decision %j: nothing is refunded, the loop stays paused", async (given) => {
+    const store = new MemoryCheckpointStore();
+    const { ran, registry } = tools();
+    const options = { runId: "chat", checkpoints: store, checkpointKey: KEY };
+    const paused = await runToolLoop(new ScriptedModel(refundOnce), registry, ask, options);
+    const callId = paused.status === "paused" ? paused.approvals[0]!.callId : "";
+    await expect(runToolLoop(new ScriptedModel(refundOnce), registry, [], { ...options, decisions: { [callId]: given as never } })).rejects.toThrow(InvalidInput);
+    expect(ran.get("refund")).toBeUndefined();
+    expect((await store.latest("chat")).status).toBe("paused");
+  });
+
+  it("checks the caller's identity before telling whose loop it is", async () => {
+    const store = new MemoryCheckpointStore();
+    const { registry } = tools();
+    await runToolLoop(new ScriptedModel(refundOnce), registry, ask, { runId: "chat", checkpoints: store, checkpointKey: KEY, ctx: { user: "ada" } });
+    const intruder = { checkpoints: store, checkpointKey: KEY, ctx: { user: "eve" }, name: "another-loop" };
+    await expect(recoverToolLoop(new ScriptedModel(refundOnce), registry, "chat", intruder)).rejects.toThrow(IdentityMismatch);
   });
 });

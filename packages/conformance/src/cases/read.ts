@@ -23,6 +23,18 @@ export const readGroup: ConformanceGroup = {
       },
     },
     {
+      name: "run ids and flow names of any well-formed text round-trip: characters beyond the BMP, accents, case and spaces, each its own run",
+      async run(h) {
+        const base = h.runId("text");
+        const flow = `${h.runId("flow")} 🎟 Ünïcode`;
+        // Ids that a store folding case, normalising, or storing UTF-16 halves would confuse.
+        const ids = [`${base} 🎟`, `${base} 🎫`, `${base} \u00c9`, `${base} E\u0301`, `${base} \u00e9`, `${base}  `, `${base} 北京`];
+        for (const runId of ids) await h.store.save(runId, 0, h.row(runId, 0, { flow, data: { runId } }));
+        for (const runId of ids) expect(await h.store.latest(runId)).toEqual({ runId, step: 0, ...h.row(runId, 0, { flow, data: { runId } }) });
+        expect(await unfinished(h.store, flow)).toEqual([...ids].sort());
+      },
+    },
+    {
       name: "an unknown run is CheckpointNotFound",
       async run(h) {
         const error = await h.store.latest(h.runId("unknown")).catch((e: unknown) => e);
