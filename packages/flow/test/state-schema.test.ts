@@ -10,7 +10,7 @@ const Dollars = z.object({ amount: z.number().transform((dollars) => Math.round(
 const Trimmed = z.object({ name: z.string().trim(), cents: z.number(), note: z.string().default("") });
 
 function chargeFlow<S extends { note: string }>(name: string, schema: z.ZodType<S, unknown>, cents: (s: S) => number) {
-  return new Flow(name, { state: schema as never })
+  return new Flow<S>(name, { state: schema as never })
     .node("charge", async (s: S, ctx) => ({ note: String(await ctx.call("charge", { cents: cents(s) })) }) as Partial<S>)
     .node("mail", async (s: S, ctx) => ({ note: `${s.note}; ${String(await ctx.call("mail", { cents: cents(s) }))}` }) as Partial<S>)
     .edge("charge", "mail")
