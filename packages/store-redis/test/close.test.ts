@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointNotFound, StoreUnavailable, type CheckpointRow } from "@durable/core";
@@ -41,6 +43,24 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
     await new Promise((r) => setTimeout(r, 50));
     await within(TIMEOUT + 100, store.close());
     expect(await pending).toBeInstanceOf(StoreUnavailable);
+  });
+
+  it("lets the process exit after close", async () => {
+    // The built package, as a worker uses it: a client still retrying keeps no timer beyond its current backoff (≤ 2.2 s).
+    const script = `
+      import { createClient } from "redis";
+      import { RedisCheckpointStore } from "./dist/index.js";
+      const store = new RedisCheckpointStore(() => createClient({ url: "redis://127.0.0.1:${await freePort()}" }), { operationTimeoutMs: ${TIMEOUT} });
+      await store.latest("r").catch(() => {});
+      await store.close();`;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "inherit" });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await within(TIMEOUT + 4000, exited);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    expect(await exited).toBe(0);
   });
 
   it("closes a store that never ran an operation, twice", async () => {

@@ -1,6 +1,7 @@
+import { readFile } from "node:fs/promises";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/core";
 import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
@@ -126,5 +127,28 @@ describe("RedisCheckpointStore keys in Redis", () => {
     expect(await snapshot()).toEqual(before);
     await kept.close();
     await expiring.close();
+  });
+
+  it("works for a user confined to its prefix by the README's ACL rule, and that user reaches no other prefix", async () => {
+    const readme = await readFile(new URL("../README.md", import.meta.url), "utf8");
+    const rule = readme.split("\n").find((line) => line.startsWith("ACL SETUSER "));
+    expect(rule).toBeDefined();
+    await admin.sendCommand(rule!.split(" "));
+    const url = server.url.replace("redis://", "redis://tenant-a:secret-a@");
+    const store = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a", ttlSeconds: 60 });
+    await store.save("r", 0, row());
+    await store.recordCall("r", 0, 0, "sealed");
+    await store.save("r", 1, row({ status: "paused" }));
+    await store.save("r", 2, row());
+    expect(await collect(store.listUnfinished("f"))).toEqual(["r"]);
+    expect((await store.latest("r")).step).toBe(2);
+    expect(await store.calls("r")).toHaveLength(1);
+    await store.delete("r");
+    const other = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a:x" });
+    const refused = await other.save("r", 0, row()).then(() => undefined, (e: unknown) => e);
+    expect(refused).toBeInstanceOf(StoreUnavailable);
+    expect(String(refused)).toMatch(/NOPERM|No permissions/i);
+    await store.close();
+    await other.close();
   });
 });
