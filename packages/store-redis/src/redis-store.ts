@@ -175,16 +175,17 @@ export class RedisCheckpointStore implements CheckpointStore {
    * as the cause of a timeout.
    */
   async #call<T>(op: (client: RedisLikeClient) => Promise<T>): Promise<T> {
-    const connection = this.#connected();
+    let connection: Connection | undefined;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        const cause = connection.lastError;
+        const cause = connection?.lastError;
         const why = cause === undefined ? "" : ` (last connection error: ${describe(cause)})`;
         reject(new StoreUnavailable(`Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`, { cause }));
       }, this.#timeoutMs);
     });
     try {
+      connection = this.#connected();
       return await Promise.race([connection.ready().then(op), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;

@@ -9,23 +9,31 @@ import { createHash } from "node:crypto";
  * {"notfound"}; success returns {"ok"}.
  */
 
-/** Shared helpers: the server's clock, and the expiry of a run's keys and its entry in `expiring`. */
-const HELPERS = `
+/** The server's clock, in ms since the epoch. */
+const NOW = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+end`;
+
+/** Hex-encodes a string, as the client does for flows and run ids. */
+const HEX = `
 local function hex(text)
   return (string.gsub(text, '.', function(c) return string.format('%02x', string.byte(c)) end))
-end
--- The run's keys (KEYS 1-3) expire ttl seconds from now (never while paused, or with ttl 0);
--- an unfinished run's entry in expiring (KEYS[e]) says when, so reads can skip it once it is gone.
+end`;
+
+/**
+ * The run's keys (KEYS 1-3) expire ttl seconds from now (never while paused,
+ * or with ttl 0); a running run's entry in expiring (KEYS[e]) says when, so
+ * reads can skip it once the run is gone.
+ */
+const EXPIRY = `${NOW}
 local function expiry(status, ttl, member, e)
   local lasts = status ~= 'paused' and ttl > 0
   for i = 1, 3 do
     if lasts then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
   end
-  if lasts and (status == 'running') then
+  if lasts and status == 'running' then
     redis.call('ZADD', KEYS[e], string.format('%.0f', now_ms() + ttl * 1000), member)
   else
     redis.call('ZREM', KEYS[e], member)
@@ -37,7 +45,7 @@ end`;
  * Also drops up to 100 index entries of the bucket whose runs expired: the
  * only place stale entries are cleaned up (reads skip them).
  */
-const SAVE = `${HELPERS}
+const SAVE = `${EXPIRY}
 local step, segment, ttl = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[8])
 local m = redis.call('HMGET', KEYS[1], 'flow', 'kind', 'step', 'status', 'segment', 'segcalls')
 local segcalls = 0
@@ -66,7 +74,7 @@ end
 return {'ok'}`;
 
 /** KEYS meta cps calls expiring; ARGV segment seq sealed ttl hex-run-id */
-const RECORD = `${HELPERS}
+const RECORD = `${EXPIRY}${HEX}
 local segment, seq, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
 local m = redis.call('HMGET', KEYS[1], 'status', 'segment', 'segcalls', 'flow')
 if not m[1] then return {'notfound'} end
@@ -93,7 +101,7 @@ if not row then return false end
 return {step, row}`;
 
 /** KEYS meta cps calls unfinished expiring; ARGV hex run id: removes every key of the run and its index entries. */
-const DELETE = `${HELPERS}
+const DELETE = `${HEX}
 local flow = redis.call('HGET', KEYS[1], 'flow')
 if flow then
   redis.call('ZREM', KEYS[4], hex(flow) .. ':' .. ARGV[1])
@@ -108,7 +116,7 @@ return {'ok'}`;
  * have not expired, how many were read}. Reads only: an entry whose run
  * expired is skipped, and left for a save to drop.
  */
-const PAGE = `${HELPERS}
+const PAGE = `${NOW}
 local from = ARGV[2] == '' and ('[' .. ARGV[1] .. ':') or ('(' .. ARGV[2])
 local members = redis.call('ZRANGE', KEYS[1], from, '(' .. ARGV[1] .. ';', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
 local now = now_ms()
