@@ -63,6 +63,16 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
     expect(await exited).toBe(0);
   });
 
+  it("gives StoreUnavailable, with the cause, when the client factory throws", async () => {
+    const store = new RedisCheckpointStore(() => {
+      throw new Error("no client today");
+    });
+    const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailable);
+    expect((error as StoreUnavailable).cause).toMatchObject({ message: "no client today" });
+    await within(100, store.close());
+  });
+
   it("closes a store that never ran an operation, twice", async () => {
     const store = storeAt(`redis://127.0.0.1:${await freePort()}`);
     await within(100, store.close());
