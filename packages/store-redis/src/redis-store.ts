@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   CheckpointConflict,
   CheckpointNotFound,
@@ -13,66 +12,60 @@ import {
   type StoredCall,
   type StoredCheckpoint,
 } from "@durable/core";
+import { Connection, type RedisLikeClient } from "./connection.js";
+import { BUCKETS, checkPrefix, hex, indexKeys, indexMember, keyPattern, runIdOf, runKeys, type RunKeys } from "./keys.js";
 import { SCRIPTS, type Script } from "./scripts.js";
-
-/** What the store needs of a node-redis client (`createClient()` gives it). */
-export interface RedisLikeClient {
-  connect(): Promise<unknown>;
-  close(): Promise<void>;
-  on(event: "error", listener: (error: Error) => void): unknown;
-  readonly isOpen: boolean;
-  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  hGetAll(key: string): Promise<Record<string, string>>;
-}
 
 /** Options of `RedisCheckpointStore`. */
 export interface RedisStoreOptions {
-  /** Keys of this store start from it: one prefix per tenant. Any string; default `"durable"`. */
+  /**
+   * Every key of this store starts with it, then `:{`: one prefix per tenant.
+   * 1 to 64 letters, digits or `_ . : -`; default `"durable"`.
+   */
   readonly prefix?: string;
   /** Every key of a run expires this long after the run's last write, except while it is paused. 0 or unset: never. */
   readonly ttlSeconds?: number;
-  /** How long an operation waits for Redis before `StoreUnavailable`; default 5000 ms. */
+  /** How long an operation (and `close`) waits for Redis before `StoreUnavailable`; default 5000 ms. */
   readonly operationTimeoutMs?: number;
 }
 
-/** How many hash tags (and index keys) a prefix spreads its runs over: `listUnfinished` reads each. */
-export const BUCKETS = 16;
 const PAGE = 500;
 
 /**
  * A `CheckpointStore` on Redis, for workers on many hosts. Each operation is
  * one server-side script: compare-and-set `save`, the fenced and numbered
  * `recordCall`, and the per-flow index `listUnfinished` reads (no `KEYS` or
- * `SCAN` anywhere). Every key of a run shares one hash tag.
+ * `SCAN` anywhere). Every key starts with the prefix; the keys of a run share
+ * one hash tag.
  */
 export class RedisCheckpointStore implements CheckpointStore {
   readonly prefix: string;
   readonly ttlSeconds: number;
   readonly #factory: () => RedisLikeClient;
   readonly #timeoutMs: number;
-  #client: Promise<RedisLikeClient> | undefined;
+  #connection: Connection | undefined;
+  #closing: Promise<void> = Promise.resolve();
 
   constructor(client: () => RedisLikeClient, options: RedisStoreOptions = {}) {
     if (typeof client !== "function") throw new InvalidInput("RedisCheckpointStore takes a function that makes a client: () => createClient({ url }).");
     const ttl = options.ttlSeconds ?? 0;
     if (!Number.isSafeInteger(ttl) || ttl < 0) throw new InvalidInput(`ttlSeconds must be a whole number ≥ 0, not ${ttl}.`);
+    const timeout = options.operationTimeoutMs ?? 5000;
+    if (!Number.isSafeInteger(timeout) || timeout <= 0) throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
     this.#factory = client;
-    this.prefix = options.prefix ?? "durable";
+    this.prefix = checkPrefix(options.prefix ?? "durable");
     this.ttlSeconds = ttl;
-    this.#timeoutMs = options.operationTimeoutMs ?? 5000;
+    this.#timeoutMs = timeout;
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
     const { status, segment, flow, kind, sealed } = checkpoint;
-    const keys = this.#keys(runId);
-    const member = `${hex(flow)}:${hex(runId)}`;
-    const args = [member, String(step), status, String(segment), flow, kind, sealed, String(this.ttlSeconds)];
-    this.#verdict(runId, await this.#eval(SCRIPTS.save, [keys.meta, keys.cps, keys.calls, keys.index], args));
+    const args = [indexMember(flow, runId), String(step), status, String(segment), flow, kind, sealed, String(this.ttlSeconds)];
+    this.#verdict(runId, await this.#eval(SCRIPTS.save, this.#all(runId), args));
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
-    const keys = this.#keys(runId);
+    const keys = this.keysOf(runId);
     const reply = (await this.#eval(SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
     if (reply === null) throw new CheckpointNotFound(runId);
     let row: [RunStatus, number, string, RunKind, string];
@@ -85,19 +78,20 @@ export class RedisCheckpointStore implements CheckpointStore {
     return { runId, step: Number(reply[0]), status, segment: Number(segment), flow, kind, sealed };
   }
 
+  /** Reads only: entries of runs that expired are skipped (a later `save` in their bucket drops them). */
   async *listUnfinished(flow: string): AsyncIterable<string> {
     const cursors = new Map<number, string>(Array.from({ length: BUCKETS }, (_, b) => [b, ""]));
     while (cursors.size > 0) {
       const pages = await Promise.all(
         [...cursors].map(async ([bucket, after]) => {
-          const tag = this.#tag(bucket);
-          const reply = (await this.#eval(SCRIPTS.page, [`${tag}index`], [hex(flow), after, String(PAGE), tag])) as [string, string[], number];
+          const { unfinished, expiring } = indexKeys(this.prefix, bucket);
+          const reply = (await this.#eval(SCRIPTS.page, [unfinished, expiring], [hex(flow), after, String(PAGE)])) as [string, string[], number];
           return { bucket, reply };
         }),
       );
       for (const { bucket, reply } of pages) {
         const [last, members, scanned] = reply;
-        for (const member of members) yield unhex(member.slice(member.indexOf(":") + 1));
+        for (const member of members) yield runIdOf(member);
         if (Number(scanned) < PAGE) cursors.delete(bucket);
         else cursors.set(bucket, last);
       }
@@ -105,18 +99,17 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async delete(runId: string): Promise<void> {
-    const keys = this.#keys(runId);
-    await this.#eval(SCRIPTS.delete, [keys.meta, keys.cps, keys.calls, keys.index], [hex(runId)]);
+    await this.#eval(SCRIPTS.delete, this.#all(runId), [hex(runId)]);
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    const keys = this.#keys(runId);
-    const args = [String(segment), String(seq), sealed, String(this.ttlSeconds)];
-    this.#verdict(runId, await this.#eval(SCRIPTS.record, [keys.meta, keys.cps, keys.calls], args));
+    const keys = this.keysOf(runId);
+    const args = [String(segment), String(seq), sealed, String(this.ttlSeconds), hex(runId)];
+    this.#verdict(runId, await this.#eval(SCRIPTS.record, [keys.meta, keys.cps, keys.calls, keys.expiring], args));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    const all = await this.#call((client) => client.hGetAll(this.#keys(runId).calls));
+    const all = await this.#call((client) => client.hGetAll(this.keysOf(runId).calls));
     return Object.entries(all)
       .map(([field, sealed]) => {
         const [segment, seq] = field.split(":").map(Number) as [number, number];
@@ -125,32 +118,36 @@ export class RedisCheckpointStore implements CheckpointStore {
       .sort((a, b) => a.segment - b.segment || a.seq - b.seq);
   }
 
+  /**
+   * Closes the client within `operationTimeoutMs`, whatever its state
+   * (connecting, reconnecting, connected, closed); waiting operations fail
+   * with `StoreUnavailable`. Calling it again is harmless; an operation after
+   * it connects again.
+   */
   async close(): Promise<void> {
-    const client = this.#client;
-    this.#client = undefined;
-    if (client === undefined) return;
-    const open = await client.catch(() => undefined);
-    if (open?.isOpen === true) await open.close();
+    const connection = this.#connection;
+    this.#connection = undefined;
+    if (connection !== undefined) this.#closing = connection.close(this.#timeoutMs);
+    await this.#closing;
   }
 
-  /** A `SCAN MATCH` glob for every key of a prefix (to list or drop a tenant's keys); the prefix is hex-encoded, so it holds no glob character. */
+  /**
+   * The `SCAN MATCH` glob (and ACL key pattern) of every key of a prefix,
+   * `<prefix>:{*`: it matches no key of another prefix, even one that starts
+   * with this one.
+   */
   static keyPattern(prefix: string): string {
-    return `{d.${hex(prefix)}.*`;
+    return keyPattern(checkPrefix(prefix));
   }
 
-  /** The keys of one run: all share the hash tag of the run's bucket. */
-  keysOf(runId: string): { meta: string; cps: string; calls: string; index: string } {
-    return this.#keys(runId);
+  /** The keys of one run and of its bucket's indexes: all share one hash tag. */
+  keysOf(runId: string): RunKeys {
+    return runKeys(this.prefix, runId);
   }
 
-  #keys(runId: string) {
-    const tag = this.#tag(bucketOf(runId));
-    const base = `${tag}${hex(runId)}`;
-    return { meta: `${base}:meta`, cps: `${base}:cps`, calls: `${base}:calls`, index: `${tag}index` };
-  }
-
-  #tag(bucket: number): string {
-    return `{d.${hex(this.prefix)}.${bucket}}`;
+  #all(runId: string): string[] {
+    const keys = this.keysOf(runId);
+    return [keys.meta, keys.cps, keys.calls, keys.unfinished, keys.expiring];
   }
 
   #verdict(runId: string, reply: unknown): void {
@@ -172,49 +169,44 @@ export class RedisCheckpointStore implements CheckpointStore {
     });
   }
 
-  /** One operation, bounded by the timeout; any failure of Redis or the connection is `StoreUnavailable`. */
+  /**
+   * One operation, bounded by the timeout; any failure of Redis or the
+   * connection is `StoreUnavailable`, with the client's last connection error
+   * as the cause of a timeout.
+   */
   async #call<T>(op: (client: RedisLikeClient) => Promise<T>): Promise<T> {
+    let connection: Connection | undefined;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreUnavailable(`Redis did not answer within ${this.#timeoutMs} ms; whether the operation was applied is unknown.`)),
-        this.#timeoutMs,
-      );
+      timer = setTimeout(() => {
+        const cause = connection?.lastError;
+        const why = cause === undefined ? "" : ` (last connection error: ${describe(cause)})`;
+        reject(new StoreUnavailable(`Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`, { cause }));
+      }, this.#timeoutMs);
     });
     try {
-      return await Promise.race([this.#connected().then(op), timeout]);
+      connection = this.#connected();
+      return await Promise.race([connection.ready().then(op), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;
-      throw new StoreUnavailable(`Redis failed: ${(error as Error).message ?? String(error)}; whether the operation was applied is unknown.`, { cause: error });
+      throw new StoreUnavailable(`Redis failed: ${describe(error)}; whether the operation was applied is unknown.`, { cause: error });
     } finally {
       clearTimeout(timer);
     }
   }
 
-  #connected(): Promise<RedisLikeClient> {
-    this.#client ??= (async () => {
-      const client = this.#factory();
-      // Without a listener, a dropped connection would be an uncaught error; node-redis reconnects by itself.
-      client.on("error", () => {});
-      await client.connect();
-      return client;
-    })();
-    const pending = this.#client;
-    pending.catch(() => {
-      if (this.#client === pending) this.#client = undefined;
-    });
-    return pending;
+  /** The current connection; a closed or given-up one is replaced. */
+  #connected(): Connection {
+    if (this.#connection?.usable !== true) {
+      void this.#connection?.close(this.#timeoutMs);
+      this.#connection = new Connection(this.#factory);
+    }
+    return this.#connection;
   }
 }
 
-function hex(text: string): string {
-  return Buffer.from(text, "utf8").toString("hex");
-}
-
-function unhex(text: string): string {
-  return Buffer.from(text, "hex").toString("utf8");
-}
-
-function bucketOf(runId: string): number {
-  return createHash("sha1").update(runId).digest()[0]! % BUCKETS;
+/** A one-line reason; an AggregateError (every address of a host refused) has no message of its own, but a code. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.message || (error as { code?: string }).code || error.name;
 }

@@ -2,24 +2,49 @@ import { createHash } from "node:crypto";
 
 /**
  * The server-side scripts: each operation is one script, one round trip,
- * atomic. Every key a script touches shares the run's hash tag, so the scripts
- * are safe on Redis Cluster. Keys of one run (the `KEYS` given):
- *   meta   HASH  flow, kind, step, status, segment, segcalls (records in the current segment)
- *   cps    HASH  step -> JSON [status, segment, flow, kind, sealed]
- *   calls  HASH  "segment:seq" -> sealed
- *   index  ZSET  per hash tag: "<hex flow>:<hex run id>" for every unfinished run
- * A refusal returns {"conflict", reason} or {"notfound"}; success returns {"ok"}.
+ * atomic. A script touches only the keys it is given (declared in KEYS), and
+ * they all share one hash tag, so every script runs on one Redis Cluster
+ * slot. The keys (see keys.ts): meta, cps, calls of a run; unfinished and
+ * expiring of its bucket. A refusal returns {"conflict", reason} or
+ * {"notfound"}; success returns {"ok"}.
  */
 
-/** Sets or lifts the run's expiry: none while paused, `ttl` seconds from this write otherwise (0 = never). */
-const EXPIRY = `
-local function expiry(status, ttl)
+/** The server's clock, in ms since the epoch. */
+const NOW = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end`;
+
+/** Hex-encodes a string, as the client does for flows and run ids. */
+const HEX = `
+local function hex(text)
+  return (string.gsub(text, '.', function(c) return string.format('%02x', string.byte(c)) end))
+end`;
+
+/**
+ * The run's keys (KEYS 1-3) expire ttl seconds from now (never while paused,
+ * or with ttl 0); a running run's entry in expiring (KEYS[e]) says when, so
+ * reads can skip it once the run is gone.
+ */
+const EXPIRY = `${NOW}
+local function expiry(status, ttl, member, e)
+  local lasts = status ~= 'paused' and ttl > 0
   for i = 1, 3 do
-    if status == 'paused' or ttl == 0 then redis.call('PERSIST', KEYS[i]) else redis.call('EXPIRE', KEYS[i], ttl) end
+    if lasts then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
+  end
+  if lasts and status == 'running' then
+    redis.call('ZADD', KEYS[e], string.format('%.0f', now_ms() + ttl * 1000), member)
+  else
+    redis.call('ZREM', KEYS[e], member)
   end
 end`;
 
-/** KEYS meta cps calls index; ARGV member step status segment flow kind sealed ttl */
+/**
+ * KEYS meta cps calls unfinished expiring; ARGV member step status segment flow kind sealed ttl.
+ * Also drops up to 100 index entries of the bucket whose runs expired: the
+ * only place stale entries are cleaned up (reads skip them).
+ */
 const SAVE = `${EXPIRY}
 local step, segment, ttl = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[8])
 local m = redis.call('HMGET', KEYS[1], 'flow', 'kind', 'step', 'status', 'segment', 'segcalls')
@@ -40,13 +65,18 @@ end
 redis.call('HSET', KEYS[2], ARGV[2], cjson.encode({ARGV[3], segment, ARGV[5], ARGV[6], ARGV[7]}))
 redis.call('HSET', KEYS[1], 'flow', ARGV[5], 'kind', ARGV[6], 'step', step, 'status', ARGV[3], 'segment', segment, 'segcalls', segcalls)
 if ARGV[3] == 'running' or ARGV[3] == 'paused' then redis.call('ZADD', KEYS[4], 0, ARGV[1]) else redis.call('ZREM', KEYS[4], ARGV[1]) end
-expiry(ARGV[3], ttl)
+expiry(ARGV[3], ttl, ARGV[1], 5)
+local stale = redis.call('ZRANGE', KEYS[5], '-inf', '(' .. string.format('%.0f', now_ms()), 'BYSCORE', 'LIMIT', 0, 100)
+if #stale > 0 then
+  redis.call('ZREM', KEYS[4], unpack(stale))
+  redis.call('ZREM', KEYS[5], unpack(stale))
+end
 return {'ok'}`;
 
-/** KEYS meta cps calls; ARGV segment seq sealed ttl */
-const RECORD = `${EXPIRY}
+/** KEYS meta cps calls expiring; ARGV segment seq sealed ttl hex-run-id */
+const RECORD = `${EXPIRY}${HEX}
 local segment, seq, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
-local m = redis.call('HMGET', KEYS[1], 'status', 'segment', 'segcalls')
+local m = redis.call('HMGET', KEYS[1], 'status', 'segment', 'segcalls', 'flow')
 if not m[1] then return {'notfound'} end
 if m[1] == 'done' or m[1] == 'failed' then return {'conflict', 'the run ended (' .. m[1] .. '); it takes no more calls.'} end
 if segment ~= tonumber(m[2]) then
@@ -59,10 +89,10 @@ if seq ~= tonumber(m[3]) then
 end
 redis.call('HSET', KEYS[3], field, ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'segcalls', 1)
-expiry(m[1], ttl)
+expiry(m[1], ttl, hex(m[4]) .. ':' .. ARGV[5], 4)
 return {'ok'}`;
 
-/** KEYS meta cps: the row of the latest step, or nil. */
+/** KEYS meta cps: the row of the latest step, or nil. Reads only. */
 const LATEST = `
 local step = redis.call('HGET', KEYS[1], 'step')
 if not step then return false end
@@ -70,30 +100,30 @@ local row = redis.call('HGET', KEYS[2], step)
 if not row then return false end
 return {step, row}`;
 
-/** KEYS meta cps calls index; ARGV hex run id: removes every key of the run and its index entry. */
-const DELETE = `
+/** KEYS meta cps calls unfinished expiring; ARGV hex run id: removes every key of the run and its index entries. */
+const DELETE = `${HEX}
 local flow = redis.call('HGET', KEYS[1], 'flow')
 if flow then
-  local hex = string.gsub(flow, '.', function(c) return string.format('%02x', string.byte(c)) end)
-  redis.call('ZREM', KEYS[4], hex .. ':' .. ARGV[1])
+  redis.call('ZREM', KEYS[4], hex(flow) .. ':' .. ARGV[1])
+  redis.call('ZREM', KEYS[5], hex(flow) .. ':' .. ARGV[1])
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return {'ok'}`;
 
 /**
- * KEYS index; ARGV hex flow, the last member returned (or ''), limit, key
- * prefix of the index's runs. Returns the next members of unfinished runs of
- * the flow, dropping entries whose run expired. The meta keys it reads share
- * the index's hash tag, so on a cluster they live on the index's node.
+ * KEYS unfinished expiring of a bucket; ARGV hex flow, the last member
+ * returned (or ''), limit. Returns {last member read, the members whose runs
+ * have not expired, how many were read}. Reads only: an entry whose run
+ * expired is skipped, and left for a save to drop.
  */
-const PAGE = `
+const PAGE = `${NOW}
 local from = ARGV[2] == '' and ('[' .. ARGV[1] .. ':') or ('(' .. ARGV[2])
 local members = redis.call('ZRANGE', KEYS[1], from, '(' .. ARGV[1] .. ';', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
+local now = now_ms()
 local out = {}
 for _, member in ipairs(members) do
-  local hex = string.sub(member, string.len(ARGV[1]) + 2)
-  local status = redis.call('HGET', ARGV[4] .. hex .. ':meta', 'status')
-  if status == 'running' or status == 'paused' then table.insert(out, member) else redis.call('ZREM', KEYS[1], member) end
+  local expires = redis.call('ZSCORE', KEYS[2], member)
+  if not expires or tonumber(expires) >= now then table.insert(out, member) end
 end
 return {members[#members] or '', out, #members}`;
 

@@ -1,0 +1,80 @@
+import { createHash } from "node:crypto";
+import { InvalidInput } from "@durable/core";
+
+/**
+ * What a prefix may hold: letters, digits and `_ . : -`, 1 to 64 of them. No
+ * glob character (`* ? [ ] \`), so the prefix goes as it is into `SCAN MATCH`
+ * and ACL key patterns; no `{` or `}`, so the store's hash tag is the first
+ * one in every key; no space or control character.
+ */
+export const PREFIX_PATTERN: RegExp = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** How many hash tags (and index keys) a prefix spreads its runs over: `listUnfinished` reads each. */
+export const BUCKETS = 16;
+
+/** The keys of one run, all under one hash tag. */
+export interface RunKeys {
+  /** HASH: flow, kind, step, status, segment, segcalls. */
+  readonly meta: string;
+  /** HASH: step → JSON checkpoint row. */
+  readonly cps: string;
+  /** HASH: "segment:seq" → sealed call record. */
+  readonly calls: string;
+  /** ZSET of the bucket: "<hex flow>:<hex run id>" of every unfinished run. */
+  readonly unfinished: string;
+  /** ZSET of the bucket: the unfinished runs that expire, scored by when (ms since the epoch). */
+  readonly expiring: string;
+}
+
+/** Checks a prefix option, naming it in the error. */
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix === "string" && PREFIX_PATTERN.test(prefix)) return prefix;
+  throw new InvalidInput(
+    `prefix must be 1 to 64 letters, digits or _ . : - (${PREFIX_PATTERN.source}), not ${JSON.stringify(prefix)}; pick one per tenant, such as "app:tenant-a".`,
+  );
+}
+
+/** The `SCAN MATCH` / ACL glob of every key of a (checked) prefix, and of no other prefix's. */
+export function keyPattern(prefix: string): string {
+  return `${prefix}:{*`;
+}
+
+/** The start of every key of a bucket: the prefix, then the hash tag that keeps the bucket on one cluster slot. */
+export function bucketBase(prefix: string, bucket: number): string {
+  return `${prefix}:{${prefix}.${bucket}}:`;
+}
+
+/** The keys of a run: its bucket comes from a hash of the run id; the id is hex-encoded, so no character of it reaches another key. */
+export function runKeys(prefix: string, runId: string): RunKeys {
+  const base = bucketBase(prefix, bucketOf(runId));
+  const run = `${base}${hex(runId)}`;
+  return { meta: `${run}:meta`, cps: `${run}:cps`, calls: `${run}:calls`, ...indexKeys(prefix, bucketOf(runId)) };
+}
+
+/** The two index keys of a bucket. */
+export function indexKeys(prefix: string, bucket: number): Pick<RunKeys, "unfinished" | "expiring"> {
+  const base = bucketBase(prefix, bucket);
+  return { unfinished: `${base}unfinished`, expiring: `${base}expiring` };
+}
+
+/** The index member of a run: flows sort together, so a flow's runs are one lexicographic range. */
+export function indexMember(flow: string, runId: string): string {
+  return `${hex(flow)}:${hex(runId)}`;
+}
+
+/** The run id of an index member. */
+export function runIdOf(member: string): string {
+  return unhex(member.slice(member.indexOf(":") + 1));
+}
+
+export function hex(text: string): string {
+  return Buffer.from(text, "utf8").toString("hex");
+}
+
+function unhex(text: string): string {
+  return Buffer.from(text, "hex").toString("utf8");
+}
+
+function bucketOf(runId: string): number {
+  return createHash("sha1").update(runId).digest()[0]! % BUCKETS;
+}

@@ -1,0 +1,129 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createClient } from "redis";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointNotFound, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { RedisCheckpointStore } from "../src/index.js";
+import { OwnRedis, freePort } from "./own-server.js";
+
+const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const TIMEOUT = 400;
+
+/** Resolves to how long `promise` took, or rejects once it took longer than `ms`. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<number> {
+  const start = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return Date.now() - start;
+}
+
+const storeAt = (url: string) => new RedisCheckpointStore(() => createClient({ url }), { prefix: "close-test", operationTimeoutMs: TIMEOUT });
+
+describe("RedisCheckpointStore against a Redis that never answered", () => {
+  it("fails an operation after the timeout with the connection error as cause, and closes within the timeout", async () => {
+    const store = storeAt(`redis://127.0.0.1:${await freePort()}`);
+    const error = await store.save("r", 0, row()).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailable);
+    expect((error as StoreUnavailable).cause).toMatchObject({ code: "ECONNREFUSED" });
+    expect((error as StoreUnavailable).message).toMatch(/ECONNREFUSED/);
+    await within(TIMEOUT + 100, store.close());
+    await within(100, store.close());
+  });
+
+  it("closes while an operation still waits for the connection, which then fails", async () => {
+    const store = storeAt(`redis://127.0.0.1:${await freePort()}`);
+    const pending = store.latest("r").then(() => undefined, (e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    await within(TIMEOUT + 100, store.close());
+    expect(await pending).toBeInstanceOf(StoreUnavailable);
+  });
+
+  it("lets the process exit after close", async () => {
+    // The built package, as a worker uses it: a client still retrying keeps no timer beyond its current backoff (≤ 2.2 s).
+    const script = `
+      import { createClient } from "redis";
+      import { RedisCheckpointStore } from "./dist/index.js";
+      const store = new RedisCheckpointStore(() => createClient({ url: "redis://127.0.0.1:${await freePort()}" }), { operationTimeoutMs: ${TIMEOUT} });
+      await store.latest("r").catch(() => {});
+      await store.close();`;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "inherit" });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await within(TIMEOUT + 4000, exited);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it("gives StoreUnavailable, with the cause, when the client factory throws", async () => {
+    const store = new RedisCheckpointStore(() => {
+      throw new Error("no client today");
+    });
+    const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailable);
+    expect((error as StoreUnavailable).cause).toMatchObject({ message: "no client today" });
+    await within(100, store.close());
+  });
+
+  it("closes a store that never ran an operation, twice", async () => {
+    const store = storeAt(`redis://127.0.0.1:${await freePort()}`);
+    await within(100, store.close());
+    await within(100, store.close());
+  });
+});
+
+describe("RedisCheckpointStore when its Redis stops", () => {
+  let server: OwnRedis | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    server = undefined;
+  });
+
+  it("closes while connected, twice, and concurrently", async () => {
+    server = await OwnRedis.start();
+    const store = storeAt(server.url);
+    await store.save("r", 0, row());
+    await within(TIMEOUT + 100, Promise.all([store.close(), store.close()]));
+    await within(100, store.close());
+  });
+
+  it("fails operations while reconnecting with the connection error as cause, and closes within the timeout", async () => {
+    server = await OwnRedis.start();
+    const url = server.url;
+    const store = storeAt(url);
+    await store.save("r", 0, row());
+    await server.stop();
+    const error = await store.save("r", 1, row()).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailable);
+    expect((error as StoreUnavailable).cause).toBeInstanceOf(Error);
+    await within(TIMEOUT + 100, store.close());
+    await within(100, store.close());
+  });
+
+  it("reconnects by itself once the server is back", async () => {
+    server = await OwnRedis.start();
+    const port = Number(new URL(server.url).port);
+    const store = storeAt(server.url);
+    await store.save("r", 0, row());
+    await server.stop();
+    await expect(store.latest("r")).rejects.toThrow(StoreUnavailable);
+    server = await OwnRedis.start(port);
+    // node-redis retries with a backoff of up to about 2 s; the fresh server holds nothing, which only an answer can say.
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+      if (error instanceof CheckpointNotFound) break;
+      if (Date.now() > deadline) throw error;
+    }
+    await store.save("r", 0, row());
+    await within(TIMEOUT + 100, store.close());
+  });
+});

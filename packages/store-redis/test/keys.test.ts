@@ -1,0 +1,154 @@
+import { readFile } from "node:fs/promises";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { RedisCheckpointStore } from "../src/index.js";
+import { SCRIPTS } from "../src/scripts.js";
+import { OwnRedis } from "./own-server.js";
+
+const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}", ...over });
+
+describe("RedisCheckpointStore prefix", () => {
+  it.each(["", "a*", "a?", "[a]", "{a}", "a}", "a b", "a\n", "é", "x".repeat(65)])("refuses %j with InvalidInput naming the option", (prefix) => {
+    expect(() => new RedisCheckpointStore(() => createClient(), { prefix })).toThrow(InvalidInput);
+    expect(() => new RedisCheckpointStore(() => createClient(), { prefix })).toThrow(/^prefix must be/);
+  });
+
+  it.each(["durable", "app:tenant-a", "A.b_c-9:", "x".repeat(64)])("takes %j, and every key of a run starts with it", (prefix) => {
+    const store = new RedisCheckpointStore(() => createClient(), { prefix });
+    for (const key of Object.values(store.keysOf("run {x}:*"))) expect(key.startsWith(`${prefix}:{`)).toBe(true);
+  });
+
+  it("gives a key pattern that matches no key of a longer prefix", () => {
+    const pattern = RedisCheckpointStore.keyPattern("app");
+    const own = Object.values(new RedisCheckpointStore(() => createClient(), { prefix: "app" }).keysOf("r"));
+    const other = Object.values(new RedisCheckpointStore(() => createClient(), { prefix: "app:x" }).keysOf("r"));
+    const matches = (key: string) => key.startsWith(pattern.slice(0, -1));
+    expect(own.every(matches)).toBe(true);
+    expect(other.some(matches)).toBe(false);
+  });
+
+  it("keeps every key of a run in one hash tag, after the prefix", () => {
+    const keys = Object.values(new RedisCheckpointStore(() => createClient(), { prefix: "app:a" }).keysOf("run {x}:*"));
+    const tags = keys.map((k) => k.slice(k.indexOf("{") + 1, k.indexOf("}")));
+    expect(new Set(tags).size).toBe(1);
+  });
+});
+
+describe("RedisCheckpointStore scripts", () => {
+  // Redis Cluster routes a script by its declared keys: a key a script builds itself may live elsewhere.
+  it.each(Object.entries(SCRIPTS))("%s touches only the keys it declares", (_, script) => {
+    const calls = [...script.source.matchAll(/redis\.call\('(\w+)'(?:, ([^,)]+))?/g)];
+    expect(calls.length).toBeGreaterThan(0);
+    for (const [, command, key] of calls) if (command !== "TIME") expect(key, `${command} ${key}`).toMatch(/^KEYS\[(\d+|[a-z])\]$/);
+  });
+});
+
+// A server of this file's own: it sees every key the store writes, whatever its name.
+describe("RedisCheckpointStore keys in Redis", () => {
+  let server: OwnRedis;
+  let admin: ReturnType<typeof createClient>;
+  beforeAll(async () => {
+    server = await OwnRedis.start();
+    admin = createClient({ url: server.url });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.close();
+    await server?.stop();
+  });
+
+  /** Every key on the server, with its type, whether it expires, and its serialized value. */
+  async function snapshot(): Promise<Map<string, string>> {
+    const all = new Map<string, string>();
+    for await (const keys of admin.scanIterator({ MATCH: "*", COUNT: 1000 })) {
+      for (const key of keys) {
+        const [type, pttl, dump] = await Promise.all([admin.type(key), admin.pTTL(key), admin.sendCommand(["DUMP", key])]);
+        all.set(key, `${type} ${pttl < 0 ? pttl : "expires"} ${JSON.stringify(dump)}`);
+      }
+    }
+    return all;
+  }
+
+  async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
+    const out: string[] = [];
+    for await (const id of iterable) out.push(id);
+    return out.sort();
+  }
+
+  it("writes only keys that start with the prefix through save, recordCall, listUnfinished, delete and ttl", async () => {
+    const stores = [
+      new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-a" }),
+      new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-b", ttlSeconds: 1 }),
+    ];
+    for (const store of stores) {
+      for (let i = 0; i < 40; i++) {
+        const id = `run ${i} {*}`;
+        await store.save(id, 0, row());
+        await store.recordCall(id, 0, 0, "sealed");
+        if (i % 4 === 1) await store.save(id, 1, row({ status: "paused" }));
+        if (i % 4 === 2) await store.save(id, 1, row({ status: "done" }));
+        if (i % 4 === 3) await store.delete(id);
+      }
+      // Runs of the store with a TTL may expire meanwhile on a slow machine: count only the other's.
+      const unfinished = await collect(store.listUnfinished("f"));
+      if (store.ttlSeconds === 0) expect(unfinished.length).toBe(20);
+      await store.calls("run 0 {*}");
+    }
+    await new Promise((r) => setTimeout(r, 1100));
+    // A save after the expiry drops the expired runs' index entries.
+    await stores[1]!.save("late", 0, row());
+    expect(await collect(stores[1]!.listUnfinished("f"))).toEqual([...Array.from({ length: 10 }, (_, i) => `run ${i * 4 + 1} {*}`), "late"].sort());
+    const keys = [...(await snapshot()).keys()];
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key).toMatch(/^app:tenant-[ab]:\{app:tenant-[ab]\.\d+\}:/);
+    for (const store of stores) {
+      const own = keys.filter((k) => k.startsWith(`${store.prefix}:`));
+      const matched: string[] = [];
+      for await (const found of admin.scanIterator({ MATCH: RedisCheckpointStore.keyPattern(store.prefix), COUNT: 1000 })) matched.push(...found);
+      expect(matched.sort()).toEqual(own.sort());
+      await store.close();
+    }
+  });
+
+  it("changes nothing in Redis when listing unfinished runs, even entries of runs that expired", async () => {
+    await admin.flushAll();
+    // The kept runs never expire; the gone ones do, after them, so no save drops their index entries before the listing.
+    const kept = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list" });
+    const expiring = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list", ttlSeconds: 1 });
+    for (let i = 0; i < 30; i++) await kept.save(`kept ${i}`, 0, row({ status: i % 2 === 0 ? "paused" : "running" }));
+    for (let i = 0; i < 30; i++) await expiring.save(`gone ${i}`, 0, row());
+    await new Promise((r) => setTimeout(r, 1100));
+    const hex = (text: string) => Buffer.from(text).toString("hex");
+    expect(await admin.zScore(kept.keysOf("gone 0").unfinished, `${hex("f")}:${hex("gone 0")}`)).toBe(0);
+    const before = await snapshot();
+    expect(await collect(kept.listUnfinished("f"))).toEqual(Array.from({ length: 30 }, (_, i) => `kept ${i}`).sort());
+    expect(await collect(kept.listUnfinished("another flow"))).toEqual([]);
+    expect(await snapshot()).toEqual(before);
+    await kept.close();
+    await expiring.close();
+  });
+
+  it("works for a user confined to its prefix by the README's ACL rule, and that user reaches no other prefix", async () => {
+    const readme = await readFile(new URL("../README.md", import.meta.url), "utf8");
+    const rule = readme.split("\n").find((line) => line.startsWith("ACL SETUSER "));
+    expect(rule).toBeDefined();
+    await admin.sendCommand(rule!.split(" "));
+    const url = server.url.replace("redis://", "redis://tenant-a:secret-a@");
+    const store = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a", ttlSeconds: 60 });
+    await store.save("r", 0, row());
+    await store.recordCall("r", 0, 0, "sealed");
+    await store.save("r", 1, row({ status: "paused" }));
+    await store.save("r", 2, row());
+    expect(await collect(store.listUnfinished("f"))).toEqual(["r"]);
+    expect((await store.latest("r")).step).toBe(2);
+    expect(await store.calls("r")).toHaveLength(1);
+    await store.delete("r");
+    const other = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a:x" });
+    const refused = await other.save("r", 0, row()).then(() => undefined, (e: unknown) => e);
+    expect(refused).toBeInstanceOf(StoreUnavailable);
+    expect(String(refused)).toMatch(/NOPERM|No permissions/i);
+    await store.close();
+    await other.close();
+  });
+});

@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { createClient } from "redis";
+
+/** A TCP port nothing listens on right now (the OS picks it, then it is released). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * A `redis-server` of the test's own, on a free port, with no persistence: a
+ * test may stop it without touching the shared server the other tests use.
+ */
+export class OwnRedis {
+  readonly url: string;
+  readonly #child: ChildProcess;
+  #exited: Promise<void>;
+
+  private constructor(port: number) {
+    this.url = `redis://127.0.0.1:${port}`;
+    this.#child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+    this.#exited = new Promise((resolve) => this.#child.once("exit", () => resolve()));
+  }
+
+  /** Starts one (on `port`, or a free one) and waits until it answers PING. */
+  static async start(port?: number): Promise<OwnRedis> {
+    const server = new OwnRedis(port ?? (await freePort()));
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const probe = createClient({ url: server.url, socket: { reconnectStrategy: false, connectTimeout: 500 } });
+      probe.on("error", () => {});
+      try {
+        await probe.connect();
+        await probe.ping();
+        await probe.close();
+        return server;
+      } catch (error) {
+        if (Date.now() > deadline) {
+          await server.stop();
+          throw new Error(`redis-server did not answer at ${server.url} within 10 s (${String(error)}).`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  /** Kills the server (SIGKILL: connections drop at once, as in a crash) and waits for it to exit. */
+  async stop(): Promise<void> {
+    if (this.#child.exitCode === null && this.#child.signalCode === null) this.#child.kill("SIGKILL");
+    await this.#exited;
+  }
+}
