@@ -6,6 +6,7 @@ import { faultPoint } from "./fault-points.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { Identity } from "./identity.js";
 import type { PendingCall, ReplayPlan } from "./replay.js";
+import { checkDecisions, checkExecutorArgs } from "./options.js";
 import type { RunKind } from "./store.js";
 import type { ToolRegistry } from "./tools.js";
 
@@ -81,6 +82,7 @@ export class Executor {
   readonly #approvals: ApprovalPort | undefined;
 
   constructor(registry: ToolRegistry, options: { readonly approvals?: ApprovalPort } = {}) {
+    checkExecutorArgs(registry, options);
     this.registry = registry;
     this.#approvals = options.approvals;
   }
@@ -165,6 +167,7 @@ export function bindDecisions(
   pending: ReadonlyArray<{ readonly callId: string; readonly args: JsonValue }>,
   decisions: Decisions,
 ): BoundDecision[] {
+  checkDecisions(decisions);
   const known = new Set(pending.map((p) => p.callId));
   for (const callId of Object.keys(decisions)) {
     if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
