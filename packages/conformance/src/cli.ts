@@ -4,20 +4,42 @@
  *
  * Runs the conformance kit against the initializer a module exports (default
  * export, or `initializer`), through vitest, and prints a summary per group.
- * Exits 1 when any test fails, 2 on a usage error.
+ * Exits 1 when any test fails, 2 on a usage error (one line). `--help` says more.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { TestModule } from "vitest/node";
-import { GROUP_NAMES } from "./groups.js";
+import { GROUP_NAMES, GROUPS } from "./groups.js";
 
-const USAGE = `Usage: durable-conformance <initializer module> [group…]
+const BIN = "durable-conformance";
 
-The module exports a conformance initializer (default export, or "initializer"):
-  export default { name, createStore, destroyStore?, beforeAll?, afterAll?, capabilities?, raw? }
-TypeScript modules work directly. Groups: ${GROUP_NAMES.join(", ")} (default: all).`;
+/** The --help text: what the command does, its arguments and options with their defaults, exit codes, one example. */
+function help(): string {
+  const width = Math.max(...GROUPS.map((g) => g.name.length));
+  const groups = GROUPS.map((g) => `      ${g.name.padEnd(width)}  ${g.proves}`).join("\n");
+  return `${BIN}: checks that a CheckpointStore keeps the @durable protocol. It runs the
+conformance kit's groups against the store a module's initializer makes (through
+vitest, one group after another) and prints one line per group.
+
+Usage: ${BIN} <initializer module> [group…]
+
+Arguments:
+  <initializer module>  required; a .js or .ts file (TypeScript works directly) whose
+                        default export, or export "initializer", is
+                        { name, createStore, destroyStore?, beforeAll?, afterAll?, capabilities?, raw? }
+  [group…]              the groups to run; default: every group, in this order:
+${groups}
+
+Options:
+  -h, --help            print this help and exit 0; default: off
+
+Exit codes: 0 every test that ran passed, 1 a test failed or none ran, 2 bad usage.
+
+Example:
+  ${BIN} test/conformance.ts save read`;
+}
 
 interface Tally {
   passed: number;
@@ -28,15 +50,18 @@ interface Tally {
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
-    console.log(USAGE);
-    return argv.length === 0 ? 2 : 0;
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(help());
+    return 0;
   }
+  const option = argv.find((arg) => arg.startsWith("-"));
+  if (option !== undefined) return usageError(`unknown option ${option}; the only option is --help.`);
+  if (argv.length === 0) return usageError(`give the initializer module to check, e.g. ${BIN} test/conformance.ts.`);
   const [modulePath, ...groups] = argv as [string, ...string[]];
   const file = resolve(modulePath);
-  if (!existsSync(file)) return usageError(`No file at ${file}.`);
+  if (!existsSync(file)) return usageError(`no file at ${file}.`);
   const unknown = groups.filter((g) => !(GROUP_NAMES as readonly string[]).includes(g));
-  if (unknown.length > 0) return usageError(`Unknown group ${unknown.join(", ")}; the groups are ${GROUP_NAMES.join(", ")}.`);
+  if (unknown.length > 0) return usageError(`unknown group ${unknown.join(", ")}; the groups are ${GROUP_NAMES.join(", ")}.`);
 
   const dir = mkdtempSync(join(tmpdir(), "durable-conformance-"));
   try {
@@ -117,8 +142,9 @@ function report(modules: readonly TestModule[]): number {
   return failed > 0 || passed === 0 ? 1 : 0;
 }
 
+/** Prints a usage error on one line; returns exit code 2. */
 function usageError(message: string): number {
-  console.error(`${message}\n\n${USAGE}`);
+  console.error(`${BIN}: ${message} See ${BIN} --help.`);
   return 2;
 }
 

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { GROUP_NAMES } from "../src/groups.js";
 
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 const memory = fileURLToPath(new URL("../../store-memory/test/conformance.ts", import.meta.url));
@@ -35,8 +36,36 @@ describe("durable-conformance CLI", () => {
     expect(code).toBe(1);
   }, 120_000);
 
-  it("refuses an unknown group or a missing file with usage help", () => {
-    expect(run(memory, "nope")).toMatchObject({ code: 2, out: expect.stringContaining("Unknown group nope") });
-    expect(run("missing.ts")).toMatchObject({ code: 2, out: expect.stringContaining("No file at") });
+  it("refuses an unknown group or a missing file with exit 2 and one line", () => {
+    for (const [args, says] of [
+      [[memory, "nope"], "unknown group nope"],
+      [["missing.ts"], "no file at"],
+      [[], "give the initializer module"],
+    ] as const) {
+      const { code, out } = run(...args);
+      expect(code).toBe(2);
+      expect(out.trim().split("\n")).toEqual([expect.stringContaining(says)]);
+    }
+  });
+
+  it("--help says what it does, each argument and option with its default, the exit codes and an example", () => {
+    for (const flag of ["--help", "-h"]) {
+      const { code, out } = run(flag);
+      expect(code).toBe(0);
+      expect(out).toMatch(/^durable-conformance: checks that a CheckpointStore keeps the @durable protocol/);
+      expect(out).toContain("Usage: durable-conformance <initializer module> [group…]");
+      expect(out).toMatch(/<initializer module> +required/);
+      expect(out).toMatch(/\[group…\] +the groups to run; default: every group/);
+      for (const group of GROUP_NAMES) expect(out).toMatch(new RegExp(`^ +${group} +\\S`, "m"));
+      expect(out).toMatch(/-h, --help +print this help and exit 0; default: off/);
+      expect(out).toMatch(/Exit codes: 0 .*, 1 .*, 2 bad usage/);
+      expect(out).toMatch(/Example:\n {2}durable-conformance test\/conformance\.ts save read/);
+    }
+  });
+
+  it("an unknown option exits 2 with one line naming it, and runs nothing", () => {
+    const { code, out } = run("--frobnicate", memory);
+    expect(code).toBe(2);
+    expect(out.trim().split("\n")).toEqual(["durable-conformance: unknown option --frobnicate; the only option is --help. See durable-conformance --help."]);
   });
 });

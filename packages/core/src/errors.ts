@@ -8,7 +8,9 @@ export type DurableErrorCode =
   | "IDENTITY_MISMATCH"
   | "APPROVAL_DENIED"
   | "STORE_UNAVAILABLE"
-  | "INVALID_INPUT";
+  | "STORE_NOT_READY"
+  | "INVALID_INPUT"
+  | "UNRECORDABLE_RESULT";
 
 /** The base of every error @durable throws on purpose. */
 export class DurableError extends Error {
@@ -99,7 +101,10 @@ export class IdentityMismatch extends DurableError {
   }
 }
 
-/** An argument cannot be used as given (a short key, a value that is not plain JSON, a bad run id). Nothing was written. */
+/**
+ * An argument or option cannot be used as given (a short key, an option of the
+ * wrong type, a value that is not plain JSON, a bad run id). Nothing was written.
+ */
 export class InvalidInput extends DurableError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("INVALID_INPUT", message, options);
@@ -107,16 +112,19 @@ export class InvalidInput extends DurableError {
 }
 
 /**
- * A tool returned a value that is not plain JSON. The call is recorded
- * `unrecordable` and is in doubt; the run is left for recovery to decide.
+ * A tool ran, but its result is not plain JSON, so it could not be stored.
+ * Unlike `InvalidInput`, something happened: the call is recorded
+ * `unrecordable` and is in doubt, and the run is left as it stands for
+ * recovery to decide (check the tool's system, then recover).
  */
-export class UnrecordableResult extends InvalidInput {
+export class UnrecordableResult extends DurableError {
   readonly tool: string;
 
   constructor(tool: string, cause: InvalidInput) {
     super(
-      `Tool ${tool} returned a value that cannot be stored (${cause.message}); the call is in doubt. ` +
-        "Return plain JSON data from tools.",
+      "UNRECORDABLE_RESULT",
+      `Tool ${tool} ran but returned a value that cannot be stored (${cause.message}); the call is in doubt. ` +
+        "Return plain JSON data from tools, then recover the run.",
       { cause },
     );
     this.tool = tool;
@@ -147,6 +155,16 @@ export class StoreUnavailable extends DurableError {
 }
 
 /**
+ * The store answered, but its schema is not set up (tables missing or older
+ * than this version). Retrying does not help: run the store's migrate step.
+ */
+export class StoreNotReady extends DurableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("STORE_NOT_READY", message, options);
+  }
+}
+
+/**
  * True for errors of the durable machinery after which a run is left as it
  * stands for a recovery (a lost claim, a corrupt or unreachable store, a call
  * in doubt) rather than saved as failed, as a tool's or node's own error is.
@@ -156,6 +174,7 @@ export function leavesRunForRecovery(error: unknown): boolean {
     error instanceof CheckpointConflict ||
     error instanceof CheckpointStoreCorrupt ||
     error instanceof StoreUnavailable ||
+    error instanceof StoreNotReady ||
     error instanceof UnrecordableResult ||
     error instanceof RecoveryNeedsDecision
   );

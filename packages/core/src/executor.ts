@@ -7,6 +7,7 @@ import { faultPoint } from "./fault-points.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { Identity } from "./identity.js";
 import type { PendingCall, ReplayPlan } from "./replay.js";
+import { checkDecisions, checkExecutorArgs, readDecision } from "./options.js";
 import type { RunKind } from "./store.js";
 import type { ToolRegistry } from "./tools.js";
 
@@ -109,6 +110,7 @@ export class Executor {
   readonly #approvals: ApprovalPort | undefined;
 
   constructor(registry: ToolRegistry, options: { readonly approvals?: ApprovalPort } = {}) {
+    checkExecutorArgs(registry, options);
     this.registry = registry;
     this.#approvals = options.approvals;
   }
@@ -176,7 +178,7 @@ export class Executor {
     }
     await scope.init.log.append({ ...entry, port: true });
     const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
-    return readDecision(await this.#approvals(request), `The approval port's answer for ${ref.tool}`);
+    return readDecision(await this.#approvals(request), `the approval port's answer for ${ref.tool}`);
   }
 }
 
@@ -193,9 +195,7 @@ export function bindDecisions(
   pending: ReadonlyArray<{ readonly callId: string; readonly args: JsonValue }>,
   decisions: Decisions,
 ): BoundDecision[] {
-  if (typeof decisions !== "object" || decisions === null || Array.isArray(decisions)) {
-    throw new InvalidInput(`The decisions for run ${JSON.stringify(runId)} must be an object of call ids, not ${describe(decisions)}.`);
-  }
+  checkDecisions(decisions);
   const known = new Set(pending.map((p) => p.callId));
   for (const callId of Object.keys(decisions)) {
     if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
@@ -203,31 +203,8 @@ export function bindDecisions(
   return pending.flatMap((p) => {
     const given: unknown = decisions[p.callId];
     if (given === undefined) return [];
-    const { approved, reason } = readDecision(given, `The decision for ${JSON.stringify(p.callId)}`);
+    const { approved, reason } = readDecision(given, `decisions[${JSON.stringify(p.callId)}]`);
     return [{ callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) }];
   });
 }
 
-/**
- * A decision as given: `true`/`false`, or `{ approved: boolean, reason?: string }`.
- * Anything else (`"false"`, `"no"`, `1`, a missing `approved`) is `InvalidInput`:
- * only a real `true` approves.
- */
-function readDecision(given: unknown, what: string): ApprovalDecision {
-  if (typeof given === "boolean") return { approved: given };
-  if (typeof given === "object" && given !== null && !Array.isArray(given)) {
-    const { approved, reason } = given as { approved?: unknown; reason?: unknown };
-    if (typeof approved === "boolean" && (reason === undefined || typeof reason === "string")) {
-      return reason === undefined ? { approved } : { approved, reason };
-    }
-  }
-  throw new InvalidInput(`${what} must be true, false or { approved: boolean, reason?: string }, not ${describe(given)}.`);
-}
-
-function describe(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}

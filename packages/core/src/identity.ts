@@ -1,4 +1,5 @@
 import { IdentityMismatch, InvalidInput } from "./errors.js";
+import { describeType, isObject } from "./options.js";
 
 /** Who a run acts for. Sealed into every checkpoint of the run. */
 export interface Identity {
@@ -14,6 +15,9 @@ const FIELDS = ["user", "thread", "principal"] as const;
 
 /** Picks the identity fields out of a ctx, checking each is a string. */
 export function identityOf(ctx: Identity | undefined): Identity {
+  if (ctx !== undefined && !isObject(ctx)) {
+    throw new InvalidInput(`ctx must be an object of user, thread and principal, not ${describeType(ctx)}.`);
+  }
   const identity: { -readonly [K in keyof Identity]: string } = {};
   for (const field of FIELDS) {
     const value: unknown = ctx?.[field];

@@ -11,6 +11,7 @@ export {
   UnrecordableResult,
   ApprovalDenied,
   StoreUnavailable,
+  StoreNotReady,
   leavesRunForRecovery,
   type DurableErrorCode,
   type InDoubtReason,
@@ -72,4 +73,5 @@ export {
 } from "./events.js";
 export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
 export { faultPoint, parseFaultPoint, FAULT_POINTS, FAULT_POINT_VARIABLE, type FaultPoint, type ArmedFaultPoint } from "./fault-points.js";
+export { checkRunnerOptions, checkExecutor, checkRegistry, checkOptionTypes, describeType, type OptionType } from "./options.js";
 export { saveRefusal, recordRefusal, type RunHead } from "./protocol.js";

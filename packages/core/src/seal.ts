@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { canonicalJson, type JsonValue } from "./canonical.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "./errors.js";
+import { describeType } from "./options.js";
 
 /** A signing key: at least 32 bytes, as a string (UTF-8) or bytes. */
 export type CheckpointKey = string | Uint8Array;
@@ -29,9 +30,12 @@ export class Sealer {
 
   /** A sealer that signs with the first key and verifies with any of them. */
   static withKeys(keys: CheckpointKeys): Sealer {
-    const list: readonly CheckpointKey[] = typeof keys === "string" || keys instanceof Uint8Array ? [keys] : keys;
-    if (list.length === 0) throw new InvalidInput("checkpointKey: give at least one key.");
-    return new Sealer(list.map(toKeyBytes));
+    if (isKey(keys)) return new Sealer([toKeyBytes(keys, "checkpointKey")]);
+    if (!Array.isArray(keys)) {
+      throw new InvalidInput(`checkpointKey must be a key (a string or bytes) or a list of keys, not ${describeType(keys)}.`);
+    }
+    if (keys.length === 0) throw new InvalidInput("checkpointKey: give at least one key.");
+    return new Sealer(keys.map((key: unknown, index) => toKeyBytes(key, `checkpointKey[${index}]`)));
   }
 
   /** A sealer that signs nothing: only for a store that never leaves this process. */
@@ -99,11 +103,17 @@ function mac64(key: Buffer, purpose: SealPurpose, text: string): string {
   return createHmac("sha256", key).update(`${VERSION}:${purpose}\n`).update(text).digest("base64url");
 }
 
-function toKeyBytes(key: CheckpointKey, index: number): Buffer {
+function isKey(key: unknown): key is CheckpointKey {
+  return typeof key === "string" || key instanceof Uint8Array;
+}
+
+/** The bytes of one key; `name` is how messages call it (`checkpointKey`, `checkpointKey[1]`). */
+function toKeyBytes(key: unknown, name: string): Buffer {
+  if (!isKey(key)) throw new InvalidInput(`${name} must be a string or bytes, not ${describeType(key)}.`);
   const bytes = typeof key === "string" ? Buffer.from(key, "utf8") : Buffer.from(key);
   if (bytes.length < MIN_KEY_BYTES) {
     throw new InvalidInput(
-      `checkpointKey${index > 0 ? `[${index}]` : ""} is ${bytes.length} bytes; a key needs at least ${MIN_KEY_BYTES} ` +
+      `${name} is ${bytes.length} bytes; a key needs at least ${MIN_KEY_BYTES} ` +
         "random bytes (for example `openssl rand -base64 32`).",
     );
   }

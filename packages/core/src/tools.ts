@@ -1,5 +1,6 @@
 import type { JsonObject } from "./canonical.js";
 import { InvalidInput } from "./errors.js";
+import { checkOptionTypes } from "./options.js";
 import type { Identity } from "./identity.js";
 
 /** What a tool gets besides its arguments. */
@@ -35,6 +36,8 @@ export interface ToolDefinition extends ToolOptions {
   readonly approval: boolean;
 }
 
+const TOOL_OPTIONS = { idempotent: "boolean", approval: "boolean", description: "string", parameters: "object" } as const;
+
 /** The tools a run may call, by name. */
 export class ToolRegistry {
   readonly #tools = new Map<string, ToolDefinition>();
@@ -45,6 +48,7 @@ export class ToolRegistry {
       throw new InvalidInput("A tool name must be a string of 1 to 128 characters.");
     }
     if (typeof fn !== "function") throw new InvalidInput(`Tool ${JSON.stringify(name)} needs a function.`);
+    checkOptionTypes(`Tool ${JSON.stringify(name)}`, options, TOOL_OPTIONS);
     if (this.#tools.has(name)) throw new InvalidInput(`A tool named ${JSON.stringify(name)} is already registered.`);
     this.#tools.set(name, {
       ...options,

@@ -1,14 +1,17 @@
 import { describe, expect, it } from "vitest";
 import {
   CallScope,
+  DurableError,
   DurableRun,
   canonicalJson,
   Executor,
   InvalidInput,
   ToolRegistry,
+  UnrecordableResult,
   classifyCalls,
   freshPlan,
   idempotencyKey,
+  leavesRunForRecovery,
   planReplay,
   readCallLog,
   type ReplayPlan,
@@ -96,6 +99,18 @@ describe("Executor", () => {
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => r.kind)).toEqual(["started", "unrecordable"]);
     expect(classifyCalls(records, 1).inDoubt.get(idOf(run, "c", "send", {}))?.why).toBe("result could not be recorded");
+  });
+
+  it("an unrecordable result is UnrecordableResult (UNRECORDABLE_RESULT), not InvalidInput: the tool ran, so the run is left for recovery", async () => {
+    const { run } = await startRun();
+    const registry = new ToolRegistry().tool("send", () => ({ sentAt: new Date() }));
+    const error: unknown = await new Executor(registry).call(scopeFor(run), "c", "send", {}).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnrecordableResult);
+    expect(error).toBeInstanceOf(DurableError);
+    expect(error).not.toBeInstanceOf(InvalidInput);
+    expect(error).toMatchObject({ code: "UNRECORDABLE_RESULT", tool: "send" });
+    expect((error as Error).cause).toBeInstanceOf(InvalidInput);
+    expect(leavesRunForRecovery(error)).toBe(true);
   });
 
   it("leaves a started record with no result when the tool throws, and passes the error on", async () => {

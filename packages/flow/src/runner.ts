@@ -4,6 +4,8 @@ import {
   DurableRun,
   FlowError,
   bindDecisions,
+  checkExecutor,
+  checkRunnerOptions,
   emit,
   faultPoint,
   freshPlan,
@@ -70,6 +72,8 @@ export class FlowRunner {
   readonly #events: EventSink | undefined;
 
   constructor(executor: Executor, options: FlowRunnerOptions) {
+    checkExecutor("FlowRunner", executor);
+    checkRunnerOptions("FlowRunner", options);
     this.executor = executor;
     this.store = options.checkpoints;
     this.#sealer = sealerFor(options.checkpoints, options.checkpointKey);

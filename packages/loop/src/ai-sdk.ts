@@ -10,14 +10,24 @@ export interface AiSdkSettings {
 }
 
 /**
- * Adapts an AI SDK language model (`openai("gpt-4.1")`, `anthropic(…)`, …) to
- * the loop's model interface. Each reply is one `generateText` step whose tool
- * calls come back unexecuted: the durable loop runs them through the call log.
+ * Adapts an AI SDK 6 or 7 language model (`openai("gpt-4.1")`, `anthropic(…)`,
+ * …) to the loop's model interface. Each reply is one `generateText` step whose
+ * tool calls come back unexecuted: the durable loop runs them through the call log.
+ * Only what both majors have is used: `generateText`, `tool`, `jsonSchema`.
  */
 export function aiSdkModel(model: LanguageModel, settings: AiSdkSettings = {}): LoopModel {
   return {
     async reply(messages, tools) {
-      const result = await generateText({ model, ...settings, messages: messages.map(toModelMessage), tools: toToolSet(tools) });
+      const result = await generateText({
+        model,
+        ...settings,
+        // The history is the app's own (the model's replies are "assistant", tool
+        // output is "tool"), so its system messages stay in place; AI SDK 7 refuses
+        // them in `messages` unless this is set, AI SDK 6 warns.
+        allowSystemInMessages: true,
+        messages: messages.map(toModelMessage),
+        tools: toToolSet(tools),
+      });
       return {
         text: result.text,
         toolCalls: result.toolCalls.map((call) => ({ id: call.toolCallId, name: call.toolName, args: call.input as JsonValue })),

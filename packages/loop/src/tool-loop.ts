@@ -29,6 +29,7 @@ import {
   type Sealer,
   type ToolRegistry,
 } from "@durable/core";
+import { checkLoopArgs, checkMessages } from "./check-args.js";
 import { readLoopData, toJson, type LoopApproval, type LoopData } from "./loop-data.js";
 import type { LoopModel, Message, ToolCallRequest, ToolSpec } from "./model.js";
 
@@ -81,6 +82,8 @@ const DEFAULT_NAME = "tool-loop";
  * each through the call log.
  */
 export async function runToolLoop(model: LoopModel, registry: ToolRegistry, messages: readonly Message[], options: ToolLoopOptions): Promise<LoopResult> {
+  checkLoopArgs("runToolLoop", model, registry, options);
+  checkMessages("runToolLoop", messages);
   const loop = new Loop(model, registry, options);
   const runId = options.runId ?? newRunId();
   const latest = options.runId === undefined ? undefined : await DurableRun.latest(options.checkpoints, loop.sealer, runId).catch(ifNotFound);
@@ -108,6 +111,7 @@ export async function recoverToolLoop(
   runId: string,
   options: LoopStoreOptions & { readonly name?: string },
 ): Promise<LoopResult> {
+  checkLoopArgs("recoverToolLoop", model, registry, options);
   const loop = new Loop(model, registry, options);
   const latest = await DurableRun.latest(options.checkpoints, loop.sealer, runId);
   const data = loop.check(latest, options.name ?? DEFAULT_NAME);

@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import { Executor, InvalidInput, Sealer, ToolRegistry, bindDecisions, checkRunnerOptions, identityOf, type CheckpointKeys } from "@durable/core";
+import { KEY, MemoryCheckpointStore } from "./helpers.js";
+
+/** The InvalidInput `run` throws; fails the test if it throws anything else or nothing. */
+function invalid(run: () => unknown): InvalidInput {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidInput);
+    return error as InvalidInput;
+  }
+  throw new Error("expected InvalidInput, nothing was thrown");
+}
+
+describe("option checks", () => {
+  it.each<[string, unknown, RegExp]>([
+    ["a number", 12345, /^checkpointKey must be a key .* not a number\.$/],
+    ["null", null, /^checkpointKey must be .* not null\.$/],
+    ["an object", {}, /^checkpointKey must be .* not an object\.$/],
+    ["a boolean", true, /^checkpointKey must be .* not a boolean\.$/],
+    ["a list holding a number", [123], /^checkpointKey\[0\] must be a string or bytes, not a number\.$/],
+    ["a list whose second key is null", [KEY, null], /^checkpointKey\[1\] must be a string or bytes, not null\.$/],
+    ["a list whose second key is short", [KEY, "short"], /^checkpointKey\[1\] is 5 bytes/],
+  ])("a checkpointKey that is %s is InvalidInput naming it", (_, keys, message) => {
+    expect(invalid(() => Sealer.withKeys(keys as CheckpointKeys)).message).toMatch(message);
+  });
+
+  it("a ctx that is not an object is InvalidInput naming ctx", () => {
+    for (const ctx of [5, "ada", null, ["ada"]]) {
+      expect(invalid(() => identityOf(ctx as never)).message).toMatch(/^ctx must be an object/);
+    }
+  });
+
+  it("an Executor needs a ToolRegistry and an approval port that is a function", () => {
+    expect(invalid(() => new Executor({} as never)).message).toMatch(/Executor takes a ToolRegistry/);
+    expect(invalid(() => new Executor(new ToolRegistry(), { approvals: "yes" as never })).message).toBe(
+      "Executor: approvals must be a function, not a string.",
+    );
+    expect(invalid(() => new Executor(new ToolRegistry(), null as never)).message).toMatch(/Executor takes an options object, not null/);
+  });
+
+  it("a tool's options of the wrong type are InvalidInput naming the tool and the option", () => {
+    const registry = new ToolRegistry();
+    expect(invalid(() => registry.tool("t", () => 1, null as never)).message).toBe('Tool "t" takes an options object, not null.');
+    expect(invalid(() => registry.tool("t", () => 1, { idempotent: "yes" as never })).message).toMatch(/^Tool "t": idempotent must be true or false/);
+    expect(invalid(() => registry.tool("t", () => 1, { description: 5 as never })).message).toMatch(/^Tool "t": description must be a string/);
+    expect(invalid(() => registry.tool("t", () => 1, { parameters: [] as never })).message).toMatch(/^Tool "t": parameters must be an object/);
+  });
+
+  it("decisions that are not an object of true, false or { approved } are InvalidInput", () => {
+    const pending = [{ callId: "c", args: {} }];
+    expect(invalid(() => bindDecisions("r", pending, null as never)).message).toMatch(/^decisions must be an object/);
+    expect(invalid(() => bindDecisions("r", pending, { c: "yes" } as never)).message).toMatch(/^decisions\["c"\] must be true, false or/);
+    expect(invalid(() => bindDecisions("r", pending, { c: { approved: "yes" } } as never)).message).toMatch(/approved must be true or false/);
+    expect(invalid(() => bindDecisions("r", pending, { c: { reason: "why" } } as never)).message).toMatch(/approved must be true or false/);
+    expect(bindDecisions("r", pending, { c: { approved: false, reason: "no" } })).toMatchObject([{ callId: "c", approved: false, reason: "no" }]);
+  });
+
+  it("a runner's options: an object, a CheckpointStore as checkpoints, and each option of its type", () => {
+    const checkpoints = new MemoryCheckpointStore();
+    expect(invalid(() => checkRunnerOptions("FlowRunner", undefined)).message).toBe("FlowRunner takes an options object, not undefined.");
+    expect(invalid(() => checkRunnerOptions("FlowRunner", {})).message).toMatch(/^FlowRunner: checkpoints must be a CheckpointStore .* not undefined\.$/);
+    expect(invalid(() => checkRunnerOptions("FlowRunner", { checkpoints: { save() {} } })).message).toMatch(/without latest, listUnfinished/);
+    for (const [option, value, type] of [
+      ["events", "log", "a function"],
+      ["approvals", true, "a function"],
+      ["rerunInDoubt", "yes", "true or false"],
+      ["decisions", [], "an object"],
+      ["name", 5, "a string"],
+      ["runId", 5, "a string"],
+    ] as const) {
+      expect(invalid(() => checkRunnerOptions("runToolLoop", { checkpoints, [option]: value })).message).toMatch(`runToolLoop: ${option} must be ${type}`);
+    }
+    expect(() => checkRunnerOptions("runToolLoop", { checkpoints, events: () => {}, name: "chat", rerunInDoubt: false })).not.toThrow();
+  });
+});
