@@ -28,6 +28,8 @@ export interface PrismaClientStoreOptions {
 
 /** The database of a store: the names of its tables and a client, opened on first use. */
 export interface Connection extends Tables {
+  /** The client is the user's (`fromClient`): the store neither sets it up nor disconnects it. */
+  readonly borrowed: boolean;
   /** The client, opened (and on SQLite put in WAL mode) the first time it is asked for. */
   client(): Promise<Client>;
   /** Gives the connection back: disconnects what the store opened once no store of this process uses it. */
@@ -97,11 +99,11 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
   if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
     const tables = tablesOf("postgresql", options);
     const client = lazy(() => openPostgres(url, options.poolSize ?? 10));
-    return { ...tables, client: client.get, release: client.close };
+    return { ...tables, borrowed: false, client: client.get, release: client.close };
   }
   if (url.startsWith("file:")) {
     const tables = tablesOf("sqlite", options);
-    return { ...tables, ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000) };
+    return { ...tables, borrowed: false, ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000) };
   }
   throw new InvalidInput(`PrismaCheckpointStore takes a postgresql://… or file:… URL, not ${JSON.stringify(url.replace(/\/\/[^@]*@/, "//…@"))}.`);
 }
@@ -112,5 +114,5 @@ export function borrow(client: Client, options: PrismaClientStoreOptions): Conne
     throw new InvalidInput(`fromClient needs provider "postgresql" or "sqlite", not ${JSON.stringify(options.provider)}.`);
   }
   const tables = tablesOf(options.provider, options);
-  return { ...tables, client: () => Promise.resolve(client), release: () => Promise.resolve() };
+  return { ...tables, borrowed: true, client: () => Promise.resolve(client), release: () => Promise.resolve() };
 }

@@ -34,15 +34,17 @@ function oneLine(error: unknown): string {
 /**
  * A driver failure as one of the store's errors, with its cause: tables that
  * were never made are `InvalidInput` (a retry cannot help), anything else
- * `StoreUnavailable`.
+ * `StoreUnavailable`. `borrowed`: the store runs on the user's client, whose
+ * own migrations may make the tables.
  */
-export function wrap(error: unknown, what: string): Error {
+export function wrap(error: unknown, what: string, borrowed: boolean): Error {
   if (error instanceof DurableError) return error;
   const table = missingTable(error);
   if (table !== undefined) {
     const name = table === "" ? "A table of the store" : `Table ${table}`;
     return new InvalidInput(
-      `${name} does not exist: the database was never migrated. Run \`await store.migrate()\` (or \`durable-prisma migrate <url>\`) once before using the store.`,
+      `${name} does not exist: the database was never migrated. Run \`await store.migrate()\` (or \`durable-prisma migrate <url>\`) once before using the store` +
+        (borrowed ? ", or apply your own Prisma migrations with the store's models (prisma/models.prisma of @durable/store-prisma)." : "."),
       { cause: error },
     );
   }

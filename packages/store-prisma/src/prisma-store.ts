@@ -77,7 +77,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
     try {
       return await migrate(this.#db, await this.#db.client());
     } catch (error) {
-      throw wrap(error, "migrate");
+      throw wrap(error, "migrate", this.#db.borrowed);
     }
   }
 
@@ -201,7 +201,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
       const client = await this.#db.client();
       refused = await client.$transaction(fn, { maxWait: 10_000, timeout: 10_000 });
     } catch (error) {
-      throw wrap(error, what);
+      throw wrap(error, what, this.#db.borrowed);
     }
     if (refused !== undefined) throw refused;
   }
@@ -211,7 +211,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
       const client = await this.#db.client();
       return await client.$queryRawUnsafe<T[]>(this.#db.sql(query), ...values);
     } catch (error) {
-      throw wrap(error, what);
+      throw wrap(error, what, this.#db.borrowed);
     }
   }
 }

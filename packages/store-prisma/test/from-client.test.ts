@@ -60,6 +60,16 @@ describe.each(targets)("PrismaCheckpointStore.fromClient on %s", (provider) => {
   );
 });
 
+describe.each(targets)("fromClient on %s without the store's tables", (provider) => {
+  it("says to migrate with the store or with the user's own Prisma migrations, on one line", async () => {
+    const store = PrismaCheckpointStore.fromClient(clients[provider]!, { provider, tablePrefix: "never_" });
+    const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidInput);
+    expect((error as Error).message).toMatch(/^Table \S*never_checkpoints does not exist: .*`await store\.migrate\(\)`.*, or apply your own Prisma migrations with the store's models \(prisma\/models\.prisma of @durable\/store-prisma\)\.$/);
+    expect((error as Error).message).not.toContain("\n");
+  });
+});
+
 describe("fromClient bad input", () => {
   it("a provider the store does not speak, and a schema for SQLite, are InvalidInput", () => {
     const client = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: ":memory:" }) });
