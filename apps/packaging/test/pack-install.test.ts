@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,7 +11,8 @@ const root = fileURLToPath(new URL("../../../", import.meta.url));
 const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
 const work = mkdtempSync(join(tmpdir(), "durable-pack-"));
 const tarballs = new Map<string, string>();
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+// Several projects' node_modules: removing them takes a while on a busy machine.
+afterAll(() => rmSync(work, { recursive: true, force: true }), 120_000);
 
 /**
  * better-sqlite3 would download its prebuilt binary from GitHub, which this
@@ -49,33 +50,120 @@ function project(name: string, packages: string[], extra: string[] = []): string
   return dir;
 }
 
-const installed = (dir: string, pkg: string) => existsSync(join(dir, "node_modules", pkg));
+/** The version the workspace installed of a package another package depends on, so npm gets the same. */
+function workspaceVersion(from: string, pkg: string): string {
+  return (JSON.parse(readFileSync(join(root, from, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+}
 
-/** Which database drivers each store brings; no other store's driver may be installed with it. */
-const DRIVERS: Record<string, string[]> = {
-  "store-memory": [],
-  "store-sqlite": ["better-sqlite3"],
-  "store-redis": ["redis"],
-  "store-prisma": ["@prisma/client", "pg"],
-};
-const ALL_DRIVERS = ["better-sqlite3", "redis", "@prisma/client"];
+/** Every package npm installed in a project, at any depth (`npm ls --all`). */
+function allInstalled(dir: string): Set<string> {
+  const out = execFileSync("npm", ["ls", "--all", "--parseable"], { cwd: dir, encoding: "utf8" });
+  return new Set(out.split("\n").flatMap((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(path.trim())?.slice(1) ?? []));
+}
+
+/**
+ * Compiles a file that imports every entry point of the installed @durable
+ * packages, as a user's strict NodeNext project with `skipLibCheck: false`
+ * would: every published declaration file must type-check with what the
+ * install brought.
+ */
+function compileConsumer(dir: string, entries: string[]): void {
+  writeFileSync(join(dir, "consumer.ts"), `${entries.map((e, i) => `import * as m${i} from "${e}";`).join("\n")}\nexport const modules = [${entries.map((_, i) => `m${i}`).join(", ")}];\n`);
+  writeFileSync(
+    join(dir, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { strict: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", skipLibCheck: false, noEmit: true, types: ["node"] }, files: ["consumer.ts"] }),
+  );
+  const tsc = fileURLToPath(new URL("../node_modules/typescript/bin/tsc", import.meta.url));
+  try {
+    execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8", stdio: "pipe" });
+  } catch (error) {
+    throw new Error(`The published types do not compile for a user in ${dir}:\n${(error as { stdout?: string }).stdout ?? String(error)}`);
+  }
+}
+
+/** Runs an ES module snippet in a project; what it printed. */
+const evaluate = (dir: string, code: string) => execFileSync(process.execPath, ["--input-type=module", "-e", code], { cwd: dir, encoding: "utf8" });
+
+/** A database of its own on the shared PostgreSQL server, for one project. */
+function postgresDatabase(): { url: string; drop: () => void } {
+  const admin = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
+  const name = `durable_pack_${Date.now()}_${process.pid}`;
+  execFileSync("psql", [admin, "-qc", `CREATE DATABASE "${name}"`]);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => void execFileSync("psql", [admin, "-qc", `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`]) };
+}
+
+/** Every database driver (and Prisma driver adapter) a store may bring; each install brings only its own. */
+const DRIVERS = ["better-sqlite3", "redis", "pg", "@prisma/client", "@prisma/adapter-pg", "@prisma/adapter-better-sqlite3"];
+
+/** How a user installs each store: the store, what they add next to it, and the drivers that must come with it. */
+interface Install {
+  readonly name: string;
+  readonly store: string;
+  readonly extra: () => string[];
+  readonly brings: string[];
+  /** The store flow.mjs opens. */
+  readonly run: string;
+  /** A URL this install has no driver adapter for, and the adapter its one-line error must name. */
+  readonly other?: { readonly url: string; readonly message: string };
+}
+const INSTALLS: Install[] = [
+  { name: "store-memory", store: "store-memory", extra: () => [], brings: [], run: "memory" },
+  { name: "store-sqlite", store: "store-sqlite", extra: () => [], brings: ["better-sqlite3"], run: "sqlite" },
+  { name: "store-redis", store: "store-redis", extra: () => [], brings: ["redis"], run: "redis" },
+  {
+    name: "store-prisma on PostgreSQL",
+    store: "store-prisma",
+    extra: () => [`@prisma/adapter-pg@${workspaceVersion("packages/store-prisma", "@prisma/adapter-pg")}`],
+    brings: ["@prisma/client", "@prisma/adapter-pg", "pg"],
+    run: "prisma-postgresql",
+    other: { url: "file:./other.db", message: "A file: URL needs @prisma/adapter-better-sqlite3, which is not installed: npm install @prisma/adapter-better-sqlite3" },
+  },
+  {
+    name: "store-prisma on SQLite",
+    store: "store-prisma",
+    extra: () => [`@prisma/adapter-better-sqlite3@${workspaceVersion("packages/store-prisma", "@prisma/adapter-better-sqlite3")}`],
+    brings: ["@prisma/client", "@prisma/adapter-better-sqlite3", "better-sqlite3"],
+    run: "prisma-sqlite",
+    other: { url: "postgresql://app@127.0.0.1:9/app", message: "A postgresql:// URL needs @prisma/adapter-pg, which is not installed: npm install @prisma/adapter-pg" },
+  },
+];
 
 describe("installing from the packed tarballs with npm", () => {
-  it.each(Object.keys(DRIVERS))("@durable/core, @durable/flow and @durable/%s run a durable flow", (store) => {
-    const dir = project(store, ["core", "flow", store], ["zod@4.6.7"]);
-    const drivers = DRIVERS[store]!;
-    for (const driver of drivers) expect(installed(dir, driver), driver).toBe(true);
-    for (const other of ALL_DRIVERS.filter((d) => !drivers.includes(d) && !(store === "store-prisma" && d === "better-sqlite3"))) {
-      expect(installed(dir, other), `${other} came with ${store}`).toBe(false);
-    }
-    copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
-    const out = execFileSync(process.execPath, ["flow.mjs", store.replace("store-", "")], { cwd: dir, encoding: "utf8", env: process.env });
-    expect(out).toMatch(/: done, key of 43 characters, recovering it again: CheckpointConflict/);
+  it.each(INSTALLS)("@durable/core, @durable/flow and @durable/$name run a durable flow, with only its own driver and types that compile", ({ store, extra, brings, run, other }) => {
+    const types = `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`;
+    const dir = project(run, ["core", "flow", store], ["zod@4.6.7", types, ...extra()]);
+    const all = allInstalled(dir);
+    for (const driver of DRIVERS) expect(all.has(driver), `${driver} with ${run}`).toBe(brings.includes(driver));
     expect(readdirSync(join(dir, "node_modules", "@durable")).sort()).toEqual(["core", "flow", store].sort());
+    compileConsumer(dir, ["@durable/core", "@durable/flow", `@durable/${store}`]);
+
+    copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
+    const database = run === "prisma-postgresql" ? postgresDatabase() : undefined;
+    try {
+      const env = database === undefined ? process.env : { ...process.env, DATABASE_URL: database.url };
+      const out = execFileSync(process.execPath, ["flow.mjs", run], { cwd: dir, encoding: "utf8", env });
+      expect(out).toMatch(/: done, key of 43 characters, recovering it again: CheckpointConflict/);
+    } finally {
+      database?.drop();
+    }
+    if (other !== undefined) {
+      const said = evaluate(
+        dir,
+        `import { PrismaCheckpointStore } from "@durable/store-prisma";
+         await new PrismaCheckpointStore(${JSON.stringify(other.url)}).migrate().catch((error) => console.log(\`\${error.name}: \${error.message}\`));`,
+      );
+      expect(said).toBe(`InvalidInput: ${other.message}\n`);
+    }
   }, 600_000);
 
-  it("the conformance CLI runs from its tarball against a custom store written in the project", () => {
-    const dir = project("conformance", ["core", "flow", "loop", "conformance"]);
+  it("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", () => {
+    const ai = `ai@${workspaceVersion("packages/loop", "ai")}`;
+    // ai's own declarations import json-schema's types without depending on them: its users add them.
+    const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
+    const dir = project("conformance", ["core", "flow", "loop", "conformance"], extra);
+    compileConsumer(dir, ["@durable/core", "@durable/flow", "@durable/loop", "@durable/loop/ai-sdk", "@durable/conformance"]);
     copyFileSync(join(fixtures, "my-store.mjs"), join(dir, "my-store.mjs"));
     const out = execFileSync(join(dir, "node_modules", ".bin", "durable-conformance"), ["my-store.mjs", "save", "read", "call-log"], {
       cwd: dir,

@@ -1,24 +1,10 @@
-import { createHash } from "node:crypto";
 import { resolve } from "node:path";
-import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
-import { PrismaPg } from "@prisma/adapter-pg";
 import { InvalidInput } from "@durable/core";
-import { PrismaClient as PostgresClient } from "./generated/postgresql/client.js";
-import { PrismaClient as SqliteClient } from "./generated/sqlite/client.js";
+import { openPostgres, openSqlite } from "./adapters.js";
+import type { Client } from "./client.js";
+import { tablesOf, type Provider, type Tables } from "./tables.js";
 
-/** What the store runs SQL through: a Prisma client or one of its interactive transactions. */
-export interface Sql {
-  $executeRawUnsafe(query: string, ...values: unknown[]): Promise<number>;
-  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): Promise<T>;
-}
-
-/** A Prisma client with interactive transactions. */
-export interface Client extends Sql {
-  $transaction<T>(fn: (tx: Sql) => Promise<T>, options?: { maxWait?: number; timeout?: number }): Promise<T>;
-  $disconnect(): Promise<void>;
-}
-
-/** Options of `PrismaCheckpointStore`. */
+/** Options of `new PrismaCheckpointStore(url, options)`. */
 export interface PrismaStoreOptions {
   /** PostgreSQL only: the schema of the tables, one per tenant; default `public`. */
   readonly schema?: string;
@@ -30,92 +16,103 @@ export interface PrismaStoreOptions {
   readonly busyTimeoutMs?: number;
 }
 
-/** The database behind a URL: its dialect, a client, and the names of its tables. */
-export interface Connection {
-  readonly provider: "postgresql" | "sqlite";
-  readonly client: Client;
-  readonly tables: { readonly runs: string; readonly checkpoints: string; readonly calls: string; readonly migrations: string };
-  readonly schema: string;
-  readonly prefix: string;
-  /** The SQL with `?` placeholders, as the dialect numbers them. */
-  sql(query: string): string;
-  /** A 32-bit key for PostgreSQL's advisory lock over this schema and prefix. */
-  readonly lockKey: number;
-  /** Gives the connection back: disconnects when no store of this process uses it any more. */
+/** Options of `PrismaCheckpointStore.fromClient(prisma, options)`. */
+export interface PrismaClientStoreOptions {
+  /** The `provider` of the client's datasource. */
+  readonly provider: Provider;
+  /** PostgreSQL only: the schema of the tables; default `public`. */
+  readonly schema?: string;
+  /** Prefix of the tables; default `durable_`. */
+  readonly tablePrefix?: string;
+}
+
+/** The database of a store: the names of its tables and a client, opened on first use. */
+export interface Connection extends Tables {
+  /** The client is the user's (`fromClient`): the store neither sets it up nor disconnects it. */
+  readonly borrowed: boolean;
+  /** The client, opened (and on SQLite put in WAL mode) the first time it is asked for. */
+  client(): Promise<Client>;
+  /** Gives the connection back: disconnects what the store opened once no store of this process uses it. */
   release(): Promise<void>;
 }
 
+/** A client opened on first use (again after a failed open); `close` disconnects it only if it was opened. */
+function lazy(open: () => Promise<Client>): { get: () => Promise<Client>; close: () => Promise<void> } {
+  let opened: Promise<Client> | undefined;
+  return {
+    get: () =>
+      (opened ??= open().catch((error: unknown) => {
+        opened = undefined;
+        throw error;
+      })),
+    close: async () => {
+      const client = await opened?.catch(() => undefined);
+      await client?.$disconnect();
+    },
+  };
+}
+
 /**
- * SQLite connections by file, shared by every store of this process. The
- * driver is synchronous: a second connection of the same process waiting on a
- * lock would block the event loop, and with it the transaction that holds the
+ * SQLite clients by file, shared by every store of this process. The driver
+ * is synchronous: a second connection of the same process waiting on a lock
+ * would block the event loop, and with it the transaction that holds the
  * lock. One connection per file and process queues them instead.
  */
-const sqliteClients = new Map<string, { client: Client; users: number }>();
+const sqliteClients = new Map<string, { client: ReturnType<typeof lazy>; users: number }>();
 
-function sharedSqlite(path: string, timeout: number): { client: Client; release: () => Promise<void> } {
+function sharedSqlite(path: string, timeout: number): Pick<Connection, "client" | "release"> {
   let entry = sqliteClients.get(path);
   if (entry === undefined) {
-    const adapter = new PrismaBetterSqlite3({ url: path, timeout });
-    entry = { client: new SqliteClient({ adapter }) as unknown as Client, users: 0 };
+    entry = {
+      client: lazy(async () => {
+        const client = await openSqlite(path, timeout);
+        // WAL, so readers never wait on the writer.
+        await client.$queryRawUnsafe("PRAGMA journal_mode = WAL");
+        return client;
+      }),
+      users: 0,
+    };
     sqliteClients.set(path, entry);
   }
   entry.users += 1;
   const used = entry;
   let released = false;
   return {
-    client: used.client,
+    client: used.client.get,
     release: async () => {
       if (released) return;
       released = true;
       used.users -= 1;
       if (used.users === 0) {
         sqliteClients.delete(path);
-        await used.client.$disconnect();
+        await used.client.close();
       }
     },
   };
 }
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
-
-/** Opens a Prisma client with the driver adapter the URL asks for: `postgresql://…` or `file:…`. */
+/**
+ * The connection a URL asks for: `postgresql://…` or `file:…`. Checks the URL
+ * and names at once (`InvalidInput`); loads the driver adapter on first use.
+ */
 export function connect(url: string, options: PrismaStoreOptions): Connection {
-  const prefix = options.tablePrefix ?? "durable_";
-  if (!NAME.test(prefix)) throw new InvalidInput(`tablePrefix ${JSON.stringify(prefix)} must be letters, digits and _ (not first a digit).`);
-  const table = (schema: string | undefined, name: string) => (schema === undefined ? `"${prefix}${name}"` : `"${schema}"."${prefix}${name}"`);
   if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
-    const schema = options.schema ?? "public";
-    if (!NAME.test(schema)) throw new InvalidInput(`schema ${JSON.stringify(schema)} must be letters, digits and _ (not first a digit).`);
-    const adapter = new PrismaPg({ connectionString: url, max: options.poolSize ?? 10 });
-    const client = new PostgresClient({ adapter }) as unknown as Client;
-    return {
-      provider: "postgresql",
-      client,
-      release: () => client.$disconnect(),
-      tables: { runs: table(schema, "runs"), checkpoints: table(schema, "checkpoints"), calls: table(schema, "calls"), migrations: table(schema, "migrations") },
-      schema,
-      prefix,
-      sql: (query) => {
-        let n = 0;
-        return query.replace(/\?/g, () => `$${++n}`);
-      },
-      lockKey: createHash("sha1").update(`${schema}.${prefix}`).digest().readInt32BE(0),
-    };
+    const tables = tablesOf("postgresql", options);
+    const client = lazy(() => openPostgres(url, options.poolSize ?? 10));
+    return { ...tables, borrowed: false, client: client.get, release: client.close };
   }
   if (url.startsWith("file:")) {
-    if (options.schema !== undefined) throw new InvalidInput("schema is for PostgreSQL; give SQLite tenants a tablePrefix or a file each.");
-    const { client, release } = sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000);
-    return {
-      provider: "sqlite",
-      client,
-      release,
-      tables: { runs: table(undefined, "runs"), checkpoints: table(undefined, "checkpoints"), calls: table(undefined, "calls"), migrations: table(undefined, "migrations") },
-      schema: "main",
-      prefix,
-      sql: (query) => query,
-      lockKey: 0,
-    };
+    const tables = tablesOf("sqlite", options);
+    return { ...tables, borrowed: false, ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000) };
   }
   throw new InvalidInput(`PrismaCheckpointStore takes a postgresql://… or file:… URL, not ${JSON.stringify(url.replace(/\/\/[^@]*@/, "//…@"))}.`);
+}
+
+/** A connection over a client the user owns: the store neither sets it up nor disconnects it. */
+export function borrow(client: Client, options: PrismaClientStoreOptions): Connection {
+  if (options.provider !== "postgresql" && options.provider !== "sqlite") {
+    throw new InvalidInput(`fromClient needs provider "postgresql" or "sqlite", not ${JSON.stringify(options.provider)}.`);
+  }
+  const tables = tablesOf(options.provider, options);
+  return { ...tables, borrowed: true, client: () => Promise.resolve(client), release: () => Promise.resolve() };
 }

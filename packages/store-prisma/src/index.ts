@@ -1,2 +1,3 @@
 export { PrismaCheckpointStore } from "./prisma-store.js";
-export type { PrismaStoreOptions } from "./connection.js";
+export type { PrismaClientStoreOptions, PrismaStoreOptions } from "./connection.js";
+export type { Client as PrismaClientLike } from "./client.js";

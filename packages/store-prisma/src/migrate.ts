@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import type { Connection, Sql } from "./connection.js";
+import type { Client, Sql } from "./client.js";
+import type { Provider, Tables } from "./tables.js";
 
 /** One shipped migration: its folder name and its SQL. */
 interface Migration {
@@ -9,7 +10,7 @@ interface Migration {
 }
 
 /** The migrations shipped for a provider, in order (`migrations/<provider>/<name>/migration.sql`). */
-export function shippedMigrations(provider: Connection["provider"]): Migration[] {
+export function shippedMigrations(provider: Provider): Migration[] {
   const root = new URL(`../migrations/${provider}/`, import.meta.url);
   return readdirSync(root)
     .sort()
@@ -24,9 +25,9 @@ export function shippedMigrations(provider: Connection["provider"]): Migration[]
  * Several processes migrating one database at once all succeed; the schema is
  * applied once. Returns the names it applied.
  */
-export async function migrate(db: Connection): Promise<string[]> {
+export async function migrate(db: Tables, client: Client): Promise<string[]> {
   const run = () =>
-    db.client.$transaction(
+    client.$transaction(
       async (tx) => {
         if (db.provider === "postgresql") {
           await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${db.lockKey})`);
@@ -60,7 +61,7 @@ export async function migrate(db: Connection): Promise<string[]> {
   }
 }
 
-async function applyPending(db: Connection, tx: Sql): Promise<string[]> {
+async function applyPending(db: Tables, tx: Sql): Promise<string[]> {
   const rows = await tx.$queryRawUnsafe<Array<{ migration_name: string }>>(
     `SELECT "migration_name" FROM ${db.tables.migrations} WHERE "rolled_back_at" IS NULL`,
   );

@@ -2,7 +2,6 @@ import {
   CheckpointConflict,
   CheckpointNotFound,
   DurableError,
-  StoreUnavailable,
   isEnded,
   recordRefusal,
   saveRefusal,
@@ -13,8 +12,11 @@ import {
   type StoredCall,
   type StoredCheckpoint,
 } from "@durable/core";
-import { connect, type Connection, type PrismaStoreOptions, type Sql } from "./connection.js";
+import type { Client, Sql } from "./client.js";
+import { borrow, connect, type Connection, type PrismaClientStoreOptions, type PrismaStoreOptions } from "./connection.js";
+import { wrap } from "./failures.js";
 import { migrate } from "./migrate.js";
+import type { Tables } from "./tables.js";
 
 interface RunRow {
   flow: string;
@@ -33,29 +35,49 @@ const UNFINISHED = "('running', 'paused')";
  * driver adapters. Compare-and-set, claims and fencing are one conditional
  * `UPDATE` of the run's row plus one `INSERT`, in a short transaction that
  * holds no lock while user code runs. Call `migrate()` once before use.
+ *
+ * `new PrismaCheckpointStore(url)` opens a client of its own, with the driver
+ * adapter of the URL (an optional peer: `@prisma/adapter-pg` or
+ * `@prisma/adapter-better-sqlite3`); `PrismaCheckpointStore.fromClient(prisma,
+ * { provider })` uses a client you already have.
  */
 export class PrismaCheckpointStore implements CheckpointStore {
   readonly provider: "postgresql" | "sqlite";
   readonly #db: Connection;
-  #ready: Promise<void> | undefined;
 
-  constructor(url: string, options: PrismaStoreOptions = {}) {
-    this.#db = connect(url, options);
+  /**
+   * A store on `postgresql://…` or `file:…` with a client of its own, opened
+   * on first use; `close()` disconnects it. Throws `InvalidInput` for another
+   * URL or a name that is not plain.
+   */
+  constructor(url: string, options?: PrismaStoreOptions);
+  /** @internal */
+  constructor(connection: Connection);
+  constructor(source: string | Connection, options: PrismaStoreOptions = {}) {
+    this.#db = typeof source === "string" ? connect(source, options) : source;
     this.provider = this.#db.provider;
   }
 
+  /**
+   * A store on your own `PrismaClient`, generated from a schema with the
+   * store's models (`prisma/models.prisma` of this package) and the driver
+   * adapter you chose. `close()` leaves the client connected: it is yours.
+   */
+  static fromClient(prisma: Client, options: PrismaClientStoreOptions): PrismaCheckpointStore {
+    return new PrismaCheckpointStore(borrow(prisma, options));
+  }
+
   /** The quoted names of the store's tables. */
-  get tables(): Connection["tables"] {
+  get tables(): Tables["tables"] {
     return this.#db.tables;
   }
 
   /** Applies the shipped migrations that are missing (safe from many processes at once); returns their names. */
   async migrate(): Promise<string[]> {
-    await this.#setup();
     try {
-      return await migrate(this.#db);
+      return await migrate(this.#db, await this.#db.client());
     } catch (error) {
-      throw wrap(error, "migrate");
+      throw wrap(error, "migrate", this.#db.borrowed);
     }
   }
 
@@ -150,16 +172,9 @@ export class PrismaCheckpointStore implements CheckpointStore {
     return rows.map((row) => ({ ...row, segment: Number(row.segment), seq: Number(row.seq) }));
   }
 
+  /** Disconnects the client the store opened; a client given to `fromClient` stays connected. */
   async close(): Promise<void> {
     await this.#db.release();
-  }
-
-  /** SQLite: WAL mode, once per store, so readers never wait on the writer. */
-  #setup(): Promise<void> {
-    this.#ready ??= (async () => {
-      if (this.provider === "sqlite") await this.#db.client.$queryRawUnsafe("PRAGMA journal_mode = WAL");
-    })();
-    return this.#ready;
   }
 
   async #run(tx: Sql, runId: string): Promise<RunRow | undefined> {
@@ -181,28 +196,22 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * so driver failures and refusals stay apart.
    */
   async #tx(what: string, fn: (tx: Sql) => Promise<DurableError | undefined>): Promise<void> {
-    await this.#setup();
     let refused: DurableError | undefined;
     try {
-      refused = await this.#db.client.$transaction(fn, { maxWait: 10_000, timeout: 10_000 });
+      const client = await this.#db.client();
+      refused = await client.$transaction(fn, { maxWait: 10_000, timeout: 10_000 });
     } catch (error) {
-      throw wrap(error, what);
+      throw wrap(error, what, this.#db.borrowed);
     }
     if (refused !== undefined) throw refused;
   }
 
   async #query<T>(what: string, query: string, ...values: unknown[]): Promise<T[]> {
-    await this.#setup();
     try {
-      return await this.#db.client.$queryRawUnsafe<T[]>(this.#db.sql(query), ...values);
+      const client = await this.#db.client();
+      return await client.$queryRawUnsafe<T[]>(this.#db.sql(query), ...values);
     } catch (error) {
-      throw wrap(error, what);
+      throw wrap(error, what, this.#db.borrowed);
     }
   }
-}
-
-function wrap(error: unknown, what: string): Error {
-  if (error instanceof DurableError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new StoreUnavailable(`The database failed during ${what}: ${message}`, { cause: error });
 }

@@ -60,28 +60,31 @@ async function open(url: string, prefix = `t${randomUUID().slice(0, 8)}_`): Prom
   return store;
 }
 
+/** Runs SQL on the store's database through the driver itself, past the store. */
+async function sqlOn(store: PrismaCheckpointStore, sql: string, params: unknown[]): Promise<Array<{ sealed: string }>> {
+  const { url } = prefixOf.get(store)!;
+  if (url.startsWith("file:")) {
+    const db = new Database(url.slice(5), { timeout: 5000 });
+    try {
+      const statement = db.prepare(sql.replace(/\$\d+/g, "?"));
+      return statement.reader ? (statement.all(...params) as Array<{ sealed: string }>) : (statement.run(...params), []);
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as Array<{ sealed: string }>;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Reads and writes rows through the database driver itself, past the store. */
 function raw(store: PrismaCheckpointStore): RawAccess {
-  const { url } = prefixOf.get(store)!;
   const t = store.tables;
-  const run = async (sql: string, params: unknown[]): Promise<Array<{ sealed: string }>> => {
-    if (url.startsWith("file:")) {
-      const db = new Database(url.slice(5), { timeout: 5000 });
-      try {
-        const statement = db.prepare(sql.replace(/\$\d+/g, "?"));
-        return statement.reader ? (statement.all(...params) as Array<{ sealed: string }>) : (statement.run(...params), []);
-      } finally {
-        db.close();
-      }
-    }
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return (await client.query(sql, params)).rows as Array<{ sealed: string }>;
-    } finally {
-      await client.end();
-    }
-  };
+  const run = (sql: string, params: unknown[]) => sqlOn(store, sql, params);
   const one = (rows: Array<{ sealed: string }>) => {
     if (rows[0] === undefined) throw new Error("no such row");
     return rows[0].sealed;
@@ -111,6 +114,9 @@ export function initializer(name: string, url: () => string): ConformanceInitial
       connect: async (store) => {
         const { url: same, prefix } = prefixOf.get(store)!;
         return open(same, prefix);
+      },
+      plainHead: {
+        endByHand: async (store, runId) => void (await sqlOn(store, `UPDATE ${store.tables.runs} SET "status" = 'done' WHERE "run_id" = $1`, [runId])),
       },
     },
     raw,

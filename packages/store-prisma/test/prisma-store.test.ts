@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, Sealer, sealCheckpoint } from "@durable/core";
+import { InvalidInput, Sealer, StoreNotReady, StoreUnavailable, sealCheckpoint } from "@durable/core";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
 // The script runner is shared with the SQLite store's tests.
@@ -23,9 +22,9 @@ afterAll(async () => {
 /** Every database the tests run on: PostgreSQL (when it answers) and a SQLite file. */
 const targets: Array<[string, () => string]> = [...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []), ["SQLite", sqliteUrl]];
 
-/** The tables and columns the Prisma schema's models declare (by their @@map and @map names). */
-function modelColumns(provider: string): Record<string, string[]> {
-  const schema = readFileSync(fileURLToPath(new URL(`../prisma/${provider}.prisma`, import.meta.url)), "utf8");
+/** The tables and columns the shipped models declare (by their @@map and @map names). */
+function modelColumns(): Record<string, string[]> {
+  const schema = readFileSync(fileURLToPath(new URL("../prisma/models.prisma", import.meta.url)), "utf8");
   const tables: Record<string, string[]> = {};
   for (const [, body] of schema.matchAll(/model \w+ \{([^}]*)\}/g)) {
     const table = /@@map\("([^"]+)"\)/.exec(body!)![1]!;
@@ -65,7 +64,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       for (const table of Object.keys(found)) found[table]!.sort();
       await client.end();
     }
-    expect(found).toEqual(modelColumns(provider));
+    expect(found).toEqual(modelColumns());
   });
 
   it("four processes migrating one fresh database at once all succeed, and the schema is applied once", async () => {
@@ -89,15 +88,26 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     for (let i = 0; i < 50; i++) expect((await store.latest(`pool-${i}`)).step).toBe(4);
     await store.close();
   }, 120_000);
-});
 
-describe("durable-prisma migrate", () => {
-  it("applies the shipped migrations from a shell, then finds the schema up to date", () => {
-    const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
-    const target = sqliteUrl();
-    const run = () => execFileSync(process.execPath, [cli, "migrate", target, "--table-prefix", "cli_"], { encoding: "utf8" });
-    expect(run()).toContain("Applied: 0001_init");
-    expect(run()).toContain("The schema is up to date.");
+  it("a store whose tables were never made says to migrate, on one line, and not to wait for the database", async () => {
+    const store = new PrismaCheckpointStore(url(), { tablePrefix: "never_" });
+    const row = sealCheckpoint(sealer, { runId: "r", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: 0, data: {} });
+    const attempts: Array<[string, () => Promise<unknown>]> = [
+      ["save", () => store.save("r", 0, row)],
+      ["latest", () => store.latest("r")],
+      ["recordCall", () => store.recordCall("r", 0, 0, "sealed")],
+      ["calls", () => store.calls("r")],
+      ["delete", () => store.delete("r")],
+      ["listUnfinished", async () => { for await (const _ of store.listUnfinished("f")) void _; }],
+    ];
+    for (const [what, attempt] of attempts) {
+      const error = await attempt().then(() => undefined, (e: unknown) => e);
+      expect(error, what).toBeInstanceOf(StoreNotReady);
+      expect(error, what).not.toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message, what).toMatch(/^Table \S*never_\w+ does not exist: .*Run `await store\.migrate\(\)` \(or `durable-prisma migrate <url>`\)/);
+      expect((error as Error).message, what).not.toContain("\n");
+    }
+    await store.close();
   });
 });
 
