@@ -44,7 +44,7 @@ describe.each(targets)("PrismaCheckpointStore.fromClient on %s", (provider) => {
   it("runs on the user's PrismaClient, and close() leaves that client connected", async () => {
     const store = await storeOn(provider);
     expect(store.provider).toBe(provider);
-    const row = sealCheckpoint(sealer, { runId: "r1", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: 0, data: {} });
+    const row = sealCheckpoint(sealer, { runId: "r1", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: [0], data: {} });
     await store.save("r1", 0, row);
     expect((await store.latest("r1")).step).toBe(0);
     await store.close();

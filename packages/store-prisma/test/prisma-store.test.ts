@@ -91,7 +91,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
 
   it("a store whose tables were never made says to migrate, on one line, and not to wait for the database", async () => {
     const store = new PrismaCheckpointStore(url(), { tablePrefix: "never_" });
-    const row = sealCheckpoint(sealer, { runId: "r", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: 0, data: {} });
+    const row = sealCheckpoint(sealer, { runId: "r", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: [0], data: {} });
     const attempts: Array<[string, () => Promise<unknown>]> = [
       ["save", () => store.save("r", 0, row)],
       ["latest", () => store.latest("r")],
