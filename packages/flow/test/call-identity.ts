@@ -9,8 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { ToolRegistry, canonicalJson, faultPoint, idempotencyKey, type FaultPoint, type JsonValue } from "@durable/core";
+import { Sealer, ToolRegistry, canonicalJson, faultPoint, idempotencyKey, readCallLog, type FaultPoint, type JsonValue } from "@durable/core";
+import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
 import { Flow, type NodeContext } from "../src/index.js";
+import { KEY } from "./helpers.js";
 
 /** The tools, and whether each is idempotent. */
 export const TOOLS = { price: true, lookup: true, charge: false, mail: false } as const;
@@ -41,6 +43,8 @@ export type Latencies = Readonly<Record<Tool, readonly number[]>>;
 
 /** Fault points at which the killed call is in doubt: it started, and its result was not recorded. */
 export const IN_CALL_POINTS: readonly FaultPoint[] = ["call.after-started", "tool.inside", "call.before-done"];
+/** Fault points reached while no call is in flight (a superstep saves once its calls settled): nothing can be in doubt. */
+const BETWEEN_SUPERSTEPS: readonly FaultPoint[] = ["checkpoint.before-save", "checkpoint.after-save", "claim.before-log-read"];
 
 export interface CallCase {
   /** The supersteps, each the nodes that run in it; the first holds only the entry node. */
@@ -162,6 +166,8 @@ export interface Recovered {
 export interface Outcome {
   readonly killed: boolean;
   readonly firstPid: number;
+  /** Per tool, how many of its calls the first process left started with no result in the log. */
+  readonly unfinished: ReadonlyMap<string, number>;
   readonly recovered: Recovered;
   readonly effects: readonly Effect[];
 }
@@ -181,17 +187,37 @@ export async function crashAndRecover(c: CallCase): Promise<Outcome> {
     writeFileSync(paths.case, JSON.stringify(c));
     const first = await child("run", dir, `${c.kill.point}@${c.kill.hit}`);
     if (first.signal !== "SIGKILL" && first.code !== 0) throw new Error(`the first process failed (${first.code}): ${first.stderr}`);
+    const unfinished = await unfinishedCalls(paths.db);
     const second = await child("recover", dir, undefined);
     if (second.code !== 0) throw new Error(`the recovering process failed (${second.code ?? second.signal}): ${second.stderr}`);
     const effects = existsSync(paths.effects) ? readFileSync(paths.effects, "utf8") : "";
     return {
       killed: first.signal === "SIGKILL",
       firstPid: first.pid,
+      unfinished,
       recovered: JSON.parse(second.stdout.trim().split("\n").at(-1)!) as Recovered,
       effects: effects.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Effect),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Per tool, its started calls minus its done ones in the log a process left.
+ * Counted by tool, not by call id, so it holds whatever identity calls get.
+ */
+async function unfinishedCalls(db: string): Promise<Map<string, number>> {
+  const store = new SQLiteCheckpointStore(db);
+  try {
+    const counts = new Map<string, number>();
+    for (const record of await readCallLog(store, Sealer.withKeys(KEY), RUN_ID, 0)) {
+      const change = record.kind === "started" ? 1 : record.kind === "done" ? -1 : 0;
+      counts.set(record.tool, (counts.get(record.tool) ?? 0) + change);
+    }
+    return counts;
+  } finally {
+    await store.close();
   }
 }
 
@@ -226,35 +252,35 @@ function child(mode: "run" | "recover", dir: string, faultPointValue: string | u
 }
 
 const callText = (tool: string, args: JsonValue) => `${tool} ${canonicalJson(args)}`;
+const countUp = (counts: Map<string, number>, key: string, by = 1) => counts.set(key, (counts.get(key) ?? 0) + by);
 
 /** Every way the outcome breaks the promise that each call keeps its own identity across a crash; empty when it holds. */
 export async function problemsOf(c: CallCase, outcome: Outcome): Promise<string[]> {
   const problems: string[] = [];
-  const { recovered, effects, killed } = outcome;
-  if (recovered.status !== "done") problems.push(`the run ended ${recovered.status}, not done`);
-
-  // Every node ends with each of its calls given its own result.
+  if (outcome.recovered.status !== "done") problems.push(`the run ended ${outcome.recovered.status}, not done`);
   const asked = new Map<string, number>();
   for (const [i, layer] of c.layers.entries()) {
     for (const [j, shape] of layer.entries()) {
       const expected = await expectedOf(shape);
-      for (const call of expected) asked.set(callText(call.tool, call.args), (asked.get(callText(call.tool, call.args)) ?? 0) + 1);
-      const seen = recovered.state.seen[nodeName(i, j)];
-      if (canonicalJson(seen ?? null) !== canonicalJson(expected)) {
-        problems.push(`node ${nodeName(i, j)} got ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
-      }
+      for (const call of expected) countUp(asked, callText(call.tool, call.args));
+      const seen = outcome.recovered.state.seen[nodeName(i, j)];
+      if (canonicalJson(seen ?? null) !== canonicalJson(expected)) problems.push(`node ${nodeName(i, j)} got ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
     }
   }
-
-  // The effects, by call (tool and arguments) and by idempotency key.
   const inDoubt = new Map<string, number>();
-  for (const [tool] of recovered.inDoubt) inDoubt.set(tool, (inDoubt.get(tool) ?? 0) + 1);
+  for (const [tool] of outcome.recovered.inDoubt) countUp(inDoubt, tool);
+  return [...problems, ...effectProblems(outcome, asked, inDoubt), ...inDoubtProblems(c, outcome, inDoubt)];
+}
+
+/** Each call ran under one key of its own; a call that is not idempotent ran once, and again only when recovery reported its tool in doubt. */
+function effectProblems({ effects, firstPid }: Outcome, asked: ReadonlyMap<string, number>, inDoubt: ReadonlyMap<string, number>): string[] {
+  const problems: string[] = [];
   const byKey = new Map<string, Effect[]>();
-  for (const effect of effects) byKey.set(effect.key, [...(byKey.get(effect.key) ?? []), effect]);
   const keysOf = new Map<string, Set<string>>();
   for (const effect of effects) {
     const text = callText(effect.tool, effect.args);
     if (!asked.has(text)) problems.push(`${text} ran, but no node asked for it`);
+    byKey.set(effect.key, [...(byKey.get(effect.key) ?? []), effect]);
     keysOf.set(text, (keysOf.get(text) ?? new Set()).add(effect.key));
   }
   for (const [text, times] of asked) {
@@ -265,33 +291,43 @@ export async function problemsOf(c: CallCase, outcome: Outcome): Promise<string[
   for (const [key, runs] of byKey) {
     const calls = new Set(runs.map((e) => callText(e.tool, e.args)));
     if (calls.size > 1) problems.push(`one idempotency key was given to different calls: ${[...calls].join(" and ")}`);
-    const { tool } = runs[0]!;
+    const { tool, args } = runs[0]!;
     if (TOOLS[tool] || runs.length === 1) continue;
-    extraRuns.set(tool, (extraRuns.get(tool) ?? 0) + runs.length - 1);
-    if (runs.length > 2 || runs[0]!.pid !== outcome.firstPid || runs[1]!.pid === outcome.firstPid) {
-      problems.push(`${callText(tool, runs[0]!.args)} (key ${key.slice(0, 8)}) ran ${runs.length} times, in processes ${runs.map((e) => e.pid).join(", ")}`);
+    countUp(extraRuns, tool, runs.length - 1);
+    if (runs.length > 2 || runs[0]!.pid !== firstPid || runs[1]!.pid === firstPid) {
+      problems.push(`${callText(tool, args)} (key ${key.slice(0, 8)}) ran ${runs.length} times, in processes ${runs.map((e) => e.pid).join(", ")}`);
     }
   }
   for (const [tool, extra] of extraRuns) {
-    if (extra > (inDoubt.get(tool) ?? 0)) problems.push(`${tool} ran ${extra} more time(s) than once per call, but recovery reported ${inDoubt.get(tool) ?? 0} ${tool} call(s) in doubt`);
+    const reported = inDoubt.get(tool) ?? 0;
+    if (extra > reported) problems.push(`${tool} ran ${extra} more time(s) than once per call, but recovery reported ${reported} ${tool} call(s) in doubt`);
   }
+  return problems;
+}
 
-  // Only a kill between a call's started record and its done record leaves calls in doubt, and only of tools that are not idempotent.
-  if (recovered.inDoubt.length > 0 && !(killed && IN_CALL_POINTS.includes(c.kill.point))) {
-    problems.push(`recovery reported ${JSON.stringify(recovered.inDoubt)} in doubt after ${killed ? `a kill at ${c.kill.point}` : "no kill"}`);
+/**
+ * Recovery reports as in doubt exactly the calls the first process left with
+ * no result. A call may have run and still be in doubt, so the log, not the
+ * effects, says which: any kill can catch other calls in flight.
+ */
+function inDoubtProblems(c: CallCase, { killed, unfinished, effects, firstPid, recovered }: Outcome, inDoubt: ReadonlyMap<string, number>): string[] {
+  const problems: string[] = [];
+  for (const tool of TOOL_NAMES.filter((t) => !TOOLS[t])) {
+    const reported = inDoubt.get(tool) ?? 0;
+    const left = unfinished.get(tool) ?? 0;
+    if (reported !== left) problems.push(`recovery reported ${reported} ${tool} call(s) in doubt; the first process left ${left} with no result`);
   }
-  for (const [tool] of recovered.inDoubt) if (TOOLS[tool as Tool] !== false) problems.push(`recovery reported idempotent ${tool} in doubt`);
-
-  // A call killed inside its tool is in doubt when its tool is not idempotent, and runs again under its own key.
+  for (const tool of inDoubt.keys()) if (TOOLS[tool as Tool] !== false) problems.push(`recovery reported ${tool} in doubt, which is idempotent or unknown`);
+  if (inDoubt.size > 0 && (!killed || BETWEEN_SUPERSTEPS.includes(c.kill.point))) {
+    problems.push(`recovery reported ${JSON.stringify(recovered.inDoubt)} in doubt after ${killed ? `a kill at ${c.kill.point}, when no call is in flight` : "no kill"}`);
+  }
+  // The call killed inside its tool is the one whose effect the first process wrote last; it runs again under its own key.
   if (killed && c.kill.point === "tool.inside") {
-    const victim = effects.filter((e) => e.pid === outcome.firstPid)[c.kill.hit - 1];
-    if (victim === undefined) problems.push(`the process was killed inside tool execution ${c.kill.hit}, which left no effect`);
-    else {
-      if (!TOOLS[victim.tool] && !inDoubt.has(victim.tool)) problems.push(`${callText(victim.tool, victim.args)} was killed inside its tool, but recovery reported no ${victim.tool} call in doubt`);
-      if (!effects.some((e) => e.pid !== outcome.firstPid && e.key === victim.key)) {
-        problems.push(`${callText(victim.tool, victim.args)} was killed inside its tool and did not run again under its own idempotency key`);
-      }
-    }
+    const victim = effects.filter((e) => e.pid === firstPid)[c.kill.hit - 1];
+    if (victim === undefined) return [...problems, `the process was killed inside tool execution ${c.kill.hit}, which left no effect`];
+    const text = callText(victim.tool, victim.args);
+    if (!TOOLS[victim.tool] && !inDoubt.has(victim.tool)) problems.push(`${text} was killed inside its tool, but recovery reported no ${victim.tool} call in doubt`);
+    if (!effects.some((e) => e.pid !== firstPid && e.key === victim.key)) problems.push(`${text} was killed inside its tool and did not run again under its own idempotency key`);
   }
   return problems;
 }
