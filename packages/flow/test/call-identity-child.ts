@@ -1,0 +1,57 @@
+/**
+ * One process of a call-identity case: `run <dir>` starts the case's flow on
+ * the SQLite file in `dir` (DURABLE_FAULT_POINT may kill it), `recover <dir>`
+ * goes on with it under the recovery latencies, rerunning calls in doubt, and
+ * prints what it ended with as one JSON line.
+ */
+import { readFileSync } from "node:fs";
+import { CheckpointNotFound, DurableRun, Executor, RecoveryNeedsDecision, sealerFor } from "@durable/core";
+import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
+import { FlowRunner } from "../src/index.js";
+import { INPUT, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./call-identity.js";
+import { KEY } from "./helpers.js";
+
+const [mode, dir] = process.argv.slice(2);
+if ((mode !== "run" && mode !== "recover") || dir === undefined) {
+  process.stderr.write("usage: call-identity-child.ts run|recover <case dir>\n");
+  process.exit(2);
+}
+const paths = casePaths(dir);
+const c = JSON.parse(readFileSync(paths.case, "utf8")) as CallCase;
+const flow = flowOf(c);
+// "normal" loses nothing on a process crash, which is all these tests do.
+const store = new SQLiteCheckpointStore(paths.db, { synchronous: "normal" });
+const tools = toolsFor(c.latencies[mode === "run" ? 0 : 1], paths.effects);
+const runner = new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY });
+
+if (mode === "run") {
+  const result = await runner.run(flow, INPUT, { runId: RUN_ID });
+  console.log(JSON.stringify(result));
+} else {
+  console.log(JSON.stringify(await recover()));
+}
+await store.close();
+
+async function recover(): Promise<Recovered> {
+  let latest;
+  try {
+    latest = await DurableRun.latest(store, sealerFor(store, KEY), RUN_ID);
+  } catch (error) {
+    // Killed before the first checkpoint: the run never started, so start it.
+    if (!(error instanceof CheckpointNotFound)) throw error;
+    const result = await runner.run(flow, INPUT, { runId: RUN_ID });
+    return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt: [] };
+  }
+  // Killed after the last checkpoint: the run is done and there is nothing to recover.
+  if (latest.status === "done") return { status: "done", state: (latest.data as { state: Recovered["state"] }).state, inDoubt: [] };
+  let inDoubt: Recovered["inDoubt"] = [];
+  let result;
+  try {
+    result = await runner.recover(flow, RUN_ID);
+  } catch (error) {
+    if (!(error instanceof RecoveryNeedsDecision)) throw error;
+    inDoubt = error.calls;
+    result = await runner.recover(flow, RUN_ID, { rerunInDoubt: true });
+  }
+  return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt };
+}
