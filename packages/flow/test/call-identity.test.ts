@@ -55,3 +55,21 @@ describe("calls issued in an order that depends on latency, then a crash", () =>
     expect(await problemsOf(c, outcome)).toEqual([]);
   });
 });
+
+describe("node code that reads a result's key order, then a crash", () => {
+  it("sees the same value before the crash and after it: the charge replays, it does not run for another product", async () => {
+    // A tool returns { tool, args }; canonical JSON sorts the keys, so the first key is "args" on every worker.
+    const c: CallCase = {
+      layers: [[[[{ kind: "firstKey", n: 3 }], [{ kind: "call", call: { tool: "mail", n: 9 } }]]]],
+      latencies: [SLOW_MAIL, SLOW_CHARGE],
+      kill: { point: "checkpoint.before-save", hit: 2 }, // every call finished; the superstep's checkpoint was not saved
+    };
+    const outcome = await crashAndRecover(c);
+    expect(outcome.killed).toBe(true);
+    const charges = outcome.effects.filter((e) => e.tool === "charge").map(text);
+    expect(charges).toEqual(['charge {"product":"args"}']);
+    expect(outcome.effects.filter((e) => e.pid !== outcome.firstPid)).toEqual([]);
+    expect(outcome.recovered.state.seen.s0n0).toEqual(await expectedOf(c.layers[0]![0]!));
+    expect(await problemsOf(c, outcome)).toEqual([]);
+  });
+});

@@ -33,7 +33,9 @@ export type Block =
   /** `Promise.all(items.map(async (i) => charge({ from: await price({ item: i }) })))` */
   | { readonly kind: "items"; readonly items: readonly number[] }
   /** The same call issued twice at once. */
-  | { readonly kind: "twice"; readonly call: CallSpec };
+  | { readonly kind: "twice"; readonly call: CallSpec }
+  /** `offers = lookup(); charge({ product: Object.keys(offers)[0] })`: code that reads a result's key order. */
+  | { readonly kind: "firstKey"; readonly n: number };
 
 /** A node: its steps run one after another; the blocks of one step run at once. */
 export type NodeShape = ReadonlyArray<readonly Block[]>;
@@ -78,6 +80,10 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
       return Promise.all([ask(block.call.tool, { n: block.call.n }), ask(block.call.tool, { n: block.call.n })]);
     case "chain":
       return ask(block.first.tool, { n: block.first.n }).then(async (first) => [first, await ask(block.then, { from: first.got })]);
+    case "firstKey": {
+      const offers = await ask("lookup", { n: block.n });
+      return [offers, await ask("charge", { product: Object.keys(offers.got as object)[0]! })];
+    }
     case "items": {
       const charged = await Promise.all(
         block.items.map(async (item) => {
@@ -98,9 +104,9 @@ export async function runShape(shape: NodeShape, call: (tool: string, args: Json
   return seen;
 }
 
-/** What a node should end with: every call given its own result. */
+/** What a node should end with: every call given its own result, as the log keeps it. */
 export function expectedOf(shape: NodeShape): Promise<Seen[]> {
-  return runShape(shape, async (tool, args) => resultOf(tool, args));
+  return runShape(shape, async (tool, args) => JSON.parse(canonicalJson(resultOf(tool, args))) as JsonValue);
 }
 
 const State = z.object({ seen: z.record(z.string(), z.array(z.object({ tool: z.string(), args: z.json(), got: z.json() }))) });
@@ -211,7 +217,7 @@ async function unfinishedCalls(db: string): Promise<Map<string, number>> {
   const store = new SQLiteCheckpointStore(db);
   try {
     const counts = new Map<string, number>();
-    for (const record of await readCallLog(store, Sealer.withKeys(KEY), RUN_ID, 0)) {
+    for (const record of await readCallLog(store, Sealer.withKeys(KEY), RUN_ID, [])) {
       const change = record.kind === "started" ? 1 : record.kind === "done" ? -1 : 0;
       counts.set(record.tool, (counts.get(record.tool) ?? 0) + change);
     }
