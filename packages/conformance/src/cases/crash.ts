@@ -33,7 +33,7 @@ export const crashGroup: ConformanceGroup = {
         try {
           await recoverer.waitFor((l) => l === "ready");
           const trials: Trial[] = [];
-          const references = new Map<ScenarioName, string>();
+          const references = new Map<ScenarioName, Reference>();
           for (const scenario of SCENARIOS) {
             references.set(scenario, await referenceOutcome(h, scenario, join(dir, "reference")));
             const hits = await traceHits(h, scenario, join(dir, "trace"));
@@ -54,12 +54,28 @@ export const crashGroup: ConformanceGroup = {
   ],
 };
 
-/** The data a run of the scenario ends with when nothing goes wrong. */
-async function referenceOutcome(h: Harness, scenario: ScenarioName, effects: string): Promise<string> {
+/** What a run of the scenario ends with when nothing goes wrong. */
+interface Reference {
+  readonly text: string;
+  /** A loop's count of model calls (undefined for a flow). */
+  readonly modelCalls: unknown;
+}
+
+async function referenceOutcome(h: Harness, scenario: ScenarioName, effects: string): Promise<Reference> {
   const runId = h.runId(`reference-${scenario}`);
   await new ScenarioDriver(h.store, effects).run(scenario, runId);
   const final = await finalData(h.store, runId);
-  return canonicalJson(final);
+  return { text: comparable(final), modelCalls: final.data["modelCalls"] };
+}
+
+/**
+ * What a run ended with, as a crash must leave it: everything but a loop's
+ * count of model calls, since a worker killed after a `model` record made a
+ * call that maxSteps counts and that a run without a crash does not make.
+ */
+function comparable(final: Awaited<ReturnType<typeof finalData>>): string {
+  const { modelCalls: _made, ...data } = final.data;
+  return canonicalJson({ ...final, data });
 }
 
 /** How many times a clean run of the scenario reaches each fault point, traced in a worker process. */
@@ -75,7 +91,7 @@ async function traceHits(h: Harness, scenario: ScenarioName, effects: string): P
 }
 
 /** One trial: a worker dies at the point, another process recovers the run. Returns what went wrong, or undefined. */
-async function crashAndRecover(h: Harness, recoverer: Child, effects: string, trial: Trial, reference: string): Promise<string | undefined> {
+async function crashAndRecover(h: Harness, recoverer: Child, effects: string, trial: Trial, reference: Reference): Promise<string | undefined> {
   const runId = h.runId(`crash-${trial.scenario}`);
   const faultPoint = `${trial.point}@${trial.hit}`;
   const worker = spawnWorker(h.init, h.store, effects, ["run", trial.scenario, runId], { ...process.env, DURABLE_FAULT_POINT: faultPoint });
@@ -104,8 +120,13 @@ async function crashAndRecover(h: Harness, recoverer: Child, effects: string, tr
     const expected = done.has(callId) ? 0 : 1;
     if (ranAfter !== expected) return `${callId} ran ${ranAfter} times after the crash; expected ${expected}${done.has(callId) ? " (its result was stored)" : ""}`;
   }
-  const final = canonicalJson(await finalData(h.store, runId));
-  if (final !== reference) return `the run ended with ${final}; without a crash it ends with ${reference}`;
+  const ended = await finalData(h.store, runId);
+  const final = comparable(ended);
+  if (final !== reference.text) return `the run ended with ${final}; without a crash it ends with ${reference.text}`;
+  const made = ended.data["modelCalls"];
+  if (made !== reference.modelCalls && made !== Number(reference.modelCalls) + 1) {
+    return `the loop counted ${String(made)} model calls; without a crash it makes ${String(reference.modelCalls)}, and one crash adds one at most`;
+  }
   return undefined;
 }
 
