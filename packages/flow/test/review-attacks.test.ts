@@ -1,0 +1,54 @@
+import { Executor, StoreUnavailable, ToolRegistry, type CheckpointStore } from "@durable/core";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { Flow, FlowRunner } from "../src/index.js";
+import { KEY, MemoryCheckpointStore } from "./helpers.js";
+
+/** A memory store whose `recordCall` fails once, as a store that did not answer would. */
+class FlakyRecordStore extends MemoryCheckpointStore {
+  failNext = false;
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new StoreUnavailable("the store did not answer (test)");
+    }
+    return super.recordCall(runId, segment, seq, sealed);
+  }
+}
+
+function runner(store: CheckpointStore, registry: ToolRegistry) {
+  return new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY });
+}
+
+describe("a call record the store did not take", () => {
+  it("is never counted by a checkpoint: the run stays recoverable, not corrupt", async () => {
+    const store = new FlakyRecordStore();
+    const ran: string[] = [];
+    const registry = new ToolRegistry()
+      .tool("ping", async () => void ran.push("ping"), { idempotent: true })
+      .tool("charge", async () => void ran.push("charge"));
+    const State = z.object({ note: z.string().default("") });
+    const flow = new Flow("flaky", { state: State })
+      .node("a", async (_s, ctx) => {
+        store.failNext = true;
+        try {
+          await ctx.call("ping", {});
+        } catch (error) {
+          return { note: `ping failed: ${(error as Error).name}` };
+        }
+        return {};
+      })
+      .node("b", async (_s, ctx) => {
+        await ctx.call("charge", {});
+        return {};
+      })
+      .edge("a", "b")
+      .end("b");
+    const first = runner(store, registry);
+    // The log of this worker is poisoned after the failed write: node b's call fails and leaves the run for recovery.
+    await expect(first.run(flow, {}, { runId: "flaky-1" })).rejects.toBeInstanceOf(StoreUnavailable);
+    const result = await runner(store, registry).recover(flow, "flaky-1");
+    expect(result.status).toBe("done");
+    expect(ran.filter((t) => t === "charge")).toHaveLength(1);
+  });
+});
