@@ -24,13 +24,14 @@ describe("a call record the store did not take", () => {
   it("is never counted by a checkpoint: the run stays recoverable, not corrupt", async () => {
     const store = new FlakyRecordStore();
     const ran: string[] = [];
+    let firstWorker = true;
     const registry = new ToolRegistry()
       .tool("ping", async () => void ran.push("ping"), { idempotent: true })
       .tool("charge", async () => void ran.push("charge"));
     const State = z.object({ note: z.string().default("") });
     const flow = new Flow("flaky", { state: State })
       .node("a", async (_s, ctx) => {
-        store.failNext = true;
+        store.failNext = firstWorker;
         try {
           await ctx.call("ping", {});
         } catch (error) {
@@ -47,6 +48,7 @@ describe("a call record the store did not take", () => {
     const first = runner(store, registry);
     // The log of this worker is poisoned after the failed write: node b's call fails and leaves the run for recovery.
     await expect(first.run(flow, {}, { runId: "flaky-1" })).rejects.toBeInstanceOf(StoreUnavailable);
+    firstWorker = false;
     const result = await runner(store, registry).recover(flow, "flaky-1");
     expect(result.status).toBe("done");
     expect(ran.filter((t) => t === "charge")).toHaveLength(1);
