@@ -55,6 +55,8 @@ export class CallLog {
   #nextSeq = 0;
   #earlier: number[];
   #tail: Promise<void> = Promise.resolve();
+  /** The first failed write: the records counted since may not be stored. */
+  #failure: { readonly error: unknown } | undefined;
 
   /** @param earlier what is known of the run's earlier segments: at least this many records each. */
   constructor(store: CheckpointStore, sealer: Sealer, runId: string, segment: number, earlier: SegmentCounts) {
@@ -65,8 +67,13 @@ export class CallLog {
     this.#earlier = Array.from({ length: segment }, (_, s) => earlier[s] ?? 0);
   }
 
-  /** Records per segment, this one's included: stored or on their way, and sealed into the next checkpoint. */
+  /**
+   * Records per segment, this one's included: stored or on their way, and
+   * sealed into the next checkpoint. After a failed write it throws that
+   * write's error: a checkpoint must not count a record the store may not hold.
+   */
   get counts(): SegmentCounts {
+    if (this.#failure !== undefined) throw this.#failure.error;
     return [...this.#earlier, this.#nextSeq];
   }
 
@@ -92,6 +99,9 @@ export class CallLog {
     this.#nextSeq += 1;
     const write = this.#tail.then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed));
     this.#tail = write;
+    write.catch((error: unknown) => {
+      this.#failure ??= { error };
+    });
     return write;
   }
 }
