@@ -54,3 +54,43 @@ describe("a call record the store did not take", () => {
     expect(ran.filter((t) => t === "charge")).toHaveLength(1);
   });
 });
+
+/** A memory store through which a worker dies while a record of `tool` is on its way: that record never lands, every other write does. */
+class LostRecordStore extends MemoryCheckpointStore {
+  constructor(readonly lose: string) {
+    super();
+  }
+  losing = true;
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    if (this.losing && sealed.includes(`"tool":${JSON.stringify(this.lose)}`)) return new Promise(() => {});
+    return super.recordCall(runId, segment, seq, sealed);
+  }
+}
+
+describe("a checkpoint saved while a call record is on its way", () => {
+  it("never counts a record that had not landed: recovery after the worker died is not corrupt", async () => {
+    const store = new LostRecordStore("notify");
+    const ran: string[] = [];
+    const registry = new ToolRegistry()
+      .tool("notify", async () => void ran.push("notify"), { idempotent: true })
+      .tool("charge", async () => void ran.push("charge"));
+    const State = z.object({ note: z.string().default("") });
+    const flow = new Flow("lost", { state: State })
+      .node("a", (_s, ctx) => {
+        void ctx.call("notify", {}).catch(() => {}); // fire and forget
+        return { note: "notified" };
+      })
+      .node("b", async (_s, ctx) => {
+        await ctx.call("charge", {});
+        return {};
+      })
+      .edge("a", "b")
+      .end("b");
+    // The first worker saves superstep 1 while notify's record is on its way, then dies (it never gets further).
+    void runner(store, registry).run(flow, {}, { runId: "lost-1" });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    store.losing = false;
+    const result = await runner(store, registry).recover(flow, "lost-1");
+    expect(result.status).toBe("done");
+  });
+});
