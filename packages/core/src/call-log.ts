@@ -53,10 +53,10 @@ export class CallLog {
   readonly #store: CheckpointStore;
   readonly #sealer: Sealer;
   #nextSeq = 0;
+  /** Records of this segment the store acknowledged: what a checkpoint may count. */
+  #stored = 0;
   #earlier: number[];
   #tail: Promise<void> = Promise.resolve();
-  /** The first failed write: the records counted since may not be stored. */
-  #failure: { readonly error: unknown } | undefined;
 
   /** @param earlier what is known of the run's earlier segments: at least this many records each. */
   constructor(store: CheckpointStore, sealer: Sealer, runId: string, segment: number, earlier: SegmentCounts) {
@@ -68,13 +68,12 @@ export class CallLog {
   }
 
   /**
-   * Records per segment, this one's included: stored or on their way, and
-   * sealed into the next checkpoint. After a failed write it throws that
-   * write's error: a checkpoint must not count a record the store may not hold.
+   * Records per segment, this one's included, that are known to be stored:
+   * sealed into the next checkpoint. A record still on its way is not counted
+   * (the worker may die before it lands, or its write may fail).
    */
   get counts(): SegmentCounts {
-    if (this.#failure !== undefined) throw this.#failure.error;
-    return [...this.#earlier, this.#nextSeq];
+    return [...this.#earlier, this.#stored];
   }
 
   /**
@@ -97,11 +96,12 @@ export class CallLog {
     const record: CallRecord = { runId: this.runId, segment: this.segment, seq, ...entry };
     const sealed = this.#sealer.seal("call", record, `the ${entry.kind} record of ${entry.tool}`);
     this.#nextSeq += 1;
-    const write = this.#tail.then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed));
+    const write = this.#tail
+      .then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed))
+      .then(() => {
+        this.#stored = seq + 1;
+      });
     this.#tail = write;
-    write.catch((error: unknown) => {
-      this.#failure ??= { error };
-    });
     return write;
   }
 }
