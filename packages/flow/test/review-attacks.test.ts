@@ -94,3 +94,24 @@ describe("a checkpoint saved while a call record is on its way", () => {
     expect(result.status).toBe("done");
   });
 });
+
+describe("a call waiting on an approval", () => {
+  it("pauses the run even when the node's own try/catch swallows the wait", async () => {
+    const store = new MemoryCheckpointStore();
+    let refunds = 0;
+    const registry = new ToolRegistry().tool("refund", () => ++refunds, { approval: true });
+    const State = z.object({ note: z.string().default("") });
+    const flow = new Flow("careful", { state: State })
+      .node("refund", async (_s, ctx) => {
+        try {
+          await ctx.call("refund", { amount: 50 });
+          return { note: "refunded" };
+        } catch {
+          return { note: "refund did not go through" };
+        }
+      })
+      .end("refund");
+    const result = await runner(store, registry).run(flow, {}, { runId: "careful-1" });
+    expect(result.status).toBe("paused");
+  });
+});
