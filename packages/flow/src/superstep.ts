@@ -43,7 +43,8 @@ export async function runSuperstep<S>(
   const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)));
   const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
   if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
-  if (settled.some((s) => s.status === "rejected")) return { paused: true };
+  // A node that caught the wait itself still leaves its call pending: the superstep pauses for it.
+  if (settled.some((s) => s.status === "rejected") || scope.pending.length > 0) return { paused: true };
 
   const updates = settled.map((s, i) => [data.frontier[i]!, (s as PromiseFulfilledResult<Partial<S>>).value] as const);
   const merged = mergeUpdates(state, updates, flow.reducers);

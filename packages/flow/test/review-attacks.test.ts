@@ -113,5 +113,9 @@ describe("a call waiting on an approval", () => {
       .end("refund");
     const result = await runner(store, registry).run(flow, {}, { runId: "careful-1" });
     expect(result.status).toBe("paused");
+    if (result.status !== "paused") return;
+    const done = await runner(store, registry).resume(flow, "careful-1", { [result.approvals[0]!.callId]: true });
+    expect(done).toMatchObject({ status: "done", state: { note: "refunded" } });
+    expect(refunds).toBe(1);
   });
 });
