@@ -17,7 +17,7 @@ export function mergeUpdates<S>(state: S, updates: ReadonlyArray<readonly [node:
     for (const [field, value] of Object.entries(update)) {
       if (value === undefined) continue;
       // Own reducers only: a field named `constructor` or `toString` has none from Object.prototype.
-      const reducer = (Object.hasOwn(reducers, field) ? reducers[field as keyof S] : undefined) as ((a: unknown, b: unknown) => unknown) | undefined;
+      const reducer = own(reducers as Record<string, unknown>, field) as ((a: unknown, b: unknown) => unknown) | undefined;
       const first = writers.get(field);
       if (reducer !== undefined) put(next, field, reducer(next[field], value));
       else if (first !== undefined) {
@@ -32,7 +32,12 @@ export function mergeUpdates<S>(state: S, updates: ReadonlyArray<readonly [node:
   return next as S;
 }
 
-/** Sets a field as a plain property: a `__proto__` key (JSON from a tool may hold one) stays a field, not the state's prototype. */
-function put(target: Record<string, unknown>, field: string, value: unknown): void {
+/** A record's own value for a key: field and node names such as `toString` inherit nothing from Object.prototype. */
+export function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/** Sets a key as a plain property: a `__proto__` key (JSON from a tool may hold one) stays a key, not the prototype. */
+export function put(target: Record<string, unknown>, field: string, value: unknown): void {
   Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
 }
