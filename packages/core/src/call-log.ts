@@ -53,6 +53,8 @@ export class CallLog {
   readonly #store: CheckpointStore;
   readonly #sealer: Sealer;
   #nextSeq = 0;
+  /** Records of this segment the store acknowledged: what a checkpoint may count. */
+  #stored = 0;
   #earlier: number[];
   #tail: Promise<void> = Promise.resolve();
 
@@ -65,9 +67,13 @@ export class CallLog {
     this.#earlier = Array.from({ length: segment }, (_, s) => earlier[s] ?? 0);
   }
 
-  /** Records per segment, this one's included: stored or on their way, and sealed into the next checkpoint. */
+  /**
+   * Records per segment, this one's included, that are known to be stored:
+   * sealed into the next checkpoint. A record still on its way is not counted
+   * (the worker may die before it lands, or its write may fail).
+   */
   get counts(): SegmentCounts {
-    return [...this.#earlier, this.#nextSeq];
+    return [...this.#earlier, this.#stored];
   }
 
   /**
@@ -90,7 +96,11 @@ export class CallLog {
     const record: CallRecord = { runId: this.runId, segment: this.segment, seq, ...entry };
     const sealed = this.#sealer.seal("call", record, `the ${entry.kind} record of ${entry.tool}`);
     this.#nextSeq += 1;
-    const write = this.#tail.then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed));
+    const write = this.#tail
+      .then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed))
+      .then(() => {
+        this.#stored = seq + 1;
+      });
     this.#tail = write;
     return write;
   }

@@ -16,17 +16,28 @@ export function mergeUpdates<S>(state: S, updates: ReadonlyArray<readonly [node:
     }
     for (const [field, value] of Object.entries(update)) {
       if (value === undefined) continue;
-      const reducer = reducers[field as keyof S] as ((a: unknown, b: unknown) => unknown) | undefined;
+      // Own reducers only: a field named `constructor` or `toString` has none from Object.prototype.
+      const reducer = own(reducers as Record<string, unknown>, field) as ((a: unknown, b: unknown) => unknown) | undefined;
       const first = writers.get(field);
-      if (reducer !== undefined) next[field] = reducer(next[field], value);
+      if (reducer !== undefined) put(next, field, reducer(next[field], value));
       else if (first !== undefined) {
         throw new FlowError(
           `nodes ${JSON.stringify(first)} and ${JSON.stringify(node)} both wrote ${JSON.stringify(field)} in one superstep; ` +
             "give the field a reducer in the flow's options to combine the writes.",
         );
-      } else next[field] = value;
+      } else put(next, field, value);
       writers.set(field, node);
     }
   }
   return next as S;
+}
+
+/** A record's own value for a key: field and node names such as `toString` inherit nothing from Object.prototype. */
+export function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+/** Sets a key as a plain property: a `__proto__` key (JSON from a tool may hold one) stays a key, not the prototype. */
+export function put(target: Record<string, unknown>, field: string, value: unknown): void {
+  Object.defineProperty(target, field, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -2,7 +2,7 @@ import { ApprovalDenied, FlowError, type CallScope, type Executor, type JsonValu
 import { Call } from "./call.js";
 import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
 import type { FlowData } from "./flow-data.js";
-import { mergeUpdates } from "./merge.js";
+import { mergeUpdates, own, put } from "./merge.js";
 
 /** Thrown inside a node when a call waits on an approval: the superstep pauses. */
 class WaitingForApproval extends Error {}
@@ -34,8 +34,9 @@ export async function runSuperstep<S>(
   const visits = { ...data.visits };
   for (const name of data.frontier) {
     const node = nodeOf(graph, name);
-    visits[name] = (visits[name] ?? 0) + 1;
-    if (visits[name] > node.maxVisits) {
+    const visited = (own(visits, name) ?? 0) + 1;
+    put(visits, name, visited);
+    if (visited > node.maxVisits) {
       throw new FlowError(`node ${JSON.stringify(name)} ran more than ${node.maxVisits} times in run ${scope.runId}; raise maxVisits or stop the loop.`);
     }
   }
@@ -43,7 +44,8 @@ export async function runSuperstep<S>(
   const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)));
   const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
   if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
-  if (settled.some((s) => s.status === "rejected")) return { paused: true };
+  // A node that caught the wait itself still leaves its call pending: the superstep pauses for it.
+  if (settled.some((s) => s.status === "rejected") || scope.pending.length > 0) return { paused: true };
 
   const updates = settled.map((s, i) => [data.frontier[i]!, (s as PromiseFulfilledResult<Partial<S>>).value] as const);
   const merged = mergeUpdates(state, updates, flow.reducers);
@@ -85,11 +87,11 @@ function nextFrontier<S>(graph: Graph<S>, data: FlowData, state: S): { frontier:
       }
     }
     for (const join of graph.joins.filter((j) => j.from.includes(name))) {
-      const arrived = new Set([...(waiting[join.to] ?? []), name]);
+      const arrived = new Set([...(own(waiting, join.to) ?? []), name]);
       if (join.from.every((source) => arrived.has(source))) {
         delete waiting[join.to];
         add(join.to);
-      } else waiting[join.to] = [...arrived].sort();
+      } else put(waiting, join.to, [...arrived].sort());
     }
   }
   return { frontier: next, waiting };
