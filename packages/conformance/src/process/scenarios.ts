@@ -230,15 +230,10 @@ function approveAll(approvals: ReadonlyArray<{ readonly callId: string }>): Reco
   return Object.fromEntries(approvals.map((a) => [a.callId, true]));
 }
 
-/**
- * What a finished run ended with: the data of its last checkpoint, which a
- * crash must not change. A loop's `modelCalls` is left out: it counts the
- * model calls made, so a call a dying worker made is rightly counted.
- */
+/** What a finished run ended with: the data of its last checkpoint, which a crash must not change. */
 export async function finalData(store: CheckpointStore, runId: string): Promise<{ status: string; data: JsonObject }> {
   const latest = await DurableRun.latest(store, sealer, runId);
-  const { modelCalls: _made, ...data } = latest.data as JsonObject;
-  return { status: latest.status, data: latest.kind === "loop" ? data : (latest.data as JsonObject) };
+  return { status: latest.status, data: latest.data as JsonObject };
 }
 
 export { sealer as kitSealer };
