@@ -36,10 +36,12 @@ async function viewerProcess(args: string[], env: NodeJS.ProcessEnv = process.en
     });
     child.once("exit", (code) => reject(new Error(`the viewer exited (${code}): ${stderr}`)));
   });
-  const stop = () => new Promise<void>((resolve) => {
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+    });
   return { url, stop };
 }
 
@@ -119,13 +121,14 @@ describe("the run viewer", () => {
     [["--store", "sqlite:/tmp/x.db", "--key", "short"], /^--key: checkpointKey is 5 bytes; a key needs at least 32 .+\n$/],
     [["--store", "sqlite:/tmp/x.db", "--key-file", "/no/such/key"], /^--key-file \/no\/such\/key cannot be read \(.*ENOENT.*\): give the file that holds your workers' key\.\n$/],
   ])("bad input %j: one line that says what to do, exit 2", (args, message) => {
-    const result = spawnSync(process.execPath, ["--import", "tsx", main, ...args], { encoding: "utf8", env: withoutKey() });
+    // A viewer that starts instead of refusing serves until killed: the timeout turns that into a failure.
+    const result = spawnSync(process.execPath, ["--import", "tsx", main, ...args], { encoding: "utf8", env: withoutKey(), timeout: 30_000 });
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(message);
   }, 60_000);
 
   it("--help says what the viewer does, every option with its default, and an example; exit 0", () => {
-    const result = spawnSync(process.execPath, ["--import", "tsx", main, "--help"], { encoding: "utf8" });
+    const result = spawnSync(process.execPath, ["--import", "tsx", main, "--help"], { encoding: "utf8", timeout: 30_000 });
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/^pnpm viewer: a local web page of the runs/);
     for (const option of ["--store <url>", "--events <path>", "--key <key>", "--key-file <path>", "--demo", "--port <n>", "--host <host>", "--help", "DURABLE_KEY"]) {
@@ -138,7 +141,7 @@ describe("the run viewer", () => {
 
 describe("the viewer on the demo's store", () => {
   it("with no demo run yet on this machine, says to run the demo first, without offering the same store again", () => {
-    const result = spawnSync(process.execPath, ["--import", "tsx", main], { encoding: "utf8", env: { ...withoutKey(), TMPDIR: mkdtempSync(join(dir, "empty-tmp-")) } });
+    const result = spawnSync(process.execPath, ["--import", "tsx", main], { encoding: "utf8", env: { ...withoutKey(), TMPDIR: mkdtempSync(join(dir, "empty-tmp-")) }, timeout: 30_000 });
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(/^No demo runs yet \(no .+durable-demo\): run pnpm demo first, or give --store\.\n$/);
   }, 60_000);
