@@ -95,14 +95,3 @@ describe("bad input", () => {
     expect(stderr).toMatch(message);
   }, SLOW);
 });
-
-describe("--help", () => {
-  it("says what the demo does, every option with its default, and an example; exit 0", () => {
-    const out = demo("--help");
-    expect(out).toMatch(/^pnpm demo: the main job/);
-    for (const option of ["--store <url>", "--runs <n>", "--rerun-in-doubt", "--help"]) expect(out).toContain(option);
-    expect(out).toMatch(/--runs <n> .*\(default: 3\)/);
-    expect(out).toMatch(/--rerun-in-doubt .*\(default: off\)/);
-    expect(out).toContain("Example:\n  pnpm demo ");
-  });
-});

@@ -126,17 +126,6 @@ describe("the run viewer", () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(message);
   }, 60_000);
-
-  it("--help says what the viewer does, every option with its default, and an example; exit 0", () => {
-    const result = spawnSync(process.execPath, ["--import", "tsx", main, "--help"], { encoding: "utf8", timeout: 30_000 });
-    expect(result.status).toBe(0);
-    expect(result.stdout).toMatch(/^pnpm viewer: a local web page of the runs/);
-    for (const option of ["--store <url>", "--events <path>", "--key <key>", "--key-file <path>", "--demo", "--port <n>", "--host <host>", "--help", "DURABLE_KEY"]) {
-      expect(result.stdout).toContain(option);
-    }
-    expect(result.stdout).toMatch(/--port <n> .*\(default: 4173\)/);
-    expect(result.stdout).toContain("Example:\n  pnpm viewer ");
-  }, 60_000);
 });
 
 describe("the viewer on the demo's store", () => {
