@@ -22,7 +22,7 @@ export type OptionSpec = (
 };
 
 /** An app's command line: how it is typed, what it does, its options, the environment it reads, an example. */
-export interface CommandLineSpec<O extends Readonly<Record<string, OptionSpec>>> {
+export interface CommandLineSpec<O extends OptionSpecs> {
   /** How a user types it, e.g. `pnpm demo`. */
   readonly command: string;
   readonly about: string;
