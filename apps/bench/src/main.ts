@@ -1,65 +1,74 @@
 /**
- * pnpm bench [--budget-ms N] [--quick]
- * What durability costs, per store (memory, SQLite, Redis, PostgreSQL through
- * Prisma): the tickets flow one run at a time and 16 at once, the cost per tool
- * call over no store, the same writes straight through the driver, and how the
- * cost grows. Prints tables; writes JSON to apps/bench/results/.
+ * The bench (`pnpm bench --help` lists the options): what durability costs,
+ * per store, next to no store and next to raw driver writes.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
-import { parseArgs } from "node:util";
+import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
 import { report, type StoreResult } from "./report.js";
 import { measureTickets } from "./runs.js";
 import { FULL_SIZES, sweep, type SweepSizes } from "./sweeps.js";
 import { memoryTarget, postgresTarget, redisTarget, sqliteTarget, type Target } from "./targets.js";
 
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((arg) => arg !== "--"),
-  options: { "budget-ms": { type: "string", default: "1500" }, quick: { type: "boolean", default: false } },
-});
-const budgetMs = Number(values["budget-ms"]);
+const BENCH_COMMAND = {
+  command: "pnpm bench",
+  about:
+    "what durability costs, per store (memory, SQLite, Redis, PostgreSQL through Prisma): the tickets flow one run at a time and 16 at once, " +
+    "the cost per tool call over no store, the same writes straight through the driver, and how the cost grows. " +
+    "Prints tables; writes JSON to apps/bench/results/. A store whose server does not answer is skipped.",
+  options: {
+    "budget-ms": { type: "string", default: "1500", value: "<ms>", about: "the time each runs-per-second measure takes, per store" },
+    quick: { type: "boolean", default: false, about: "two sizes per sweep instead of the full range" },
+  },
+  environment: { REDIS_URL: "the Redis to measure (default: redis://127.0.0.1:6379)", DATABASE_URL: "the PostgreSQL to measure (default: postgresql://postgres@127.0.0.1:5432/test)" },
+  example: "pnpm bench --quick --budget-ms 500",
+} as const satisfies CommandLineSpec<OptionSpecs>;
+
 /** PostgreSQL through Prisma costs milliseconds per write: its sweeps stop one size earlier. */
 const HEAVY: SweepSizes = { ...FULL_SIZES, recoveredCalls: [5, 50, 500], unfinishedRuns: [300, 3_000] };
 const QUICK: SweepSizes = { stateBytes: [200, 100_000], callsPerSuperstep: [1, 10], recoveredCalls: [5, 50], unfinishedRuns: [100, 300] };
 
-const machine = {
-  cpu: cpus()[0]?.model.trim() ?? "unknown",
-  cores: cpus().length,
-  memoryGb: Math.round(totalmem() / 2 ** 30),
-  node: process.version,
-  at: new Date().toISOString(),
-};
-console.log(`@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`);
+await runCommand(BENCH_COMMAND, async (values) => {
+  const budgetMs = wholeNumber("budget-ms", values["budget-ms"]);
+  const machine = {
+    cpu: cpus()[0]?.model.trim() ?? "unknown",
+    cores: cpus().length,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    at: new Date().toISOString(),
+  };
+  console.log(`@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`);
 
-const results: StoreResult[] = [];
-const skipped: string[] = [];
-const targets: Array<Target | string> = [memoryTarget(), sqliteTarget(), await redisTarget(), await postgresTarget()];
-for (const target of targets) {
-  if (typeof target === "string") {
-    skipped.push(target);
-    console.log(`skipped: ${target}`);
-    continue;
+  const results: StoreResult[] = [];
+  const skipped: string[] = [];
+  const targets: Array<Target | string> = [memoryTarget(), sqliteTarget(), await redisTarget(), await postgresTarget()];
+  for (const target of targets) {
+    if (typeof target === "string") {
+      skipped.push(target);
+      console.log(`skipped: ${target}`);
+      continue;
+    }
+    const started = performance.now();
+    try {
+      const store = await target.store();
+      const raw = await target.raw?.();
+      const tickets = await measureTickets(store, raw, budgetMs);
+      await raw?.close();
+      await store.close();
+      const sizes = values.quick ? QUICK : target.name === "postgresql" ? HEAVY : FULL_SIZES;
+      const sweeps = await sweep(() => target.store(), sizes);
+      results.push({ store: target.name, detail: target.detail, tickets, sweeps });
+      console.log(`measured ${target.name} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    } finally {
+      await target.cleanup();
+    }
   }
-  const started = performance.now();
-  try {
-    const store = await target.store();
-    const raw = await target.raw?.();
-    const tickets = await measureTickets(store, raw, budgetMs);
-    await raw?.close();
-    await store.close();
-    const sizes = values.quick ? QUICK : target.name === "postgresql" ? HEAVY : FULL_SIZES;
-    const sweeps = await sweep(() => target.store(), sizes);
-    results.push({ store: target.name, detail: target.detail, tickets, sweeps });
-    console.log(`measured ${target.name} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
-  } finally {
-    await target.cleanup();
-  }
-}
 
-console.log(`\n${report(results)}`);
-for (const reason of skipped) console.log(`skipped: ${reason}`);
-const dir = new URL("../results/", import.meta.url);
-mkdirSync(dir, { recursive: true });
-const file = new URL(`bench-${machine.at.slice(0, 19).replaceAll(":", "-")}.json`, dir);
-writeFileSync(file, `${JSON.stringify({ machine, budgetMs, results, skipped }, null, 2)}\n`);
-console.log(`\nwrote ${file.pathname}`);
+  console.log(`\n${report(results)}`);
+  for (const reason of skipped) console.log(`skipped: ${reason}`);
+  const dir = new URL("../results/", import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const file = new URL(`bench-${machine.at.slice(0, 19).replaceAll(":", "-")}.json`, dir);
+  writeFileSync(file, `${JSON.stringify({ machine, budgetMs, results, skipped }, null, 2)}\n`);
+  console.log(`\nwrote ${file.pathname}`);
+});

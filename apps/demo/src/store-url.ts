@@ -3,8 +3,11 @@ import { join } from "node:path";
 import { CheckpointNotFound, type CheckpointStore } from "@durable/core";
 import { CommandLineError } from "./command-line-error.js";
 
-/** The default store: a SQLite file in the system's temp folder. */
-export const DEFAULT_STORE = `sqlite:${join(tmpdir(), "durable-demo", "runs.db")}`;
+/** The demo's own folder in the system's temp folder: the demo makes it; its default store, card log and event log live there. */
+export const DEMO_FOLDER = join(tmpdir(), "durable-demo");
+
+/** The default store: a SQLite file in the demo's folder. */
+export const DEFAULT_STORE = `sqlite:${join(DEMO_FOLDER, "runs.db")}`;
 
 /** The key the demo's workers (and the viewer) seal and verify with: `DURABLE_KEY`, or a fixed one for the demo. */
 export const DEMO_KEY = process.env["DURABLE_KEY"] ?? "demo-key-replace-with-32-random-bytes!";
@@ -59,7 +62,9 @@ async function storeFor(url: string): Promise<CheckpointStore> {
 
 function unreachable(url: string, error: unknown, todo = "start that server"): CommandLineError {
   const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.trim() || "no answer";
-  return new CommandLineError(`--store ${url} does not answer (${reason}): ${todo}, or pick another store, e.g. --store ${DEFAULT_STORE}.`);
+  // Another store to try, never the one that just failed.
+  const other = url === DEFAULT_STORE ? "" : `, or pick another store, e.g. --store ${DEFAULT_STORE}`;
+  return new CommandLineError(`--store ${url} does not answer (${reason}): ${todo}${other}.`);
 }
 
 /** Where the demo writes both workers' events (JSON Lines): beside a SQLite store, else beside the default one. */

@@ -6,12 +6,14 @@
 import { createInterface } from "node:readline/promises";
 import { Executor, RecoveryNeedsDecision, jsonlEventSink, type CheckpointStore, type DurableEvent } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
-import { demoOptions } from "./options.js";
+import { parseCommandLine } from "./command-line.js";
+import { DEMO_COMMAND, demoOptions } from "./options.js";
 import { DEMO_KEY, eventLogFor, openStore } from "./store-url.js";
 import { CardProcessor, tickets, ticketsRegistry } from "./tickets.js";
 
-const options = demoOptions(process.argv.slice(2));
-const [mode, cardLog] = options.rest as [string, string];
+const { values, positionals } = parseCommandLine(DEMO_COMMAND, process.argv.slice(2));
+const options = demoOptions(values);
+const [mode, cardLog] = positionals as [string, string];
 const card = new CardProcessor(cardLog);
 // Every event of both workers goes to a JSON Lines file beside the card log, for the run viewer.
 const eventLog = jsonlEventSink(eventLogFor(options.store));

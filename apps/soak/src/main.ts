@@ -1,51 +1,52 @@
 /**
- * pnpm soak [--store redis://… | postgresql://…]… [--runs N] [--workers N] [--seconds N]
- * Worker processes take the runs while a killer SIGKILLs one at random every
- * 0.5–2 s and restarts it; then every run must be done, none lost, and no
- * non-idempotent call run twice unless recovery reported it in doubt.
- * Default: 2,000 runs on Redis (REDIS_URL) and on PostgreSQL (DATABASE_URL).
+ * The soak (`pnpm soak --help` lists the options): worker processes take the
+ * runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it;
+ * then every run must be done, none lost, and no non-idempotent call run twice
+ * unless recovery reported it in doubt.
  */
-import { parseArgs } from "node:util";
+import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
 import { SOAK_DEFAULTS, soak } from "./soak.js";
+import { soakStoreKind } from "./store.js";
 
-const { values } = parseArgs({
-  // pnpm passes its "--" through.
-  args: process.argv.slice(2).filter((arg) => arg !== "--"),
+const [REDIS, POSTGRESQL] = ["redis://127.0.0.1:6379", "postgresql://postgres@127.0.0.1:5432/test"];
+
+const SOAK_COMMAND = {
+  command: "pnpm soak",
+  about:
+    "worker processes take the runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it; then every run must be done, none lost, " +
+    "and no non-idempotent call run twice unless recovery reported it in doubt. Exit 1 on any violation.",
   options: {
-    store: { type: "string", multiple: true },
-    runs: { type: "string", default: String(SOAK_DEFAULTS.runs) },
-    workers: { type: "string", default: String(SOAK_DEFAULTS.workers) },
+    store: { type: "string", multiple: true, value: "<url>", defaultText: `$REDIS_URL (else ${REDIS}), then $DATABASE_URL (else ${POSTGRESQL})`, about: "a store to soak, redis://… or postgresql://… (give it again for more); the soak makes its own prefix or database there and drops it" },
+    runs: { type: "string", default: String(SOAK_DEFAULTS.runs), value: "<n>", about: "how many runs the workers take, per store" },
+    workers: { type: "string", default: String(SOAK_DEFAULTS.workers), value: "<n>", about: "how many worker processes" },
     // Long soaks (--runs 2000 on PostgreSQL takes about 2 minutes here) get room; CI uses the default size and deadline.
-    seconds: { type: "string", default: "900" },
+    seconds: { type: "string", default: "900", value: "<n>", about: "the deadline per store: the soak fails if the workers have not finished by then" },
   },
-});
-const stores = values.store ?? [
-  process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
-  process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test",
-];
-const number = (name: string, text: string) => {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} takes a whole number ≥ 1, not ${JSON.stringify(text)}.`);
-  return n;
-};
+  environment: {
+    REDIS_URL: "the Redis of the default stores",
+    DATABASE_URL: "the PostgreSQL of the default stores",
+    DURABLE_KEY: "the key the workers seal with (default: a fixed soak key)",
+  },
+  example: "pnpm soak --runs 2000 --store redis://127.0.0.1:6379",
+} as const satisfies CommandLineSpec<OptionSpecs>;
 
-let failed = false;
-for (const store of stores) {
-  console.log(`soak on ${store}: ${values.runs} runs, ${values.workers} workers, a kill every 0.5–2 s`);
-  const report = await soak({
-    ...SOAK_DEFAULTS,
-    store,
-    runs: number("runs", values.runs),
-    workers: number("workers", values.workers),
-    deadlineSeconds: number("seconds", values.seconds),
-    log: (line) => console.log(`  ${line}`),
-  });
-  console.log(
-    `  ${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} kills; ` +
-      `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ` +
-      `${report.violations.length} violations`,
-  );
-  for (const violation of report.violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
-  failed ||= report.violations.length > 0;
-}
-process.exitCode = failed ? 1 : 0;
+await runCommand(SOAK_COMMAND, async (values) => {
+  const stores = values.store ?? [process.env["REDIS_URL"] ?? REDIS, process.env["DATABASE_URL"] ?? POSTGRESQL];
+  for (const store of stores) soakStoreKind(store);
+  const runs = wholeNumber("runs", values.runs);
+  const workers = wholeNumber("workers", values.workers);
+  const deadlineSeconds = wholeNumber("seconds", values.seconds);
+  let failed = false;
+  for (const store of stores) {
+    console.log(`soak on ${store}: ${runs} runs, ${workers} workers, a kill every 0.5–2 s`);
+    const report = await soak({ ...SOAK_DEFAULTS, store, runs, workers, deadlineSeconds, log: (line) => console.log(`  ${line}`) });
+    console.log(
+      `  ${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} kills; ` +
+        `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ` +
+        `${report.violations.length} violations`,
+    );
+    for (const violation of report.violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
+    failed ||= report.violations.length > 0;
+  }
+  process.exitCode = failed ? 1 : 0;
+});

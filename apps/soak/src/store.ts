@@ -1,6 +1,14 @@
 import type { CheckpointStore } from "@durable/core";
+import { CommandLineError } from "@durable-apps/demo/command-line-error";
 
 export const KEY = process.env["DURABLE_KEY"] ?? "soak-key-0123456789abcdef-0123456789";
+
+/** Which server a soak target names, or a one-line `CommandLineError`: the soak runs on Redis and PostgreSQL only. */
+export function soakStoreKind(url: string): "redis" | "postgresql" {
+  if (url.startsWith("redis://") || url.startsWith("rediss://")) return "redis";
+  if (url.startsWith("postgresql://") || url.startsWith("postgres://")) return "postgresql";
+  throw new CommandLineError(`--store ${url}: the soak runs on redis://host:port or postgresql://user@host/db.`);
+}
 
 /**
  * The store a soak target names: `redis://…` with a key prefix, or
@@ -8,13 +16,10 @@ export const KEY = process.env["DURABLE_KEY"] ?? "soak-key-0123456789abcdef-0123
  * workers restart after every kill, so their start-up time counts.
  */
 export async function openSoakStore(url: string, prefix: string): Promise<CheckpointStore> {
-  if (url.startsWith("redis://") || url.startsWith("rediss://")) {
+  if (soakStoreKind(url) === "redis") {
     const [{ RedisCheckpointStore }, { createClient }] = await Promise.all([import("@durable/store-redis"), import("redis")]);
     return new RedisCheckpointStore(() => createClient({ url }), { prefix });
   }
-  if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
-    const { PrismaCheckpointStore } = await import("@durable/store-prisma");
-    return new PrismaCheckpointStore(url, { tablePrefix: prefix });
-  }
-  throw new Error(`--store ${url}: the soak runs on redis://host:port or postgresql://user@host/db.`);
+  const { PrismaCheckpointStore } = await import("@durable/store-prisma");
+  return new PrismaCheckpointStore(url, { tablePrefix: prefix });
 }

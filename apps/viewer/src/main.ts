@@ -1,31 +1,47 @@
 /**
- * pnpm viewer [--store <url>] [--events <path>] [--port N]
- * A local web page over a store and the JSON Lines event log its workers write:
- * the runs, each one's steps, calls (replayed, rerun, in doubt) and events.
- * Defaults: the demo's store and event log, port 4173. It reads; it changes nothing.
+ * The run viewer (`pnpm viewer --help` lists the options): a local web page
+ * over a store and the JSON Lines event log its workers write. It reads; it
+ * changes nothing. With no --store it shows the demo's runs.
  */
-import { parseArgs } from "node:util";
-import { Sealer } from "@durable/core";
+import { existsSync } from "node:fs";
 import { CommandLineError } from "@durable-apps/demo/command-line-error";
-import { DEFAULT_STORE, DEMO_KEY, eventLogFor, openStore } from "@durable-apps/demo/store-url";
+import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
+import { DEFAULT_STORE, DEMO_FOLDER, eventLogFor, openStore } from "@durable-apps/demo/store-url";
+import { viewerSealer } from "./key.js";
 import { startViewer } from "./server.js";
 
-try {
-  const { values } = parseArgs({
-    args: process.argv.slice(2).filter((arg) => arg !== "--"),
-    options: {
-      store: { type: "string", default: DEFAULT_STORE },
-      events: { type: "string" },
-      port: { type: "string", default: "4173" },
-      host: { type: "string", default: "127.0.0.1" },
-    },
+const VIEWER_COMMAND = {
+  command: "pnpm viewer",
+  about:
+    "a local web page of the runs in a store: each one's status, step and segment, its calls marked ran, replayed, rerun or in doubt, and its events. " +
+    "It reads the store and the event log the workers wrote; it changes nothing. With no --store it shows the demo's runs (its store and its key).",
+  options: {
+    store: { type: "string", value: "<url>", defaultText: `the demo's store, ${DEFAULT_STORE}`, about: "the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database" },
+    events: { type: "string", value: "<path>", defaultText: "beside a SQLite store (<path>.events.jsonl), else beside the demo's", about: "the JSON Lines file the workers' jsonlEventSink writes" },
+    key: { type: "string", value: "<key>", defaultText: "$DURABLE_KEY; with --demo, the demo's key", about: "the key the workers seal with (at least 32 bytes)" },
+    "key-file": { type: "string", value: "<path>", defaultText: "none", about: "a file that holds that key" },
+    demo: { type: "boolean", default: false, defaultText: "on when no --store is given", about: "the demo's runs: its key and, unless --store, its store (e.g. after pnpm demo --store redis://…)" },
+    port: { type: "string", default: "4173", value: "<n>", about: "the port to serve on (0: any free one)" },
+    host: { type: "string", default: "127.0.0.1", value: "<host>", about: "the address to serve on" },
+  },
+  environment: { DURABLE_KEY: "the key the workers seal with, when no --key or --key-file is given" },
+  example: "pnpm viewer --store redis://127.0.0.1:6379 --events ./events.jsonl --key-file ./durable.key",
+} as const satisfies CommandLineSpec<OptionSpecs>;
+
+await runCommand(VIEWER_COMMAND, async (values) => {
+  const port = wholeNumber("port", values.port, 0, 65535);
+  const demo = values.demo || values.store === undefined;
+  const storeUrl = values.store ?? DEFAULT_STORE;
+  const sealer = viewerSealer({ key: values.key, keyFile: values["key-file"], demo });
+  if (storeUrl === DEFAULT_STORE && !existsSync(DEMO_FOLDER)) throw new CommandLineError(`No demo runs yet (no ${DEMO_FOLDER}): run pnpm demo first, or give --store.`);
+  const store = await openStore(storeUrl);
+  const eventLog = values.events ?? eventLogFor(storeUrl);
+  const viewer = await startViewer({ store, sealer, eventLog, label: storeUrl, port, host: values.host }).catch(async (error: unknown) => {
+    await store.close();
+    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    throw new CommandLineError(`The port is taken: pick another with --port N. (${(error as Error).message})`);
   });
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CommandLineError(`--port takes a port number, not ${values.port}.`);
-  const store = await openStore(values.store);
-  const eventLog = values.events ?? eventLogFor(values.store);
-  const viewer = await startViewer({ store, sealer: Sealer.withKeys(DEMO_KEY), eventLog, label: values.store, port, host: values.host });
-  console.log(`viewer: ${viewer.url}  (store ${values.store}, events ${eventLog}; Ctrl-C stops it)`);
+  console.log(`viewer: ${viewer.url}  (store ${storeUrl}, events ${eventLog}; Ctrl-C stops it)`);
   const stop = async () => {
     await viewer.close();
     await store.close();
@@ -33,10 +49,4 @@ try {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
-} catch (error) {
-  const usage = error instanceof CommandLineError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") === true;
-  const listen = (error as { code?: string }).code === "EADDRINUSE";
-  if (!usage && !listen) throw error;
-  console.error(listen ? `The port is taken: pick another with --port N. (${(error as Error).message})` : (error as Error).message);
-  process.exit(2);
-}
+});

@@ -1,5 +1,5 @@
 import type { DurableEvent } from "@durable/core";
-import type { CallView, RunView } from "./runs.js";
+import { noRunVerifies, type CallView, type RunView } from "./runs.js";
 
 /** The page of every run: id, flow, status, step, segment, and a mark for runs a recovery took over. */
 export function runsPage(store: string, runs: readonly RunView[]): string {
@@ -14,7 +14,7 @@ export function runsPage(store: string, runs: readonly RunView[]): string {
   const recovered = runs.filter((r) => r.recovered).length;
   return layout(
     "Runs",
-    `<h1>Runs</h1>
+    `${noRunVerifies(runs) ? WRONG_KEY : ""}<h1>Runs</h1>
     <p class="meta">${runs.length} run(s) in <code>${esc(store)}</code>; ${recovered} recovered by another worker.</p>
     ${
       runs.length === 0
@@ -24,6 +24,9 @@ export function runsPage(store: string, runs: readonly RunView[]): string {
     }`,
   );
 }
+
+const WRONG_KEY =
+  '<p class="problem wrong-key">No run verifies with this key: wrong key? Give the viewer the key your workers seal with: --key, --key-file or DURABLE_KEY (the demo\'s runs: --demo).</p>';
 
 /** One run: its identity, its steps over time, its calls marked, its events. */
 export function runPage(run: RunView): string {

@@ -1,4 +1,5 @@
 import {
+  DurableError,
   DurableRun,
   readCallLog,
   readJsonlEvents,
@@ -44,6 +45,8 @@ export interface RunView {
   readonly identity: Identity | undefined;
   readonly recovered: boolean;
   readonly problem?: string;
+  /** The code of the error behind `problem`, when @durable raised it: `CHECKPOINT_STORE_CORRUPT` when the seal does not verify. */
+  readonly problemCode?: string;
   readonly steps: readonly StepView[];
   readonly calls: readonly CallView[];
   readonly events: readonly DurableEvent[];
@@ -108,7 +111,8 @@ async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, ev
     };
   } catch (error) {
     const problem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    return { ...base, kind: events[0]?.kind ?? "?", status: "unreadable", step: undefined, segment: undefined, identity: undefined, problem, calls: [] };
+    const code = error instanceof DurableError ? { problemCode: error.code } : {};
+    return { ...base, kind: events[0]?.kind ?? "?", status: "unreadable", step: undefined, segment: undefined, identity: undefined, problem, ...code, calls: [] };
   }
 }
 
@@ -140,4 +144,9 @@ function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, r
       ...(done?.result === undefined ? {} : { result: done.result }),
     };
   });
+}
+
+/** True when there are runs and not one of them verifies: the viewer most likely has another key than the workers. */
+export function noRunVerifies(runs: readonly RunView[]): boolean {
+  return runs.length > 0 && runs.every((run) => run.problemCode === "CHECKPOINT_STORE_CORRUPT");
 }
