@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
-import { createClient } from "redis";
+import { pingFails } from "./redis.js";
 
 /** A TCP port nothing listens on right now (the OS picks it, then it is released). */
 export async function freePort(): Promise<number> {
@@ -31,20 +31,13 @@ export class OwnRedis {
     const server = new OwnRedis(port ?? (await freePort()));
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const probe = createClient({ url: server.url, socket: { reconnectStrategy: false, connectTimeout: 500 } });
-      probe.on("error", () => {});
-      try {
-        await probe.connect();
-        await probe.ping();
-        await probe.close();
-        return server;
-      } catch (error) {
-        if (Date.now() > deadline) {
-          await server.stop();
-          throw new Error(`redis-server did not answer at ${server.url} within 10 s (${String(error)}).`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
+      const error = await pingFails(server.url, 500);
+      if (error === undefined) return server;
+      if (Date.now() > deadline) {
+        await server.stop();
+        throw new Error(`redis-server did not answer at ${server.url} within 10 s (${String(error)}).`);
       }
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 

@@ -12,17 +12,24 @@ export const client = () => createClient({ url: REDIS_URL });
  * the Redis tests are skipped with a message saying how to start it.
  */
 export async function redisAnswers(): Promise<boolean> {
-  const probe = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2000 } });
+  const error = await pingFails(REDIS_URL, 2000);
+  if (error === undefined) return true;
+  if (process.env["CI"] === "true") throw new Error(`Redis does not answer at ${REDIS_URL} (${String(error)}); CI needs it.`);
+  console.warn(`Skipping the Redis tests: nothing answers at ${REDIS_URL}. Start one with: redis-server --daemonize yes --port 6379`);
+  return false;
+}
+
+/** Undefined when a Redis at `url` answers PING within `connectTimeout` ms; otherwise why not. */
+export async function pingFails(url: string, connectTimeout: number): Promise<unknown> {
+  const probe = createClient({ url, socket: { reconnectStrategy: false, connectTimeout } });
   probe.on("error", () => {});
   try {
     await probe.connect();
     await probe.ping();
     await probe.close();
-    return true;
+    return undefined;
   } catch (error) {
-    if (process.env["CI"] === "true") throw new Error(`Redis does not answer at ${REDIS_URL} (${String(error)}); CI needs it.`);
-    console.warn(`Skipping the Redis tests: nothing answers at ${REDIS_URL}. Start one with: redis-server --daemonize yes --port 6379`);
-    return false;
+    return error ?? new Error("no answer");
   }
 }
 
