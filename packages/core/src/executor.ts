@@ -63,6 +63,7 @@ export class CallScope {
   readonly pending: PendingCall[] = [];
   readonly #occurrences = new Map<string, number>();
   readonly #claimed = new Set<string>();
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(init: CallScopeInit) {
     this.init = init;
@@ -98,6 +99,22 @@ export class CallScope {
   claim(callId: string): void {
     this.#claimed.add(callId);
   }
+
+  /** Counts a call of this round as in flight until it settles. */
+  track(call: Promise<unknown>): void {
+    this.#inFlight.add(call);
+    const done = () => void this.#inFlight.delete(call);
+    call.then(done, done);
+  }
+
+  /**
+   * Resolves once every call of the round has settled, also those no code
+   * awaits any more (a sibling of a call that threw inside `Promise.all`): a
+   * round is saved only after its calls' records landed.
+   */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  }
 }
 
 /**
@@ -121,7 +138,13 @@ export class Executor {
    * written. The tool and the caller see the arguments and the result as the
    * log keeps them (canonical JSON, decoded), on the first run as on replay.
    */
-  async call(scope: CallScope, within: string, tool: string, args: unknown): Promise<CallOutcome> {
+  call(scope: CallScope, within: string, tool: string, args: unknown): Promise<CallOutcome> {
+    const outcome = this.#call(scope, within, tool, args);
+    scope.track(outcome);
+    return outcome;
+  }
+
+  async #call(scope: CallScope, within: string, tool: string, args: unknown): Promise<CallOutcome> {
     const definition = this.registry.get(tool);
     const argsText = canonicalJson(args, `the arguments of ${tool}`);
     const jsonArgs = JSON.parse(argsText) as JsonValue;

@@ -42,6 +42,7 @@ export async function runSuperstep<S>(
   }
   const frozen = deepFreeze(structuredClone(state));
   const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)));
+  await scope.settled(); // calls a node left running (a sibling of one that threw in Promise.all) land before the superstep ends
   const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
   if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
   // A node that caught the wait itself still leaves its call pending: the superstep pauses for it.

@@ -244,7 +244,7 @@ class Loop {
   async #toolRound(scope: CallScope, data: LoopData): Promise<Message[] | undefined> {
     const last = data.messages.at(-1);
     const calls: readonly ToolCallRequest[] = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
-    const results = await Promise.all(
+    const round = Promise.all(
       calls.map(async (call): Promise<Message | undefined> => {
         const reply = (content: string): Message => ({ role: "tool", toolCallId: call.id, name: call.name, content });
         if (!this.registry.has(call.name)) return reply(`error: there is no tool named ${JSON.stringify(call.name)}`);
@@ -254,6 +254,7 @@ class Loop {
         return reply(typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value));
       }),
     );
+    const results = await round.finally(() => scope.settled()); // a call left running when another threw lands first
     return results.includes(undefined) ? undefined : (results as Message[]);
   }
 
