@@ -1,47 +1,147 @@
-import { CheckpointConflict, type CheckpointRow, type StoredCall } from "@durable/core";
+import { isEnded, recordRefusal, saveRefusal, type CheckpointRow, type StoredCall, type StoredCheckpoint } from "@durable/core";
 import type { ConformanceInitializer } from "../src/index.js";
 import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "../../store-memory/src/index.js";
 import memory from "../../store-memory/test/conformance.js";
 
 /**
- * Stores that each break one promise of the protocol. The kit's own tests run
- * its groups against them: a kit that passes a broken store is worth nothing.
+ * Stores that each break one promise of the protocol, as a store author could
+ * by mistake: forks of the memory store with ONE bug each. The kit's own tests
+ * run its groups against them: a kit that passes a broken store is worth nothing.
  */
 
-/** Accepts every save: a lost compare-and-set, so two workers both "win" a step. */
-class NoCompareAndSet extends MemoryCheckpointStore {
-  readonly #data: MemoryData;
+/** The memory store with its rows in reach, for a fork to write them its own (wrong) way. */
+export class ForkedMemoryStore extends MemoryCheckpointStore {
+  protected readonly data: MemoryData;
   constructor(data: MemoryData = new Map()) {
     super({ data });
-    this.#data = data;
+    this.data = data;
+  }
+  protected entry(runId: string): MemoryRun {
+    const entry = this.data.get(runId) ?? { checkpoints: [], calls: [], counts: new Map() };
+    this.data.set(runId, entry);
+    return entry;
+  }
+  protected head(runId: string): StoredCheckpoint | undefined {
+    return this.data.get(runId)?.checkpoints.at(-1);
+  }
+  protected append(runId: string, step: number, row: CheckpointRow): void {
+    const { status, segment, flow, kind, sealed } = row;
+    this.entry(runId).checkpoints.push({ runId, step, status, segment, flow, kind, sealed });
+  }
+  protected appendCall(runId: string, segment: number, seq: number, sealed: string): void {
+    const entry = this.entry(runId);
+    entry.calls.push({ runId, segment, seq, sealed });
+    entry.counts.set(segment, (entry.counts.get(segment) ?? 0) + 1);
+  }
+}
+
+/** Saves when the rules pass for `row` as `relax` rewrites it: the one rule it drops is the bug. */
+class RelaxedSave extends ForkedMemoryStore {
+  constructor(readonly relax: (row: CheckpointRow, head: StoredCheckpoint | undefined) => CheckpointRow) {
+    super();
   }
   override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
-    try {
-      await super.save(runId, step, row);
-    } catch (error) {
-      if (!(error instanceof CheckpointConflict)) throw error;
-      const entry: MemoryRun = this.#data.get(runId) ?? { checkpoints: [], calls: [], counts: new Map() };
-      this.#data.set(runId, entry);
-      entry.checkpoints.push({ runId, step, ...row });
+    const head = this.head(runId);
+    const refused = saveRefusal(runId, step, this.relax(row, head), head);
+    if (refused !== undefined) throw refused;
+    this.append(runId, step, row);
+  }
+}
+
+/** Accepts every save: a lost compare-and-set, so two workers both "win" a step. */
+class SavesAnyStep extends ForkedMemoryStore {
+  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+    this.append(runId, step, row);
+  }
+}
+
+/** Checks, then writes after an await (a read and a write in two round trips): concurrent saves all pass the check. */
+class CheckThenWriteSave extends ForkedMemoryStore {
+  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+    const refused = saveRefusal(runId, step, row, this.head(runId));
+    if (refused !== undefined) throw refused;
+    await new Promise((resolve) => setImmediate(resolve));
+    this.append(runId, step, row);
+  }
+}
+
+/** Records when the rules pass for what `relax` rewrites: the one rule it drops is the bug. */
+class RelaxedRecord extends ForkedMemoryStore {
+  constructor(
+    readonly relax: (call: { segment: number; seq: number; next: number }, head: StoredCheckpoint | undefined) => {
+      segment: number;
+      seq: number;
+      head: StoredCheckpoint | undefined;
+    },
+  ) {
+    super();
+  }
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    const head = this.head(runId);
+    const next = this.data.get(runId)?.counts.get(segment) ?? 0;
+    const relaxed = this.relax({ segment, seq, next }, head);
+    const refused = recordRefusal(runId, relaxed.segment, relaxed.seq, relaxed.head, next);
+    if (refused !== undefined) throw refused;
+    this.appendCall(runId, segment, seq, sealed);
+  }
+}
+
+/** Lists the runs whose latest row passes `unfinished` instead of running-or-paused. */
+class MisfilteredList extends ForkedMemoryStore {
+  constructor(readonly unfinished: (head: StoredCheckpoint) => boolean) {
+    super();
+  }
+  override async *listUnfinished(flow: string): AsyncIterable<string> {
+    for (const [runId, entry] of [...this.data]) {
+      const head = entry.checkpoints.at(-1);
+      if (head !== undefined && head.flow === flow && this.unfinished(head)) yield runId;
     }
   }
 }
 
-/** Takes call records from any segment: a cut-off worker is not fenced. */
-class NoFencing extends MemoryCheckpointStore {
-  readonly #data: MemoryData;
-  constructor(data: MemoryData = new Map()) {
-    super({ data });
-    this.#data = data;
+/** Reads every unfinished run's row into memory before it gives the first id, as `SELECT *` into an array would. */
+class LoadsEveryRun extends ForkedMemoryStore {
+  override async *listUnfinished(flow: string): AsyncIterable<string> {
+    const rows = [...this.data.values()].flatMap((entry) => entry.checkpoints.slice(-1)).filter((h) => h.flow === flow && !isEnded(h.status));
+    const loaded: StoredCheckpoint[] = structuredClone(rows);
+    for (const row of loaded) yield row.runId;
   }
-  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    const entry = this.#data.get(runId);
-    const latest = entry?.checkpoints.at(-1);
-    if (entry !== undefined && latest !== undefined && segment < latest.segment) {
-      entry.calls.push({ runId, segment, seq, sealed });
-      return;
-    }
-    await super.recordCall(runId, segment, seq, sealed);
+}
+
+/** Deletes every run whose id starts with the one given, as `LIKE 'id%'` or a key pattern `id*` would. */
+class DeletesByPrefix extends ForkedMemoryStore {
+  override async delete(runId: string): Promise<void> {
+    for (const id of [...this.data.keys()]) if (id.startsWith(runId)) this.data.delete(id);
+  }
+}
+
+/** Deletes the checkpoints and forgets the call-log table. */
+class DeleteKeepsRecords extends ForkedMemoryStore {
+  override async delete(runId: string): Promise<void> {
+    const entry = this.data.get(runId);
+    if (entry === undefined) return;
+    this.data.set(runId, { checkpoints: [], calls: entry.calls, counts: new Map() });
+  }
+}
+
+/** `latest` picks the row that `pick` gives of every row of the run. */
+class MispickedLatest extends ForkedMemoryStore {
+  constructor(readonly pick: (rows: readonly StoredCheckpoint[]) => StoredCheckpoint | undefined) {
+    super();
+  }
+  override async latest(runId: string): Promise<StoredCheckpoint> {
+    const picked = this.pick(this.data.get(runId)?.checkpoints ?? []);
+    return picked ?? super.latest(runId);
+  }
+}
+
+/** `calls` sorts the records by `order` instead of segment then seq. */
+class MisorderedCalls extends ForkedMemoryStore {
+  constructor(readonly order: (a: StoredCall, b: StoredCall) => number) {
+    super();
+  }
+  override async calls(runId: string): Promise<StoredCall[]> {
+    return (await super.calls(runId)).sort(this.order);
   }
 }
 
@@ -52,23 +152,49 @@ class DropsLastRecord extends MemoryCheckpointStore {
   }
 }
 
-/** Returns call records newest first. */
-class ReordersRecords extends MemoryCheckpointStore {
-  override async calls(runId: string): Promise<StoredCall[]> {
-    return (await super.calls(runId)).reverse();
-  }
-}
-
 const shared: MemoryData = new Map();
+const byText = (key: (c: StoredCall) => string) => (a: StoredCall, b: StoredCall) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+const stepsAsText = (rows: readonly StoredCheckpoint[]) => [...rows].sort((a, b) => (String(a.step) < String(b.step) ? -1 : 1)).at(-1);
 
-function broken<S extends MemoryCheckpointStore>(name: string, create: () => S): ConformanceInitializer<S> {
+function broken(name: string, create: () => MemoryCheckpointStore): ConformanceInitializer {
   return { name, createStore: create };
 }
 
-export const noCompareAndSet: ConformanceInitializer = broken("no compare-and-set", () => new NoCompareAndSet());
-export const noFencing: ConformanceInitializer = broken("no fencing", () => new NoFencing());
+const running = (head: StoredCheckpoint) => ({ ...head, status: "running" as const });
+
+export const noCompareAndSet: ConformanceInitializer = broken("saves any step", () => new SavesAnyStep());
+export const saveIgnoresFlowAndKind: ConformanceInitializer = broken("saves over another flow's or kind's run", () =>
+  new RelaxedSave((row, head) => (head === undefined ? row : { ...row, flow: head.flow, kind: head.kind })),
+);
+export const saveTakesLowerSegment: ConformanceInitializer = broken("saves from a lower segment", () =>
+  new RelaxedSave((row, head) => (head === undefined ? row : { ...row, segment: Math.max(row.segment, head.segment) })),
+);
+export const saveNotAtomic: ConformanceInitializer = broken("checks then saves across an await", () => new CheckThenWriteSave());
+export const noSegmentCheck: ConformanceInitializer = broken("records calls of any segment", () =>
+  new RelaxedRecord(({ segment, seq }, head) => ({ segment: head?.segment ?? segment, seq, head })),
+);
+export const recordTakesGap: ConformanceInitializer = broken("records a call past a gap", () =>
+  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: seq > next ? next : seq, head })),
+);
+export const recordTakesDuplicate: ConformanceInitializer = broken("records a duplicate call number", () =>
+  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: seq < next ? next : seq, head })),
+);
+export const recordOnEndedRun: ConformanceInitializer = broken("records calls on an ended run", () =>
+  new RelaxedRecord(({ segment, seq }, head) => ({ segment, seq, head: head !== undefined && isEnded(head.status) ? running(head) : head })),
+);
+export const listIncludesFailed: ConformanceInitializer = broken("lists failed runs as unfinished", () => new MisfilteredList((h) => h.status !== "done"));
+export const listMissesPaused: ConformanceInitializer = broken("lists only running runs", () => new MisfilteredList((h) => h.status === "running"));
+export const listLoadsEverything: ConformanceInitializer = broken("loads every unfinished run before the first id", () => new LoadsEveryRun());
+export const deleteByPrefix: ConformanceInitializer = broken("deletes every run whose id starts with the one given", () => new DeletesByPrefix());
+export const deleteKeepsRecords: ConformanceInitializer = broken("deletes checkpoints but keeps call records", () => new DeleteKeepsRecords());
+export const latestFirstRow: ConformanceInitializer = broken("gives the first row as latest", () => new MispickedLatest((rows) => rows[0]));
+export const latestStepsAsText: ConformanceInitializer = broken("orders steps as text", () => new MispickedLatest(stepsAsText));
+export const callsSeqFirst: ConformanceInitializer = broken("orders calls by seq then segment", () =>
+  new MisorderedCalls((a, b) => a.seq - b.seq || a.segment - b.segment),
+);
+export const callsAsText: ConformanceInitializer = broken("orders calls as text", () => new MisorderedCalls(byText((c) => `${c.segment}:${c.seq}`)));
 export const dropsLastRecord: ConformanceInitializer = broken("drops the last record", () => new DropsLastRecord());
-export const reordersRecords: ConformanceInitializer = broken("reorders records", () => new ReordersRecords());
+export const reordersRecords: ConformanceInitializer = broken("reorders records", () => new MisorderedCalls((a, b) => b.segment - a.segment || b.seq - a.seq));
 /** Every store it makes shares one data set, as a store that ignores its prefix would. */
 export const ignoresPrefix: ConformanceInitializer = broken("ignores its prefix", () => new MemoryCheckpointStore({ data: shared }));
 

@@ -1,6 +1,13 @@
 import { CheckpointConflict, CheckpointNotFound, type StoredCall } from "@durable/core";
 import { expect } from "vitest";
 import { needsConnect, type ConformanceGroup } from "./case.js";
+import { breaks, expectRejects } from "./rule.js";
+
+const rule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
+const refused = (operation: string) => rule(operation, "CheckpointConflict");
+/** How many records segment `s` of the numbering case gets: 12 in segment 0 (seqs past 9), one fewer in each next one. */
+const SEGMENTS = 12;
+const recordsIn = (segment: number) => SEGMENTS - segment;
 
 const numbers = (calls: StoredCall[]) => calls.map((c) => [c.segment, c.seq]);
 
@@ -9,23 +16,21 @@ export const callLogGroup: ConformanceGroup = {
   proves: "call records are kept numbered and in order, duplicates and gaps are refused, and a cut-off worker is fenced",
   cases: [
     {
-      name: "keeps every record, numbered and in order, across segments",
+      name: "keeps every record, numbered and in order, across 12 segments and past seq 9",
       async run(h) {
         const runId = h.runId();
-        await h.store.save(runId, 0, h.row(runId, 0));
-        await h.recordCalls(runId, 0, 0, 10);
-        await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
-        await h.recordCalls(runId, 1, 0, 5);
+        // Segments and seqs past 9: a store ordering them as text ("10" before "2"), or by seq first, shows.
+        const expected: Array<[number, number]> = [];
+        for (let segment = 0; segment < SEGMENTS; segment++) {
+          await h.store.save(runId, segment, h.row(runId, segment, { segment }));
+          await h.recordCalls(runId, segment, 0, recordsIn(segment));
+          for (let seq = 0; seq < recordsIn(segment); seq++) expected.push([segment, seq]);
+        }
         const calls = await h.store.calls(runId);
-        expect(numbers(calls)).toEqual([
-          ...Array.from({ length: 10 }, (_, i) => [0, i]),
-          ...Array.from({ length: 5 }, (_, i) => [1, i]),
-        ]);
-        expect(calls.map((c) => c.sealed)).toEqual([
-          ...Array.from({ length: 10 }, (_, i) => h.call(runId, 0, i)),
-          ...Array.from({ length: 5 }, (_, i) => h.call(runId, 1, i)),
-        ]);
-        for (const call of calls) expect(call.runId).toBe(runId);
+        const operation = `calls(runId) after records in segments 0–${SEGMENTS - 1}, seqs 0–${recordsIn(0) - 1}`;
+        expect(numbers(calls), rule(operation, "every [segment, seq], ordered by segment then seq, as numbers")).toEqual(expected);
+        expect(calls.map((c) => c.sealed), rule(operation, "each record's sealed text as recorded")).toEqual(expected.map(([segment, seq]) => h.call(runId, segment, seq)));
+        for (const call of calls) expect(call.runId, rule(operation, "the runId on every record")).toBe(runId);
       },
     },
     {
@@ -34,22 +39,30 @@ export const callLogGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.recordCalls(runId, 0, 0, 2);
-        await expect(h.store.recordCall(runId, 0, 1, h.call(runId, 0, 1, { callId: "dup" }))).rejects.toBeInstanceOf(CheckpointConflict);
-        await expect(h.store.recordCall(runId, 0, 3, h.call(runId, 0, 3))).rejects.toBeInstanceOf(CheckpointConflict);
+        await expectRejects(CheckpointConflict, refused("recordCall(runId, 0, 1) when segment 0 holds seqs 0–1 (a duplicate)"), h.store.recordCall(runId, 0, 1, h.call(runId, 0, 1, { callId: "dup" })));
+        await expectRejects(CheckpointConflict, refused("recordCall(runId, 0, 3) when segment 0 holds seqs 0–1 (a gap)"), h.store.recordCall(runId, 0, 3, h.call(runId, 0, 3)));
         const calls = await h.store.calls(runId);
-        expect(calls.map((c) => c.sealed)).toEqual([h.call(runId, 0, 0), h.call(runId, 0, 1)]);
+        expect(calls.map((c) => c.sealed), rule("calls(runId) after the refused duplicate and gap", "the two first records only, unchanged")).toEqual([
+          h.call(runId, 0, 0),
+          h.call(runId, 0, 1),
+        ]);
       },
     },
     {
-      name: "refuses a record from an older segment after a claim",
+      name: "refuses a record from an older segment after a claim, and one from a segment not yet claimed",
       async run(h) {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.recordCalls(runId, 0, 0, 2);
         await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
-        await expect(h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2))).rejects.toBeInstanceOf(CheckpointConflict);
+        await expectRejects(CheckpointConflict, refused("recordCall(runId, segment 0, seq 2) after step 1 claimed segment 1 (a fenced worker)"), h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2)));
+        await expectRejects(CheckpointConflict, refused("recordCall(runId, segment 2, seq 0) while the latest checkpoint is of segment 1"), h.store.recordCall(runId, 2, 0, h.call(runId, 2, 0)));
         await h.recordCalls(runId, 1, 0, 1);
-        expect(numbers(await h.store.calls(runId))).toEqual([[0, 0], [0, 1], [1, 0]]);
+        expect(numbers(await h.store.calls(runId)), rule("calls(runId) after the refused records", "[[0, 0], [0, 1], [1, 0]]")).toEqual([
+          [0, 0],
+          [0, 1],
+          [1, 0],
+        ]);
       },
     },
     {
@@ -80,16 +93,16 @@ export const callLogGroup: ConformanceGroup = {
       name: "refuses a record for an unknown run or an ended one",
       async run(h) {
         const unknown = h.runId("unknown");
-        await expect(h.store.recordCall(unknown, 0, 0, h.call(unknown, 0, 0))).rejects.toBeInstanceOf(CheckpointNotFound);
+        await expectRejects(CheckpointNotFound, rule("recordCall of an unknown run", "CheckpointNotFound"), h.store.recordCall(unknown, 0, 0, h.call(unknown, 0, 0)));
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0, { status: "done" }));
-        await expect(h.store.recordCall(runId, 0, 0, h.call(runId, 0, 0))).rejects.toBeInstanceOf(CheckpointConflict);
+        await expectRejects(CheckpointConflict, refused("recordCall(runId, 0, 0) after a done step 0 (an ended run)"), h.store.recordCall(runId, 0, 0, h.call(runId, 0, 0)));
       },
     },
     {
       name: "gives no records for an unknown run",
       async run(h) {
-        expect(await h.store.calls(h.runId("unknown"))).toEqual([]);
+        expect(await h.store.calls(h.runId("unknown")), rule("calls(runId) of an unknown run", "[]")).toEqual([]);
       },
     },
     {
@@ -100,8 +113,11 @@ export const callLogGroup: ConformanceGroup = {
         await h.saveSteps(runId, 1);
         await h.recordCalls(runId, 0, 0, 3);
         await h.reopen();
-        expect((await h.store.latest(runId)).sealed).toBe(h.row(runId, 1).sealed);
-        expect((await h.store.calls(runId)).map((c) => c.sealed)).toEqual([0, 1, 2].map((i) => h.call(runId, 0, i)));
+        const reopened = (operation: string, expected: string) => rule(`${operation} after closing and reopening the store`, expected);
+        expect((await h.store.latest(runId)).sealed, reopened("latest(runId)", "step 1's row")).toBe(h.row(runId, 1).sealed);
+        expect((await h.store.calls(runId)).map((c) => c.sealed), reopened("calls(runId)", "the 3 records")).toEqual(
+          [0, 1, 2].map((i) => h.call(runId, 0, i)),
+        );
         await h.recordCalls(runId, 0, 3, 4);
       },
     },

@@ -2,13 +2,16 @@ import { CheckpointConflict, CheckpointNotFound, type CheckpointStore } from "@d
 import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
+import { breaks, expectRejects } from "./rule.js";
+
+const refusal = (operation: string) => breaks("the-store-rules", operation, "CheckpointConflict, and the latest row unchanged");
 
 /** Expects a save to be refused with `CheckpointConflict` and the latest row to stay as it was. */
-async function expectRefused(h: Harness, runId: string, save: () => Promise<void>): Promise<void> {
+async function expectRefused(h: Harness, runId: string, operation: string, save: () => Promise<void>): Promise<void> {
   const before = await h.store.latest(runId).catch(() => undefined);
-  await expect(save()).rejects.toBeInstanceOf(CheckpointConflict);
+  await expectRejects(CheckpointConflict, refusal(operation), save());
   const after = await h.store.latest(runId).catch(() => undefined);
-  expect(after).toEqual(before);
+  expect(after, refusal(`latest(runId) after the refused ${operation}`)).toEqual(before);
 }
 
 export const saveGroup: ConformanceGroup = {
@@ -21,15 +24,18 @@ export const saveGroup: ConformanceGroup = {
         const runId = h.runId();
         const row = h.row(runId, 0, { status: "paused", segment: 3, flow: "tickets", kind: "loop" });
         await h.store.save(runId, 0, row);
-        expect(await h.store.latest(runId)).toEqual({ runId, step: 0, ...row });
+        expect(
+          await h.store.latest(runId),
+          breaks("the-store-rules", "latest(runId) after save(runId, 0, row)", "every column of the row saved, with runId and step 0"),
+        ).toEqual({ runId, step: 0, ...row });
       },
     },
     {
       name: "refuses a first step other than 0",
       async run(h) {
         const runId = h.runId();
-        await expect(h.store.save(runId, 1, h.row(runId, 1))).rejects.toBeInstanceOf(CheckpointConflict);
-        await expect(h.store.latest(runId)).rejects.toBeInstanceOf(CheckpointNotFound);
+        await expectRejects(CheckpointConflict, refusal("save(runId, 1) of a new run"), h.store.save(runId, 1, h.row(runId, 1)));
+        await expectRejects(CheckpointNotFound, breaks("the-store-rules", "latest(runId) after the refused save", "CheckpointNotFound"), h.store.latest(runId));
       },
     },
     {
@@ -37,7 +43,7 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.saveSteps(runId, 3);
-        expect((await h.store.latest(runId)).step).toBe(3);
+        expect((await h.store.latest(runId)).step, breaks("the-store-rules", "latest(runId) after saving steps 0–3", "step 3")).toBe(3);
       },
     },
     {
@@ -45,9 +51,9 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.saveSteps(runId, 2);
-        await expectRefused(h, runId, () => h.store.save(runId, 0, h.row(runId, 0)));
-        await expectRefused(h, runId, () => h.store.save(runId, 4, h.row(runId, 4)));
-        await expectRefused(h, runId, () => h.store.save(runId, 2, h.row(runId, 2)));
+        await expectRefused(h, runId, "save(runId, 0) of a run at step 2", () => h.store.save(runId, 0, h.row(runId, 0)));
+        await expectRefused(h, runId, "save(runId, 4) of a run at step 2 (a skipped step)", () => h.store.save(runId, 4, h.row(runId, 4)));
+        await expectRefused(h, runId, "save(runId, 2) of a run at step 2 (a step already taken)", () => h.store.save(runId, 2, h.row(runId, 2)));
       },
     },
     ...(["done", "failed"] as const).map((status) => ({
@@ -56,7 +62,7 @@ export const saveGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.store.save(runId, 1, h.row(runId, 1, { status }));
-        await expectRefused(h, runId, () => h.store.save(runId, 2, h.row(runId, 2)));
+        await expectRefused(h, runId, `save(runId, 2) after a ${status} step 1 (an ended run)`, () => h.store.save(runId, 2, h.row(runId, 2)));
       },
     })),
     {
@@ -64,8 +70,12 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0, { flow: "tickets" }));
-        await expectRefused(h, runId, () => h.store.save(runId, 1, h.row(runId, 1, { flow: "refunds" })));
-        await expectRefused(h, runId, () => h.store.save(runId, 1, h.row(runId, 1, { flow: "tickets", kind: "loop" })));
+        await expectRefused(h, runId, 'save(runId, 1) of flow "refunds" on a run of flow "tickets"', () =>
+          h.store.save(runId, 1, h.row(runId, 1, { flow: "refunds" })),
+        );
+        await expectRefused(h, runId, 'save(runId, 1) of kind "loop" on a run of kind "flow"', () =>
+          h.store.save(runId, 1, h.row(runId, 1, { flow: "tickets", kind: "loop" })),
+        );
       },
     },
     {
@@ -74,7 +84,9 @@ export const saveGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
-        await expectRefused(h, runId, () => h.store.save(runId, 2, h.row(runId, 2, { segment: 0 })));
+        await expectRefused(h, runId, "save(runId, 2) from segment 0 after step 1 claimed segment 1", () =>
+          h.store.save(runId, 2, h.row(runId, 2, { segment: 0 })),
+        );
       },
     },
     {
@@ -84,15 +96,20 @@ export const saveGroup: ConformanceGroup = {
         if (h.init.capabilities?.connect !== undefined) {
           for (let i = 1; i < 8; i++) clients.push(await h.connect());
         }
+        const operation = "8 concurrent save(runId, 1) of a run at step 0";
         for (let trial = 0; trial < 5; trial++) {
           const runId = h.runId();
           await h.store.save(runId, 0, h.row(runId, 0));
           const rows = Array.from({ length: 8 }, (_, i) => h.row(runId, 1, { segment: i, data: { client: i } }));
           const results = await Promise.allSettled(rows.map((row, i) => clients[i % clients.length]!.save(runId, 1, row)));
           const winners = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
-          expect(winners).toHaveLength(1);
-          for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(CheckpointConflict);
-          expect((await h.store.latest(runId)).sealed).toBe(rows[winners[0]!]!.sealed);
+          expect(winners, breaks("the-store-rules", operation, "exactly one to resolve (the clients that won listed)")).toHaveLength(1);
+          for (const r of results) {
+            if (r.status === "rejected") expect(r.reason, refusal(`each losing save of ${operation}`)).toBeInstanceOf(CheckpointConflict);
+          }
+          expect((await h.store.latest(runId)).sealed, breaks("the-store-rules", `latest(runId) after ${operation}`, "the winner's row")).toBe(
+            rows[winners[0]!]!.sealed,
+          );
         }
       },
     },

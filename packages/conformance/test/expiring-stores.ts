@@ -1,0 +1,65 @@
+import type { CheckpointRow, StoredCall, StoredCheckpoint } from "@durable/core";
+import type { ConformanceInitializer } from "../src/index.js";
+import { ForkedMemoryStore } from "./broken-stores.js";
+
+/** Short, so the ttl group's waits stay short; fractions are fine for a store that keeps milliseconds. */
+const TTL_SECONDS = 0.3;
+
+/** How an expiring store refreshes a run's TTL; the correct one refreshes on every write and never expires a paused run. */
+interface ExpiryRules {
+  readonly recordsRefresh: boolean;
+  readonly pausedExpires: boolean;
+}
+
+/** The memory store with the TTL rule: a run's rows expire ttlSeconds after its last write, except while it is paused. */
+class ExpiringMemoryStore extends ForkedMemoryStore {
+  readonly #expiresAt = new Map<string, number>();
+  constructor(readonly rules: ExpiryRules) {
+    super();
+  }
+  #touch(runId: string): void {
+    const head = this.head(runId);
+    if (head === undefined) return;
+    if (head.status === "paused" && !this.rules.pausedExpires) this.#expiresAt.delete(runId);
+    else this.#expiresAt.set(runId, Date.now() + TTL_SECONDS * 1000);
+  }
+  #expire(): void {
+    const now = Date.now();
+    for (const [runId, at] of this.#expiresAt) {
+      if (at > now) continue;
+      this.data.delete(runId);
+      this.#expiresAt.delete(runId);
+    }
+  }
+  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+    this.#expire();
+    await super.save(runId, step, row);
+    this.#touch(runId);
+  }
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    this.#expire();
+    await super.recordCall(runId, segment, seq, sealed);
+    if (this.rules.recordsRefresh) this.#touch(runId);
+  }
+  override async latest(runId: string): Promise<StoredCheckpoint> {
+    this.#expire();
+    return super.latest(runId);
+  }
+  override async calls(runId: string): Promise<StoredCall[]> {
+    this.#expire();
+    return super.calls(runId);
+  }
+  override listUnfinished(flow: string): AsyncIterable<string> {
+    this.#expire();
+    return super.listUnfinished(flow);
+  }
+}
+
+function expiring(name: string, rules: ExpiryRules): ConformanceInitializer {
+  return { name, createStore: () => new ExpiringMemoryStore(rules), capabilities: { ttl: { ttlSeconds: TTL_SECONDS } } };
+}
+
+/** The correct one: the ttl group passes it. */
+export const expiringMemory: ConformanceInitializer = expiring("memory with a TTL", { recordsRefresh: true, pausedExpires: false });
+export const ttlOnPaused: ConformanceInitializer = expiring("expires paused runs", { recordsRefresh: true, pausedExpires: true });
+export const ttlOnlyOnSave: ConformanceInitializer = expiring("refreshes the TTL only on save", { recordsRefresh: false, pausedExpires: false });
