@@ -4,8 +4,10 @@
  *
  * Runs the conformance kit against the initializer a module exports (default
  * export, or `initializer`), through vitest, and prints a summary per group.
- * Exits 1 when any test fails, 2 on a usage error (one line). `--help` says more.
+ * Exits 1 when any test fails, 2 on a usage error (one line). Plain text, no
+ * colours, when stdout is not a terminal (FORCE_COLOR=1 keeps them). `--help` says more.
  */
+import "./plain-output.js";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -34,6 +36,8 @@ ${groups}
 
 Options:
   -h, --help            print this help and exit 0; default: off
+
+Output: plain text when stdout is not a terminal; FORCE_COLOR=1 keeps the colours.
 
 Exit codes: 0 every test that ran passed, 1 a test failed or none ran, 2 bad usage.
 

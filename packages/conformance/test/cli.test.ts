@@ -8,7 +8,11 @@ const memory = fileURLToPath(new URL("../../store-memory/test/conformance.ts", i
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
 function run(...args: string[]) {
-  const result = spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 120_000 });
+  return runWith(process.env, ...args);
+}
+
+function runWith(env: NodeJS.ProcessEnv, ...args: string[]) {
+  const result = spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", timeout: 120_000, env });
   return { code: result.status, out: `${result.stdout}${result.stderr}` };
 }
 
@@ -26,6 +30,14 @@ describe("durable-conformance CLI", () => {
     expect(out).toMatch(/FAIL {2}save/);
     expect(out).toContain("✗ lets exactly one of 8 clients saving the same step at once win");
     expect(code).toBe(1);
+  }, 120_000);
+
+  it("prints plain text with no colour codes when stdout is not a terminal, each failure naming its protocol rule", () => {
+    const { FORCE_COLOR: _force, NO_COLOR: _no, ...env } = process.env;
+    const { code, out } = runWith(env, fixture("no-compare-and-set.ts"), "save");
+    expect(code).toBe(1);
+    expect(out).not.toMatch(/\u001b\[/);
+    expect(out).toContain("(docs/protocol.md#the-store-rules)");
   }, 120_000);
 
   it("says what is wrong with an initializer's shape", () => {
