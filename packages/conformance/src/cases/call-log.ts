@@ -5,8 +5,9 @@ import { breaks, expectRejects } from "./rule.js";
 
 const rule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
 const refused = (operation: string) => rule(operation, "CheckpointConflict");
-/** How many records segment `s` of the numbering case gets: 12 in segment 0 (seqs past 9), one fewer in each next one. */
+/** The numbering case's segments: past 9, so text order shows. */
 const SEGMENTS = 12;
+/** Its records per segment: 12 in segment 0 (seqs past 9), one fewer in each next one. */
 const recordsIn = (segment: number) => SEGMENTS - segment;
 
 const numbers = (calls: StoredCall[]) => calls.map((c) => [c.segment, c.seq]);
@@ -39,8 +40,16 @@ export const callLogGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.recordCalls(runId, 0, 0, 2);
-        await expectRejects(CheckpointConflict, refused("recordCall(runId, 0, 1) when segment 0 holds seqs 0–1 (a duplicate)"), h.store.recordCall(runId, 0, 1, h.call(runId, 0, 1, { callId: "dup" })));
-        await expectRejects(CheckpointConflict, refused("recordCall(runId, 0, 3) when segment 0 holds seqs 0–1 (a gap)"), h.store.recordCall(runId, 0, 3, h.call(runId, 0, 3)));
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, 0, 1) when segment 0 holds seqs 0–1 (a duplicate)"),
+          h.store.recordCall(runId, 0, 1, h.call(runId, 0, 1, { callId: "dup" })),
+        );
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, 0, 3) when segment 0 holds seqs 0–1 (a gap)"),
+          h.store.recordCall(runId, 0, 3, h.call(runId, 0, 3)),
+        );
         const calls = await h.store.calls(runId);
         expect(calls.map((c) => c.sealed), rule("calls(runId) after the refused duplicate and gap", "the two first records only, unchanged")).toEqual([
           h.call(runId, 0, 0),
@@ -55,8 +64,16 @@ export const callLogGroup: ConformanceGroup = {
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.recordCalls(runId, 0, 0, 2);
         await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
-        await expectRejects(CheckpointConflict, refused("recordCall(runId, segment 0, seq 2) after step 1 claimed segment 1 (a fenced worker)"), h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2)));
-        await expectRejects(CheckpointConflict, refused("recordCall(runId, segment 2, seq 0) while the latest checkpoint is of segment 1"), h.store.recordCall(runId, 2, 0, h.call(runId, 2, 0)));
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, segment 0, seq 2) after step 1 claimed segment 1 (a fenced worker)"),
+          h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2)),
+        );
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, segment 2, seq 0) while the latest checkpoint is of segment 1"),
+          h.store.recordCall(runId, 2, 0, h.call(runId, 2, 0)),
+        );
         await h.recordCalls(runId, 1, 0, 1);
         expect(numbers(await h.store.calls(runId)), rule("calls(runId) after the refused records", "[[0, 0], [0, 1], [1, 0]]")).toEqual([
           [0, 0],
@@ -93,10 +110,18 @@ export const callLogGroup: ConformanceGroup = {
       name: "refuses a record for an unknown run or an ended one",
       async run(h) {
         const unknown = h.runId("unknown");
-        await expectRejects(CheckpointNotFound, rule("recordCall of an unknown run", "CheckpointNotFound"), h.store.recordCall(unknown, 0, 0, h.call(unknown, 0, 0)));
+        await expectRejects(
+          CheckpointNotFound,
+          rule("recordCall of an unknown run", "CheckpointNotFound"),
+          h.store.recordCall(unknown, 0, 0, h.call(unknown, 0, 0)),
+        );
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0, { status: "done" }));
-        await expectRejects(CheckpointConflict, refused("recordCall(runId, 0, 0) after a done step 0 (an ended run)"), h.store.recordCall(runId, 0, 0, h.call(runId, 0, 0)));
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, 0, 0) after a done step 0 (an ended run)"),
+          h.store.recordCall(runId, 0, 0, h.call(runId, 0, 0)),
+        );
       },
     },
     {
