@@ -75,6 +75,11 @@ describe("the kit catches broken stores", () => {
     expect(message).not.toMatch(/\u001b\[/);
   }, 60_000);
 
+  it("a store that records calls of any segment fails the call-log race of a claim and a record", async () => {
+    const failed = await failingCases(broken.noSegmentCheck, "call-log");
+    expect([...failed.keys()]).toContain("refuses a record from an older segment when the claim and the record race");
+  }, 60_000);
+
   it("every broken store passes the groups that do not guard its fault, so each failure is the right one", async () => {
     expect([...(await failingCases(broken.noSegmentCheck, "save")).keys()]).toEqual([]);
     expect([...(await failingCases(broken.dropsLastRecord, "save")).keys()]).toEqual([]);
