@@ -182,6 +182,8 @@ export class RedisCheckpointStore implements CheckpointStore {
         const cause = connection?.lastError;
         const why = cause === undefined ? "" : ` (last connection error: ${describe(cause)})`;
         reject(new StoreUnavailable(`Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`, { cause }));
+        // A connection that went silent stays silent: the next operation makes a new one.
+        if (connection !== undefined) this.#abandon(connection);
       }, this.#timeoutMs);
     });
     try {
@@ -193,6 +195,13 @@ export class RedisCheckpointStore implements CheckpointStore {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Drops a connection that did not answer in time (its commands fail); the next operation connects anew. */
+  #abandon(connection: Connection): void {
+    if (this.#connection !== connection) return;
+    this.#connection = undefined;
+    void connection.close(0);
   }
 
   /** The current connection; a closed or given-up one is replaced. */
