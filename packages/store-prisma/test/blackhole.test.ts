@@ -3,7 +3,7 @@ import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/cor
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, testDatabase } from "./databases.js";
 // The proxy is shared with the Redis store's fault tests.
-import { BlackholeProxy } from "../../store-redis/test/blackhole.js";
+import { BlackholeProxy, failure } from "../../store-redis/test/blackhole.js";
 
 const TIMEOUT = 1500;
 // A busy CI machine may fire the timer late.
@@ -11,13 +11,6 @@ const MARGIN = 1000;
 const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
 const db = testDatabase();
 const hasPostgres = await postgresAnswers();
-
-/** The error an operation failed with and how long it took. */
-async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const start = Date.now();
-  const error = await operation().then(() => undefined, (e: unknown) => e);
-  return { error, ms: Date.now() - start };
-}
 
 describe("PrismaCheckpointStore operationTimeoutMs", () => {
   it.each([0, -1, 1.5, Number.NaN])("refuses %s with InvalidInput", (operationTimeoutMs) => {

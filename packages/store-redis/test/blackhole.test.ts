@@ -2,20 +2,13 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailable, type CheckpointRow } from "@durable/core";
 import { RedisCheckpointStore } from "../src/index.js";
-import { BlackholeProxy } from "./blackhole.js";
+import { BlackholeProxy, failure } from "./blackhole.js";
 import { OwnRedis } from "./own-server.js";
 
 const TIMEOUT = 1500;
 // A busy CI machine may fire the timer late.
 const MARGIN = 1000;
 const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
-
-/** The error an operation failed with and how long it took. */
-async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const start = Date.now();
-  const error = await operation().then(() => undefined, (e: unknown) => e);
-  return { error, ms: Date.now() - start };
-}
 
 describe("RedisCheckpointStore behind a connection that goes silent", () => {
   let server: OwnRedis;

@@ -76,3 +76,10 @@ export class BlackholeProxy {
     upstream?.on("close", end).on("error", end);
   }
 }
+
+/** The error an operation failed with (undefined if it did not) and how long it took, in ms. */
+export async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+  const start = Date.now();
+  const error = await operation().then(() => undefined, (e: unknown) => e);
+  return { error, ms: Date.now() - start };
+}
