@@ -1,3 +1,4 @@
+import { Socket } from "node:net";
 import { InvalidInput } from "@durable/core";
 import type { Client } from "./client.js";
 import type { Provider } from "./tables.js";
@@ -24,11 +25,27 @@ async function peer<T>(provider: Provider, load: () => Promise<T>): Promise<T> {
   }
 }
 
+/** How the store's own PostgreSQL pool is set up. */
+export interface PostgresPool {
+  readonly poolSize: number;
+  /** How long a new connection, or a wait for a free one, may take. */
+  readonly timeoutMs: number;
+  /** Every socket the pool opens is added here, so a store can destroy the ones that went silent. */
+  readonly sockets: Set<Socket>;
+}
+
 /** A PostgreSQL client of the store's own, through `@prisma/adapter-pg` with a pool of `poolSize`. */
-export async function openPostgres(url: string, poolSize: number): Promise<Client> {
+export async function openPostgres(url: string, pool: PostgresPool): Promise<Client> {
   const { PrismaPg } = await peer("postgresql", () => import("@prisma/adapter-pg"));
   const { PrismaClient } = await import("./generated/postgresql/client.js");
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: poolSize }) }) as unknown as Client;
+  const stream = () => {
+    const socket = new Socket();
+    pool.sockets.add(socket);
+    socket.once("close", () => pool.sockets.delete(socket));
+    return socket;
+  };
+  const adapter = new PrismaPg({ connectionString: url, max: pool.poolSize, connectionTimeoutMillis: pool.timeoutMs, stream });
+  return new PrismaClient({ adapter }) as unknown as Client;
 }
 
 /** A SQLite client of the store's own on one file, through `@prisma/adapter-better-sqlite3`. */

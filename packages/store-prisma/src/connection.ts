@@ -1,3 +1,4 @@
+import type { Socket } from "node:net";
 import { resolve } from "node:path";
 import { InvalidInput } from "@durable/core";
 import { openPostgres, openSqlite } from "./adapters.js";
@@ -14,6 +15,12 @@ export interface PrismaStoreOptions {
   readonly poolSize?: number;
   /** SQLite only: how long to wait on another process's lock; default 5000 ms. */
   readonly busyTimeoutMs?: number;
+  /**
+   * PostgreSQL only: how long an operation may wait for the database before
+   * `StoreUnavailable` (its connections are then dropped); a whole number of
+   * ms > 0, default 5000.
+   */
+  readonly operationTimeoutMs?: number;
 }
 
 /** Options of `PrismaCheckpointStore.fromClient(prisma, options)`. */
@@ -24,6 +31,8 @@ export interface PrismaClientStoreOptions {
   readonly schema?: string;
   /** Prefix of the tables; default `durable_`. */
   readonly tablePrefix?: string;
+  /** PostgreSQL only: how long an operation may wait for the database before `StoreUnavailable`; default 5000 ms. */
+  readonly operationTimeoutMs?: number;
 }
 
 /** The database of a store: the names of its tables and a client, opened on first use. */
@@ -34,10 +43,18 @@ export interface Connection extends Tables {
   client(): Promise<Client>;
   /** Gives the connection back: disconnects what the store opened once no store of this process uses it. */
   release(): Promise<void>;
+  /** PostgreSQL: the deadline of every operation, in ms; SQLite: undefined (its driver blocks; `busyTimeoutMs` bounds it). */
+  readonly timeoutMs: number | undefined;
+  /** Drops the store's own client and destroys its sockets after an operation timed out; the next operation opens a new one. */
+  discard(): void;
 }
 
-/** A client opened on first use (again after a failed open); `close` disconnects it only if it was opened. */
-function lazy(open: () => Promise<Client>): { get: () => Promise<Client>; close: () => Promise<void> } {
+/**
+ * A client opened on first use (again after a failed open); `close`
+ * disconnects it only if it was opened; `discard` forgets it, so the next use
+ * opens a new one, and disconnects it in the background.
+ */
+function lazy(open: () => Promise<Client>): { get: () => Promise<Client>; close: () => Promise<void>; discard: () => void } {
   let opened: Promise<Client> | undefined;
   return {
     get: () =>
@@ -49,7 +66,19 @@ function lazy(open: () => Promise<Client>): { get: () => Promise<Client>; close:
       const client = await opened?.catch(() => undefined);
       await client?.$disconnect();
     },
+    discard: () => {
+      const dropped = opened;
+      opened = undefined;
+      void dropped?.then((client) => client.$disconnect()).catch(() => {});
+    },
   };
+}
+
+/** The `operationTimeoutMs` option, checked: a whole number of ms > 0 (`InvalidInput` otherwise). */
+function timeoutOf(options: { readonly operationTimeoutMs?: number | undefined }): number {
+  const timeout = options.operationTimeoutMs ?? 5000;
+  if (!Number.isSafeInteger(timeout) || timeout <= 0) throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
+  return timeout;
 }
 
 /**
@@ -98,12 +127,20 @@ function sharedSqlite(path: string, timeout: number): Pick<Connection, "client" 
 export function connect(url: string, options: PrismaStoreOptions): Connection {
   if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
     const tables = tablesOf("postgresql", options);
-    const client = lazy(() => openPostgres(url, options.poolSize ?? 10));
-    return { ...tables, borrowed: false, client: client.get, release: client.close };
+    const timeoutMs = timeoutOf(options);
+    let sockets = new Set<Socket>();
+    const client = lazy(() => openPostgres(url, { poolSize: options.poolSize ?? 10, timeoutMs, sockets: (sockets = new Set()) }));
+    const discard = () => {
+      // Silent connections stay silent: destroyed, the server rolls back what they had not committed.
+      for (const socket of sockets) socket.destroy();
+      client.discard();
+    };
+    return { ...tables, borrowed: false, client: client.get, release: client.close, timeoutMs, discard };
   }
   if (url.startsWith("file:")) {
     const tables = tablesOf("sqlite", options);
-    return { ...tables, borrowed: false, ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000) };
+    if (options.operationTimeoutMs !== undefined) throw new InvalidInput("operationTimeoutMs is for PostgreSQL; a SQLite store waits at most busyTimeoutMs for a lock.");
+    return { ...tables, borrowed: false, ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000), timeoutMs: undefined, discard: () => {} };
   }
   throw new InvalidInput(`PrismaCheckpointStore takes a postgresql://… or file:… URL, not ${JSON.stringify(url.replace(/\/\/[^@]*@/, "//…@"))}.`);
 }
@@ -114,5 +151,6 @@ export function borrow(client: Client, options: PrismaClientStoreOptions): Conne
     throw new InvalidInput(`fromClient needs provider "postgresql" or "sqlite", not ${JSON.stringify(options.provider)}.`);
   }
   const tables = tablesOf(options.provider, options);
-  return { ...tables, borrowed: true, client: () => Promise.resolve(client), release: () => Promise.resolve() };
+  const timeoutMs = options.provider === "postgresql" ? timeoutOf(options) : undefined;
+  return { ...tables, borrowed: true, client: () => Promise.resolve(client), release: () => Promise.resolve(), timeoutMs, discard: () => {} };
 }

@@ -5,6 +5,7 @@ import {
   isEnded,
   recordRefusal,
   saveRefusal,
+  StoreUnavailable,
   type CheckpointRow,
   type CheckpointStore,
   type RunKind,
@@ -74,11 +75,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   /** Applies the shipped migrations that are missing (safe from many processes at once); returns their names. */
   async migrate(): Promise<string[]> {
-    try {
-      return await migrate(this.#db, await this.#db.client());
-    } catch (error) {
-      throw wrap(error, "migrate", this.#db.borrowed);
-    }
+    return this.#bounded("migrate", async () => migrate(this.#db, await this.#db.client()));
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
@@ -196,22 +193,39 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * so driver failures and refusals stay apart.
    */
   async #tx(what: string, fn: (tx: Sql) => Promise<DurableError | undefined>): Promise<void> {
-    let refused: DurableError | undefined;
-    try {
-      const client = await this.#db.client();
-      refused = await client.$transaction(fn, { maxWait: 10_000, timeout: 10_000 });
-    } catch (error) {
-      throw wrap(error, what, this.#db.borrowed);
-    }
+    const refused = await this.#bounded(what, async () => (await this.#db.client()).$transaction(fn, { maxWait: 10_000, timeout: 10_000 }));
     if (refused !== undefined) throw refused;
   }
 
-  async #query<T>(what: string, query: string, ...values: unknown[]): Promise<T[]> {
+  #query<T>(what: string, query: string, ...values: unknown[]): Promise<T[]> {
+    return this.#bounded(what, async () => (await this.#db.client()).$queryRawUnsafe<T[]>(this.#db.sql(query), ...values));
+  }
+
+  /**
+   * One operation against the deadline of a PostgreSQL store; a driver
+   * failure or a missed deadline is a store error. On a missed deadline the
+   * store's own connections are destroyed, so none stays stuck in the pool;
+   * a transaction whose COMMIT reached the server may still have applied,
+   * which the protocol allows because every write is a compare-and-set.
+   */
+  async #bounded<T>(what: string, operation: () => Promise<T>): Promise<T> {
+    const timeoutMs = this.#db.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const late =
+      timeoutMs === undefined
+        ? undefined
+        : new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              this.#db.discard();
+              reject(new StoreUnavailable(`The database did not answer ${what} within ${timeoutMs} ms; whether the operation was applied is unknown.`));
+            }, timeoutMs);
+          });
     try {
-      const client = await this.#db.client();
-      return await client.$queryRawUnsafe<T[]>(this.#db.sql(query), ...values);
+      return await (late === undefined ? operation() : Promise.race([operation(), late]));
     } catch (error) {
       throw wrap(error, what, this.#db.borrowed);
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

@@ -1,5 +1,7 @@
+import type { ConfigReader } from "./durability.js";
+
 /** What the store needs of a node-redis client (`createClient()` gives it). */
-export interface RedisLikeClient {
+export interface RedisLikeClient extends ConfigReader {
   connect(): Promise<unknown>;
   /** Graceful: waits for the replies of commands already sent. */
   close(): Promise<void>;

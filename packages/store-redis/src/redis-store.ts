@@ -13,6 +13,7 @@ import {
   type StoredCheckpoint,
 } from "@durable/core";
 import { Connection, type RedisLikeClient } from "./connection.js";
+import { DurabilityCheck } from "./durability.js";
 import { BUCKETS, checkPrefix, hex, indexKeys, indexMember, keyPattern, runIdOf, runKeys, type RunKeys } from "./keys.js";
 import { SCRIPTS, type Script } from "./scripts.js";
 
@@ -27,6 +28,12 @@ export interface RedisStoreOptions {
   readonly ttlSeconds?: number;
   /** How long an operation (and `close`) waits for Redis before `StoreUnavailable`; default 5000 ms. */
   readonly operationTimeoutMs?: number;
+  /**
+   * Refuse (`StoreNotReady`) a Redis whose persistence can lose acknowledged
+   * writes, instead of warning once; it must run with `appendonly yes` and
+   * `appendfsync always`. Default false. A Redis that refuses `CONFIG GET` is not checked.
+   */
+  readonly requireDurable?: boolean;
 }
 
 const PAGE = 500;
@@ -43,6 +50,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   readonly ttlSeconds: number;
   readonly #factory: () => RedisLikeClient;
   readonly #timeoutMs: number;
+  readonly #durability: DurabilityCheck;
   #connection: Connection | undefined;
   #closing: Promise<void> = Promise.resolve();
 
@@ -56,6 +64,7 @@ export class RedisCheckpointStore implements CheckpointStore {
     this.prefix = checkPrefix(options.prefix ?? "durable");
     this.ttlSeconds = ttl;
     this.#timeoutMs = timeout;
+    this.#durability = new DurabilityCheck(options.requireDurable === true);
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
@@ -182,17 +191,30 @@ export class RedisCheckpointStore implements CheckpointStore {
         const cause = connection?.lastError;
         const why = cause === undefined ? "" : ` (last connection error: ${describe(cause)})`;
         reject(new StoreUnavailable(`Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`, { cause }));
+        // A connection that went silent stays silent: the next operation makes a new one.
+        if (connection !== undefined) this.#abandon(connection);
       }, this.#timeoutMs);
     });
     try {
       connection = this.#connected();
-      return await Promise.race([connection.ready().then(op), timeout]);
+      const ready = connection.ready().then(async (client) => {
+        await this.#durability.check(client);
+        return client;
+      });
+      return await Promise.race([ready.then(op), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;
       throw new StoreUnavailable(`Redis failed: ${describe(error)}; whether the operation was applied is unknown.`, { cause: error });
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Drops a connection that did not answer in time (its commands fail); the next operation connects anew. */
+  #abandon(connection: Connection): void {
+    if (this.#connection !== connection) return;
+    this.#connection = undefined;
+    void connection.close(0);
   }
 
   /** The current connection; a closed or given-up one is replaced. */

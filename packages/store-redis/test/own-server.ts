@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pingFails } from "./redis.js";
 
 /** A TCP port nothing listens on right now (the OS picks it, then it is released). */
@@ -12,7 +15,7 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * A `redis-server` of the test's own, on a free port, with no persistence: a
+ * A `redis-server` of the test's own, on a free port (no persistence unless asked), in a temporary folder: a
  * test may stop it without touching the shared server the other tests use.
  */
 export class OwnRedis {
@@ -20,15 +23,24 @@ export class OwnRedis {
   readonly #child: ChildProcess;
   #exited: Promise<void>;
 
-  private constructor(port: number) {
+  private constructor(port: number, persistence: readonly string[]) {
     this.url = `redis://127.0.0.1:${port}`;
-    this.#child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-    this.#exited = new Promise((resolve) => this.#child.once("exit", () => resolve()));
+    const dir = mkdtempSync(join(tmpdir(), "durable-redis-"));
+    this.#child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, ...persistence], { stdio: "ignore" });
+    this.#exited = new Promise((resolve) =>
+      this.#child.once("exit", () => {
+        rmSync(dir, { recursive: true, force: true });
+        resolve();
+      }),
+    );
   }
 
-  /** Starts one (on `port`, or a free one) and waits until it answers PING. */
-  static async start(port?: number): Promise<OwnRedis> {
-    const server = new OwnRedis(port ?? (await freePort()));
+  /**
+   * Starts one (on `port`, or a free one) and waits until it answers PING.
+   * `persistence`: its settings, by default none (`--save "" --appendonly no`).
+   */
+  static async start(port?: number, persistence: readonly string[] = ["--save", "", "--appendonly", "no"]): Promise<OwnRedis> {
+    const server = new OwnRedis(port ?? (await freePort()), persistence);
     const deadline = Date.now() + 10_000;
     for (;;) {
       const error = await pingFails(server.url, 500);

@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { PrismaCheckpointStore } from "../src/index.js";
+import { postgresAnswers, testDatabase } from "./databases.js";
+// The proxy is shared with the Redis store's fault tests.
+import { BlackholeProxy, failure } from "../../store-redis/test/blackhole.js";
+
+const TIMEOUT = 1500;
+// A busy CI machine may fire the timer late.
+const MARGIN = 1000;
+const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const db = testDatabase();
+const hasPostgres = await postgresAnswers();
+
+describe("PrismaCheckpointStore operationTimeoutMs", () => {
+  it.each([0, -1, 1.5, Number.NaN])("refuses %s with InvalidInput", (operationTimeoutMs) => {
+    expect(() => new PrismaCheckpointStore("postgresql://127.0.0.1/x", { operationTimeoutMs })).toThrow(InvalidInput);
+  });
+});
+
+describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connection that goes silent", () => {
+  let proxy: BlackholeProxy;
+  let url: string;
+  beforeAll(async () => {
+    await db.create();
+    const direct = new URL(db.url);
+    proxy = await BlackholeProxy.start(Number(direct.port || 5432), direct.hostname);
+    direct.hostname = "127.0.0.1";
+    direct.port = String(proxy.port);
+    url = direct.toString();
+  }, 60_000);
+  afterAll(async () => {
+    await proxy?.close();
+    await db.drop();
+  });
+
+  it("fails every operation with StoreUnavailable within operationTimeoutMs, drops its connections, and works again once the network does", async () => {
+    const store = new PrismaCheckpointStore(url, { operationTimeoutMs: TIMEOUT, poolSize: 3 });
+    await store.migrate();
+    await store.save("r", 0, row());
+    proxy.silence();
+    const operations: Record<string, () => Promise<unknown>> = {
+      save: () => store.save("r", 1, row()),
+      latest: () => store.latest("r"),
+      listUnfinished: async () => {
+        for await (const id of store.listUnfinished("f")) void id;
+      },
+      recordCall: () => store.recordCall("r", 0, 0, "d1.-.{}"),
+      calls: () => store.calls("r"),
+      delete: () => store.delete("other"),
+      migrate: () => store.migrate(),
+    };
+    for (const [name, operation] of Object.entries(operations)) {
+      const { error, ms } = await failure(operation);
+      expect(error, name).toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message, name).toMatch(/did not answer .* within 1500 ms; whether the operation was applied is unknown/);
+      expect(ms, name).toBeLessThan(TIMEOUT + MARGIN);
+    }
+    // No connection stays stuck: the store destroyed the silent ones.
+    await expect.poll(() => proxy.connections, { timeout: 2000 }).toBe(0);
+    proxy.restore();
+    const back = await store.latest("r");
+    expect([back.step, back.status]).toEqual([0, "running"]);
+    await store.save("r", 1, row());
+    expect((await store.latest("r")).step).toBe(1);
+    await store.close();
+  }, 60_000);
+});

@@ -1,0 +1,43 @@
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { PrismaCheckpointStore } from "../src/index.js";
+import { removeSqlite, sqliteUrl } from "./databases.js";
+
+const BUSY = 300;
+// A busy CI machine may be slow to return.
+const MARGIN = 1500;
+const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+afterAll(removeSqlite);
+
+describe("PrismaCheckpointStore on a SQLite file another connection keeps locked", () => {
+  it("takes no operationTimeoutMs: busyTimeoutMs bounds it", () => {
+    expect(() => new PrismaCheckpointStore(sqliteUrl(), { operationTimeoutMs: 1000 })).toThrow(InvalidInput);
+  });
+
+  it("fails every write with StoreUnavailable within busyTimeoutMs, and writes work once the lock is gone", async () => {
+    const url = sqliteUrl();
+    const store = new PrismaCheckpointStore(url, { busyTimeoutMs: BUSY });
+    await store.migrate();
+    await store.save("r", 0, row());
+    const holder = new Database(url.slice("file:".length));
+    holder.exec("BEGIN IMMEDIATE");
+    const writes: Record<string, () => Promise<unknown>> = {
+      save: () => store.save("r", 1, row()),
+      recordCall: () => store.recordCall("r", 0, 0, "d1.-.{}"),
+      delete: () => store.delete("r"),
+    };
+    for (const [name, write] of Object.entries(writes)) {
+      const start = Date.now();
+      const error = await write().then(() => undefined, (e: unknown) => e);
+      expect(error, name).toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message, name).toMatch(/locked|busy/i);
+      expect(Date.now() - start, name).toBeLessThan(BUSY + MARGIN);
+    }
+    holder.exec("ROLLBACK");
+    holder.close();
+    await store.save("r", 1, row());
+    expect((await store.latest("r")).step).toBe(1);
+    await store.close();
+  });
+});

@@ -1,0 +1,85 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+
+/** One client connection and its connection to the server; `silent` drops every byte both ways. */
+interface Pair {
+  readonly client: Socket;
+  readonly server: Socket | undefined;
+  silent: boolean;
+}
+
+/**
+ * A TCP proxy for fault tests (the Redis and Prisma stores' tests share it):
+ * it forwards to a server until `silence()`, then keeps every connection open
+ * and drops every byte both ways, as a server that froze or a network that
+ * blackholes packets would. `restore()` forwards new connections again; a
+ * silenced connection stays silent (its protocol stream is out of step).
+ */
+export class BlackholeProxy {
+  readonly #server: Server;
+  readonly #pairs = new Set<Pair>();
+  #silent = false;
+
+  private constructor(port: number, host: string) {
+    this.#server = createServer((client) => this.#forward(client, port, host));
+  }
+
+  /** Listens on a free port of 127.0.0.1 and forwards to `host:port`. */
+  static async start(port: number, host = "127.0.0.1"): Promise<BlackholeProxy> {
+    const proxy = new BlackholeProxy(port, host);
+    await new Promise<void>((resolve) => proxy.#server.listen(0, "127.0.0.1", resolve));
+    return proxy;
+  }
+
+  /** The port the proxy listens on. */
+  get port(): number {
+    return (this.#server.address() as { port: number }).port;
+  }
+
+  /** Connections open through the proxy right now. */
+  get connections(): number {
+    return this.#pairs.size;
+  }
+
+  /** From now on every byte of every connection, open or new, is dropped; connections stay open. */
+  silence(): void {
+    this.#silent = true;
+    for (const pair of this.#pairs) pair.silent = true;
+  }
+
+  /** New connections are forwarded again; silenced ones stay silent until their client closes them. */
+  restore(): void {
+    this.#silent = false;
+  }
+
+  /** Closes every connection and stops listening. */
+  async close(): Promise<void> {
+    for (const pair of this.#pairs) {
+      pair.client.destroy();
+      pair.server?.destroy();
+    }
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #forward(client: Socket, port: number, host: string): void {
+    // A connection made while silent never reaches the server.
+    const upstream = this.#silent ? undefined : connect(port, host);
+    const pair: Pair = { client, server: upstream, silent: this.#silent };
+    this.#pairs.add(pair);
+    const end = () => {
+      this.#pairs.delete(pair);
+      client.destroy();
+      upstream?.destroy();
+    };
+    client.on("data", (bytes) => void (pair.silent || upstream?.write(bytes)));
+    upstream?.on("data", (bytes) => void (pair.silent || client.write(bytes)));
+    client.on("close", end).on("error", end);
+    upstream?.on("close", end).on("error", end);
+  }
+}
+
+/** The error an operation failed with (undefined if it did not) and how long it took, in ms. */
+export async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+  const start = Date.now();
+  const error = await operation().then(() => undefined, (e: unknown) => e);
+  return { error, ms: Date.now() - start };
+}
