@@ -28,6 +28,7 @@ export const crashGroup: ConformanceGroup = {
       name: "a worker killed at every fault point in turn, in a flow (with a fan-out) and a tool loop",
       timeout: 900_000,
       async run(h) {
+        const points = chosenPoints();
         const dir = mkdtempSync(join(tmpdir(), "durable-crash-"));
         const effects = join(dir, "effects");
         const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
@@ -38,7 +39,7 @@ export const crashGroup: ConformanceGroup = {
           for (const scenario of SCENARIOS) {
             references.set(scenario, await referenceOutcome(h, scenario, join(dir, "reference")));
             const hits = await traceHits(h, scenario, join(dir, "trace"));
-            for (const point of FAULT_POINTS) for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
+            for (const point of points) for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
           }
           const failures = await inPool(trials, CONCURRENT_TRIALS, (trial) => crashAndRecover(h, recoverer, effects, trial, references.get(trial.scenario)!));
           console.log(crashTable(h.init.name, trials, failures));
@@ -54,6 +55,18 @@ export const crashGroup: ConformanceGroup = {
     },
   ],
 };
+
+/** Names the fault points the crash group kills at, comma-separated (every point when unset): to rerun one point while fixing a store. */
+export const CRASH_POINTS_VARIABLE = "DURABLE_CRASH_POINTS";
+
+function chosenPoints(): readonly FaultPoint[] {
+  const value = process.env[CRASH_POINTS_VARIABLE];
+  if (value === undefined || value.trim() === "") return FAULT_POINTS;
+  const points = value.split(",").map((p) => p.trim());
+  const unknown = points.filter((p) => !(FAULT_POINTS as readonly string[]).includes(p));
+  if (unknown.length > 0) throw new TypeError(`${CRASH_POINTS_VARIABLE}=${value} names no fault point ${unknown.join(", ")}: use a comma-separated list of ${FAULT_POINTS.join(", ")}.`);
+  return points as FaultPoint[];
+}
 
 /** What a run of the scenario ends with when nothing goes wrong. */
 interface Reference {
