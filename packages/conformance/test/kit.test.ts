@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { GROUPS, Harness, groupNamed, initializerProblems, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
+import { GROUPS, initializerProblems, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
 import * as broken from "./broken-stores.js";
+import { failingCases } from "./failing-cases.js";
 import { expiringMemory, ttlOnPaused, ttlOnlyOnSave } from "./expiring-stores.js";
 
 const { memory } = broken;
@@ -9,22 +10,6 @@ const { memory } = broken;
 runConformance(memory);
 runConformance(expiringMemory, { groups: ["ttl"] });
 
-/** The failure message of each case of a group that fails against a store. */
-async function failingCases(init: ConformanceInitializer, group: GroupName): Promise<Map<string, string>> {
-  const failed = new Map<string, string>();
-  for (const testCase of groupNamed(group).cases) {
-    if (testCase.skipUnless?.(init) !== undefined) continue;
-    const h = await Harness.open(init);
-    try {
-      await testCase.run(h);
-    } catch (error) {
-      failed.set(testCase.name, error instanceof Error ? error.message : String(error));
-    } finally {
-      await h.dispose();
-    }
-  }
-  return failed;
-}
 
 /** [store, the group that must catch it, the case that does, what its message must say: the operation and the expectation]. */
 type Caught = [ConformanceInitializer, GroupName, string, string];

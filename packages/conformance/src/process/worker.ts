@@ -11,18 +11,20 @@
  *                                   on "go <runId>", so racing workers claim the same step at once:
  *                                   "won <runId> <status>" or "conflict <runId>"
  *     Anything else that goes wrong is "error <runId> <message>".
+ * Every call record it writes is witnessed in `<effects>.acks` (see acknowledgments.ts).
  */
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { isAbsolute } from "node:path";
 import { CheckpointConflict, type CheckpointStore } from "@durable/core";
+import { acknowledging, acknowledgmentsFile } from "./acknowledgments.js";
 import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
 
 const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) as [string, string, string, string, ScenarioName, string];
 const url = isAbsolute(opener) ? pathToFileURL(opener).href : opener;
 const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> }).default;
-const store = claimBarrier(await open(handle));
+const store = claimBarrier(acknowledging(await open(handle), acknowledgmentsFile(effects)));
 const driver = new ScenarioDriver(store, effects);
 
 if (mode === "run") {

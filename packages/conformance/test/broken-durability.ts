@@ -1,0 +1,124 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { recordRefusal, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import type { ConformanceInitializer } from "../src/index.js";
+import { MemoryCheckpointStore, type MemoryData } from "../../store-memory/src/index.js";
+import sqlite from "../../store-sqlite/test/conformance.js";
+import { newDatabasePath, removeDatabase } from "../../store-sqlite/test/conformance.js";
+import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
+
+/**
+ * Stores that break the promise "when recordCall resolves, the record is
+ * durable", or its atomicity. Each is a correct store (SQLite, memory) with
+ * one realistic bug; the kit's own tests show its groups catch each.
+ */
+
+const ACK_AHEAD_MS = 25;
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A SQLite store with a write queue in front: what a worker writes is applied
+ * `ACK_AHEAD_MS` later, and reads wait for the queue, so one process always
+ * sees its own writes. Only a process that dies in between loses them.
+ */
+abstract class AckedAhead implements CheckpointStore {
+  readonly inner: SQLiteCheckpointStore;
+  protected queue: Promise<void> = Promise.resolve();
+  constructor(path: string) {
+    this.inner = new SQLiteCheckpointStore(path);
+  }
+  get path(): string {
+    return this.inner.path;
+  }
+  abstract recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
+  /** Applies `write` once the queue before it is applied and `ACK_AHEAD_MS` have passed. */
+  protected later(write: () => Promise<void>): void {
+    this.queue = this.queue.then(() => delay(ACK_AHEAD_MS)).then(write).catch(() => {});
+  }
+  async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+    await this.queue;
+    return this.inner.save(runId, step, row);
+  }
+  async latest(runId: string): Promise<StoredCheckpoint> {
+    await this.queue;
+    return this.inner.latest(runId);
+  }
+  async *listUnfinished(flow: string): AsyncIterable<string> {
+    await this.queue;
+    yield* this.inner.listUnfinished(flow);
+  }
+  async delete(runId: string): Promise<void> {
+    await this.queue;
+    return this.inner.delete(runId);
+  }
+  async calls(runId: string): Promise<StoredCall[]> {
+    await this.queue;
+    return this.inner.calls(runId);
+  }
+  async close(): Promise<void> {
+    await this.queue;
+    return this.inner.close();
+  }
+}
+
+/** Write-behind: `recordCall` resolves at once, unchecked; the write follows 25 ms later. */
+export class WriteBehindStore extends AckedAhead {
+  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    this.later(() => this.inner.recordCall(runId, segment, seq, sealed));
+  }
+}
+
+/** Deferred commit: `recordCall` checks the record against what is stored and resolves; it commits 25 ms later. */
+export class DeferredCommitStore extends AckedAhead {
+  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    await this.queue;
+    const head = await this.inner.latest(runId).catch(() => undefined);
+    const next = (await this.inner.calls(runId)).filter((c) => c.segment === segment).length;
+    const refused = recordRefusal(runId, segment, seq, head, next);
+    if (refused !== undefined) throw refused;
+    this.later(() => this.inner.recordCall(runId, segment, seq, sealed));
+  }
+}
+
+/**
+ * Checks the record against the run's head, then writes it a turn of the
+ * event loop later (as a check and an insert in two round trips would): a
+ * claim that lands in between does not fence the record.
+ */
+export class CheckOutsideTransactionStore extends MemoryCheckpointStore {
+  readonly #data: MemoryData;
+  constructor(data: MemoryData = new Map()) {
+    super({ data });
+    this.#data = data;
+  }
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    const entry = this.#data.get(runId);
+    const next = entry?.counts.get(segment) ?? 0;
+    const refused = recordRefusal(runId, segment, seq, entry?.checkpoints.at(-1), next);
+    if (refused !== undefined) throw refused;
+    await nextTurn();
+    entry!.calls.push({ runId, segment, seq, sealed });
+    entry!.counts.set(segment, next + 1);
+  }
+}
+
+const OPENER = new URL("./open-broken-sqlite.ts", import.meta.url).href;
+
+function brokenSqlite(name: string, kind: string, open: (path: string) => AckedAhead): ConformanceInitializer<AckedAhead> {
+  return {
+    name,
+    createStore: () => open(newDatabasePath()),
+    async destroyStore(store) {
+      await store.close();
+      removeDatabase(store.path);
+    },
+    capabilities: { multiProcess: { opener: OPENER, handle: (store) => `${kind}:${store.path}` } },
+  };
+}
+
+export const writeBehind = brokenSqlite("acknowledges recordCall before writing it", "write-behind", (path) => new WriteBehindStore(path));
+export const deferredCommit = brokenSqlite("commits recordCall 25 ms after resolving", "deferred-commit", (path) => new DeferredCommitStore(path));
+export const checkOutsideTransaction: ConformanceInitializer = {
+  name: "checks recordCall's segment outside its transaction",
+  createStore: () => new CheckOutsideTransactionStore(),
+};
+export { sqlite };

@@ -1,0 +1,41 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkOutsideTransaction, deferredCommit, sqlite, writeBehind } from "./broken-durability.js";
+import { failingCases } from "./failing-cases.js";
+
+const CRASH_CASE = "a worker killed at every fault point in turn, in a flow (with a fan-out) and a tool loop";
+const RACE_CASE = "refuses a record from an older segment when the claim and the record race";
+
+// Only the kills right after a call's `done` record resolved (8 trials, not 77), to keep CI short: there the lost
+// record shows in every trial. The SQLite store's own conformance run proves it passes every point.
+describe("the crash group judges from what the tools did, not from the store under test", () => {
+  let saved: string | undefined;
+  beforeEach(() => {
+    saved = process.env["DURABLE_CRASH_POINTS"];
+    process.env["DURABLE_CRASH_POINTS"] = "call.after-done";
+  });
+  afterEach(() => {
+    if (saved === undefined) delete process.env["DURABLE_CRASH_POINTS"];
+    else process.env["DURABLE_CRASH_POINTS"] = saved;
+  });
+
+  it("passes the SQLite store", async () => {
+    expect([...(await failingCases(sqlite, "crash"))]).toEqual([]);
+  }, 120_000);
+
+  it.each([writeBehind, deferredCommit].map((init) => [init.name, init] as const))("fails a store that %s", async (_, init) => {
+    const failed = await failingCases(init, "crash");
+    expect([...failed.keys()]).toEqual([CRASH_CASE]);
+    expect(failed.get(CRASH_CASE)).toMatch(/8 of 8 crash trials failed/);
+    expect(failed.get(CRASH_CASE)).toMatch(/the store had acknowledged its `done` record before the crash|non-idempotent tool ran 2 times .* without being reported/);
+  }, 120_000);
+});
+
+describe("the call-log race case forces the fencing race", () => {
+  it("fails a store that checks recordCall's segment outside its transaction, every run", async () => {
+    for (let run = 0; run < 5; run++) {
+      const failed = await failingCases(checkOutsideTransaction, "call-log");
+      expect([...failed.keys()]).toEqual([RACE_CASE]);
+      expect(failed.get(RACE_CASE)).toMatch(/the record landed after the claim/);
+    }
+  }, 60_000);
+});
