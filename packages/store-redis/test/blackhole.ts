@@ -1,4 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { expect } from "vitest";
+import { StoreUnavailable, type CheckpointStore } from "@durable/core";
 
 /** One client connection and its connection to the server; `silent` drops every byte both ways. */
 interface Pair {
@@ -82,4 +84,28 @@ export async function failure(operation: () => Promise<unknown>): Promise<{ erro
   const start = Date.now();
   const error = await operation().then(() => undefined, (e: unknown) => e);
   return { error, ms: Date.now() - start };
+}
+
+/** One call of every protocol operation on run "r" (saved at step 0), by name: what a silent network must fail. */
+export function everyOperation(store: CheckpointStore): Record<string, () => Promise<unknown>> {
+  return {
+    save: () => store.save("r", 1, { status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" }),
+    latest: () => store.latest("r"),
+    listUnfinished: async () => {
+      for await (const id of store.listUnfinished("f")) void id;
+    },
+    recordCall: () => store.recordCall("r", 0, 0, "d1.-.{}"),
+    calls: () => store.calls("r"),
+    delete: () => store.delete("other"),
+  };
+}
+
+/** Checks each operation fails with `StoreUnavailable` saying `message`, within `timeoutMs` plus a busy machine's `marginMs`. */
+export async function expectEachTimesOut(operations: Record<string, () => Promise<unknown>>, message: RegExp, timeoutMs: number, marginMs: number): Promise<void> {
+  for (const [name, operation] of Object.entries(operations)) {
+    const { error, ms } = await failure(operation);
+    expect(error, name).toBeInstanceOf(StoreUnavailable);
+    expect((error as Error).message, name).toMatch(message);
+    expect(ms, name).toBeLessThan(timeoutMs + marginMs);
+  }
 }
