@@ -16,8 +16,8 @@ import {
 
 // Fixed, so a failure replays; change it to explore other cases.
 const SEED = 20_240_611;
-// Two child processes a case, 1.5 to 3 s together: 40 to 75 s for the lot on a busy 2-core machine.
-const NUM_RUNS = 30;
+// Two child processes a case: about 1 s each alone, up to 10 s when CI runs every package's tests at once on 2 cores.
+const NUM_RUNS = 20;
 
 const tool = fc.constantFrom(...TOOL_NAMES);
 // Few argument values, so identical calls (same tool, same arguments) are common.
@@ -71,13 +71,13 @@ describe("a flow killed at a random fault point and recovered in another process
           if (problems.length > 0) throw new Error([`killed at ${c.kill.point}@${c.kill.hit}: ${outcome.killed}`, ...problems].join("\n"));
         }),
         // The time limit bounds shrinking once a case failed; a pass must still run every case (checked below).
-        { seed: SEED, numRuns: NUM_RUNS, interruptAfterTimeLimit: 240_000 },
+        { seed: SEED, numRuns: NUM_RUNS, interruptAfterTimeLimit: 400_000 },
       );
       console.log(`seed ${SEED}: ${tally.cases} cases in ${((Date.now() - started) / 1000).toFixed(1)} s, ${tally.killed} killed, ${tally.killedInCall} inside a call`);
       expect(tally.cases).toBe(NUM_RUNS);
       expect(tally.killed).toBeGreaterThanOrEqual(NUM_RUNS / 2);
       expect(tally.killedInCall).toBeGreaterThan(0);
     },
-    300_000,
+    450_000,
   );
 });
