@@ -34,6 +34,8 @@ export interface SoakReport {
   readonly inDoubtRuns: number;
   /** Non-idempotent calls executed twice: each one reported in doubt first. */
   readonly rerunCalls: number;
+  /** Calls recovery replayed from the log (a `done` record) whose tool the ledger shows did not run again. */
+  readonly replayedCalls: number;
   /** Everything that broke a promise: a run not done, a call run twice unreported, a customer charged twice. */
   readonly violations: readonly string[];
 }
@@ -46,11 +48,11 @@ const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 export async function soak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => {});
   const dir = mkdtempSync(join(tmpdir(), "durable-soak-"));
-  const [ledger, inDoubtLog] = [join(dir, "ledger"), join(dir, "in-doubt")];
+  const [ledger, inDoubtLog, replayLog] = [join(dir, "ledger"), join(dir, "in-doubt"), join(dir, "replayed")];
   const target = await Target.prepare(options.store);
   const started = Date.now();
   let kills = 0;
-  const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog];
+  const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog, replayLog];
   const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot)));
   try {
     const deadline = started + options.deadlineSeconds * 1000;
@@ -72,7 +74,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     const seconds = (Date.now() - started) / 1000;
     const store = await openSoakStore(target.url, target.prefix);
     try {
-      const found = await verify(store, options.runs, ledger, inDoubtLog);
+      const found = await verify(store, options.runs, { ledger, inDoubtLog, replayLog });
       return { store: options.store, runs: options.runs, seconds, kills, ...found };
     } finally {
       await store.close();
@@ -85,8 +87,19 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   }
 }
 
-/** Checks every run is done, every call finished once, and every non-idempotent call ran once unless reported in doubt. */
-async function verify(store: CheckpointStore, runs: number, ledger: string, inDoubtLog: string) {
+/** The files the workers write: the tools' executions, the runs reported in doubt, the calls recovery replayed. */
+interface SoakLogs {
+  readonly ledger: string;
+  readonly inDoubtLog: string;
+  readonly replayLog: string;
+}
+
+/**
+ * Checks every run is done, every call finished once, and every non-idempotent
+ * call ran once unless reported in doubt; counts the replayed calls the ledger
+ * confirms (a `done` record, one execution).
+ */
+async function verify(store: CheckpointStore, runs: number, { ledger, inDoubtLog, replayLog }: SoakLogs) {
   const sealer = Sealer.withKeys(KEY);
   const violations: string[] = [];
   const reported = new Map<string, Set<string>>();
@@ -102,7 +115,9 @@ async function verify(store: CheckpointStore, runs: number, ledger: string, inDo
     entry.count += 1;
     executions.set(`${runId} ${callId}`, entry);
   }
+  const replayed = new Set(lines(replayLog));
   let rerunCalls = 0;
+  let replayedCalls = 0;
   for (let k = 0; k < runs; k++) {
     const runId = runIdOf(k);
     const latest = await DurableRun.latest(store, sealer, runId).catch((error: unknown) => error as Error);
@@ -115,6 +130,7 @@ async function verify(store: CheckpointStore, runs: number, ledger: string, inDo
     if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3) violations.push(`${runId} has ${done.length} done records`);
     for (const record of done) {
       const ran = executions.get(`${runId} ${record.callId}`);
+      if (ran?.count === 1 && replayed.has(`${runId} ${record.callId}`)) replayedCalls += 1;
       if (ran === undefined) violations.push(`${runId} ${record.tool} is done but never ran`);
       else if (ran.keys.size !== 1) violations.push(`${runId} ${record.tool} ran with ${ran.keys.size} idempotency keys`);
       else if (NON_IDEMPOTENT.has(record.tool) && ran.count > 1) {
@@ -123,7 +139,7 @@ async function verify(store: CheckpointStore, runs: number, ledger: string, inDo
       }
     }
   }
-  return { inDoubtRuns: reported.size, rerunCalls, violations };
+  return { inDoubtRuns: reported.size, rerunCalls, replayedCalls, violations };
 }
 
 /** One worker slot: a process, restarted after each kill, until it prints "finished" and exits. */
