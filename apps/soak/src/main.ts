@@ -4,9 +4,12 @@
  * then every run must be done, none lost, and no non-idempotent call run twice
  * unless recovery reported it in doubt.
  */
+import { CommandLineError } from "@durable-apps/demo/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
+import { FAULT_DEFAULTS, faultSoak, faultTable } from "./faults.js";
 import { SOAK_DEFAULTS, soak } from "./soak.js";
 import { soakStoreKind } from "./store.js";
+import { vacuousSoak } from "./verdict.js";
 
 const [REDIS, POSTGRESQL] = ["redis://127.0.0.1:6379", "postgresql://postgres@127.0.0.1:5432/test"];
 
@@ -14,23 +17,34 @@ const SOAK_COMMAND = {
   command: "pnpm soak",
   about:
     "worker processes take the runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it; then every run must be done, none lost, " +
-    "and no non-idempotent call run twice unless recovery reported it in doubt. Exit 1 on any violation.",
+    "no non-idempotent call run twice unless recovery reported it in doubt, and some runs really in doubt and some calls really replayed. Exit 1 on any violation.",
   options: {
     store: { type: "string", multiple: true, value: "<url>", defaultText: `$REDIS_URL (else ${REDIS}), then $DATABASE_URL (else ${POSTGRESQL})`, about: "a store to soak, redis://… or postgresql://… (give it again for more); the soak makes its own prefix or database there and drops it" },
     runs: { type: "string", default: String(SOAK_DEFAULTS.runs), value: "<n>", about: "how many runs the workers take, per store" },
     workers: { type: "string", default: String(SOAK_DEFAULTS.workers), value: "<n>", about: "how many worker processes" },
     // Long soaks (--runs 2000 on PostgreSQL takes about 2 minutes here) get room; CI uses the default size and deadline.
     seconds: { type: "string", default: "900", value: "<n>", about: "the deadline per store: the soak fails if the workers have not finished by then" },
+    faults: {
+      type: "boolean",
+      about:
+        "server faults instead of kills: starts its own Redis (AOF appendfsync always) and PostgreSQL (initdb, pg_ctl) on free ports in temp dirs, workers connect through a TCP proxy, " +
+        "and a schedule restarts Redis, restarts PostgreSQL (-m fast, -m immediate), freezes each server and cuts every connection, again until the runs are done; prints a table per fault",
+    },
+    freeze: { type: "string", default: String(FAULT_DEFAULTS.freezeMs / 1000), value: "<s>", about: "with --faults: how long each freeze (SIGSTOP…SIGCONT) lasts" },
   },
   environment: {
     REDIS_URL: "the Redis of the default stores",
     DATABASE_URL: "the PostgreSQL of the default stores",
     DURABLE_KEY: "the key the workers seal with (default: a fixed soak key)",
   },
-  example: "pnpm soak --runs 2000 --store redis://127.0.0.1:6379",
+  example: "pnpm soak --runs 2000 --store redis://127.0.0.1:6379   (or: pnpm soak --faults --runs 2000)",
 } as const satisfies CommandLineSpec<OptionSpecs>;
 
 await runCommand(SOAK_COMMAND, async (values) => {
+  if (values.faults === true) {
+    if (values.store !== undefined) throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store.");
+    return soakUnderFaults(wholeNumber("runs", values.runs), wholeNumber("workers", values.workers), wholeNumber("seconds", values.seconds), wholeNumber("freeze", values.freeze));
+  }
   const stores = values.store ?? [process.env["REDIS_URL"] ?? REDIS, process.env["DATABASE_URL"] ?? POSTGRESQL];
   for (const store of stores) soakStoreKind(store);
   const runs = wholeNumber("runs", values.runs);
@@ -42,11 +56,28 @@ await runCommand(SOAK_COMMAND, async (values) => {
     const report = await soak({ ...SOAK_DEFAULTS, store, runs, workers, deadlineSeconds, log: (line) => console.log(`  ${line}`) });
     console.log(
       `  ${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} kills; ` +
-        `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ` +
+        `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported, ` +
+        `${report.replayedCalls} calls replayed from the log; ` +
         `${report.violations.length} violations`,
     );
     for (const violation of report.violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
-    failed ||= report.violations.length > 0;
+    const vacuous = vacuousSoak(report);
+    if (vacuous !== undefined) console.log(`  FAILED ${vacuous}`);
+    failed ||= report.violations.length > 0 || vacuous !== undefined;
   }
   process.exitCode = failed ? 1 : 0;
 });
+
+async function soakUnderFaults(runs: number, workers: number, deadlineSeconds: number, freezeSeconds: number): Promise<void> {
+  console.log(`fault soak: ${runs} runs, ${workers} workers, on its own Redis and PostgreSQL; freezes of ${freezeSeconds} s`);
+  const results = await faultSoak({ ...FAULT_DEFAULTS, runs, workers, deadlineSeconds, freezeMs: freezeSeconds * 1000, log: (line) => console.log(`  ${line}`) });
+  let failed = false;
+  for (const { report, rows, violations } of results) {
+    console.log(`\n${report.store}: ${report.runs} runs done in ${report.seconds.toFixed(1)} s; ${report.unavailable} StoreUnavailable met and retried; longest operation ${Math.round(report.maxOpMs)} ms; ` +
+      `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ${violations.length} violations`);
+    for (const line of faultTable(rows)) console.log(`  ${line}`);
+    for (const violation of violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
+    failed ||= violations.length > 0;
+  }
+  process.exitCode = failed ? 1 : 0;
+}

@@ -22,7 +22,29 @@ export interface SoakOptions {
   readonly deadlineSeconds: number;
   /** The killer's pause between two kills, in milliseconds: a random time in this range. */
   readonly killEveryMs: readonly [number, number];
+  /** Instead of the killer: what disturbs the workers (server faults), given what they report as they go. */
+  readonly disturb?: (progress: Progress) => Promise<void>;
+  /** How long each tool takes, in ms (default a random 0–4 ms). */
+  readonly toolMs?: number;
   readonly log?: (line: string) => void;
+}
+
+/** What the workers reported so far, summed over all of them. */
+export interface Progress {
+  started: number;
+  ran: number;
+  /** Times a worker met `StoreUnavailable` and started over from recovery. */
+  unavailable: number;
+  /** The longest store operation reported, in ms (operations over 50 ms are reported). */
+  maxOpMs: number;
+  /** The same since whoever watches last set it to 0 (the fault soak, at each fault). */
+  windowMaxOpMs: number;
+  /** `unavailable` since whoever watches last set it to 0. */
+  windowUnavailable: number;
+  /** Workers that printed "finished". */
+  finished: number;
+  /** Set once the soak stops waiting for the workers: a disturbance then ends. */
+  over: boolean;
 }
 
 export interface SoakReport {
@@ -32,8 +54,13 @@ export interface SoakReport {
   readonly kills: number;
   /** Runs recovery reported calls in doubt for (then rerun: the providers take the idempotency key). */
   readonly inDoubtRuns: number;
-  /** Non-idempotent calls executed twice: each one reported in doubt first. */
+  /** Extra executions of non-idempotent calls: each one reported in doubt first. */
   readonly rerunCalls: number;
+  /** Calls recovery replayed from the log (a `done` record) whose tool the ledger shows did not run again. */
+  readonly replayedCalls: number;
+  /** Times a worker met `StoreUnavailable`, and the longest store operation a worker timed (ms, 0 if none took over 50 ms). */
+  readonly unavailable: number;
+  readonly maxOpMs: number;
   /** Everything that broke a promise: a run not done, a call run twice unreported, a customer charged twice. */
   readonly violations: readonly string[];
 }
@@ -46,14 +73,18 @@ const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 export async function soak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => {});
   const dir = mkdtempSync(join(tmpdir(), "durable-soak-"));
-  const [ledger, inDoubtLog] = [join(dir, "ledger"), join(dir, "in-doubt")];
+  const [ledger, inDoubtLog, replayLog] = [join(dir, "ledger"), join(dir, "in-doubt"), join(dir, "replayed")];
   const target = await Target.prepare(options.store);
   const started = Date.now();
   let kills = 0;
-  const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog];
-  const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot)));
+  const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog, replayLog];
+  const progress: Progress = { started: 0, ran: 0, unavailable: 0, maxOpMs: 0, windowMaxOpMs: 0, windowUnavailable: 0, finished: 0, over: false };
+  const env = { ...process.env, ...(options.toolMs === undefined ? {} : { SOAK_TOOL_MS: String(options.toolMs) }) };
+  const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot), env, progress));
+  const disturbance = options.disturb?.(progress);
   try {
     const deadline = started + options.deadlineSeconds * 1000;
+    if (disturbance !== undefined) await disturbed(disturbance, workers, deadline, options);
     while (workers.some((w) => !w.finished)) {
       const [min, max] = options.killEveryMs;
       await sleep(min + Math.random() * (max - min));
@@ -72,27 +103,59 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     const seconds = (Date.now() - started) / 1000;
     const store = await openSoakStore(target.url, target.prefix);
     try {
-      const found = await verify(store, options.runs, ledger, inDoubtLog);
-      return { store: options.store, runs: options.runs, seconds, kills, ...found };
+      const found = await verify(store, options.runs, { ledger, inDoubtLog, replayLog });
+      return { store: options.store, runs: options.runs, seconds, kills, unavailable: progress.unavailable, maxOpMs: progress.maxOpMs, ...found };
     } finally {
       await store.close();
     }
   } finally {
-    // A soak that failed leaves no worker behind.
+    // A soak that failed leaves no worker behind, and no fault going on while it cleans up.
     for (const w of workers) w.stop();
+    progress.over = true;
+    await disturbance?.catch(() => {});
     await target.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** Checks every run is done, every call finished once, and every non-idempotent call ran once unless reported in doubt. */
-async function verify(store: CheckpointStore, runs: number, ledger: string, inDoubtLog: string) {
+/** Waits for the disturbance and for every worker to finish, failing on a worker that died or on the deadline. */
+async function disturbed(disturbance: Promise<void>, workers: readonly Worker[], deadline: number, options: SoakOptions): Promise<void> {
+  let settled = false;
+  let failure: unknown;
+  disturbance.then(
+    () => (settled = true),
+    (error: unknown) => ((settled = true), (failure = error ?? new Error("the disturbance failed"))),
+  );
+  while (!settled || workers.some((w) => !w.finished)) {
+    await sleep(100);
+    for (const w of workers) w.check();
+    if (failure !== undefined) throw failure;
+    if (Date.now() > deadline) throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
+  }
+}
+
+/** The files the workers write: the tools' executions, the runs reported in doubt, the calls recovery replayed. */
+interface SoakLogs {
+  readonly ledger: string;
+  readonly inDoubtLog: string;
+  readonly replayLog: string;
+}
+
+/**
+ * Checks every run is done, every call finished once, and every non-idempotent
+ * call ran once unless reported in doubt; counts the replayed calls the ledger
+ * confirms (a `done` record, one execution).
+ */
+async function verify(store: CheckpointStore, runs: number, { ledger, inDoubtLog, replayLog }: SoakLogs) {
   const sealer = Sealer.withKeys(KEY);
   const violations: string[] = [];
-  const reported = new Map<string, Set<string>>();
+  // How many times recovery reported each run's tool in doubt: each report allows one more execution.
+  const reported = new Map<string, Map<string, number>>();
   for (const line of lines(inDoubtLog)) {
     const [runId, tools] = line.split(" ") as [string, string];
-    reported.set(runId, new Set([...(reported.get(runId) ?? []), ...tools.split(",")]));
+    const counts = reported.get(runId) ?? new Map<string, number>();
+    for (const tool of tools.split(",")) counts.set(tool, (counts.get(tool) ?? 0) + 1);
+    reported.set(runId, counts);
   }
   const executions = new Map<string, { tool: string; keys: Set<string>; count: number }>();
   for (const line of lines(ledger)) {
@@ -102,7 +165,9 @@ async function verify(store: CheckpointStore, runs: number, ledger: string, inDo
     entry.count += 1;
     executions.set(`${runId} ${callId}`, entry);
   }
+  const replayed = new Set(lines(replayLog));
   let rerunCalls = 0;
+  let replayedCalls = 0;
   for (let k = 0; k < runs; k++) {
     const runId = runIdOf(k);
     const latest = await DurableRun.latest(store, sealer, runId).catch((error: unknown) => error as Error);
@@ -115,38 +180,61 @@ async function verify(store: CheckpointStore, runs: number, ledger: string, inDo
     if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3) violations.push(`${runId} has ${done.length} done records`);
     for (const record of done) {
       const ran = executions.get(`${runId} ${record.callId}`);
+      if (ran?.count === 1 && replayed.has(`${runId} ${record.callId}`)) replayedCalls += 1;
       if (ran === undefined) violations.push(`${runId} ${record.tool} is done but never ran`);
       else if (ran.keys.size !== 1) violations.push(`${runId} ${record.tool} ran with ${ran.keys.size} idempotency keys`);
       else if (NON_IDEMPOTENT.has(record.tool) && ran.count > 1) {
-        if (ran.count === 2 && reported.get(runId)?.has(record.tool) === true) rerunCalls += 1;
-        else violations.push(`${runId} ${record.tool} ran ${ran.count} times${reported.has(runId) ? "" : " and was never reported in doubt"}`);
+        if (ran.count - 1 <= (reported.get(runId)?.get(record.tool) ?? 0)) rerunCalls += ran.count - 1;
+        else violations.push(`${runId} ${record.tool} ran ${ran.count} times but was reported in doubt ${reported.get(runId)?.get(record.tool) ?? 0} times`);
       }
     }
   }
-  return { inDoubtRuns: reported.size, rerunCalls, violations };
+  return { inDoubtRuns: reported.size, rerunCalls, replayedCalls, violations };
 }
 
 /** One worker slot: a process, restarted after each kill, until it prints "finished" and exits. */
 class Worker {
   readonly #args: () => string[];
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #progress: Progress;
   #process: ChildProcess;
   #stderr = "";
   finished = false;
   ranSinceStart = 0;
 
-  constructor(args: () => string[]) {
+  constructor(args: () => string[], env: NodeJS.ProcessEnv, progress: Progress) {
     this.#args = args;
+    this.#env = env;
+    this.#progress = progress;
     this.#process = this.#start();
   }
 
   #start(): ChildProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], { stdio: ["ignore", "pipe", "pipe"], env: this.#env });
     this.#stderr = "";
     this.ranSinceStart = 0;
     child.stderr!.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
     createInterface({ input: child.stdout! }).on("line", (line) => {
-      if (line === "ran") this.ranSinceStart += 1;
-      if (line === "finished") this.finished = true;
+      if (line === "started") this.#progress.started += 1;
+      // A run cut short by the store is finished by the recovery that follows.
+      if (line === "recovered") this.#progress.ran += 1;
+      if (line === "unavailable") {
+        this.#progress.unavailable += 1;
+        this.#progress.windowUnavailable += 1;
+      }
+      if (line.startsWith("op ")) {
+        const ms = Number(line.slice(3));
+        this.#progress.maxOpMs = Math.max(this.#progress.maxOpMs, ms);
+        this.#progress.windowMaxOpMs = Math.max(this.#progress.windowMaxOpMs, ms);
+      }
+      if (line === "ran") {
+        this.ranSinceStart += 1;
+        this.#progress.ran += 1;
+      }
+      if (line === "finished") {
+        this.finished = true;
+        this.#progress.finished += 1;
+      }
     });
     return child;
   }

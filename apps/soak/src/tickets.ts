@@ -13,11 +13,12 @@ export function soakFlow(slot: number): ReturnType<typeof ticketsFlow> {
 /** Tools that write each execution, with its idempotency key, to a ledger shared by every worker. */
 export const NON_IDEMPOTENT: ReadonlySet<string> = new Set(["charge_card", "email_tickets"]);
 
-export function soakTools(ledger: string): ToolRegistry {
+/** `toolMs`: how long each tool takes after its effect (default a random 0–4 ms). */
+export function soakTools(ledger: string, toolMs?: number): ToolRegistry {
   const tool = (name: string) => async (_args: unknown, ctx: { runId: string; callId: string }) => {
     appendFileSync(ledger, `${ctx.runId} ${ctx.callId} ${name} ${idempotencyKey()}\n`);
     // A short wait after the effect, so kills land between a tool's effect and its stored result too.
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+    await new Promise((resolve) => setTimeout(resolve, toolMs ?? Math.random() * 4));
     return `${name} done`;
   };
   return new ToolRegistry()

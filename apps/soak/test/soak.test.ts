@@ -2,6 +2,7 @@ import pg from "pg";
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
 import { SOAK_DEFAULTS, soak } from "../src/soak.js";
+import { vacuousSoak } from "../src/verdict.js";
 
 const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
 const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
@@ -41,12 +42,15 @@ const targets = [
 ];
 
 describe("the soak: workers killed at random while they take the runs", () => {
-  it.for(targets)(`$name: ${SOAK_DEFAULTS.runs} runs, ${SOAK_DEFAULTS.workers} workers, a SIGKILL every 0.5–2 s: every run done, none lost, no call run twice unreported`, { timeout: 300_000 }, async ({ name, url, up }, ctx) => {
+  // Kills a little more often than the default, so a few seconds of Redis soak still land some inside tools.
+  const killEveryMs = [200, 1_000] as const;
+  it.for(targets)(`$name: ${SOAK_DEFAULTS.runs} runs, ${SOAK_DEFAULTS.workers} workers, a SIGKILL every 0.2–1 s: every run done, none lost, no call run twice unreported, some runs in doubt and some calls replayed`, { timeout: 300_000 }, async ({ name, url, up }, ctx) => {
     if (!up) ctx.skip(`${name} is not running`);
-    const report = await soak({ ...SOAK_DEFAULTS, store: url });
+    const report = await soak({ ...SOAK_DEFAULTS, killEveryMs, store: url });
     console.log(`${name}: ${JSON.stringify({ ...report, violations: report.violations.length })}`);
     expect(report.violations).toEqual([]);
-    expect(report.kills).toBeGreaterThan(0);
+    // Kills that landed inside tools and between a result and its checkpoint: recovery really ran.
+    expect(vacuousSoak(report)).toBeUndefined();
     expect(report.rerunCalls).toBeLessThanOrEqual(report.inDoubtRuns * 2);
   });
 });
