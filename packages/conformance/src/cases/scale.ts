@@ -53,6 +53,14 @@ export const scaleGroup: ConformanceGroup = {
         const ended = h.runId("ended");
         await h.store.save(ended, 0, h.row(ended, 0, { flow, status: "done" }));
 
+        // A full listing first: it checks every id, and warms the store (connections, loaded scripts, caches),
+        // so the heap measured below is what listing itself holds.
+        const listed = await unfinished(h.store, flow);
+        expect(listed, rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, `${RUNS} ids`)).toHaveLength(RUNS);
+        expect(listed, rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, "every unfinished id once, not the ended one")).toEqual(
+          [...ids].sort(),
+        );
+
         // Streaming, judged by the heap the store holds once it gave its first id: a store that read every id
         // first holds at least RUNS × ID_LENGTH bytes of them, one that reads a page at a time a page's worth.
         // Retained heap after a full collection is deterministic, unlike timings on a busy machine, and the
@@ -72,11 +80,6 @@ export const scaleGroup: ConformanceGroup = {
           ),
         ).toBeLessThan(bound);
 
-        const listed = await unfinished(h.store, flow);
-        expect(listed, rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, `${RUNS} ids`)).toHaveLength(RUNS);
-        expect(listed, rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, "every unfinished id once, not the ended one")).toEqual(
-          [...ids].sort(),
-        );
       },
     },
   ],
