@@ -45,7 +45,7 @@ export const OPERATION_TIMEOUT_MS = 5_000;
 /** What a busy machine adds to a timed-out operation before its rejection is seen. */
 const TIMEOUT_MARGIN_MS = 1_000;
 /** The pause after each fault, so the workers meet it and recover before the next. */
-const SETTLE_MS = 1_500;
+const SETTLE_MS = 1_000;
 
 interface Fault {
   readonly name: string;
@@ -116,10 +116,10 @@ async function underFaults(store: string, options: FaultSoakOptions, faults: rea
     do {
       round += 1;
       for (const fault of faults) {
-        while (progress.started - progress.ran === 0 && progress.finished < options.workers && !progress.over) await sleep(20);
+        while (progress.inFlight.size === 0 && progress.finished < options.workers && !progress.over) await sleep(20);
         if (progress.over) return;
         const at = (Date.now() - started) / 1000;
-        const inFlight = progress.started - progress.ran;
+        const inFlight = progress.inFlight.size;
         progress.windowUnavailable = 0;
         progress.windowMaxOpMs = 0;
         await fault.apply();

@@ -2,7 +2,8 @@
  * The soak (`pnpm soak --help` lists the options): worker processes take the
  * runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it;
  * then every run must be done, none lost, and no non-idempotent call run twice
- * unless recovery reported it in doubt.
+ * unless recovery reported it in doubt. `--faults`: server faults on the
+ * soak's own Redis and PostgreSQL instead of kills (src/faults.ts).
  */
 import { CommandLineError } from "@durable-apps/demo/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";

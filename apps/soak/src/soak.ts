@@ -22,7 +22,7 @@ export interface SoakOptions {
   readonly deadlineSeconds: number;
   /** The killer's pause between two kills, in milliseconds: a random time in this range. */
   readonly killEveryMs: readonly [number, number];
-  /** Instead of the killer: what disturbs the workers (server faults), given what they report as they go. */
+  /** Instead of the killer (`killEveryMs` is then unused): what disturbs the workers (server faults), given what they report as they go. */
   readonly disturb?: (progress: Progress) => Promise<void>;
   /** How long each tool takes, in ms (default a random 0–4 ms). */
   readonly toolMs?: number;
@@ -31,7 +31,9 @@ export interface SoakOptions {
 
 /** What the workers reported so far, summed over all of them. */
 export interface Progress {
-  started: number;
+  /** Runs a worker started or recovered and has not finished yet. */
+  readonly inFlight: Set<string>;
+  /** Runs a worker took to the end, from their start or from a recovery. */
   ran: number;
   /** Times a worker met `StoreUnavailable` and started over from recovery. */
   unavailable: number;
@@ -78,7 +80,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const started = Date.now();
   let kills = 0;
   const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog, replayLog];
-  const progress: Progress = { started: 0, ran: 0, unavailable: 0, maxOpMs: 0, windowMaxOpMs: 0, windowUnavailable: 0, finished: 0, over: false };
+  const progress: Progress = { inFlight: new Set<string>(), ran: 0, unavailable: 0, maxOpMs: 0, windowMaxOpMs: 0, windowUnavailable: 0, finished: 0, over: false };
   const env = { ...process.env, ...(options.toolMs === undefined ? {} : { SOAK_TOOL_MS: String(options.toolMs) }) };
   const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot), env, progress));
   const disturbance = options.disturb?.(progress);
@@ -215,9 +217,13 @@ class Worker {
     this.ranSinceStart = 0;
     child.stderr!.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
     createInterface({ input: child.stdout! }).on("line", (line) => {
-      if (line === "started") this.#progress.started += 1;
+      const [what, runId = ""] = line.split(" ");
+      if (what === "started") this.#progress.inFlight.add(runId);
       // A run cut short by the store is finished by the recovery that follows.
-      if (line === "recovered") this.#progress.ran += 1;
+      if (what === "recovered" || what === "ran") {
+        this.#progress.inFlight.delete(runId);
+        this.#progress.ran += 1;
+      }
       if (line === "unavailable") {
         this.#progress.unavailable += 1;
         this.#progress.windowUnavailable += 1;
@@ -227,10 +233,7 @@ class Worker {
         this.#progress.maxOpMs = Math.max(this.#progress.maxOpMs, ms);
         this.#progress.windowMaxOpMs = Math.max(this.#progress.windowMaxOpMs, ms);
       }
-      if (line === "ran") {
-        this.ranSinceStart += 1;
-        this.#progress.ran += 1;
-      }
+      if (what === "ran") this.ranSinceStart += 1;
       if (line === "finished") {
         this.finished = true;
         this.#progress.finished += 1;

@@ -2,8 +2,8 @@
  * One soak worker: worker.ts <store url> <prefix> <slot> <workers> <runs> <ledger> <in-doubt log> <replay log>
  * On start it recovers its slot's unfinished runs, then takes its share of the
  * runs (every run k with k % workers = slot) until each exists. It prints
- * "started" and "ran" around each run it took to the end, "recovered" after
- * each run it recovered, "unavailable" each
+ * "started <run id>" and "ran <run id>" around each run it took to the end,
+ * "recovered <run id>" after each run it recovered, "unavailable" each
  * time the store was (it then waits and starts over from recovery: never
  * exits on it), "op <ms>" for a slow store operation, and "finished".
  * SOAK_TOOL_MS: how long each tool takes (default 0–4 ms).
@@ -36,7 +36,7 @@ async function recoverMine(): Promise<void> {
     } else if (result instanceof Error) {
       throw result;
     }
-    console.log("recovered");
+    console.log(`recovered ${runId}`);
   }
 }
 
@@ -55,9 +55,9 @@ async function takeMine(): Promise<void> {
           (error: unknown) => (error instanceof CheckpointNotFound ? false : Promise.reject(error)),
         );
         if (!exists) {
-          console.log("started");
+          console.log(`started ${runIdOf(k)}`);
           await runner.run(flow, order(k), { runId: runIdOf(k) });
-          console.log("ran");
+          console.log(`ran ${runIdOf(k)}`);
         }
       } catch (error) {
         failed = true;

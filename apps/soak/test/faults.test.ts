@@ -16,10 +16,10 @@ function serversInstalled(): boolean {
 
 describe("the fault soak: the soak's own Redis and PostgreSQL restarted, frozen and cut while workers take the runs", () => {
   it.skipIf(!serversInstalled())(
-    "60 runs, 2 workers, each fault once, 2 s freezes: every run done, none lost, no call run twice unreported, every StoreUnavailable retried, no operation past the timeout",
+    "80 runs, 2 workers, each fault once, 2 s freezes: every run done, none lost, no call run twice unreported, every StoreUnavailable retried, no operation past the timeout",
     { timeout: 180_000 },
     async () => {
-      const results = await faultSoak({ runs: 60, workers: 2, freezeMs: 2_000, toolMs: 300, deadlineSeconds: 150, rounds: 1 });
+      const results = await faultSoak({ runs: 80, workers: 2, freezeMs: 2_000, toolMs: 250, deadlineSeconds: 150, rounds: 1 });
       for (const { report, rows, violations } of results) {
         console.log([`${report.store}: ${JSON.stringify({ ...report, violations: violations.length })}`, ...faultTable(rows)].join("\n"));
         expect(violations).toEqual([]);

@@ -51,6 +51,5 @@ describe("the soak: workers killed at random while they take the runs", () => {
     expect(report.violations).toEqual([]);
     // Kills that landed inside tools and between a result and its checkpoint: recovery really ran.
     expect(vacuousSoak(report)).toBeUndefined();
-    expect(report.rerunCalls).toBeLessThanOrEqual(report.inDoubtRuns * 2);
   });
 });
