@@ -1,8 +1,10 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { InvalidInput, type CheckpointRow } from "@durable/core";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { removeSqlite, sqliteUrl } from "./databases.js";
+// The stores' fault tests share their checks.
+import { expectEachTimesOut, writeOperations } from "../../store-redis/test/blackhole.js";
 
 const BUSY = 300;
 // A busy CI machine may be slow to return.
@@ -22,18 +24,7 @@ describe("PrismaCheckpointStore on a SQLite file another connection keeps locked
     await store.save("r", 0, row());
     const holder = new Database(url.slice("file:".length));
     holder.exec("BEGIN IMMEDIATE");
-    const writes: Record<string, () => Promise<unknown>> = {
-      save: () => store.save("r", 1, row()),
-      recordCall: () => store.recordCall("r", 0, 0, "d1.-.{}"),
-      delete: () => store.delete("r"),
-    };
-    for (const [name, write] of Object.entries(writes)) {
-      const start = Date.now();
-      const error = await write().then(() => undefined, (e: unknown) => e);
-      expect(error, name).toBeInstanceOf(StoreUnavailable);
-      expect((error as Error).message, name).toMatch(/locked|busy/i);
-      expect(Date.now() - start, name).toBeLessThan(BUSY + MARGIN);
-    }
+    await expectEachTimesOut(writeOperations(store), /locked|busy/i, BUSY, MARGIN);
     holder.exec("ROLLBACK");
     holder.close();
     await store.save("r", 1, row());

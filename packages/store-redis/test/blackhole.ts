@@ -100,6 +100,20 @@ export function everyOperation(store: CheckpointStore): Record<string, () => Pro
   };
 }
 
+/** The writes of `everyOperation`: what a store whose file another connection keeps locked must fail. */
+export function writeOperations(store: CheckpointStore): Record<string, () => Promise<unknown>> {
+  const { save, recordCall, delete: remove } = everyOperation(store);
+  return { save: save!, recordCall: recordCall!, delete: remove! };
+}
+
+/** Checks the store works again once the fault is gone: run "r" still at step 0, running, and it takes step 1. */
+export async function expectWorksAgain(store: CheckpointStore): Promise<void> {
+  const back = await store.latest("r");
+  expect([back.step, back.status]).toEqual([0, "running"]);
+  await store.save("r", 1, { status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+  expect((await store.latest("r")).step).toBe(1);
+}
+
 /** Checks each operation fails with `StoreUnavailable` saying `message`, within `timeoutMs` plus a busy machine's `marginMs`. */
 export async function expectEachTimesOut(operations: Record<string, () => Promise<unknown>>, message: RegExp, timeoutMs: number, marginMs: number): Promise<void> {
   for (const [name, operation] of Object.entries(operations)) {

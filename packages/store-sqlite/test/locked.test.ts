@@ -1,8 +1,10 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { StoreUnavailable, type CheckpointRow } from "@durable/core";
+import type { CheckpointRow } from "@durable/core";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import { newDatabasePath, removeDatabase } from "./conformance.js";
+// The stores' fault tests share their checks.
+import { expectEachTimesOut, writeOperations } from "../../store-redis/test/blackhole.js";
 
 const BUSY = 300;
 // A busy CI machine may be slow to return.
@@ -17,18 +19,7 @@ describe("SQLiteCheckpointStore on a file another connection keeps locked", () =
     await store.save("r", 0, row());
     const holder = new Database(path);
     holder.exec("BEGIN IMMEDIATE");
-    const writes: Record<string, () => Promise<unknown>> = {
-      save: () => store.save("r", 1, row()),
-      recordCall: () => store.recordCall("r", 0, 0, "d1.-.{}"),
-      delete: () => store.delete("r"),
-    };
-    for (const [name, write] of Object.entries(writes)) {
-      const start = Date.now();
-      const error = await write().then(() => undefined, (e: unknown) => e);
-      expect(error, name).toBeInstanceOf(StoreUnavailable);
-      expect((error as Error).message, name).toMatch(/locked/);
-      expect(Date.now() - start, name).toBeLessThan(BUSY + MARGIN);
-    }
+    await expectEachTimesOut(writeOperations(store), /locked/, BUSY, MARGIN);
     // WAL: readers never wait on the writer.
     expect((await store.latest("r")).step).toBe(0);
     expect(await store.calls("r")).toEqual([]);
