@@ -12,7 +12,21 @@ export type DurableErrorCode =
   | "INVALID_INPUT"
   | "UNRECORDABLE_RESULT";
 
-/** The base of every error @durable throws on purpose. */
+/**
+ * Marks every `DurableError` of every copy of this package: registered with
+ * `Symbol.for`, so two installed copies (or a build and its source) share it.
+ */
+const DURABLE_ERROR = Symbol.for("@durable/core.error");
+
+/**
+ * The base of every error @durable throws on purpose.
+ *
+ * `instanceof` holds across copies of `@durable/core` (an app and a store that
+ * each installed one): an error made by another copy is an instance of a class
+ * here when it bears the shared brand, has a `code`, and the class's name is in
+ * its own chain of classes. So `error instanceof CheckpointConflict` is true for
+ * another copy's `CheckpointConflict` and false for its `StoreUnavailable`.
+ */
 export class DurableError extends Error {
   readonly code: DurableErrorCode;
 
@@ -20,6 +34,21 @@ export class DurableError extends Error {
     super(message, options);
     this.code = code;
     this.name = new.target.name;
+  }
+
+  static {
+    Object.defineProperty(this.prototype, DURABLE_ERROR, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== "object" || value === null) return false;
+    const branded = value as { [DURABLE_ERROR]?: unknown; code?: unknown };
+    if (branded[DURABLE_ERROR] !== true || typeof branded.code !== "string") return false;
+    for (let proto = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      if (Object.hasOwn(proto, "constructor") && proto.constructor?.name === this.name) return true;
+    }
+    return false;
   }
 }
 

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+// Two real copies of the error classes: the build and the source, as an app and a
+// store that each installed their own @durable/core would load them.
+import * as built from "../dist/errors.js";
+import * as source from "../src/errors.js";
+
+type Copy = typeof source;
+
+/** One error of every class, made by one copy. */
+function samplesOf(copy: Copy) {
+  return [
+    new copy.CheckpointNotFound("r"),
+    new copy.CheckpointConflict("r", "another worker holds the run."),
+    new copy.CheckpointStoreCorrupt("r", "a signature does not match."),
+    new copy.RecoveryNeedsDecision("r", [["charge_card", "started with no result"]]),
+    new copy.FlowError("the graph changed."),
+    new copy.IdentityMismatch("r", "another user."),
+    new copy.InvalidInput("a short key."),
+    new copy.UnrecordableResult("send", new copy.InvalidInput("result.at: a Date")),
+    new copy.ApprovalDenied("refund", "too much"),
+    new copy.StoreUnavailable("the store did not answer."),
+    new copy.StoreNotReady("the tables are missing; run migrate."),
+  ];
+}
+
+/** Every error class a copy exports, by name. */
+function classesOf(copy: Copy): Map<string, typeof source.DurableError> {
+  const classes = Object.entries(copy).filter(([, value]) => typeof value === "function" && value.prototype instanceof Error);
+  return new Map(classes as Array<[string, typeof source.DurableError]>);
+}
+
+const copies = [
+  ["made by the build, checked by the source", built as Copy, source],
+  ["made by the source, checked by the build", source, built as Copy],
+] as const;
+
+describe("instanceof across two copies of @durable/core", () => {
+  it("the copies are two: their classes are not the same objects", () => {
+    expect(built.CheckpointConflict).not.toBe(source.CheckpointConflict);
+    expect(Object.getPrototypeOf(new built.CheckpointConflict("r", "x"))).not.toBe(source.CheckpointConflict.prototype);
+  });
+
+  it("the samples cover every error class", () => {
+    expect(samplesOf(source).map((error) => error.name).sort()).toEqual([...classesOf(source).keys()].filter((name) => name !== "DurableError").sort());
+  });
+
+  describe.each(copies)("%s", (_, maker, checker) => {
+    const classes = classesOf(checker);
+
+    it.each(samplesOf(maker).map((error) => [error.name, error] as const))("%s is an instance of its own class and of DurableError, of no other", (name, error) => {
+      for (const [other, Class] of classes) {
+        const expected = other === name || other === "DurableError";
+        expect(error instanceof Class, `${name} instanceof ${other}`).toBe(expected);
+      }
+      expect(error).toBeInstanceOf(Error);
+    });
+
+    it("a subclass of another copy's class is an instance of that class here, and of no sibling", () => {
+      class OurConflict extends maker.CheckpointConflict {}
+      const error = new OurConflict("r", "lost the claim.");
+      expect(error).toBeInstanceOf(checker.CheckpointConflict);
+      expect(error).toBeInstanceOf(checker.DurableError);
+      expect(error).not.toBeInstanceOf(checker.StoreUnavailable);
+    });
+
+    it("the other copy's errors are read as what they are: a lost claim leaves the run for recovery", () => {
+      expect(checker.leavesRunForRecovery(new maker.CheckpointConflict("r", "lost the claim."))).toBe(true);
+      expect(checker.leavesRunForRecovery(new maker.StoreUnavailable("no answer."))).toBe(true);
+      expect(checker.leavesRunForRecovery(new maker.InvalidInput("a short key."))).toBe(false);
+    });
+  });
+
+  it("a look-alike without the brand is no DurableError: an Error named and coded like one, or a plain object", () => {
+    const lookalike = Object.assign(new Error("x"), { name: "CheckpointConflict", code: "CHECKPOINT_CONFLICT", runId: "r" });
+    class CheckpointConflict extends Error {
+      readonly code = "CHECKPOINT_CONFLICT";
+    }
+    for (const value of [lookalike, new CheckpointConflict("x"), { name: "CheckpointConflict", code: "CHECKPOINT_CONFLICT" }, null, "CheckpointConflict"]) {
+      expect(value instanceof source.CheckpointConflict).toBe(false);
+      expect(value instanceof source.DurableError).toBe(false);
+    }
+  });
+
+  it("the brand needs a code: an object made from the prototype alone is not taken for an error", () => {
+    const bare = Object.create(built.CheckpointConflict.prototype) as object;
+    expect(bare instanceof source.CheckpointConflict).toBe(false);
+  });
+});
