@@ -1,7 +1,16 @@
-import { isEnded, recordRefusal, saveRefusal, type CheckpointRow, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import {
+  MemoryCheckpointStore,
+  isEnded,
+  recordRefusal,
+  saveRefusal,
+  type CheckpointRow,
+  type MemoryData,
+  type MemoryRun,
+  type StoredCall,
+  type StoredCheckpoint,
+} from "@durable/core";
 import type { ConformanceInitializer } from "../src/index.js";
-import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "../../store-memory/src/index.js";
-import memory from "../../store-memory/test/conformance.js";
+import memory from "./memory.js";
 
 /**
  * Stores that each break one promise of the protocol, as a store author could

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { GROUP_NAMES } from "../src/groups.js";
 
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
-const memory = fileURLToPath(new URL("../../store-memory/test/conformance.ts", import.meta.url));
+const memory = fileURLToPath(new URL("./memory.ts", import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
 function run(...args: string[]) {

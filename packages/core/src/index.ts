@@ -75,3 +75,4 @@ export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
 export { faultPoint, parseFaultPoint, FAULT_POINTS, FAULT_POINT_VARIABLE, type FaultPoint, type ArmedFaultPoint } from "./fault-points.js";
 export { checkRunnerOptions, checkExecutor, checkRegistry, checkOptionTypes, describeType, type OptionType } from "./options.js";
 export { saveRefusal, recordRefusal, type RunHead } from "./protocol.js";
+export { MemoryCheckpointStore, type MemoryData, type MemoryRun, type MemoryStoreOptions } from "./memory-store.js";

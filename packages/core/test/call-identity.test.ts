@@ -10,7 +10,7 @@ import {
   planReplay,
   readCallLog,
   type JsonValue,
-} from "@durable/core";
+} from "../src/index.js";
 import { sealer, startRun } from "./helpers.js";
 
 const ITEMS = ["apple", "pear", "plum"];

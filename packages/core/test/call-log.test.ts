@@ -7,7 +7,7 @@ import {
   readCallLog,
   type CallEntry,
   type StoredCall,
-} from "@durable/core";
+} from "../src/index.js";
 import { OLD_KEY, TamperedStore, editSealed, sealer, startRun } from "./helpers.js";
 
 const entry = (callId: string, kind: CallEntry["kind"] = "started"): CallEntry => ({

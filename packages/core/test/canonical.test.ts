@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, InvalidInput } from "@durable/core";
+import { canonicalJson, InvalidInput } from "../src/index.js";
 
 /** Rebuilds an object with its keys in another order, deeply. */
 function shuffleKeys(value: unknown, seed: number): unknown {

@@ -8,7 +8,7 @@ import {
   openCheckpoint,
   sealerFor,
   type CheckpointStore,
-} from "@durable/core";
+} from "../src/index.js";
 import { KEY, MemoryCheckpointStore, TamperedStore, collect, editSealed, sealer, startRun } from "./helpers.js";
 
 describe("sealed checkpoints", () => {

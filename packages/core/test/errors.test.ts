@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import * as core from "@durable/core";
+import * as core from "../src/index.js";
 import {
   ApprovalDenied,
   CheckpointConflict,
@@ -15,7 +15,7 @@ import {
   StoreUnavailable,
   UnrecordableResult,
   leavesRunForRecovery,
-} from "@durable/core";
+} from "../src/index.js";
 
 /** One instance of every error class core exports. */
 const samples: readonly DurableError[] = [

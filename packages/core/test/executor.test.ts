@@ -15,7 +15,7 @@ import {
   planReplay,
   readCallLog,
   type ReplayPlan,
-} from "@durable/core";
+} from "../src/index.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {

@@ -1,6 +1,5 @@
 /** Runs two calls and a save through core, for the fault-point tests: prints "finished" unless a fault point killed it. */
-import { CallScope, DurableRun, Executor, Sealer, ToolRegistry, faultPoint, freshPlan } from "../src/index.js";
-import { MemoryCheckpointStore } from "../../store-memory/src/memory-store.js";
+import { CallScope, DurableRun, Executor, MemoryCheckpointStore, Sealer, ToolRegistry, faultPoint, freshPlan } from "../src/index.js";
 
 const store = new MemoryCheckpointStore();
 const { run } = await DurableRun.start({ store, sealer: Sealer.unsigned(), runId: "r", flow: "f", kind: "flow", identity: {}, data: {} });

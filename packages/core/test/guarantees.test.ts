@@ -14,7 +14,7 @@ import {
   readCallLog,
   type CheckpointRow,
   type JsonValue,
-} from "@durable/core";
+} from "../src/index.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("a tool's result", () => {

@@ -1,11 +1,11 @@
 import {
   DurableRun,
+  MemoryCheckpointStore,
   Sealer,
   type CheckpointStore,
   type StoredCall,
   type StoredCheckpoint,
-} from "@durable/core";
-import { MemoryCheckpointStore } from "../../store-memory/src/memory-store.js";
+} from "../src/index.js";
 
 export const KEY = "k".repeat(32);
 export const OLD_KEY = "o".repeat(32);

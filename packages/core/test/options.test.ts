@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Executor, InvalidInput, Sealer, ToolRegistry, bindDecisions, checkRunnerOptions, identityOf, type CheckpointKeys } from "@durable/core";
+import { Executor, InvalidInput, Sealer, ToolRegistry, bindDecisions, checkRunnerOptions, identityOf, type CheckpointKeys } from "../src/index.js";
 import { KEY, MemoryCheckpointStore } from "./helpers.js";
 
 /** The InvalidInput `run` throws; fails the test if it throws anything else or nothing. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RecoveryNeedsDecision, ToolRegistry, classifyCalls, planReplay, type CallRecord } from "@durable/core";
+import { RecoveryNeedsDecision, ToolRegistry, classifyCalls, planReplay, type CallRecord } from "../src/index.js";
 
 let seq = 0;
 const rec = (callId: string, kind: CallRecord["kind"], extra: Partial<CallRecord> = {}): CallRecord => ({

@@ -6,7 +6,7 @@ import {
   IdentityMismatch,
   newRunId,
   resumeIdentity,
-} from "@durable/core";
+} from "../src/index.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("DurableRun", () => {

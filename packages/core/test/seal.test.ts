@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointStoreCorrupt, InvalidInput, Sealer } from "@durable/core";
+import { CheckpointStoreCorrupt, InvalidInput, Sealer } from "../src/index.js";
 import { KEY, OLD_KEY } from "./helpers.js";
 
 describe("Sealer", () => {

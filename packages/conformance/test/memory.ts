@@ -1,7 +1,7 @@
-import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
-import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "../src/index.js";
+import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
+import type { ConformanceInitializer, RawAccess } from "../src/index.js";
 
-/** The memory store's conformance initializer; `durable-conformance test/conformance.ts` runs the kit with it. */
+/** The memory store's conformance initializer (kit.test.ts runs every group with it); `durable-conformance test/memory.ts` too. */
 const dataOf = new WeakMap<MemoryCheckpointStore, MemoryData>();
 
 function open(data: MemoryData = new Map()): MemoryCheckpointStore {

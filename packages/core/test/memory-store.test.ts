@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus } from "@durable/core";
-import { MemoryCheckpointStore } from "../src/index.js";
+import { CheckpointConflict, CheckpointNotFound, MemoryCheckpointStore, type CheckpointRow, type RunStatus } from "../src/index.js";
+import { collect } from "./helpers.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
   status: "running",
@@ -11,12 +11,6 @@ const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
   sealed: "d1.-.{}",
   ...over,
 });
-
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of items) out.push(item);
-  return out;
-}
 
 describe("MemoryCheckpointStore compare-and-set", () => {
   it("takes step 0 for a new run, then exactly one past the stored step", async () => {

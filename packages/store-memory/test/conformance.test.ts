@@ -1,4 +1,0 @@
-import { runConformance } from "@durable/conformance";
-import memory from "./conformance.js";
-
-runConformance(memory);
