@@ -9,6 +9,7 @@ export {
   type RawAccess,
 } from "./initializer.js";
 export { Harness, KIT_KEY, type RowOptions } from "./harness.js";
+export { failingCases } from "./failing-cases.js";
 export type { ConformanceCase, ConformanceGroup, GroupName } from "./cases/case.js";
 export { saveGroup } from "./cases/save.js";
 export { readGroup } from "./cases/read.js";

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { GROUPS, initializerProblems, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
+import { GROUPS, failingCases, initializerProblems, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
 import * as broken from "./broken-stores.js";
-import { failingCases } from "./failing-cases.js";
 import { expiringMemory, ttlOnPaused, ttlOnlyOnSave } from "./expiring-stores.js";
 
 const { memory } = broken;

@@ -1,5 +1,5 @@
-import { Executor, ToolRegistry, type CheckpointRow, type CheckpointStore, type DurableEvent, type StoredCall, type StoredCheckpoint } from "@durable/core";
-import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
+import { Executor, MemoryCheckpointStore, ToolRegistry, type CheckpointStore, type DurableEvent } from "@durable/core";
+import { forever } from "@durable/test-utils/stores";
 import { z } from "zod";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 
@@ -45,71 +45,6 @@ export class Tools {
   }
 }
 
-export function forever(): Promise<never> {
-  return new Promise(() => {});
-}
-
-/** Where a simulated worker death happens around a store operation. */
-export type CrashPoint =
-  | { op: "recordCall"; kind: string; tool: string; when: "before" | "after" }
-  | { op: "save"; step: number; when: "before" | "after" };
-
-/**
- * A store through which a worker dies: at the crash point it stops, writing
- * nothing more (every later operation of this worker hangs). The store under
- * it is what the next worker opens.
- */
-export class DyingStore implements CheckpointStore {
-  dead = false;
-  constructor(
-    readonly inner: CheckpointStore,
-    readonly crash: CrashPoint | undefined,
-  ) {}
-
-  async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
-    const hit = this.crash?.op === "save" && this.crash.step === step;
-    await this.#gate(hit, () => this.inner.save(runId, step, row));
-  }
-  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    const body = JSON.parse(sealed.slice(sealed.indexOf(".", 3) + 1)) as { kind: string; tool: string };
-    const hit = this.crash?.op === "recordCall" && this.crash.kind === body.kind && this.crash.tool === body.tool;
-    await this.#gate(hit, () => this.inner.recordCall(runId, segment, seq, sealed));
-  }
-  async latest(runId: string): Promise<StoredCheckpoint> {
-    if (this.dead) await forever();
-    return this.inner.latest(runId);
-  }
-  listUnfinished(flow: string): AsyncIterable<string> {
-    return this.inner.listUnfinished(flow);
-  }
-  async delete(runId: string): Promise<void> {
-    return this.inner.delete(runId);
-  }
-  async calls(runId: string): Promise<StoredCall[]> {
-    if (this.dead) await forever();
-    return this.inner.calls(runId);
-  }
-  async close(): Promise<void> {}
-
-  async #gate(hit: boolean, write: () => Promise<void>): Promise<void> {
-    if (this.dead) await forever();
-    if (hit && this.crash?.when === "before") {
-      this.dead = true;
-      await forever();
-    }
-    await write();
-    if (hit) {
-      this.dead = true;
-      await forever();
-    }
-  }
-}
-
-/** Lets pending promises and timers run, so a dying worker reaches its crash point. */
-export async function settle(ms = 20): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 export function runnerOn(store: CheckpointStore, registry: ToolRegistry, events?: DurableEvent[]) {
   return new FlowRunner(new Executor(registry), {
     checkpoints: store,
@@ -119,3 +54,4 @@ export function runnerOn(store: CheckpointStore, registry: ToolRegistry, events?
 }
 
 export { MemoryCheckpointStore };
+export { DyingStore, forever, settle, type CrashPoint } from "@durable/test-utils/stores";

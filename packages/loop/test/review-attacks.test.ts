@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
-import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
+import { MemoryCheckpointStore } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel, type ModelReply } from "../src/index.js";
-import { forever, settle } from "../../flow/test/helpers.js";
+import { forever, settle } from "@durable/test-utils/stores";
 
 const KEY = "loop-tests-key-0123456789abcdef-xyz";
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointConflict, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
-import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
+import { MemoryCheckpointStore } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.
-import { DyingStore, forever, settle, type CrashPoint } from "../../flow/test/helpers.js";
+import { DyingStore, forever, settle, type CrashPoint } from "@durable/test-utils/stores";
 
 const KEY = "loop-tests-key-0123456789abcdef-xyz";
 const ask: Message[] = [{ role: "user", content: "book two seats for Hamlet" }];

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, testDatabase } from "./databases.js";
-// The proxy is shared with the Redis store's fault tests.
-import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "../../store-redis/test/blackhole.js";
 
 const TIMEOUT = 2500;
 // A busy CI machine may fire the timer late.

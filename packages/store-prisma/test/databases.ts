@@ -5,44 +5,13 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { ownDatabase, type OwnDatabase } from "@durable/test-utils/postgres";
 import { PrismaCheckpointStore } from "../src/index.js";
 
-export const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
+export { postgresAnswers } from "@durable/test-utils/postgres";
 
-/** Whether PostgreSQL answers; in CI a missing server fails loudly, locally the tests are skipped with how to start it. */
-export async function postgresAnswers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch (error) {
-    if (process.env["CI"] === "true") throw new Error(`PostgreSQL does not answer at ${DATABASE_URL} (${String(error)}); CI needs it.`);
-    console.warn(`Skipping the PostgreSQL tests: nothing answers at ${DATABASE_URL}. Start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`);
-    return false;
-  }
-}
-
-/** A database of this test file's own, made in `create` and dropped in `drop`. */
-export function testDatabase() {
-  const name = `durable_${randomUUID().replaceAll("-", "")}`;
-  const url = new URL(DATABASE_URL);
-  url.pathname = `/${name}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    url: url.toString(),
-    create: () => admin(`CREATE DATABASE "${name}"`),
-    drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
-  };
-}
+/** A database of this test file's own on the shared PostgreSQL server, made in `create` and dropped in `drop`. */
+export const testDatabase = (): OwnDatabase => ownDatabase("durable");
 
 // One folder per test file (each file loads this module afresh), removed by that file.
 export const sqliteDir = join(tmpdir(), "durable-prisma-tests", randomUUID());

@@ -1,10 +1,9 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { expectEachTimesOut, writeOperations } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { removeSqlite, sqliteUrl } from "./databases.js";
-// The stores' fault tests share their checks.
-import { expectEachTimesOut, writeOperations } from "../../store-redis/test/blackhole.js";
 
 const BUSY = 300;
 // A busy CI machine may be slow to return.

@@ -5,9 +5,8 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidInput, Sealer, StoreNotReady, StoreUnavailable, sealCheckpoint } from "@durable/core";
 import { PrismaCheckpointStore } from "../src/index.js";
+import { runScript } from "@durable/test-utils/processes";
 import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
-// The script runner is shared with the SQLite store's tests.
-import { runScript } from "../../store-sqlite/test/processes.js";
 
 const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
 const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");

@@ -2,7 +2,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import type { CheckpointRow } from "@durable/core";
 import { RedisCheckpointStore } from "../src/index.js";
-import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "./blackhole.js";
+import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { OwnRedis } from "./own-server.js";
 
 const TIMEOUT = 2500;

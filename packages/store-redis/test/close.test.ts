@@ -4,7 +4,8 @@ import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointNotFound, StoreUnavailable, type CheckpointRow } from "@durable/core";
 import { RedisCheckpointStore } from "../src/index.js";
-import { OwnRedis, freePort } from "./own-server.js";
+import { freePort } from "@durable/test-utils/net";
+import { OwnRedis } from "./own-server.js";
 
 const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
 // Long enough that a busy CI machine connects and runs a script in time; the checks below add a margin to it.

@@ -1,18 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pingFails } from "./redis.js";
-
-/** A TCP port nothing listens on right now (the OS picks it, then it is released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort } from "@durable/test-utils/net";
+import { pingFails } from "@durable/test-utils/redis";
 
 /**
  * A `redis-server` of the test's own, on a free port (no persistence unless asked), in a temporary folder: a

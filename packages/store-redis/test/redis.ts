@@ -1,37 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { REDIS_URL, dropKeys, redisAdmin, redisAnswers } from "@durable/test-utils/redis";
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
 
-export const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
+export { REDIS_URL, redisAnswers };
 
 export const client = () => createClient({ url: REDIS_URL });
-
-/**
- * Whether Redis answers. In CI a missing server fails the run loudly; locally
- * the Redis tests are skipped with a message saying how to start it.
- */
-export async function redisAnswers(): Promise<boolean> {
-  const error = await pingFails(REDIS_URL, 2000);
-  if (error === undefined) return true;
-  if (process.env["CI"] === "true") throw new Error(`Redis does not answer at ${REDIS_URL} (${String(error)}); CI needs it.`);
-  console.warn(`Skipping the Redis tests: nothing answers at ${REDIS_URL}. Start one with: redis-server --daemonize yes --port 6379`);
-  return false;
-}
-
-/** Undefined when a Redis at `url` answers PING within `connectTimeout` ms; otherwise why not. */
-export async function pingFails(url: string, connectTimeout: number): Promise<unknown> {
-  const probe = createClient({ url, socket: { reconnectStrategy: false, connectTimeout } });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-    await probe.ping();
-    await probe.close();
-    return undefined;
-  } catch (error) {
-    return error ?? new Error("no answer");
-  }
-}
 
 /** A store on a random prefix, so tests never see each other's keys. */
 export function newStore(options: RedisStoreOptions = {}): RedisCheckpointStore {
@@ -40,23 +15,15 @@ export function newStore(options: RedisStoreOptions = {}): RedisCheckpointStore 
 
 /** Removes every key of a store's prefix (test cleanup only: it scans). */
 export async function dropPrefix(store: RedisCheckpointStore): Promise<void> {
-  const c = await admin();
-  for await (const keys of c.scanIterator({ MATCH: RedisCheckpointStore.keyPattern(store.prefix), COUNT: 1000 })) if (keys.length > 0) await c.del(keys);
-  await c.close();
+  await dropKeys(RedisCheckpointStore.keyPattern(store.prefix));
 }
 
-async function admin() {
-  const c = createClient({ url: REDIS_URL });
-  c.on("error", () => {});
-  await c.connect();
-  return c;
-}
-type Admin = Awaited<ReturnType<typeof admin>>;
+type Admin = Awaited<ReturnType<typeof redisAdmin>>;
 
 /** Reads and writes a store's keys through a connection of its own. */
 function raw(store: RedisCheckpointStore): RawAccess {
   const on = async <T>(fn: (c: Admin) => Promise<T>): Promise<T> => {
-    const c = await admin();
+    const c = await redisAdmin();
     try {
       return await fn(c);
     } finally {
@@ -103,7 +70,7 @@ const redis: ConformanceInitializer<RedisCheckpointStore> = {
     connect: async (store) => new RedisCheckpointStore(client, { prefix: store.prefix, ttlSeconds: store.ttlSeconds }),
     plainHead: {
       async endByHand(store, runId) {
-        const c = await admin();
+        const c = await redisAdmin();
         await c.hSet(store.keysOf(runId).meta, "status", "done");
         await c.close();
       },

@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { newDatabasePath, removeDatabase } from "./conformance.js";
-import { runScript } from "./processes.js";
+import { runScript } from "@durable/test-utils/processes";
 
 // The crash and race proofs across processes are the conformance kit's `crash` and `race` groups (conformance.test.ts).
 const created: string[] = [];

@@ -12,7 +12,7 @@ import {
   type CallSpec,
   type Latencies,
   type NodeShape,
-} from "./call-identity.js";
+} from "./flow-call-identity.js";
 
 // Fixed, so a failure replays; change it to explore other cases.
 const SEED = 20_240_611;

@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 
-const CHILD = fileURLToPath(new URL("./max-steps-child.ts", import.meta.url));
+// With the SQLite store: the workers need a store that outlives them, and @durable/loop
+// cannot depend on one (a store's own conformance run depends on loop, through the kit).
+const CHILD = fileURLToPath(new URL("./loop-max-steps-child.ts", import.meta.url));
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 

@@ -1,6 +1,14 @@
-import { Harness, groupNamed, type ConformanceInitializer, type GroupName } from "../src/index.js";
+import type { GroupName } from "./cases/case.js";
+import { groupNamed } from "./groups.js";
+import { Harness } from "./harness.js";
+import type { ConformanceInitializer } from "./initializer.js";
 
-/** The names of the cases of a group that fail against a store, each with its failure message. */
+/**
+ * Runs a group's cases against a store outside any test runner and returns the
+ * names of those that fail, each with its failure message (cases the store's
+ * capabilities skip are left out). For checking that a deliberately broken
+ * store is caught, or which promises a store in progress does not keep yet.
+ */
 export async function failingCases(init: ConformanceInitializer, group: GroupName): Promise<Map<string, string>> {
   const failed = new Map<string, string>();
   for (const testCase of groupNamed(group).cases) {

@@ -6,8 +6,8 @@
  */
 import { appendFileSync } from "node:fs";
 import { CheckpointNotFound, DurableRun, Sealer, ToolRegistry, faultPoint } from "@durable/core";
-import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
-import { recoverToolLoop, runToolLoop, type LoopModel } from "../src/index.js";
+import { recoverToolLoop, runToolLoop, type LoopModel } from "@durable/loop";
+import { SQLiteCheckpointStore } from "../src/index.js";
 
 const [db, effects, runId, maxSteps] = process.argv.slice(2) as [string, string, string, string];
 const KEY = "max-steps-test-key-0123456789abcdef";

@@ -1,7 +1,10 @@
 /**
  * Shared by the call-identity tests and their child process: the node shapes a
  * case is made of, the tools (which write an effects file), the two processes
- * (one killed at a fault point, one recovering), and the verdict.
+ * (one killed at a fault point, one recovering), and the verdict. *
+ * It lives with the SQLite store: it needs a store that outlives a process,
+ * and @durable/flow cannot depend on one (a store's own conformance run
+ * depends on flow, through the kit).
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -10,9 +13,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { Sealer, ToolRegistry, canonicalJson, faultPoint, idempotencyKey, readCallLog, type FaultPoint, type JsonValue } from "@durable/core";
-import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
-import { Flow, type NodeContext } from "../src/index.js";
-import { KEY } from "./helpers.js";
+import { Flow, type NodeContext } from "@durable/flow";
+import { SQLiteCheckpointStore } from "../src/index.js";
+
+export const KEY = "flow-tests-key-0123456789abcdef-xyz";
 
 /** The tools, and whether each is idempotent. */
 export const TOOLS = { price: true, lookup: true, charge: false, mail: false } as const;
@@ -178,7 +182,7 @@ export interface Outcome {
   readonly effects: readonly Effect[];
 }
 
-const CHILD = fileURLToPath(new URL("./call-identity-child.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("./flow-call-identity-child.ts", import.meta.url));
 const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
 const CHILD_TIMEOUT_MS = 30_000;
 

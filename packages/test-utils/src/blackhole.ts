@@ -10,7 +10,7 @@ interface Pair {
 }
 
 /**
- * A TCP proxy for fault tests (the Redis and Prisma stores' tests share it):
+ * A TCP proxy for the stores' fault tests:
  * it forwards to a server until `silence()`, then keeps every connection open
  * and drops every byte both ways, as a server that froze or a network that
  * blackholes packets would. `restore()` forwards new connections again; a

@@ -8,7 +8,7 @@ export interface ScriptRun {
   readonly stderr: string;
 }
 
-/** Runs a TypeScript test script in a child process to its end (the Prisma store's tests use it too). */
+/** Runs a TypeScript test script in a child process to its end (with the `tsx` of the package whose tests run it). */
 export function runScript(script: URL, args: readonly string[]): Promise<ScriptRun> {
   return new Promise((resolve) => {
     execFile(process.execPath, ["--import", "tsx", fileURLToPath(script), ...args], (error, stdout, stderr) => {

@@ -6,14 +6,13 @@
  */
 import { readFileSync } from "node:fs";
 import { CheckpointNotFound, DurableRun, Executor, RecoveryNeedsDecision, sealerFor } from "@durable/core";
-import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
-import { FlowRunner } from "../src/index.js";
-import { INPUT, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./call-identity.js";
-import { KEY } from "./helpers.js";
+import { FlowRunner } from "@durable/flow";
+import { SQLiteCheckpointStore } from "../src/index.js";
+import { INPUT, KEY, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./flow-call-identity.js";
 
 const [mode, dir] = process.argv.slice(2);
 if ((mode !== "run" && mode !== "recover") || dir === undefined) {
-  process.stderr.write("usage: call-identity-child.ts run|recover <case dir>\n");
+  process.stderr.write("usage: flow-call-identity-child.ts run|recover <case dir>\n");
   process.exit(2);
 }
 const paths = casePaths(dir);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson, type FaultPoint } from "@durable/core";
-import { crashAndRecover, expectedOf, problemsOf, type CallCase, type Latencies } from "./call-identity.js";
+import { crashAndRecover, expectedOf, problemsOf, type CallCase, type Latencies } from "./flow-call-identity.js";
 
 // The first process: the mail branch is slow and the charge branch fast, so charge is issued before mail.
 const SLOW_MAIL: Latencies = { lookup: [40], price: [0], charge: [0], mail: [40, 0] };

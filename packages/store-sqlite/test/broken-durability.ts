@@ -1,10 +1,9 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { recordRefusal, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "@durable/core";
-import type { ConformanceInitializer } from "../src/index.js";
-import { MemoryCheckpointStore, type MemoryData } from "../../store-memory/src/index.js";
-import sqlite from "../../store-sqlite/test/conformance.js";
-import { newDatabasePath, removeDatabase } from "../../store-sqlite/test/conformance.js";
-import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
+import type { ConformanceInitializer } from "@durable/conformance";
+import { MemoryCheckpointStore, type MemoryData } from "@durable/core";
+import { SQLiteCheckpointStore } from "../src/index.js";
+import sqlite, { newDatabasePath, removeDatabase } from "./conformance.js";
 
 /**
  * Stores that break the promise "when recordCall resolves, the record is

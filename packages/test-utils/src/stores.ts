@@ -1,0 +1,67 @@
+import type { CheckpointRow, CheckpointStore, StoredCall, StoredCheckpoint } from "@durable/core";
+
+/** A promise that never settles: what a worker that died inside an operation leaves behind. */
+export function forever(): Promise<never> {
+  return new Promise(() => {});
+}
+
+/** Where a simulated worker death happens around a store operation. */
+export type CrashPoint =
+  | { op: "recordCall"; kind: string; tool: string; when: "before" | "after" }
+  | { op: "save"; step: number; when: "before" | "after" };
+
+/**
+ * A store through which a worker dies: at the crash point it stops, writing
+ * nothing more (every later operation of this worker hangs). The store under
+ * it is what the next worker opens.
+ */
+export class DyingStore implements CheckpointStore {
+  dead = false;
+  constructor(
+    readonly inner: CheckpointStore,
+    readonly crash: CrashPoint | undefined,
+  ) {}
+
+  async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+    const hit = this.crash?.op === "save" && this.crash.step === step;
+    await this.#gate(hit, () => this.inner.save(runId, step, row));
+  }
+  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    const body = JSON.parse(sealed.slice(sealed.indexOf(".", 3) + 1)) as { kind: string; tool: string };
+    const hit = this.crash?.op === "recordCall" && this.crash.kind === body.kind && this.crash.tool === body.tool;
+    await this.#gate(hit, () => this.inner.recordCall(runId, segment, seq, sealed));
+  }
+  async latest(runId: string): Promise<StoredCheckpoint> {
+    if (this.dead) await forever();
+    return this.inner.latest(runId);
+  }
+  listUnfinished(flow: string): AsyncIterable<string> {
+    return this.inner.listUnfinished(flow);
+  }
+  async delete(runId: string): Promise<void> {
+    return this.inner.delete(runId);
+  }
+  async calls(runId: string): Promise<StoredCall[]> {
+    if (this.dead) await forever();
+    return this.inner.calls(runId);
+  }
+  async close(): Promise<void> {}
+
+  async #gate(hit: boolean, write: () => Promise<void>): Promise<void> {
+    if (this.dead) await forever();
+    if (hit && this.crash?.when === "before") {
+      this.dead = true;
+      await forever();
+    }
+    await write();
+    if (hit) {
+      this.dead = true;
+      await forever();
+    }
+  }
+}
+
+/** Lets pending promises and timers run, so a dying worker reaches its crash point. */
+export async function settle(ms = 20): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
