@@ -10,6 +10,8 @@ import { MemoryCheckpointStore } from "@durable/store-memory";
 import { PrismaCheckpointStore } from "@durable/store-prisma";
 import { RedisCheckpointStore } from "@durable/store-redis";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import { DATABASE_URL, ownDatabase } from "@durable/test-utils/postgres";
+import { REDIS_URL, dropKeys, pingFails } from "@durable/test-utils/redis";
 
 /** The same bytes written straight through the store's driver, one write a time: the physical limit. */
 export interface RawWriter {
@@ -26,9 +28,6 @@ export interface Target {
   raw?(): Promise<RawWriter>;
   cleanup(): Promise<void>;
 }
-
-const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
-const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
 
 export function memoryTarget(): Target {
   return { name: "memory", detail: "in process", store: async () => new MemoryCheckpointStore(), cleanup: async () => {} };
@@ -56,13 +55,8 @@ export function sqliteTarget(): Target {
 }
 
 export async function redisTarget(): Promise<Target | string> {
-  const probe = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2000 } });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-  } catch (error) {
-    return `Redis does not answer at ${REDIS_URL} (${String(error)})`;
-  }
+  const unreachable = await pingFails(REDIS_URL, 2000);
+  if (unreachable !== undefined) return `Redis does not answer at ${REDIS_URL} (${String(unreachable)})`;
   const prefixes: string[] = [];
   return {
     name: "redis",
@@ -81,35 +75,30 @@ export async function redisTarget(): Promise<Target | string> {
     },
     async cleanup() {
       for (const prefix of prefixes) {
-        for (const pattern of [RedisCheckpointStore.keyPattern(prefix), `${prefix}:*`]) {
-          for await (const keys of probe.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await probe.del(keys);
-        }
+        for (const pattern of [RedisCheckpointStore.keyPattern(prefix), `${prefix}:*`]) await dropKeys(pattern);
       }
-      await probe.close();
     },
   };
 }
 
 export async function postgresTarget(): Promise<Target | string> {
-  const name = `durable_bench_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const database = ownDatabase("durable_bench");
   try {
-    await admin(`CREATE DATABASE "${name}"`);
+    await database.create();
   } catch (error) {
     return `PostgreSQL does not answer at ${DATABASE_URL} (${String(error)})`;
   }
-  const url = new URL(DATABASE_URL);
-  url.pathname = `/${name}`;
   let n = 0;
   return {
     name: "postgresql",
     detail: "Prisma 7 with the pg driver adapter, local server",
     async store() {
-      const store = new PrismaCheckpointStore(url.toString(), { tablePrefix: `b${n++}_` });
+      const store = new PrismaCheckpointStore(database.url, { tablePrefix: `b${n++}_` });
       await store.migrate();
       return store;
     },
     async raw() {
-      const client = new pg.Client({ connectionString: url.toString() });
+      const client = new pg.Client({ connectionString: database.url });
       await client.connect();
       const table = `raw_${n++}`;
       await client.query(`CREATE TABLE ${table} (k TEXT PRIMARY KEY, payload TEXT NOT NULL)`);
@@ -118,16 +107,6 @@ export async function postgresTarget(): Promise<Target | string> {
         close: () => client.end(),
       };
     },
-    cleanup: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+    cleanup: database.drop,
   };
-}
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }

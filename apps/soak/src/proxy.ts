@@ -3,7 +3,7 @@
  * every open connection mid-command while the server itself stays up.
  */
 import { createServer, connect, type Server, type Socket } from "node:net";
-import { freePort } from "./servers.js";
+import { freePort } from "@durable/test-utils/net";
 
 export class CutProxy {
   private constructor(

@@ -8,8 +8,8 @@ import { fileURLToPath } from "node:url";
 import { DurableRun, Sealer, readCallLog, type CheckpointStore } from "@durable/core";
 import { PrismaCheckpointStore } from "@durable/store-prisma";
 import { RedisCheckpointStore } from "@durable/store-redis";
-import pg from "pg";
-import { createClient } from "redis";
+import { ownDatabase } from "@durable/test-utils/postgres";
+import { dropKeys } from "@durable/test-utils/redis";
 import { KEY, openSoakStore } from "./store.js";
 import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
 
@@ -270,37 +270,17 @@ class Target {
   ) {}
 
   static async prepare(url: string): Promise<Target> {
-    const id = randomUUID().replaceAll("-", "").slice(0, 12);
     if (url.startsWith("redis")) {
-      const prefix = `soak-${id}`;
-      return new Target(url, prefix, () => dropPrefix(url, prefix));
+      const prefix = `soak-${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+      return new Target(url, prefix, () => dropKeys(RedisCheckpointStore.keyPattern(prefix), url));
     }
-    const name = `durable_soak_${id}`;
-    await admin(url, `CREATE DATABASE "${name}"`);
-    const own = new URL(url);
-    own.pathname = `/${name}`;
-    const store = new PrismaCheckpointStore(own.toString(), { tablePrefix: "soak_" });
+    const own = ownDatabase("durable_soak", url);
+    await own.create();
+    const store = new PrismaCheckpointStore(own.url, { tablePrefix: "soak_" });
     await store.migrate();
     await store.close();
-    return new Target(own.toString(), "soak_", () => admin(url, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    return new Target(own.url, "soak_", own.drop);
   }
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-async function dropPrefix(url: string, prefix: string): Promise<void> {
-  const client = createClient({ url });
-  await client.connect();
-  for await (const keys of client.scanIterator({ MATCH: RedisCheckpointStore.keyPattern(prefix), COUNT: 1000 })) if (keys.length > 0) await client.del(keys);
-  await client.close();
 }
 
 function lines(path: string): string[] {

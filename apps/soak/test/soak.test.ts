@@ -1,44 +1,12 @@
-import pg from "pg";
-import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
+import { DATABASE_URL, postgresAnswers } from "@durable/test-utils/postgres";
+import { REDIS_URL, redisAnswers } from "@durable/test-utils/redis";
 import { SOAK_DEFAULTS, soak } from "../src/soak.js";
 import { vacuousSoak } from "../src/verdict.js";
 
-const REDIS_URL = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
-const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
-
-/** Whether the server answers; in CI a missing one fails loudly, locally its soak is skipped with how to start it. */
-async function answers(name: string, probe: () => Promise<void>, start: string): Promise<boolean> {
-  try {
-    await probe();
-    return true;
-  } catch (error) {
-    if (process.env["CI"] === "true") throw new Error(`${name} does not answer (${String(error)}); CI needs it.`);
-    console.warn(`Skipping the ${name} soak: nothing answers. Start it with: ${start}`);
-    return false;
-  }
-}
-
 const targets = [
-  {
-    name: "Redis",
-    url: REDIS_URL,
-    up: await answers("Redis", async () => {
-      const c = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false, connectTimeout: 2000 } });
-      c.on("error", () => {});
-      await c.connect();
-      await c.close();
-    }, "redis-server --daemonize yes --port 6379"),
-  },
-  {
-    name: "PostgreSQL",
-    url: DATABASE_URL,
-    up: await answers("PostgreSQL", async () => {
-      const c = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 });
-      await c.connect();
-      await c.end();
-    }, "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"),
-  },
+  { name: "Redis", url: REDIS_URL, up: await redisAnswers() },
+  { name: "PostgreSQL", url: DATABASE_URL, up: await postgresAnswers() },
 ];
 
 describe("the soak: workers killed at random while they take the runs", () => {
