@@ -1,7 +1,6 @@
 import * as aiTest from "ai/test";
 import { describe, expect, it } from "vitest";
-import { ToolRegistry } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/core";
+import { MemoryCheckpointStore, ToolRegistry } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type Message } from "../src/index.js";
 import { aiSdkModel } from "../src/ai-sdk.js";
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidInput, ToolRegistry } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/core";
+import { InvalidInput, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ToolLoopOptions } from "../src/index.js";
 
 const model: LoopModel = { reply: async () => ({ text: "hi", toolCalls: [] }) };

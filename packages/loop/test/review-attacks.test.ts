@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/core";
+import { MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel, type ModelReply } from "../src/index.js";
 import { forever, settle } from "@durable/test-utils/stores";
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidInput, RecoveryNeedsDecision, ToolRegistry, UnrecordableResult } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/core";
+import { InvalidInput, MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry, UnrecordableResult } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel } from "../src/index.js";
 
 describe("a tool result that cannot be stored", () => {

@@ -1,7 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { recordRefusal, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import { MemoryCheckpointStore, recordRefusal, type CheckpointRow, type CheckpointStore, type MemoryData, type StoredCall, type StoredCheckpoint } from "@durable/core";
 import type { ConformanceInitializer } from "@durable/conformance";
-import { MemoryCheckpointStore, type MemoryData } from "@durable/core";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import sqlite, { newDatabasePath, removeDatabase } from "./conformance.js";
 
