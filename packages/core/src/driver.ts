@@ -279,8 +279,7 @@ export class RunDriver<D, R> {
   }
 
   #claimed(envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
-    const claimed = this.#program.claimed;
-    return claimed === undefined ? envelope : { ...envelope, program: claimed.call(this.#program, envelope.program, records) };
+    return this.#program.claimed === undefined ? envelope : { ...envelope, program: this.#program.claimed(envelope.program, records) };
   }
 
   #json(envelope: RunEnvelope<D>): JsonObject {
