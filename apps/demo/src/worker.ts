@@ -69,7 +69,7 @@ async function second(): Promise<void> {
   let results = await worker.recoverAll(tickets);
   const inDoubt = [...results].filter(([, r]) => r instanceof RecoveryNeedsDecision) as Array<[string, RecoveryNeedsDecision]>;
   for (const [runId, error] of inDoubt) {
-    say(`${runId}: in doubt: ${error.calls.map(([tool, why]) => `${tool} (${why})`).join(", ")}`);
+    say(`${runId}: in doubt: ${error.calls.map(({ tool, why }) => `${tool} (${why})`).join(", ")}`);
   }
   if (inDoubt.length > 0) {
     if (!(await mayRerun())) {

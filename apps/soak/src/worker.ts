@@ -31,7 +31,7 @@ const flow = soakFlow(slot);
 async function recoverMine(): Promise<void> {
   for (const [runId, result] of await runner.recoverAll(flow)) {
     if (result instanceof RecoveryNeedsDecision) {
-      appendFileSync(inDoubtLog, `${runId} ${result.calls.map(([tool]) => tool).join(",")}\n`);
+      appendFileSync(inDoubtLog, `${runId} ${result.calls.map(({ tool }) => tool).join(",")}\n`);
       await runner.recover(flow, runId, { rerunInDoubt: true });
     } else if (result instanceof Error) {
       throw result;

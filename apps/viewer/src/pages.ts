@@ -5,7 +5,7 @@ import { noRunVerifies, type CallView, type RunView } from "./runs.js";
 export function runsPage(store: string, runs: readonly RunView[]): string {
   const rows = runs.map(
     (run) => `<tr data-run-id="${esc(run.runId)}">
-      <td><a href="/runs/${encodeURIComponent(run.runId)}">${esc(run.runId)}</a>${run.recovered ? ` ${badge("recovered", "recovered")}` : ""}</td>
+      <td><a href="/runs/${encodeURIComponent(run.runId)}">${esc(run.runId)}</a>${marks(run)}</td>
       <td>${esc(run.flow)}</td><td>${esc(run.kind)}</td><td>${badge(run.status, run.status)}</td>
       <td class="num">${run.step ?? "–"}</td><td class="num">${run.segment ?? "–"}</td>
       <td class="num">${run.calls.length}</td><td>${esc(time(run.lastAt))}</td>
@@ -32,12 +32,15 @@ const WRONG_KEY =
 export function runPage(run: RunView): string {
   const identity = run.identity === undefined ? "–" : Object.entries(run.identity).map(([k, v]) => `${esc(k)}: <code>${esc(String(v))}</code>`).join(", ") || "none";
   const steps = run.steps.map(
-    (s) => `<tr><td class="num">${s.step}</td><td>${badge(s.status, s.status)}${s.claim ? ` ${badge("recovered", "claimed by a recovery")}` : ""}</td><td>${esc(s.stage ?? "")}</td><td>${esc(time(s.at))}</td></tr>`,
+    (s) =>
+      `<tr><td class="num">${s.step}</td><td>${badge(s.status, s.status)}${s.claim ? ` ${badge("recovered", "claimed by a recovery")}` : ""}${
+        s.needsDecision ? ` ${badge("needs-decision", "claimed, stopped for a decision")}` : ""
+      }</td><td>${esc(s.stage ?? "")}</td><td>${esc(time(s.at))}</td></tr>`,
   );
   return layout(
     run.runId,
     `<p><a href="/">← all runs</a></p>
-    <h1>${esc(run.runId)} ${badge(run.status, run.status)}${run.recovered ? ` ${badge("recovered", "recovered")}` : ""}</h1>
+    <h1>${esc(run.runId)} ${badge(run.status, run.status)}${marks(run)}</h1>
     <p class="meta">${esc(run.kind)} <code>${esc(run.flow)}</code> · step ${run.step ?? "–"} · segment ${run.segment ?? "–"} · identity ${identity}</p>
     ${run.problem === undefined ? "" : `<p class="problem">${esc(run.problem)}</p>`}
     <h2>Calls</h2>
@@ -49,30 +52,46 @@ export function runPage(run: RunView): string {
   );
 }
 
+/** The badges after a run's id: taken over by a recovery, waiting on a decision on calls in doubt. */
+function marks(run: RunView): string {
+  return `${run.recovered ? ` ${badge("recovered", "recovered")}` : ""}${run.needsDecision ? ` ${badge("needs-decision", "needs decision")}` : ""}`;
+}
+
 function callTable(calls: readonly CallView[]): string {
   const rows = calls.map(
     (c) => `<tr data-call-id="${esc(c.callId)}" data-mark="${esc(c.mark)}">
       <td><code>${esc(c.tool)}</code></td><td>${badge(c.mark.replaceAll(" ", "-"), c.mark)}</td>
-      <td><code>${esc(c.callId)}</code></td><td>${esc(c.records.join(", "))}</td><td>${esc(c.result === undefined ? "" : JSON.stringify(c.result))}</td>
+      <td><code>${esc(c.callId)}</code></td><td>${esc(c.records.join(", "))}</td><td>${esc(c.error !== undefined ? `error: ${c.error}` : c.result === undefined ? "" : JSON.stringify(c.result))}</td>
     </tr>`,
   );
   return `<table class="calls"><thead><tr><th>tool</th><th>what happened</th><th>call id</th><th>records (segment:kind)</th><th>result</th></tr></thead><tbody>${rows.join("")}</tbody></table>
-  <p class="legend">${badge("ran", "ran")} ran once · ${badge("replayed", "replayed")} its result came from the log · ${badge("rerun", "rerun")} was in doubt and ran again · ${badge("in-doubt", "in doubt")} started, no result: recovery waits for a decision</p>`;
+  <p class="legend">${badge("ran", "ran")} ran once · ${badge("tool-error", "tool error")} its tool threw; the error is recorded and replays · ${badge("replayed", "replayed")} its result came from the log · ${badge("rerun", "rerun")} was in doubt and ran again · ${badge("in-doubt", "in doubt")} started, no result: recovery waits for a decision</p>`;
 }
 
 function eventRow(e: DurableEvent): string {
+  return `<tr><td>${esc(time(e.at))}</td><td><code>${esc(e.type)}</code></td><td>${esc(eventDetails(e))}</td></tr>`;
+}
+
+function eventDetails(e: DurableEvent): string {
   const calls = (list: ReadonlyArray<{ tool: string }>) => list.map((c) => c.tool).join(", ") || "none";
-  const details =
-    e.type === "checkpoint.saved"
-      ? `step ${e.step}, ${e.status}${e.stage === undefined ? "" : `, ${e.stage}`}`
-      : e.type === "run.recovered"
-        ? `claimed at step ${e.step}; replayed: ${calls(e.replayed)}; ran again: ${calls(e.rerun)}`
-        : e.type === "call.started" || e.type === "call.done"
-          ? `${e.call.tool} (${e.call.callId})`
-          : e.type === "run.paused"
-            ? `step ${e.step}; waiting on ${calls(e.approvals)}`
-            : `step ${e.step}${e.error === undefined ? "" : `: ${e.error}`}`;
-  return `<tr><td>${esc(time(e.at))}</td><td><code>${esc(e.type)}</code></td><td>${esc(details)}</td></tr>`;
+  switch (e.type) {
+    case "checkpoint.saved":
+      return `step ${e.step}, ${e.status}${e.stage === undefined ? "" : `, ${e.stage}`}`;
+    case "run.recovered":
+      return `claimed at step ${e.step}; replays from the log: ${calls(e.replayed)}; runs again: ${calls(e.rerun)}`;
+    case "run.needs-decision":
+      return `claimed at step ${e.step}; stopped, in doubt: ${e.calls.map((c) => `${c.tool} (${c.why}; idempotency key ${c.idempotencyKey})`).join(", ")}`;
+    case "call.started":
+    case "call.done":
+      return `${e.call.tool} (${e.call.callId})`;
+    case "call.failed":
+      return `${e.call.tool} (${e.call.callId}): ${e.error}`;
+    case "run.paused":
+      return `step ${e.step}; waiting on ${calls(e.approvals)}`;
+    case "run.done":
+    case "run.failed":
+      return `step ${e.step}${e.error === undefined ? "" : `: ${e.error}`}`;
+  }
 }
 
 export function notFoundPage(runId: string): string {
@@ -111,7 +130,8 @@ a { color: #2457c5; text-decoration: none; } a:hover { text-decoration: underlin
 .badge.done, .badge.ran { background: #e3f4e8; color: #1c6b35; }
 .badge.running { background: #fff3d6; color: #8a5a00; }
 .badge.paused, .badge.waiting-on-approval { background: #efe6fb; color: #5b2ea6; }
-.badge.failed, .badge.unreadable, .badge.in-doubt { background: #fde4e4; color: #a32020; }
+.badge.failed, .badge.unreadable, .badge.in-doubt, .badge.tool-error { background: #fde4e4; color: #a32020; }
+.badge.needs-decision { background: #fff3d6; color: #8a5a00; border: 1px solid #e0b44c; }
 .badge.recovered, .badge.replayed { background: #e2ecfd; color: #1f4fae; }
 .badge.rerun { background: #ffe9d9; color: #a4480c; }
 .problem { background: #fde4e4; color: #a32020; padding: 8px 12px; border-radius: 6px; }

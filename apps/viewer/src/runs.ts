@@ -13,7 +13,7 @@ import {
 } from "@durable/core";
 
 /** What became of a call, as the viewer marks it. */
-export type CallMark = "ran" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
+export type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
 
 export interface CallView {
   readonly callId: string;
@@ -22,6 +22,8 @@ export interface CallView {
   /** Its records, oldest first: `segment:kind`. */
   readonly records: readonly string[];
   readonly result?: JsonValue;
+  /** What its tool threw, when its outcome is a recorded error. */
+  readonly error?: string;
 }
 
 export interface StepView {
@@ -32,6 +34,8 @@ export interface StepView {
   readonly stage?: string;
   /** This step is a recovery's claim. */
   readonly claim: boolean;
+  /** This step is a claim whose recovery stopped for a decision on calls in doubt. */
+  readonly needsDecision: boolean;
 }
 
 export interface RunView {
@@ -44,6 +48,8 @@ export interface RunView {
   readonly segment: number | undefined;
   readonly identity: Identity | undefined;
   readonly recovered: boolean;
+  /** A recovery stopped for a decision on calls in doubt, and none went on since (`run.needs-decision`). */
+  readonly needsDecision: boolean;
   readonly problem?: string;
   /** The code of the error behind `problem`, when @durable raised it: `CHECKPOINT_STORE_CORRUPT` when the seal does not verify. */
   readonly problemCode?: string;
@@ -82,14 +88,20 @@ function eventsByRun(eventLog: string): Map<string, DurableEvent[]> {
 async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, events: readonly DurableEvent[]): Promise<RunView> {
   const recoveries = events.filter((e) => e.type === "run.recovered");
   const claims = new Set(recoveries.map((e) => e.step));
+  const stops = new Set(events.flatMap((e) => (e.type === "run.needs-decision" ? [e.step] : [])));
   const steps = events.flatMap((e): StepView[] =>
-    e.type === "checkpoint.saved" ? [{ step: e.step, status: e.status, at: e.at, claim: claims.has(e.step), ...(e.stage === undefined ? {} : { stage: e.stage }) }] : [],
+    e.type === "checkpoint.saved"
+      ? [{ step: e.step, status: e.status, at: e.at, claim: claims.has(e.step), needsDecision: stops.has(e.step), ...(e.stage === undefined ? {} : { stage: e.stage }) }]
+      : [],
   );
+  // The last word on the run's course: a stop for a decision stands until a recovery, a pause or an end follows it.
+  const course = events.filter((e) => ["run.needs-decision", "run.recovered", "run.paused", "run.done", "run.failed"].includes(e.type)).at(-1);
   const named = events.find((e) => e.type === "checkpoint.saved" && e.flow !== undefined);
   const base = {
     runId,
     flow: named?.type === "checkpoint.saved" ? (named.flow ?? "") : "",
     recovered: recoveries.length > 0,
+    needsDecision: course?.type === "run.needs-decision",
     steps,
     events,
     lastAt: events.at(-1)?.at ?? "",
@@ -98,7 +110,9 @@ async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, ev
     const latest = await DurableRun.latest(store, sealer, runId);
     const records = await readCallLog(store, sealer, runId, latest.calls);
     const rerun = new Set(recoveries.flatMap((e) => e.rerun.map((c) => c.callId)));
-    const replayed = new Set(recoveries.flatMap((e) => e.replayed.map((c) => c.callId)));
+    // A recovery lists the round's finished calls at its claim; one the rerun round did not take comes back as unreplayed.
+    const unreplayed = new Set(events.flatMap((e) => (e.type === "checkpoint.saved" ? e.unreplayed.map((c) => c.callId) : [])));
+    const replayed = new Set(recoveries.flatMap((e) => e.replayed.map((c) => c.callId)).filter((callId) => !unreplayed.has(callId)));
     return {
       ...base,
       flow: latest.flow,
@@ -126,6 +140,7 @@ function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, r
   }
   return [...byCall].map(([callId, own]) => {
     const done = own.find((r) => r.kind === "done");
+    const failed = own.find((r) => r.kind === "error");
     const last = own.at(-1)!;
     const mark: CallMark = rerun.has(callId)
       ? "rerun"
@@ -133,15 +148,18 @@ function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, r
         ? "replayed"
         : done !== undefined
           ? "ran"
-          : last.kind === "pending"
-            ? "waiting on approval"
-            : "in doubt";
+          : failed !== undefined
+            ? "tool error"
+            : last.kind === "pending"
+              ? "waiting on approval"
+              : "in doubt";
     return {
       callId,
       tool: last.tool,
       mark,
       records: own.map((r) => `${r.segment}:${r.kind}`),
       ...(done?.result === undefined ? {} : { result: done.result }),
+      ...(failed?.error === undefined ? {} : { error: failed.error }),
     };
   });
 }

@@ -72,6 +72,9 @@ describe.skipIf(!chromiumPresent())("the run viewer in headless Chromium", () =>
     expect(await mark("email_tickets")).toBe("rerun");
     expect(await page.locator("table.events").textContent()).toContain("run.recovered");
     expect(await page.locator(".badge", { hasText: "claimed by a recovery" }).count()).toBe(1);
+    // The first recovery claimed the run, then stopped for a decision on email_tickets.
+    expect(await page.locator(".badge", { hasText: "claimed, stopped for a decision" }).count()).toBe(1);
+    expect(await page.locator("table.events").textContent()).toContain("run.needs-decision");
     await page.screenshot({ path: join(shots, "viewer-run.png"), fullPage: true });
     await page.close();
   }, 120_000);

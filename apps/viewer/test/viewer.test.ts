@@ -60,7 +60,9 @@ describe("the run viewer", () => {
     const sealer = Sealer.withKeys(DEMO_KEY);
     try {
       const [run] = await readRuns(store, sealer, eventLogFor(storeUrl));
-      expect(run).toMatchObject({ status: "running", recovered: false, segment: 1 });
+      // Worker 2 claimed the run (segment 1), then stopped for a decision: the run waits on one.
+      expect(run).toMatchObject({ status: "running", recovered: false, needsDecision: true, segment: 1 });
+      expect(run!.steps.filter((s) => s.needsDecision)).toHaveLength(1);
       expect(run!.calls.map((c) => [c.tool, c.mark])).toEqual([
         ["hold_seats", "ran"],
         ["charge_card", "ran"],
@@ -71,6 +73,9 @@ describe("the run viewer", () => {
         expect((await fetch(viewer.url, { method: "POST" })).status).toBe(405);
         const page = await (await fetch(`${viewer.url}/runs/${encodeURIComponent(run!.runId)}`)).text();
         expect(page).toContain('data-mark="in doubt"');
+        expect(page).toContain("<code>run.needs-decision</code>");
+        expect(page).toMatch(/stopped, in doubt: email_tickets \(started with no result; idempotency key [\w-]{43}\)/);
+        expect(page).toContain('class="badge needs-decision">needs decision<');
         expect((await fetch(`${viewer.url}/runs/nope`)).status).toBe(404);
       } finally {
         await viewer.close();

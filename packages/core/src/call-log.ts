@@ -5,11 +5,13 @@ import type { CheckpointStore } from "./store.js";
 
 /**
  * What a record says of a call: `started` before the tool can run, then `done`
- * with its result, `pending` while it waits on an approval, or `unrecordable`
- * when its result could not be sealed. A tool loop writes `model` before each
- * model call, so its `maxSteps` counts the calls made, crashes included.
+ * with its result, `error` with the error it threw (when the runner gives tool
+ * errors back, as the tool loop does), `pending` while it waits on an
+ * approval, or `unrecordable` when its result could not be sealed. A tool loop
+ * writes `model` before each model call, so its `maxSteps` counts the calls
+ * made, crashes included.
  */
-export type CallRecordKind = "started" | "done" | "pending" | "unrecordable" | "model";
+export type CallRecordKind = "started" | "done" | "error" | "pending" | "unrecordable" | "model";
 
 /** One verified call-log record. */
 export interface CallRecord {
@@ -29,12 +31,14 @@ export interface CallRecord {
   readonly port?: boolean;
   /** On `unrecordable`: why the result could not be sealed. */
   readonly reason?: string;
+  /** On `error`: what the tool threw, as text (see `errorText`). */
+  readonly error?: string;
 }
 
 /** What a caller gives to append a record; the log adds run id, segment and number. */
 export type CallEntry = Omit<CallRecord, "runId" | "segment" | "seq">;
 
-const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "pending", "unrecordable", "model"]);
+const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "error", "pending", "unrecordable", "model"]);
 
 /**
  * How many call records each segment of a run holds, by segment number: what a
@@ -173,6 +177,7 @@ function isRecord(value: JsonValue): value is CallRecord & JsonValue {
     typeof value["callId"] === "string" &&
     typeof value["tool"] === "string" &&
     KINDS.has(value["kind"]) &&
-    "args" in value
+    "args" in value &&
+    (value["kind"] !== "error" || typeof value["error"] === "string")
   );
 }

@@ -1,3 +1,5 @@
+import type { JsonValue } from "./canonical.js";
+
 /** Every stable error code of @durable. Match on `error.code`, not on messages. */
 export type DurableErrorCode =
   | "CHECKPOINT_NOT_FOUND"
@@ -92,17 +94,27 @@ export type InDoubtReason =
   | "result could not be recorded"
   | "was waiting on an approval port";
 
+/** A call that may or may not have run: what an operator checks at the tool's system. */
+export interface InDoubtCall {
+  readonly callId: string;
+  readonly tool: string;
+  readonly args: JsonValue;
+  /** The key the tool was given (`idempotencyKey()`): look the call up with it at its system. */
+  readonly idempotencyKey: string;
+  readonly why: InDoubtReason;
+}
+
 /**
- * Calls of the cut-short superstep may or may not have run, and their tools are
+ * Calls of the cut-short round may or may not have run, and their tools are
  * not idempotent. Check them at their system, then recover with `rerunInDoubt: true`.
  */
 export class RecoveryNeedsDecision extends DurableError {
   readonly runId: string;
-  /** `[tool, why]` for every call in doubt, in log order. */
-  readonly calls: ReadonlyArray<readonly [tool: string, why: InDoubtReason]>;
+  /** Every call in doubt whose tool is not idempotent, in log order. */
+  readonly calls: readonly InDoubtCall[];
 
-  constructor(runId: string, calls: ReadonlyArray<readonly [string, InDoubtReason]>) {
-    const list = calls.map(([tool, why]) => `${tool} (${why})`).join(", ");
+  constructor(runId: string, calls: readonly InDoubtCall[]) {
+    const list = calls.map(({ tool, why }) => `${tool} (${why})`).join(", ");
     super(
       "RECOVERY_NEEDS_DECISION",
       `Run ${JSON.stringify(runId)} has calls in doubt: ${list}. Check them at their system, ` +
@@ -207,4 +219,36 @@ export function leavesRunForRecovery(error: unknown): boolean {
     error instanceof UnrecordableResult ||
     error instanceof RecoveryNeedsDecision
   );
+}
+
+/** How long a recorded error text may be, in UTF-16 code units: a tool's error goes into checkpoints and prompts. */
+export const MAX_ERROR_TEXT = 2000;
+
+/**
+ * An error as one line of text, `<name>: <message>` (or the thrown value as
+ * text), at most `MAX_ERROR_TEXT` long. It never throws: a thrown value that
+ * is not an `Error`, or whose `name` or `message` getter throws, still gets a text.
+ */
+export function errorText(error: unknown): string {
+  const read = (get: () => unknown): string | undefined => {
+    try {
+      return String(get());
+    } catch {
+      return undefined;
+    }
+  };
+  const text =
+    read(() => error instanceof Error) === "true"
+      ? `${read(() => (error as Error).name) ?? "Error"}: ${read(() => (error as Error).message) ?? "(its message could not be read)"}`
+      : (read(() => error) ?? "(a thrown value that cannot be read as text)");
+  return capText(text, MAX_ERROR_TEXT);
+}
+
+/** `text` cut to at most `max` code units (never inside a surrogate pair), saying how much was left out. */
+function capText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max - 40; // room for the note, whose number has at most 16 digits
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1; // a high surrogate whose pair would be cut off
+  return `${text.slice(0, end)} … (${text.length - end} more characters)`;
 }

@@ -1,3 +1,4 @@
+import type { InDoubtCall } from "./errors.js";
 import type { RunKind, RunStatus } from "./store.js";
 
 /** A call as events name it. */
@@ -7,7 +8,7 @@ export interface CallRef {
 }
 
 /** Where a tool loop's checkpoint was taken. */
-export type LoopStage = "start" | "model-reply" | "tool-results" | "resume";
+export type LoopStage = "start" | "model-reply" | "tool-results";
 
 interface EventBase {
   readonly runId: string;
@@ -29,15 +30,40 @@ export interface CheckpointSaved extends EventBase {
   readonly unreplayed: readonly CallRef[];
 }
 
-/** A worker claimed a cut-short run and went on with it. */
+/**
+ * A worker claimed a cut-short run and goes on with it. Emitted right after
+ * the claim, once the call log is read and the round is planned, so the lists
+ * are the plan: what the log holds for the round the recovery reruns. Both
+ * are empty when the run was cut short between rounds (a flow's checkpoint
+ * after a superstep, a loop's `start` or `tool-results`).
+ */
 export interface RunRecovered extends EventBase {
   readonly type: "run.recovered";
   /** The step the claim was saved as. */
   readonly step: number;
-  /** Calls whose results came from the log. */
+  /**
+   * Finished calls of the rerun round: their results (or recorded errors)
+   * come from the log, the tool does not run again. A listed call the round
+   * no longer makes (its arguments changed) is reported again, as
+   * `unreplayed`, by the round's `checkpoint.saved`.
+   */
   readonly replayed: readonly CallRef[];
-  /** Calls in doubt that ran again (idempotent tools, or `rerunInDoubt`). */
+  /** Calls in doubt that the round runs again: of idempotent tools, or every one with `rerunInDoubt`. */
   readonly rerun: readonly CallRef[];
+}
+
+/**
+ * A recovery (or a resume) claimed a run but stopped before running anything:
+ * calls of its round are in doubt and their tools are not idempotent. The run
+ * waits for an operator: check each call at its system (by its idempotency
+ * key), then recover with `rerunInDoubt`. `RecoveryNeedsDecision` is thrown
+ * with the same calls.
+ */
+export interface RunNeedsDecision extends EventBase {
+  readonly type: "run.needs-decision";
+  /** The step the claim was saved as. */
+  readonly step: number;
+  readonly calls: readonly InDoubtCall[];
 }
 
 /** A tool call's `started` record is stored and the tool is about to run. */
@@ -50,6 +76,14 @@ export interface CallStarted extends EventBase {
 export interface CallDone extends EventBase {
   readonly type: "call.done";
   readonly call: CallRef;
+}
+
+/** A tool threw, and its error is stored as the call's outcome (the tool loop gives it to the model). */
+export interface CallFailed extends EventBase {
+  readonly type: "call.failed";
+  readonly call: CallRef;
+  /** The error as text: `<name>: <message>`. */
+  readonly error: string;
 }
 
 /** A run paused for approvals. */
@@ -67,7 +101,7 @@ export interface RunEnded extends EventBase {
 }
 
 /** Every event @durable emits. */
-export type DurableEvent = CheckpointSaved | RunRecovered | CallStarted | CallDone | RunPaused | RunEnded;
+export type DurableEvent = CheckpointSaved | RunRecovered | RunNeedsDecision | CallStarted | CallDone | CallFailed | RunPaused | RunEnded;
 
 /** Receives events. A sink that throws or rejects never stops a run; the failure is a process warning. */
 export type EventSink = (event: DurableEvent) => void | Promise<void>;

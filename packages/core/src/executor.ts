@@ -1,12 +1,12 @@
 import { canonicalCopy, canonicalJson, type JsonValue } from "./canonical.js";
 import { callSite } from "./call-id.js";
 import type { CallLog } from "./call-log.js";
-import { InvalidInput, UnrecordableResult } from "./errors.js";
+import { InvalidInput, UnrecordableResult, errorText } from "./errors.js";
 import { emit, type CallRef, type EventSink } from "./events.js";
 import { faultPoint } from "./fault-points.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { Identity } from "./identity.js";
-import type { PendingCall, ReplayPlan } from "./replay.js";
+import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
 import { checkDecisions, checkExecutorArgs, readDecision } from "./options.js";
 import type { RunKind } from "./store.js";
 import type { ToolRegistry } from "./tools.js";
@@ -35,9 +35,9 @@ export interface ApprovalRequest {
 /** A callback awaited in process for each call of an approval tool, instead of pausing the run. */
 export type ApprovalPort = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
 
-/** What became of one call. */
+/** What became of one call: its result or its tool's error (see `ExecutorOptions.recordErrors`), a wait for an approval, or a denial. */
 export type CallOutcome =
-  | { readonly status: "ok"; readonly value: JsonValue }
+  | FinishedOutcome
   | { readonly status: "pending" }
   | { readonly status: "denied"; readonly reason?: string };
 
@@ -52,13 +52,9 @@ export interface CallScopeInit {
   readonly events?: EventSink | undefined;
 }
 
-/** One round of calls: names them, and records what the executor replayed, reran and left pending. */
+/** One round of calls: names them, and records which finished calls of the log they took and which wait on an approval. */
 export class CallScope {
   readonly init: CallScopeInit;
-  /** Calls whose results came from the log. */
-  readonly replayed: CallRef[] = [];
-  /** In-doubt calls that ran again. */
-  readonly rerun: CallRef[] = [];
   /** Calls waiting on an approval: the run pauses after this round. */
   readonly pending: PendingCall[] = [];
   readonly #occurrences = new Map<string, number>();
@@ -117,19 +113,34 @@ export class CallScope {
   }
 }
 
+/** Options of an `Executor`. */
+export interface ExecutorOptions {
+  /** A callback awaited for each call of an approval tool, instead of pausing the run. */
+  readonly approvals?: ApprovalPort;
+  /**
+   * Records a tool's error as the call's outcome (an `error` record) and
+   * returns it, instead of throwing it with the call left `started`: replay
+   * then gives the same error without running the tool again. The tool loop
+   * sets it to give tool errors back to the model.
+   */
+  readonly recordErrors?: boolean;
+}
+
 /**
  * Runs tool calls through the call log. A finished call replays from the log;
  * otherwise the `started` record is stored before the tool runs, then `done`
- * with its result (or `unrecordable`).
+ * with its result (or `unrecordable`, or `error` with `recordErrors`).
  */
 export class Executor {
   readonly registry: ToolRegistry;
   readonly #approvals: ApprovalPort | undefined;
+  readonly #recordErrors: boolean;
 
-  constructor(registry: ToolRegistry, options: { readonly approvals?: ApprovalPort } = {}) {
+  constructor(registry: ToolRegistry, options: ExecutorOptions = {}) {
     checkExecutorArgs(registry, options);
     this.registry = registry;
     this.#approvals = options.approvals;
+    this.#recordErrors = options.recordErrors === true;
   }
 
   /**
@@ -155,10 +166,8 @@ export class Executor {
     const finished = plan.finished.get(callId);
     if (finished !== undefined) {
       scope.claim(callId);
-      scope.replayed.push(ref);
-      return { status: "ok", value: finished.result };
+      return finished.outcome;
     }
-    if (plan.inDoubt.has(callId)) scope.rerun.push(ref);
 
     if (definition.approval) {
       const decision = await this.#decide(scope, ref, jsonArgs, argsText);
@@ -173,7 +182,13 @@ export class Executor {
     await emit(scope.init.events, { type: "call.started", runId: scope.runId, kind: scope.init.kind, call: ref });
     const key = idempotencyKeyFor(scope.runId, callId);
     const ctx = { runId: scope.runId, callId, idempotencyKey: key, identity: scope.init.identity };
-    const returned: unknown = await withIdempotencyKey(key, () => definition.fn(jsonArgs, ctx));
+    let returned: unknown;
+    try {
+      returned = await withIdempotencyKey(key, () => definition.fn(jsonArgs, ctx));
+    } catch (error) {
+      if (!this.#recordErrors) throw error;
+      return this.#recordError(scope, ref, jsonArgs, error);
+    }
     faultPoint("call.before-done");
     let result: JsonValue;
     try {
@@ -187,6 +202,16 @@ export class Executor {
     faultPoint("call.after-done");
     await emit(scope.init.events, { type: "call.done", runId: scope.runId, kind: scope.init.kind, call: ref });
     return { status: "ok", value: result };
+  }
+
+  /** Stores the error a tool threw as the call's outcome, so replay gives it back without running the tool again. */
+  async #recordError(scope: CallScope, ref: CallRef, args: JsonValue, thrown: unknown): Promise<FinishedOutcome> {
+    const error = errorText(thrown);
+    faultPoint("call.before-done");
+    await scope.init.log.append({ round: scope.init.plan.round, callId: ref.callId, tool: ref.tool, kind: "error", args, error });
+    faultPoint("call.after-done");
+    await emit(scope.init.events, { type: "call.failed", runId: scope.runId, kind: scope.init.kind, call: ref, error });
+    return { status: "error", error };
   }
 
   /** The decision for an approval call, or undefined when the run must pause for one. */

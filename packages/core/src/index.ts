@@ -13,8 +13,11 @@ export {
   StoreUnavailable,
   StoreNotReady,
   leavesRunForRecovery,
+  errorText,
+  MAX_ERROR_TEXT,
   type DurableErrorCode,
   type InDoubtReason,
+  type InDoubtCall,
 } from "./errors.js";
 export { Sealer, type CheckpointKey, type CheckpointKeys, type SealPurpose } from "./seal.js";
 export {
@@ -36,7 +39,7 @@ export {
   type Classification,
   type ReplayPlan,
   type FinishedCall,
-  type InDoubtCall,
+  type FinishedOutcome,
   type PendingCall,
 } from "./replay.js";
 export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./tools.js";
@@ -47,6 +50,7 @@ export {
   type Decisions,
   type CallOutcome,
   type CallScopeInit,
+  type ExecutorOptions,
   type ApprovalDecision,
   type BoundDecision,
   type ApprovalPort,
@@ -58,6 +62,18 @@ export { identityOf, resumeIdentity, type Identity } from "./identity.js";
 export { newRunId, assertRunId, assertRunName, assertStorableText, MAX_RUN_ID_LENGTH, MAX_NAME_LENGTH } from "./run-id.js";
 export { DurableRun, type RunStart } from "./run.js";
 export {
+  RunDriver,
+  type RunProgram,
+  type StepOutcome,
+  type StepContext,
+  type DriverOptions,
+  type RecoverOptions,
+  type OpenedRun,
+  type PausedResult,
+} from "./driver.js";
+export { readEnvelope, envelopeJson, type RunEnvelope } from "./envelope.js";
+export { isJsonObject, isString, isCount, isArrayOf, isRecordOf } from "./json-guards.js";
+export {
   emit,
   type DurableEvent,
   type EventSink,
@@ -66,8 +82,10 @@ export {
   type LoopStage,
   type CheckpointSaved,
   type RunRecovered,
+  type RunNeedsDecision,
   type CallStarted,
   type CallDone,
+  type CallFailed,
   type RunPaused,
   type RunEnded,
 } from "./events.js";

@@ -116,8 +116,8 @@ export function checkRegistry(where: string, registry: unknown): void {
   if (!isRegistry) throw new InvalidInput(`${where} takes a ToolRegistry (new ToolRegistry().tool(…)), not ${describeType(registry)}.`);
 }
 
-/** Checks what an `Executor` is built from: a `ToolRegistry`, and an approval port that is a function. */
+/** Checks what an `Executor` is built from: a `ToolRegistry`, an approval port that is a function, and `recordErrors` a boolean. */
 export function checkExecutorArgs(registry: unknown, options: unknown): void {
   checkRegistry("Executor", registry);
-  checkOptionTypes("Executor", options, { approvals: "function" });
+  checkOptionTypes("Executor", options, { approvals: "function", recordErrors: "boolean" });
 }

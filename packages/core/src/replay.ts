@@ -1,23 +1,19 @@
 import { canonicalJson, type JsonValue } from "./canonical.js";
 import type { CallRecord } from "./call-log.js";
-import { RecoveryNeedsDecision, type InDoubtReason } from "./errors.js";
+import { RecoveryNeedsDecision, type InDoubtCall } from "./errors.js";
+import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
 
-/** A call of the cut-short round whose result is in the log. */
+/** What a finished call ended with: its result, or the error its tool threw, as recorded. */
+export type FinishedOutcome = { readonly status: "ok"; readonly value: JsonValue } | { readonly status: "error"; readonly error: string };
+
+/** A call of the cut-short round whose outcome is in the log. */
 export interface FinishedCall {
   readonly callId: string;
   readonly tool: string;
   /** Canonical JSON of the arguments it ran with. */
   readonly argsText: string;
-  readonly result: JsonValue;
-}
-
-/** A call that may or may not have run. */
-export interface InDoubtCall {
-  readonly callId: string;
-  readonly tool: string;
-  readonly args: JsonValue;
-  readonly why: InDoubtReason;
+  readonly outcome: FinishedOutcome;
 }
 
 /** A call waiting on an approval of a paused run. */
@@ -46,9 +42,10 @@ export function freshPlan(round: number): ReplayPlan {
 
 /**
  * Classifies the calls of one round from the log, across every segment: the
- * last record of a call decides (a loop's `model` records are not calls). `done` replays; `started` with no result,
- * `unrecordable`, and `pending` on a synchronous approval port are in doubt;
- * `pending` on an approval of a paused run waits for its decision.
+ * last record of a call decides (a loop's `model` records are not calls).
+ * `done` and `error` replay; `started` with no result, `unrecordable`, and
+ * `pending` on a synchronous approval port are in doubt; `pending` on an
+ * approval of a paused run waits for its decision.
  */
 export function classifyCalls(records: readonly CallRecord[], round: number): Classification {
   const last = new Map<string, CallRecord>();
@@ -62,18 +59,22 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
   const pending = new Map<string, PendingCall>();
   for (const [callId, record] of last) {
     const { tool, args } = record;
+    const doubt = (why: InDoubtCall["why"]) => inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
     switch (record.kind) {
       case "done":
-        finished.set(callId, { callId, tool, argsText: canonicalJson(args), result: record.result ?? null });
+        finished.set(callId, { callId, tool, argsText: canonicalJson(args), outcome: { status: "ok", value: record.result ?? null } });
+        break;
+      case "error":
+        finished.set(callId, { callId, tool, argsText: canonicalJson(args), outcome: { status: "error", error: record.error ?? "" } });
         break;
       case "started":
-        inDoubt.set(callId, { callId, tool, args, why: "started with no result" });
+        doubt("started with no result");
         break;
       case "unrecordable":
-        inDoubt.set(callId, { callId, tool, args, why: "result could not be recorded" });
+        doubt("result could not be recorded");
         break;
       case "pending":
-        if (record.port === true) inDoubt.set(callId, { callId, tool, args, why: "was waiting on an approval port" });
+        if (record.port === true) doubt("was waiting on an approval port");
         else pending.set(callId, { callId, tool, args });
         break;
     }
@@ -95,10 +96,8 @@ export function planReplay(
 ): ReplayPlan {
   const classified = classifyCalls(records, round);
   if (options.rerunInDoubt !== true) {
-    const blocking = [...classified.inDoubt.values()].filter(
-      (call) => !(registry.has(call.tool) && registry.get(call.tool).idempotent),
-    );
-    if (blocking.length > 0) throw new RecoveryNeedsDecision(runId, blocking.map((call) => [call.tool, call.why] as const));
+    const blocking = [...classified.inDoubt.values()].filter((call) => !(registry.has(call.tool) && registry.get(call.tool).idempotent));
+    if (blocking.length > 0) throw new RecoveryNeedsDecision(runId, blocking);
   }
   return { round, ...classified };
 }

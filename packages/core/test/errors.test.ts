@@ -14,6 +14,8 @@ import {
   StoreNotReady,
   StoreUnavailable,
   UnrecordableResult,
+  MAX_ERROR_TEXT,
+  errorText,
   leavesRunForRecovery,
 } from "../src/index.js";
 
@@ -22,7 +24,7 @@ const samples: readonly DurableError[] = [
   new CheckpointNotFound("r"),
   new CheckpointConflict("r", "another worker holds the run."),
   new CheckpointStoreCorrupt("r", "a signature does not match."),
-  new RecoveryNeedsDecision("r", [["charge_card", "started with no result"]]),
+  new RecoveryNeedsDecision("r", [{ callId: "1:pay:charge_card:x:0", tool: "charge_card", args: {}, idempotencyKey: "k", why: "started with no result" }]),
   new FlowError("the graph changed."),
   new IdentityMismatch("r", "another user."),
   new InvalidInput("a short key."),
@@ -69,5 +71,38 @@ describe("errors", () => {
     expect(error).toMatchObject({ code: "STORE_NOT_READY", name: "StoreNotReady", cause });
     expect(Object.getPrototypeOf(StoreNotReady)).toBe(DurableError);
     expect(leavesRunForRecovery(error)).toBe(true);
+  });
+});
+
+describe("errorText", () => {
+  it("is `<name>: <message>` for an Error and the value as text otherwise", () => {
+    expect(errorText(new TypeError("no seats"))).toBe("TypeError: no seats");
+    expect(errorText("plain string")).toBe("plain string");
+    expect(errorText(42)).toBe("42");
+    expect(errorText(undefined)).toBe("undefined");
+    expect(errorText(Symbol("s"))).toBe("Symbol(s)");
+  });
+
+  it("never throws: a message getter that throws, a value with no toString, a revoked proxy", () => {
+    const hostile = new Error("x");
+    Object.defineProperty(hostile, "message", {
+      get() {
+        throw new Error("no");
+      },
+    });
+    expect(errorText(hostile)).toBe("Error: (its message could not be read)");
+    expect(errorText(Object.create(null))).toBe("(a thrown value that cannot be read as text)");
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    expect(errorText(proxy)).toBe("(a thrown value that cannot be read as text)");
+  });
+
+  it(`is at most ${MAX_ERROR_TEXT} code units, says how much it left out, and never cuts a surrogate pair`, () => {
+    const huge = errorText(new Error("x".repeat(1_000_000)));
+    expect(huge.length).toBeLessThanOrEqual(MAX_ERROR_TEXT);
+    expect(huge).toMatch(/^Error: x+ … \(\d+ more characters\)$/);
+    const emoji = errorText(`${"a".repeat(MAX_ERROR_TEXT - 41)}${"😀".repeat(MAX_ERROR_TEXT)}`);
+    expect(emoji.length).toBeLessThanOrEqual(MAX_ERROR_TEXT);
+    expect(emoji).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/); // no high surrogate without its pair
   });
 });

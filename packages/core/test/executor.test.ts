@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   CallScope,
+  CheckpointStoreCorrupt,
   DurableError,
   DurableRun,
   canonicalJson,
@@ -14,6 +15,7 @@ import {
   leavesRunForRecovery,
   planReplay,
   readCallLog,
+  type DurableEvent,
   type ReplayPlan,
 } from "../src/index.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
@@ -59,7 +61,6 @@ describe("Executor", () => {
     expect(await executor.call(replay, "c", "t", { n: 10 })).toEqual({ status: "ok", value: 11 });
     expect(runs).toBe(1);
     const first = idOf(run, "c", "t", { n: 10 });
-    expect(replay.replayed).toEqual([{ callId: first, tool: "t" }]);
     expect(replay.unreplayed).toEqual([]);
 
     const changed = scopeFor(run, plan);
@@ -120,6 +121,38 @@ describe("Executor", () => {
     });
     await expect(new Executor(registry).call(scopeFor(run), "c", "t", {})).rejects.toThrow("card declined");
     expect((await store.calls("run-1")).length).toBe(1);
+  });
+
+  it("with recordErrors, stores a tool's error as the call's outcome; replay gives the same error without running the tool", async () => {
+    const { store, run } = await startRun();
+    let runs = 0;
+    const registry = new ToolRegistry().tool("t", () => {
+      runs++;
+      throw new TypeError("no seats left");
+    });
+    const events: DurableEvent[] = [];
+    const executor = new Executor(registry, { recordErrors: true });
+    const scope = new CallScope({ kind: "loop", log: run.log, plan: freshPlan(1), identity: {}, events: (e) => void events.push(e) });
+    expect(await executor.call(scope, "c", "t", {})).toEqual({ status: "error", error: "TypeError: no seats left" });
+    const records = await readCallLog(store, sealer, "run-1", []);
+    expect(records.map((r) => [r.kind, r.error])).toEqual([["started", undefined], ["error", "TypeError: no seats left"]]);
+    expect(events.map((e) => e.type)).toEqual(["call.started", "call.failed"]);
+    expect(events[1]).toMatchObject({ call: { tool: "t" }, error: "TypeError: no seats left" });
+
+    const plan = planReplay("run-1", records, 1, registry);
+    expect(plan.inDoubt.size).toBe(0);
+    expect(await executor.call(scopeFor(run, plan), "c", "t", {})).toEqual({ status: "error", error: "TypeError: no seats left" });
+    expect(runs).toBe(1);
+  });
+
+  it("recordErrors must be a boolean", () => {
+    expect(() => new Executor(new ToolRegistry(), { recordErrors: "yes" as never })).toThrow(/^Executor: recordErrors must be true or false/);
+  });
+
+  it("an error record without its error text is a corrupt log", async () => {
+    const { store, run } = await startRun();
+    await run.log.append({ round: 1, callId: "c", tool: "t", kind: "error", args: {} });
+    await expect(readCallLog(store, sealer, "run-1", [])).rejects.toThrow(CheckpointStoreCorrupt);
   });
 
   it("pauses an approval call with a pending record, and runs it once a bound decision is given", async () => {

@@ -1,15 +1,8 @@
-import { CheckpointStoreCorrupt, type BoundDecision, type JsonObject, type JsonValue } from "@durable/core";
+import { CheckpointStoreCorrupt, isArrayOf, isCount, isJsonObject, isRecordOf, isString, type JsonObject, type JsonValue } from "@durable/core";
 
-/** A call waiting on an approval, as a paused result lists it. */
-export interface Approval {
-  readonly callId: string;
-  readonly tool: string;
-  readonly args: JsonValue;
-}
-
-/** What a flow seals into each checkpoint, besides what core seals. */
-export interface FlowData {
-  readonly state: JsonObject;
+/** What a flow seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
+export interface FlowData<S = JsonObject> {
+  readonly state: S;
   /** The nodes of the next superstep. */
   readonly frontier: readonly string[];
   /** How often each node ran. */
@@ -17,35 +10,28 @@ export interface FlowData {
   /** For each join target, the nodes that arrived since it last ran. */
   readonly waiting: Readonly<Record<string, readonly string[]>>;
   readonly digest: string;
-  /** The number of the next superstep; its calls are logged under this round. */
-  readonly round: number;
-  /** Calls waiting on approvals (paused checkpoints). */
-  readonly pending: readonly Approval[];
-  /** Decisions stored by a resume, spent by the next superstep. */
-  readonly decisions: readonly BoundDecision[];
-  /** Why the run failed (failed checkpoints). */
-  readonly error?: string;
 }
 
-/** Reads a flow's data out of a verified checkpoint. */
-export function readFlowData(runId: string, data: JsonValue): FlowData {
-  const d = data as Partial<Record<keyof FlowData, unknown>> | null;
+/** Reads a flow's data out of a verified checkpoint, checking every field. */
+export function readFlowData(runId: string, data: JsonObject): FlowData {
+  const { state, frontier, visits, waiting, digest } = data;
   const ok =
-    typeof d === "object" &&
-    d !== null &&
-    typeof d.state === "object" &&
-    Array.isArray(d.frontier) &&
-    typeof d.visits === "object" &&
-    typeof d.waiting === "object" &&
-    typeof d.digest === "string" &&
-    Number.isSafeInteger(d.round) &&
-    Array.isArray(d.pending) &&
-    Array.isArray(d.decisions);
+    isJsonObject(state) &&
+    isArrayOf(frontier, isString) &&
+    isRecordOf(visits, isCount) &&
+    isRecordOf(waiting, (names): names is string[] => isArrayOf(names, isString)) &&
+    isString(digest);
   if (!ok) throw new CheckpointStoreCorrupt(runId, "the checkpoint holds no flow data.");
-  return d as unknown as FlowData;
+  return { state, frontier, visits, waiting, digest };
 }
 
-/** The data as sealed: plain JSON. */
-export function toJson(data: FlowData): JsonValue {
-  return data as unknown as JsonValue;
+/** A flow's data as sealed. Its state is plain JSON: it was settled (parsed, canonical) before it got here. */
+export function flowDataJson<S>(data: FlowData<S>): JsonObject {
+  return {
+    state: data.state as JsonValue,
+    frontier: [...data.frontier],
+    visits: { ...data.visits },
+    waiting: Object.fromEntries(Object.entries(data.waiting).map(([target, arrived]) => [target, [...arrived]])),
+    digest: data.digest,
+  };
 }

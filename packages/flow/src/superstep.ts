@@ -23,13 +23,8 @@ export type SuperstepOutcome<S> =
  * their updates, and computes the next frontier. A node error is thrown once
  * every node has settled; a call waiting on an approval pauses the superstep.
  */
-export async function runSuperstep<S>(
-  flow: Flow<S>,
-  executor: Executor,
-  scope: CallScope,
-  data: FlowData,
-  state: S,
-): Promise<SuperstepOutcome<S>> {
+export async function runSuperstep<S>(flow: Flow<S>, executor: Executor, scope: CallScope, data: FlowData<S>): Promise<SuperstepOutcome<S>> {
+  const state = data.state;
   const graph = flow.graph;
   const visits = { ...data.visits };
   for (const name of data.frontier) {
@@ -57,9 +52,16 @@ export async function runSuperstep<S>(
 async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope): Promise<Partial<S>> {
   const call = async (tool: string, args: JsonValue): Promise<JsonValue> => {
     const outcome = await executor.call(scope, node.name, tool, args);
-    if (outcome.status === "ok") return outcome.value;
-    if (outcome.status === "pending") throw new WaitingForApproval();
-    throw new ApprovalDenied(tool, outcome.reason);
+    switch (outcome.status) {
+      case "ok":
+        return outcome.value;
+      case "pending":
+        throw new WaitingForApproval();
+      case "denied":
+        throw new ApprovalDenied(tool, outcome.reason);
+      case "error": // only with an executor that records tool errors: the node fails as if the tool threw
+        throw new Error(outcome.error);
+    }
   };
   if (node.body instanceof Call) {
     const value = await call(node.body.tool, node.body.args(state));
@@ -71,7 +73,7 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
 }
 
 /** The nodes after a superstep: static successors, routed ones, and joins whose every source has arrived. */
-function nextFrontier<S>(graph: Graph<S>, data: FlowData, state: S): { frontier: string[]; waiting: Record<string, string[]> } {
+function nextFrontier<S>(graph: Graph<S>, data: FlowData<S>, state: S): { frontier: string[]; waiting: Record<string, string[]> } {
   const next: string[] = [];
   const waiting: Record<string, string[]> = Object.fromEntries(Object.entries(data.waiting).map(([k, v]) => [k, [...v]]));
   const add = (name: string) => {

@@ -116,7 +116,7 @@ describe("approvals", () => {
     void withPort(forever).run(flow, INPUT, { runId: "r" });
     await settle();
     const error = await withPort(async () => ({ approved: true })).recover(flow, "r").catch((e: unknown) => e);
-    expect((error as RecoveryNeedsDecision).calls).toEqual([["refund", "was waiting on an approval port"]]);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "refund", why: "was waiting on an approval port" }]);
     const result = await withPort(async () => ({ approved: true })).recover(flow, "r", { rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", state: { note: "refunded 50" } });
     expect(ran.refund).toBe(2);

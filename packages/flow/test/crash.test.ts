@@ -41,7 +41,7 @@ describe("a worker dies at every point of every call of the tickets flow", () =>
     if (needsDecision) {
       const error = await worker2.recover(flow, "order-7").catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RecoveryNeedsDecision);
-      expect((error as RecoveryNeedsDecision).calls.map(([t]) => t)).toEqual([tool]);
+      expect((error as RecoveryNeedsDecision).calls.map((c) => c.tool)).toEqual([tool]);
       expect(tools.ran).toEqual(before); // raised before any tool ran
     }
     const ended = point.name === "after the checkpoint" && step === 3;

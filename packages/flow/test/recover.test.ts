@@ -81,7 +81,7 @@ describe("recovery", () => {
     await settle();
     tools.hangInside = undefined;
     const error = await runnerOn(store, registry).recover(flow, "r").catch((e: unknown) => e);
-    expect((error as RecoveryNeedsDecision).calls).toEqual([["tc", "started with no result"]]);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "tc", why: "started with no result" }]);
     const events: DurableEvent[] = [];
     const result = await runnerOn(store, registry, events).recover(flow, "r", { rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", state: { a: "A", b: "B", c: "C" } });

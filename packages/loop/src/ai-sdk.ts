@@ -61,10 +61,10 @@ function toModelMessage(message: Message): ModelMessage {
           ...(message.toolCalls ?? []).map((call) => ({ type: "tool-call" as const, toolCallId: call.id, toolName: call.name, input: call.args })),
         ],
       };
-    case "tool":
-      return {
-        role: "tool",
-        content: [{ type: "tool-result", toolCallId: message.toolCallId, toolName: message.name, output: { type: "text", value: message.content } }],
-      };
+    case "tool": {
+      // A tool's error (`isError`) reaches the model as an error result, as the AI SDK gives a tool's own errors.
+      const output = { type: message.isError === true ? ("error-text" as const) : ("text" as const), value: message.content };
+      return { role: "tool", content: [{ type: "tool-result", toolCallId: message.toolCallId, toolName: message.name, output }] };
+    }
   }
 }

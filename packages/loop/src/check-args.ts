@@ -1,12 +1,12 @@
-import { InvalidInput, checkRegistry, checkRunnerOptions, describeType } from "@durable/core";
-
-const ROLES: ReadonlySet<unknown> = new Set(["system", "user", "assistant", "tool"]);
+import { InvalidInput, canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core";
+import { readHistory } from "./loop-data.js";
+import type { Message } from "./model.js";
 
 /**
- * Checks what `runToolLoop` or `recoverToolLoop` is given before anything runs:
- * a model with `reply`, a tool registry, and the options (see
- * `checkRunnerOptions`). A wrong type is `InvalidInput` naming the argument
- * or option.
+ * Checks what `runToolLoop`, `recoverToolLoop` or `recoverAllToolLoops` is
+ * given before anything runs: a model with `reply`, a tool registry, and the
+ * options (see `checkRunnerOptions`; `toolErrors` is `"model"` or `"fail"`).
+ * A wrong type is `InvalidInput` naming the argument or option.
  */
 export function checkLoopArgs(where: string, model: unknown, registry: unknown, options: unknown): void {
   if (typeof (model as { reply?: unknown } | null | undefined)?.reply !== "function") {
@@ -14,15 +14,23 @@ export function checkLoopArgs(where: string, model: unknown, registry: unknown, 
   }
   checkRegistry(where, registry);
   checkRunnerOptions(where, options);
+  const toolErrors = (options as { toolErrors?: unknown }).toolErrors;
+  if (toolErrors !== undefined && toolErrors !== "model" && toolErrors !== "fail") {
+    throw new InvalidInput(`${where}: toolErrors must be "model" or "fail", not ${typeof toolErrors === "string" ? JSON.stringify(toolErrors) : describeType(toolErrors)}.`);
+  }
 }
 
-/** Checks the history a new loop starts from: a list of messages, each with a known role and a string content. */
-export function checkMessages(where: string, messages: unknown): void {
+/**
+ * The history a new loop starts from, as the store will keep it (plain JSON,
+ * each message rebuilt from its known fields): a list of messages, each with
+ * a known role and a string content. Anything else is `InvalidInput`.
+ */
+export function readInputMessages(where: string, messages: unknown): Message[] {
   if (!Array.isArray(messages)) throw new InvalidInput(`${where}: messages must be a list of messages, not ${describeType(messages)}.`);
-  messages.forEach((message: unknown, index) => {
-    const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
-    if (!ROLES.has(role) || typeof content !== "string") {
-      throw new InvalidInput(`${where}: messages[${index}] must be { role: "system" | "user" | "assistant" | "tool", content: string, … }.`);
-    }
-  });
+  const copy = canonicalCopy(messages, `${where}: messages`);
+  const read = readHistory(Array.isArray(copy) ? copy : []);
+  if ("bad" in read) {
+    throw new InvalidInput(`${where}: messages[${read.bad}] must be { role: "system" | "user" | "assistant" | "tool", content: string, … }.`);
+  }
+  return read.history;
 }

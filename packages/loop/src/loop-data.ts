@@ -1,14 +1,7 @@
-import { CheckpointStoreCorrupt, type BoundDecision, type JsonValue, type LoopStage } from "@durable/core";
-import type { Message } from "./model.js";
+import { CheckpointStoreCorrupt, isCount, type JsonObject, type JsonValue, type LoopStage } from "@durable/core";
+import { messageJson, readMessage, type Message } from "./model.js";
 
-/** A call waiting on an approval, as a paused result lists it. */
-export interface LoopApproval {
-  readonly callId: string;
-  readonly tool: string;
-  readonly args: JsonValue;
-}
-
-/** What a tool loop seals into each checkpoint. */
+/** What a tool loop seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
 export interface LoopData {
   readonly messages: readonly Message[];
   /** Where the loop stands: after `model-reply` the reply's tool calls are pinned and run next. */
@@ -16,31 +9,42 @@ export interface LoopData {
   /** Model calls so far, over the whole run. */
   readonly modelCalls: number;
   readonly maxSteps: number;
-  /** The number of the current tool round; its calls are logged under it. */
-  readonly round: number;
-  readonly pending: readonly LoopApproval[];
-  readonly decisions: readonly BoundDecision[];
   /** Why the loop stopped: the model answered with no tool call, or `maxSteps` ran out. */
   readonly stopped?: "final" | "max-steps";
-  readonly error?: string;
 }
 
-export function readLoopData(runId: string, data: JsonValue): LoopData {
-  const d = data as Partial<Record<keyof LoopData, unknown>> | null;
-  const ok =
-    typeof d === "object" &&
-    d !== null &&
-    Array.isArray(d.messages) &&
-    typeof d.stage === "string" &&
-    Number.isSafeInteger(d.modelCalls) &&
-    Number.isSafeInteger(d.maxSteps) &&
-    Number.isSafeInteger(d.round) &&
-    Array.isArray(d.pending) &&
-    Array.isArray(d.decisions);
-  if (!ok) throw new CheckpointStoreCorrupt(runId, "the checkpoint holds no tool-loop data.");
-  return d as unknown as LoopData;
+/** Reads a loop's data out of a verified checkpoint, checking every field and message. */
+export function readLoopData(runId: string, data: JsonObject): LoopData {
+  const { messages, stage, modelCalls, maxSteps, stopped } = data;
+  const read = Array.isArray(messages) ? readHistory(messages) : { bad: 0 };
+  if (!("history" in read) || !isStage(stage) || !isCount(modelCalls) || !isCount(maxSteps) || !isStopped(stopped)) {
+    throw new CheckpointStoreCorrupt(runId, "the checkpoint holds no tool-loop data.");
+  }
+  return { messages: read.history, stage, modelCalls, maxSteps, ...(stopped === undefined ? {} : { stopped }) };
 }
 
-export function toJson(data: LoopData): JsonValue {
-  return data as unknown as JsonValue;
+/** A loop's data as sealed. */
+export function loopDataJson(data: LoopData): JsonObject {
+  const { messages, stage, modelCalls, maxSteps, stopped } = data;
+  const fields: JsonObject = { messages: messages.map(messageJson), stage, modelCalls, maxSteps };
+  return stopped === undefined ? fields : { ...fields, stopped };
+}
+
+/** Every message of a history, read with `readMessage`; or the index of the first that is not a message. */
+export function readHistory(messages: readonly JsonValue[]): { readonly history: Message[] } | { readonly bad: number } {
+  const history: Message[] = [];
+  for (const [index, value] of messages.entries()) {
+    const message = readMessage(value);
+    if (message === undefined) return { bad: index };
+    history.push(message);
+  }
+  return { history };
+}
+
+function isStage(value: JsonValue | undefined): value is LoopStage {
+  return value === "start" || value === "model-reply" || value === "tool-results";
+}
+
+function isStopped(value: JsonValue | undefined): value is LoopData["stopped"] {
+  return value === undefined || value === "final" || value === "max-steps";
 }

@@ -1,57 +1,51 @@
 import {
-  CallScope,
-  CheckpointConflict,
   CheckpointNotFound,
-  DurableRun,
   Executor,
   InvalidInput,
-  bindDecisions,
+  RunDriver,
   canonicalCopy,
-  emit,
   faultPoint,
-  freshPlan,
-  identityOf,
-  leavesRunForRecovery,
-  newRunId,
-  planReplay,
-  resumeIdentity,
   sealerFor,
   type ApprovalPort,
   type CallRecord,
-  type Decisions,
-  type CheckpointBody,
+  type CallScope,
   type CheckpointKeys,
   type CheckpointStore,
+  type Decisions,
   type EventSink,
   type Identity,
-  type ReplayPlan,
-  type RunStatus,
-  type Sealer,
+  type PausedResult,
+  type RunProgram,
+  type StepContext,
+  type StepOutcome,
   type ToolRegistry,
 } from "@durable/core";
-import { checkLoopArgs, checkMessages } from "./check-args.js";
-import { readLoopData, toJson, type LoopApproval, type LoopData } from "./loop-data.js";
-import type { LoopModel, Message, ToolCallRequest, ToolSpec } from "./model.js";
+import { checkLoopArgs, readInputMessages } from "./check-args.js";
+import { loopDataJson, readLoopData, type LoopData } from "./loop-data.js";
+import { readMessage, type LoopModel, type Message, type ModelReply, type ToolSpec } from "./model.js";
+
+/** A tool loop that is done. */
+export interface LoopDone {
+  readonly status: "done";
+  readonly runId: string;
+  readonly step: number;
+  readonly messages: readonly Message[];
+  /** The model's last text. */
+  readonly text: string;
+  /** `final`: the model answered with no tool call; `max-steps`: it was called `maxSteps` times. */
+  readonly stopped: "final" | "max-steps";
+}
 
 /** Where a tool loop stands when it returns. */
-export type LoopResult =
-  | {
-      readonly status: "done";
-      readonly runId: string;
-      readonly step: number;
-      readonly messages: readonly Message[];
-      /** The model's last text. */
-      readonly text: string;
-      /** `final`: the model answered with no tool call; `max-steps`: it was called `maxSteps` times. */
-      readonly stopped: "final" | "max-steps";
-    }
-  | { readonly status: "paused"; readonly runId: string; readonly step: number; readonly approvals: readonly LoopApproval[] };
+export type LoopResult = LoopDone | PausedResult;
 
-/** What both entry points share. */
+/** What every entry point takes. */
 export interface LoopStoreOptions {
   readonly checkpoints: CheckpointStore;
   /** At least 32 bytes, the same on every worker; required unless the store is in-process only. */
   readonly checkpointKey?: CheckpointKeys;
+  /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
+  readonly name?: string;
   /** The end user, thread and principal; sealed in, and checked on recovery and resume. */
   readonly ctx?: Identity;
   readonly events?: EventSink;
@@ -59,6 +53,13 @@ export interface LoopStoreOptions {
   readonly approvals?: ApprovalPort;
   /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
   readonly rerunInDoubt?: boolean;
+  /**
+   * What a tool that throws does: `"model"` (the default) stores its error as
+   * the call's outcome and gives it to the model as the tool's result
+   * (`error: <name>: <message>`, `isError: true`), so replay gives the same
+   * error and the tool does not run again; `"fail"` fails the run, as in a flow.
+   */
+  readonly toolErrors?: "model" | "fail";
 }
 
 /** Options of `runToolLoop`. */
@@ -67,59 +68,69 @@ export interface ToolLoopOptions extends LoopStoreOptions {
   readonly runId?: string;
   /** Model calls allowed over the whole run, across recoveries; default 20. */
   readonly maxSteps?: number;
-  /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
-  readonly name?: string;
   /** Decisions for the pending approvals of a paused loop, by call id. */
   readonly decisions?: Decisions;
 }
-
-const DEFAULT_NAME = "tool-loop";
 
 /**
  * Runs an LLM tool loop durably. The history is saved after each model reply
  * (its tool calls are pinned: recovery never asks the model again for a saved
  * reply) and after the tool results. A reply's tool calls run concurrently,
- * each through the call log.
+ * each through the call log. With the `runId` of a stored loop, resumes it
+ * with `decisions` instead.
  */
 export async function runToolLoop(model: LoopModel, registry: ToolRegistry, messages: readonly Message[], options: ToolLoopOptions): Promise<LoopResult> {
   checkLoopArgs("runToolLoop", model, registry, options);
-  checkMessages("runToolLoop", messages);
-  const loop = new Loop(model, registry, options);
-  const runId = options.runId ?? newRunId();
-  const latest = options.runId === undefined ? undefined : await DurableRun.latest(options.checkpoints, loop.sealer, runId).catch(ifNotFound);
-  if (latest !== undefined) return loop.resume(latest, options.name ?? DEFAULT_NAME, options.decisions ?? {});
+  const history = readInputMessages("runToolLoop", messages);
+  const driver = loopDriver(model, registry, options);
+  const stored = options.runId === undefined ? undefined : await driver.open(options.runId, options.ctx).catch(ifNotFound);
+  if (stored !== undefined) return driver.resume(stored, options.decisions ?? {}, options);
   const maxSteps = options.maxSteps ?? 20;
   if (!Number.isSafeInteger(maxSteps) || maxSteps < 1) throw new InvalidInput(`maxSteps must be a whole number ≥ 1, not ${maxSteps}.`);
-  const data: LoopData = { messages, stage: "start", modelCalls: 0, maxSteps, round: 0, pending: [], decisions: [] };
-  const { run, checkpoint } = await DurableRun.start({
-    store: options.checkpoints,
-    sealer: loop.sealer,
-    runId,
-    flow: options.name ?? DEFAULT_NAME,
-    kind: "loop",
-    identity: identityOf(options.ctx),
-    data: toJson(data),
-  });
-  await loop.saved(checkpoint, data, []);
-  return loop.drive(run, data, freshPlan(0), false);
+  return driver.start({ messages: history, stage: "start", modelCalls: 0, maxSteps }, options);
 }
 
 /** Goes on with a tool loop from its last checkpoint on any worker; a paused loop comes back paused. */
-export async function recoverToolLoop(
-  model: LoopModel,
-  registry: ToolRegistry,
-  runId: string,
-  options: LoopStoreOptions & { readonly name?: string },
-): Promise<LoopResult> {
+export async function recoverToolLoop(model: LoopModel, registry: ToolRegistry, runId: string, options: LoopStoreOptions): Promise<LoopResult> {
   checkLoopArgs("recoverToolLoop", model, registry, options);
-  const loop = new Loop(model, registry, options);
-  const latest = await DurableRun.latest(options.checkpoints, loop.sealer, runId);
-  const data = loop.check(latest, options.name ?? DEFAULT_NAME);
-  if (latest.status === "paused") return paused(latest, data);
-  const { run, checkpoint, records } = await DurableRun.claim(options.checkpoints, loop.sealer, latest);
-  await loop.saved(checkpoint, data, []);
-  const plan = data.stage === "model-reply" ? planReplay(runId, records, data.round, registry, options) : freshPlan(data.round);
-  return loop.drive(run, withModelCalls(data, records), plan, true);
+  return loopDriver(model, registry, options).recover(runId, options);
+}
+
+/** Recovers every unfinished tool loop of the name (`options.name`), mapping each run id to its result or to the error that stopped it. */
+export async function recoverAllToolLoops(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): Promise<Map<string, LoopResult | Error>> {
+  checkLoopArgs("recoverAllToolLoops", model, registry, options);
+  return loopDriver(model, registry, options).recoverAll(options);
+}
+
+function ifNotFound(error: unknown): undefined {
+  if (error instanceof CheckpointNotFound) return undefined;
+  throw error;
+}
+
+/** The driver of one loop: one step is a model reply, or the tool round of the last reply. */
+function loopDriver(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): RunDriver<LoopData, LoopDone> {
+  const recordErrors = (options.toolErrors ?? "model") === "model";
+  const executor = new Executor(registry, { ...(options.approvals === undefined ? {} : { approvals: options.approvals }), recordErrors });
+  const specs: ToolSpec[] = registry.list().map(({ name, description, parameters }) => ({
+    name,
+    ...(description === undefined ? {} : { description }),
+    ...(parameters === undefined ? {} : { parameters }),
+  }));
+  const program: RunProgram<LoopData, LoopDone> = {
+    kind: "loop",
+    name: options.name ?? "tool-loop",
+    registry,
+    read: readLoopData,
+    write: loopDataJson,
+    claimed: withModelCalls,
+    step: (data, context) => (data.stage === "model-reply" ? toolRound(executor, data, context.scope) : modelReply(model, specs, data, context)),
+    result: (data, { runId, step }) => {
+      const last = data.messages.findLast((m) => m.role === "assistant");
+      return { status: "done", runId, step, messages: data.messages, text: last?.content ?? "", stopped: data.stopped ?? "final" };
+    },
+    saved: (data) => ({ stage: data.stage }),
+  };
+  return new RunDriver(program, { store: options.checkpoints, sealer: sealerFor(options.checkpoints, options.checkpointKey), events: options.events });
 }
 
 /**
@@ -131,175 +142,54 @@ function withModelCalls(data: LoopData, records: readonly CallRecord[]): LoopDat
   return made > data.modelCalls ? { ...data, modelCalls: made } : data;
 }
 
-function ifNotFound(error: unknown): undefined {
-  if (error instanceof CheckpointNotFound) return undefined;
-  throw error;
+/** Asks the model for its next reply, which opens the round; a reply with no tool call ends the loop, as does `maxSteps`. */
+async function modelReply(model: LoopModel, specs: readonly ToolSpec[], data: LoopData, { log, round }: StepContext): Promise<StepOutcome<LoopData>> {
+  if (data.modelCalls >= data.maxSteps) return { paused: false, data: { ...data, stopped: "max-steps" }, roundOver: false, done: true };
+  // Stored before the model is asked, so maxSteps bounds the calls made, crashes included.
+  await log.append({ round, callId: `model:${data.modelCalls + 1}`, tool: "model", kind: "model", args: null });
+  faultPoint("model.before-call");
+  const message = pinned(await model.reply(data.messages, specs));
+  const next: LoopData = { ...data, messages: [...data.messages, message], modelCalls: data.modelCalls + 1, stage: "model-reply" };
+  if (message.role !== "assistant" || message.toolCalls === undefined) return { paused: false, data: { ...next, stopped: "final" }, roundOver: false, done: true };
+  return { paused: false, data: next, roundOver: false, done: false };
 }
 
-function paused(checkpoint: CheckpointBody, data: LoopData): LoopResult {
-  return { status: "paused", runId: checkpoint.runId, step: checkpoint.step, approvals: data.pending };
+/** The model's reply as the history keeps it (plain JSON, as replay gives it); a reply of another shape is `InvalidInput`. */
+function pinned(reply: ModelReply): Message {
+  const calls: unknown = reply?.toolCalls;
+  const said = { role: "assistant", content: reply?.text, ...(Array.isArray(calls) && calls.length > 0 ? { toolCalls: calls } : {}) };
+  const message = Array.isArray(calls) ? readMessage(canonicalCopy(said, "the model's reply")) : undefined;
+  if (message === undefined) throw new InvalidInput("The model's reply must be { text: string, toolCalls: [{ id: string, name: string, args }] }.");
+  return message;
 }
 
-/** One worker's work on one loop. */
-class Loop {
-  readonly sealer: Sealer;
-  readonly #executor: Executor;
-  readonly #specs: ToolSpec[];
-
-  constructor(
-    readonly model: LoopModel,
-    readonly registry: ToolRegistry,
-    readonly options: LoopStoreOptions,
-  ) {
-    this.sealer = sealerFor(options.checkpoints, options.checkpointKey);
-    this.#executor = new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals });
-    this.#specs = registry.list().map(({ name, description, parameters }) => ({
-      name,
-      ...(description === undefined ? {} : { description }),
-      ...(parameters === undefined ? {} : { parameters }),
-    }));
-  }
-
-  /** Checks a stored loop may go on here, and reads its data. */
-  check(latest: CheckpointBody, name: string): LoopData {
-    resumeIdentity(latest.runId, latest.identity, this.options.ctx); // first: a caller with someone else's ctx learns nothing of the run
-    if (latest.kind !== "loop" || latest.flow !== name) {
-      throw new CheckpointConflict(latest.runId, `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not tool loop ${JSON.stringify(name)}.`);
-    }
-    if (latest.status === "done" || latest.status === "failed") throw new CheckpointConflict(latest.runId, `the run ended (${latest.status}).`);
-    return readLoopData(latest.runId, latest.data);
-  }
-
-  /** Resumes a paused loop: the decisions are stored with the next checkpoint before any is spent. */
-  async resume(latest: CheckpointBody, name: string, decisions: Decisions): Promise<LoopResult> {
-    const data = this.check(latest, name);
-    if (latest.status !== "paused") throw new CheckpointConflict(latest.runId, `the run is ${latest.status}, not paused; recover it with recoverToolLoop.`);
-    const bound = bindDecisions(latest.runId, data.pending, decisions);
-    // The stage stays "model-reply": the pinned tool calls run next, now with the decisions.
-    const next: LoopData = { ...data, pending: [], decisions: [...data.decisions, ...bound] };
-    faultPoint("resume.before-decision-save");
-    const { run, checkpoint, records } = await DurableRun.claim(this.options.checkpoints, this.sealer, latest, toJson(next));
-    faultPoint("resume.after-decision-save");
-    await this.saved(checkpoint, next, []);
-    const plan = planReplay(latest.runId, records, data.round, this.registry, this.options);
-    return this.drive(run, withModelCalls(next, records), plan, false);
-  }
-
-  /** Alternates model replies and tool rounds until the model stops, `maxSteps` runs out, or an approval pauses it. */
-  async drive(run: DurableRun, data: LoopData, plan: ReplayPlan, recovered: boolean): Promise<LoopResult> {
-    for (;;) {
-      if (data.stage === "model-reply") {
-        const scope = new CallScope({
-          kind: "loop",
-          log: run.log,
-          plan,
-          identity: run.identity,
-          decisions: new Map(data.decisions.map((d) => [d.callId, d])),
-          events: this.options.events,
-        });
-        let results: Message[] | undefined;
-        try {
-          results = await this.#toolRound(scope, data);
-        } catch (error) {
-          throw await this.#fail(run, data, error);
-        } finally {
-          if (recovered) {
-            recovered = false;
-            await emit(this.options.events, { type: "run.recovered", runId: run.runId, kind: "loop", step: run.step, replayed: scope.replayed, rerun: scope.rerun });
-          }
-        }
-        if (results === undefined) {
-          const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
-          // Decisions already given stay with the run until this round is done: each is bound to its call.
-          const held: LoopData = { ...data, pending };
-          const checkpoint = await run.save("paused", toJson(held));
-          await this.saved(checkpoint, held, []); // the round is not complete: which finished calls it claims is not known yet
-          await emit(this.options.events, { type: "run.paused", runId: run.runId, kind: "loop", step: checkpoint.step, approvals: pending });
-          return paused(checkpoint, held);
-        }
-        data = { ...data, messages: [...data.messages, ...results], stage: "tool-results", pending: [], decisions: [] };
-        await this.#save(run, "running", data, scope.unreplayed);
-        continue;
+/**
+ * Runs the pinned tool calls of the last reply concurrently, each through the
+ * call log; pauses when one waits on an approval. A denial, an unknown tool
+ * and (with `toolErrors: "model"`) a tool's error go back to the model as the
+ * call's result.
+ */
+async function toolRound(executor: Executor, data: LoopData, scope: CallScope): Promise<StepOutcome<LoopData>> {
+  const last = data.messages.at(-1);
+  const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
+  const round = Promise.all(
+    calls.map(async (call): Promise<Message | undefined> => {
+      const reply = (content: string, isError = false): Message => ({ role: "tool", toolCallId: call.id, name: call.name, content, ...(isError ? { isError } : {}) });
+      if (!executor.registry.has(call.name)) return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, true);
+      const outcome = await executor.call(scope, call.id, call.name, call.args);
+      switch (outcome.status) {
+        case "pending":
+          return undefined;
+        case "denied":
+          return reply(`denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`);
+        case "error":
+          return reply(`error: ${outcome.error}`, true);
+        case "ok":
+          return reply(typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value));
       }
-      if (data.modelCalls >= data.maxSteps) return this.#finish(run, { ...data, stopped: "max-steps" });
-      let message: Message & { readonly role: "assistant" };
-      try {
-        // Stored before the model is asked, so maxSteps bounds the calls made, crashes included.
-        await run.log.append({ round: data.round + 1, callId: `model:${data.modelCalls + 1}`, tool: "model", kind: "model", args: null });
-        faultPoint("model.before-call");
-        const reply = await this.model.reply(data.messages, this.#specs);
-        const said = { role: "assistant", content: reply.text, ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}) };
-        message = canonicalCopy(said, "the model's reply") as unknown as typeof message;
-      } catch (error) {
-        throw await this.#fail(run, data, error);
-      }
-      data = { ...data, messages: [...data.messages, message], modelCalls: data.modelCalls + 1, round: data.round + 1, stage: "model-reply" };
-      if (message.toolCalls === undefined) return this.#finish(run, { ...data, stopped: "final" });
-      await this.#save(run, "running", data, []);
-      plan = freshPlan(data.round);
-    }
-  }
-
-  /** Runs the pinned tool calls of the last reply concurrently; undefined when one waits on an approval. */
-  async #toolRound(scope: CallScope, data: LoopData): Promise<Message[] | undefined> {
-    const last = data.messages.at(-1);
-    const calls: readonly ToolCallRequest[] = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
-    const round = Promise.all(
-      calls.map(async (call): Promise<Message | undefined> => {
-        const reply = (content: string): Message => ({ role: "tool", toolCallId: call.id, name: call.name, content });
-        if (!this.registry.has(call.name)) return reply(`error: there is no tool named ${JSON.stringify(call.name)}`);
-        const outcome = await this.#executor.call(scope, call.id, call.name, call.args);
-        if (outcome.status === "pending") return undefined;
-        if (outcome.status === "denied") return reply(`denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`);
-        return reply(typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value));
-      }),
-    );
-    const results = await round.finally(() => scope.settled()); // a call left running when another threw lands first
-    return results.includes(undefined) ? undefined : (results as Message[]);
-  }
-
-  async #finish(run: DurableRun, data: LoopData): Promise<LoopResult> {
-    const checkpoint = await this.#save(run, "done", data, []);
-    await emit(this.options.events, { type: "run.done", runId: run.runId, kind: "loop", step: checkpoint.step });
-    const last = [...data.messages].reverse().find((m) => m.role === "assistant");
-    return { status: "done", runId: run.runId, step: checkpoint.step, messages: data.messages, text: last?.content ?? "", stopped: data.stopped ?? "final" };
-  }
-
-  async #save(run: DurableRun, status: RunStatus, data: LoopData, unreplayed: CallScope["unreplayed"]): Promise<CheckpointBody> {
-    let checkpoint: CheckpointBody;
-    try {
-      checkpoint = await run.save(status, toJson(data));
-    } catch (error) {
-      throw await this.#fail(run, data, error);
-    }
-    await this.saved(checkpoint, data, unreplayed);
-    return checkpoint;
-  }
-
-  /** Saves the loop as failed for a tool's or the model's error; leaves it for recovery after a durable-machinery error. */
-  async #fail(run: DurableRun, data: LoopData, error: unknown): Promise<unknown> {
-    if (leavesRunForRecovery(error)) return error;
-    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    try {
-      const checkpoint = await run.save("failed", toJson({ ...data, pending: [], decisions: [], error: message }));
-      await this.saved(checkpoint, data, []);
-      await emit(this.options.events, { type: "run.failed", runId: run.runId, kind: "loop", step: checkpoint.step, error: message });
-    } catch (saveError) {
-      return saveError;
-    }
-    return error;
-  }
-
-  async saved(checkpoint: CheckpointBody, data: LoopData, unreplayed: CallScope["unreplayed"]): Promise<void> {
-    await emit(this.options.events, {
-      type: "checkpoint.saved",
-      runId: checkpoint.runId,
-      kind: "loop",
-      step: checkpoint.step,
-      status: checkpoint.status,
-      stage: data.stage,
-      unreplayed,
-    });
-  }
+    }),
+  );
+  const results = await round.finally(() => scope.settled()); // a call left running when another threw lands first
+  if (!results.every((result) => result !== undefined)) return { paused: true };
+  return { paused: false, data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" }, roundOver: true, done: false };
 }
-

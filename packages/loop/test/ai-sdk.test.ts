@@ -58,6 +58,19 @@ describe(`aiSdkModel with AI SDK ${major}`, () => {
     await expect(recoverToolLoop(aiSdkModel(model), registry, "chat", { checkpoints: store })).rejects.toThrow(/ended/);
   });
 
+  it("sends a tool's error as an error result the model can read", async () => {
+    const { model, prompts } = scripted([
+      { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "hold_seats", input: JSON.stringify({ seats: 2 }) }], finishReason: { unified: "tool-calls", raw: undefined } },
+      said("No seats, sorry."),
+    ]);
+    const registry = new ToolRegistry().tool("hold_seats", () => {
+      throw new Error("sold out");
+    });
+    const result = await runToolLoop(aiSdkModel(model), registry, [{ role: "user", content: "Two seats please" }], { checkpoints: new MemoryCheckpointStore() });
+    expect(result).toMatchObject({ status: "done", text: "No seats, sorry." });
+    expect(JSON.stringify(prompts[1])).toContain('"output":{"type":"error-text","value":"error: Error: sold out"}');
+  });
+
   it("sends a system message of the loop's history in place, and the system setting before it", async () => {
     const { model, prompts } = scripted([said("Hello.")]);
     const history: Message[] = [

@@ -20,6 +20,7 @@ describe("tool loop options", () => {
     ["with a string as ctx", (checkpoints) => ({ checkpoints, ctx: "ada" }), /^ctx must be an object/],
     ["with null as decisions", (checkpoints) => ({ checkpoints, decisions: null }), /^runToolLoop: decisions must be an object, not null/],
     ["with a string as rerunInDoubt", (checkpoints) => ({ checkpoints, rerunInDoubt: "yes" }), /^runToolLoop: rerunInDoubt must be true or false/],
+    ["with an unknown toolErrors", (checkpoints) => ({ checkpoints, toolErrors: "ignore" }), /^runToolLoop: toolErrors must be "model" or "fail", not "ignore"\.$/],
   ])("options %s are InvalidInput naming what is wrong, and nothing is saved", async (_, options, message) => {
     const store = new MemoryCheckpointStore();
     const given = options(store) as ToolLoopOptions;

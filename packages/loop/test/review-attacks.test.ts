@@ -30,7 +30,7 @@ describe("a model reply with two identical tool calls under one tool-call id", (
     const options = { checkpoints: store, checkpointKey: KEY };
     const error = await recoverToolLoop(model, registry, "dup", options).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RecoveryNeedsDecision);
-    expect((error as RecoveryNeedsDecision).calls).toEqual([["charge", "started with no result"]]);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "charge", why: "started with no result" }]);
     const result = await recoverToolLoop(model, registry, "dup", { ...options, rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", text: "done" });
     expect(charges).toBe(3); // two on the first worker, the one in doubt once more

@@ -75,7 +75,7 @@ describe("recoverToolLoop", () => {
     const { ran, registry } = tools();
     const options = { checkpoints: store, checkpointKey: KEY };
     const error = await recoverToolLoop(model, registry, "chat", options).catch((e: unknown) => e);
-    expect((error as RecoveryNeedsDecision).calls).toEqual([["charge_card", "started with no result"]]);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "charge_card", why: "started with no result" }]);
     expect(model.calls).toBe(1);
     const result = await recoverToolLoop(model, registry, "chat", { ...options, rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", text: "booked" });

@@ -20,7 +20,7 @@ describe("a tool result that cannot be stored", () => {
     expect((await store.latest("chat")).status).toBe("running");
     const recovery: unknown = await recoverToolLoop(model, registry, "chat", { checkpoints: store }).catch((e: unknown) => e);
     expect(recovery).toBeInstanceOf(RecoveryNeedsDecision);
-    expect((recovery as RecoveryNeedsDecision).calls).toEqual([["send", "result could not be recorded"]]);
+    expect((recovery as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "send", why: "result could not be recorded" }]);
     expect(sent).toBe(1);
   });
 });

@@ -5,7 +5,7 @@
  * prints what it ended with as one JSON line.
  */
 import { readFileSync } from "node:fs";
-import { CheckpointNotFound, DurableRun, Executor, RecoveryNeedsDecision, sealerFor } from "@durable/core";
+import { CheckpointNotFound, DurableRun, Executor, RecoveryNeedsDecision, readEnvelope, sealerFor } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import { INPUT, KEY, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./flow-call-identity.js";
@@ -42,14 +42,14 @@ async function recover(): Promise<Recovered> {
     return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt: [] };
   }
   // Killed after the last checkpoint: the run is done and there is nothing to recover.
-  if (latest.status === "done") return { status: "done", state: (latest.data as { state: Recovered["state"] }).state, inDoubt: [] };
+  if (latest.status === "done") return { status: "done", state: readEnvelope(RUN_ID, latest.data).program["state"] as Recovered["state"], inDoubt: [] };
   let inDoubt: Recovered["inDoubt"] = [];
   let result;
   try {
     result = await runner.recover(flow, RUN_ID);
   } catch (error) {
     if (!(error instanceof RecoveryNeedsDecision)) throw error;
-    inDoubt = error.calls;
+    inDoubt = error.calls.map(({ tool, why }) => [tool, why] as const);
     result = await runner.recover(flow, RUN_ID, { rerunInDoubt: true });
   }
   return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt };

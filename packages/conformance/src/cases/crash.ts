@@ -79,7 +79,7 @@ async function referenceOutcome(h: Harness, scenario: ScenarioName, effects: str
   const runId = h.runId(`reference-${scenario}`);
   await new ScenarioDriver(h.store, effects).run(scenario, runId);
   const final = await finalData(h.store, runId);
-  return { text: comparable(final), modelCalls: final.data["modelCalls"] };
+  return { text: comparable(final), modelCalls: final.data.program["modelCalls"] };
 }
 
 /**
@@ -88,8 +88,8 @@ async function referenceOutcome(h: Harness, scenario: ScenarioName, effects: str
  * call that maxSteps counts and that a run without a crash does not make.
  */
 function comparable(final: Awaited<ReturnType<typeof finalData>>): string {
-  const { modelCalls: _made, ...data } = final.data;
-  return canonicalJson({ ...final, data });
+  const { modelCalls: _made, ...program } = final.data.program;
+  return canonicalJson({ ...final, data: { ...final.data, program } });
 }
 
 /** How many times a clean run of the scenario reaches each fault point, traced in a worker process. */
@@ -135,7 +135,7 @@ async function crashAndRecover(h: Harness, recoverer: Child, effects: string, tr
   const ended = await finalData(h.store, runId);
   const final = comparable(ended);
   if (final !== reference.text) return `the run ended with ${final}; without a crash it ends with ${reference.text}`;
-  const made = ended.data["modelCalls"];
+  const made = ended.data.program["modelCalls"];
   if (made !== reference.modelCalls && made !== Number(reference.modelCalls) + 1) {
     return `the loop counted ${String(made)} model calls; without a crash it makes ${String(reference.modelCalls)}, and one crash adds one at most`;
   }

@@ -10,10 +10,11 @@ import {
   callIdOf,
   canonicalJson,
   faultPoint,
+  readEnvelope,
   type CallRecord,
   type CheckpointStore,
-  type JsonObject,
   type JsonValue,
+  type RunEnvelope,
   type ToolContext,
 } from "@durable/core";
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
@@ -193,7 +194,7 @@ export class ScenarioDriver {
       }
       if (!(error instanceof RecoveryNeedsDecision)) throw error;
       await this.#recoverAndFinish(scenario, runId, true);
-      return error.calls.map(([tool]) => tool).sort();
+      return error.calls.map(({ tool }) => tool).sort();
     }
   }
 
@@ -230,10 +231,10 @@ function approveAll(approvals: ReadonlyArray<{ readonly callId: string }>): Reco
   return Object.fromEntries(approvals.map((a) => [a.callId, true]));
 }
 
-/** What a finished run ended with: the data of its last checkpoint, which a crash must not change. */
-export async function finalData(store: CheckpointStore, runId: string): Promise<{ status: string; data: JsonObject }> {
+/** What a finished run ended with: the data of its last checkpoint (the driver's envelope), which a crash must not change. */
+export async function finalData(store: CheckpointStore, runId: string): Promise<{ status: string; data: RunEnvelope }> {
   const latest = await DurableRun.latest(store, sealer, runId);
-  return { status: latest.status, data: latest.data as JsonObject };
+  return { status: latest.status, data: readEnvelope(runId, latest.data) };
 }
 
 export { sealer as kitSealer };
