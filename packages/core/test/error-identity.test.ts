@@ -12,7 +12,7 @@ function samplesOf(copy: Copy) {
     new copy.CheckpointNotFound("r"),
     new copy.CheckpointConflict("r", "another worker holds the run."),
     new copy.CheckpointStoreCorrupt("r", "a signature does not match."),
-    new copy.RecoveryNeedsDecision("r", [["charge_card", "started with no result"]]),
+    new copy.RecoveryNeedsDecision("r", [{ callId: "1:pay:charge_card:d:0", tool: "charge_card", args: null, idempotencyKey: "k", why: "started with no result" }]),
     new copy.FlowError("the graph changed."),
     new copy.IdentityMismatch("r", "another user."),
     new copy.InvalidInput("a short key."),

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { Executor, ToolRegistry, callIdOf, type CheckpointStore, type DurableEvent, type Identity, type RunKind } from "@durable/core";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { recoverAllToolLoops, recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
-import { Tools } from "../../flow/test/helpers.js";
+import { Tools } from "@durable/test-utils/tools";
 
 export const KEY = "driver-tests-key-0123456789abcdef-xyz";
 

@@ -14,8 +14,9 @@ import {
   type CheckpointStore,
   type DurableEvent,
 } from "@durable/core";
-import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
-import { DyingStore, Tools, settle } from "../../flow/test/helpers.js";
+import { MemoryCheckpointStore } from "@durable/core";
+import { DyingStore, settle } from "@durable/test-utils/stores";
+import { Tools } from "@durable/test-utils/tools";
 import { PROGRAMS, orderTools, type Program } from "./programs.js";
 
 const ofType = <T extends DurableEvent["type"]>(events: readonly DurableEvent[], type: T) =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_ERROR_TEXT, ToolRegistry, readCallLog, sealerFor, type DurableEvent } from "@durable/core";
-import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
-import { DyingStore, settle } from "../../flow/test/helpers.js";
+import { MemoryCheckpointStore } from "@durable/core";
+import { DyingStore, settle } from "@durable/test-utils/stores";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 
 const KEY = "tool-errors-key-0123456789abcdef-xyz";
