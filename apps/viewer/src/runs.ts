@@ -1,16 +1,13 @@
 import {
   DurableError,
-  DurableRun,
-  readCallLog,
   readJsonlEvents,
-  type CallRecord,
   type CheckpointStore,
   type DurableEvent,
   type Identity,
   type JsonValue,
   type RunKind,
-  type Sealer,
 } from "@durable/core";
+import { DurableRun, readCallLog, type CallRecord, type Sealer } from "@durable/core/runner";
 
 /** What became of a call, as the viewer marks it. */
 export type CallMark = "ran" | "replayed" | "rerun" | "in doubt" | "waiting on approval";

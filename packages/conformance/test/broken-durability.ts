@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { recordRefusal, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import { recordRefusal, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
 import { MemoryCheckpointStore, type MemoryData } from "../../store-memory/src/index.js";
 import sqlite from "../../store-sqlite/test/conformance.js";

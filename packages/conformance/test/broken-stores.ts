@@ -1,4 +1,4 @@
-import { isEnded, recordRefusal, saveRefusal, type CheckpointRow, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import { isEnded, recordRefusal, saveRefusal, type CheckpointRow, type StoredCall, type StoredCheckpoint } from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
 import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "../../store-memory/src/index.js";
 import memory from "../../store-memory/test/conformance.js";

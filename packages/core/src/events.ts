@@ -1,4 +1,4 @@
-import type { RunKind, RunStatus } from "./store.js";
+import type { RunKind, RunStatus } from "./checkpoint-store.js";
 
 /** A call as events name it. */
 export interface CallRef {

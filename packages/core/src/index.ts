@@ -1,4 +1,5 @@
-export { canonicalJson, canonicalCopy, assertJson, type JsonValue, type JsonObject } from "./canonical.js";
+// `@durable/core`: what an application uses. Store authors take `@durable/core/store`,
+// runner packages `@durable/core/runner`; each entry re-exports, so a class is one class everywhere.
 export {
   DurableError,
   CheckpointNotFound,
@@ -12,56 +13,15 @@ export {
   ApprovalDenied,
   StoreUnavailable,
   StoreNotReady,
-  leavesRunForRecovery,
   type DurableErrorCode,
   type InDoubtReason,
 } from "./errors.js";
-export { Sealer, type CheckpointKey, type CheckpointKeys, type SealPurpose } from "./seal.js";
-export {
-  isEnded,
-  UNFINISHED,
-  type CheckpointStore,
-  type CheckpointRow,
-  type StoredCheckpoint,
-  type StoredCall,
-  type RunKind,
-  type RunStatus,
-} from "./store.js";
-export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./checkpoint.js";
-export { CallLog, readCallLog, isSegmentCounts, type CallRecord, type CallRecordKind, type CallEntry, type SegmentCounts } from "./call-log.js";
-export {
-  classifyCalls,
-  planReplay,
-  freshPlan,
-  type Classification,
-  type ReplayPlan,
-  type FinishedCall,
-  type InDoubtCall,
-  type PendingCall,
-} from "./replay.js";
 export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./tools.js";
+export { Executor, type Decisions, type ApprovalDecision, type ApprovalPort, type ApprovalRequest } from "./executor.js";
+export { idempotencyKey } from "./idempotency.js";
 export {
-  Executor,
-  CallScope,
-  bindDecisions,
-  type Decisions,
-  type CallOutcome,
-  type CallScopeInit,
-  type ApprovalDecision,
-  type BoundDecision,
-  type ApprovalPort,
-  type ApprovalRequest,
-} from "./executor.js";
-export { idempotencyKey, idempotencyKeyFor } from "./idempotency.js";
-export { callIdOf } from "./call-id.js";
-export { identityOf, resumeIdentity, type Identity } from "./identity.js";
-export { newRunId, assertRunId, assertRunName, assertStorableText, MAX_RUN_ID_LENGTH, MAX_NAME_LENGTH } from "./run-id.js";
-export { DurableRun, type RunStart } from "./run.js";
-export {
-  emit,
   type DurableEvent,
   type EventSink,
-  type EventInput,
   type CallRef,
   type LoopStage,
   type CheckpointSaved,
@@ -72,6 +32,8 @@ export {
   type RunEnded,
 } from "./events.js";
 export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
-export { faultPoint, parseFaultPoint, FAULT_POINTS, FAULT_POINT_VARIABLE, type FaultPoint, type ArmedFaultPoint } from "./fault-points.js";
-export { checkRunnerOptions, checkExecutor, checkRegistry, checkOptionTypes, describeType, type OptionType } from "./options.js";
-export { saveRefusal, recordRefusal, type RunHead } from "./protocol.js";
+export { newRunId } from "./run-id.js";
+export type { Identity } from "./identity.js";
+export type { CheckpointKey, CheckpointKeys } from "./seal.js";
+export type { CheckpointStore, RunKind, RunStatus } from "./checkpoint-store.js";
+export type { JsonValue, JsonObject } from "./canonical.js";

@@ -1,16 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  CallScope,
-  Executor,
-  ToolRegistry,
-  callIdOf,
-  freshPlan,
-  idempotencyKey,
-  planReplay,
-  readCallLog,
-  type JsonValue,
-} from "@durable/core";
+import { Executor, ToolRegistry, idempotencyKey, type JsonValue } from "@durable/core";
+import { CallScope, callIdOf, freshPlan, planReplay, readCallLog } from "@durable/core/runner";
 import { sealer, startRun } from "./helpers.js";
 
 const ITEMS = ["apple", "pear", "plum"];

@@ -1,13 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  CallLog,
-  CheckpointStoreCorrupt,
-  DurableRun,
-  Sealer,
-  readCallLog,
-  type CallEntry,
-  type StoredCall,
-} from "@durable/core";
+import { CheckpointStoreCorrupt, type StoredCall } from "@durable/core/store";
+import { CallLog, DurableRun, Sealer, readCallLog, type CallEntry } from "@durable/core/runner";
 import { OLD_KEY, TamperedStore, editSealed, sealer, startRun } from "./helpers.js";
 
 const entry = (callId: string, kind: CallEntry["kind"] = "started"): CallEntry => ({

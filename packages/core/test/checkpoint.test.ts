@@ -1,14 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { CheckpointStoreCorrupt, InvalidInput, type CheckpointStore } from "@durable/core";
 import {
-  CheckpointStoreCorrupt,
   DurableRun,
-  InvalidInput,
   MAX_RUN_ID_LENGTH,
   Sealer,
   openCheckpoint,
   sealerFor,
-  type CheckpointStore,
-} from "@durable/core";
+} from "@durable/core/runner";
 import { KEY, MemoryCheckpointStore, TamperedStore, collect, editSealed, sealer, startRun } from "./helpers.js";
 
 describe("sealed checkpoints", () => {

@@ -14,8 +14,8 @@ import {
   StoreNotReady,
   StoreUnavailable,
   UnrecordableResult,
-  leavesRunForRecovery,
 } from "@durable/core";
+import { leavesRunForRecovery } from "@durable/core/runner";
 
 /** One instance of every error class core exports. */
 const samples: readonly DurableError[] = [

@@ -2,7 +2,8 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { emit, jsonlEventSink, readJsonlEvents } from "@durable/core";
+import { jsonlEventSink, readJsonlEvents } from "@durable/core";
+import { emit } from "@durable/core/runner";
 
 const dir = mkdtempSync(join(tmpdir(), "durable-events-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,21 +1,23 @@
 import { describe, expect, it } from "vitest";
 import {
-  CallScope,
   DurableError,
-  DurableRun,
-  canonicalJson,
   Executor,
   InvalidInput,
   ToolRegistry,
   UnrecordableResult,
+  idempotencyKey,
+} from "@durable/core";
+import {
+  CallScope,
+  DurableRun,
+  canonicalJson,
   classifyCalls,
   freshPlan,
-  idempotencyKey,
   leavesRunForRecovery,
   planReplay,
   readCallLog,
   type ReplayPlan,
-} from "@durable/core";
+} from "@durable/core/runner";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {

@@ -1,5 +1,6 @@
 /** Runs two calls and a save through core, for the fault-point tests: prints "finished" unless a fault point killed it. */
-import { CallScope, DurableRun, Executor, Sealer, ToolRegistry, faultPoint, freshPlan } from "../src/index.js";
+import { Executor, ToolRegistry } from "../src/index.js";
+import { CallScope, DurableRun, Sealer, faultPoint, freshPlan } from "../src/runner.js";
 import { MemoryCheckpointStore } from "../../store-memory/src/memory-store.js";
 
 const store = new MemoryCheckpointStore();

@@ -1,20 +1,15 @@
 import { describe, expect, it } from "vitest";
+import { Executor, ToolRegistry, type JsonValue } from "@durable/core";
+import { CheckpointConflict, CheckpointStoreCorrupt, InvalidInput, type CheckpointRow } from "@durable/core/store";
 import {
   CallScope,
-  CheckpointConflict,
-  CheckpointStoreCorrupt,
   DurableRun,
-  Executor,
-  InvalidInput,
-  ToolRegistry,
   bindDecisions,
   canonicalJson,
   freshPlan,
   planReplay,
   readCallLog,
-  type CheckpointRow,
-  type JsonValue,
-} from "@durable/core";
+} from "@durable/core/runner";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("a tool's result", () => {

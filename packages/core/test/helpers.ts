@@ -1,10 +1,5 @@
-import {
-  DurableRun,
-  Sealer,
-  type CheckpointStore,
-  type StoredCall,
-  type StoredCheckpoint,
-} from "@durable/core";
+import type { CheckpointStore, StoredCall, StoredCheckpoint } from "@durable/core/store";
+import { DurableRun, Sealer } from "@durable/core/runner";
 import { MemoryCheckpointStore } from "../../store-memory/src/memory-store.js";
 
 export const KEY = "k".repeat(32);

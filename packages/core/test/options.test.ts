@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Executor, InvalidInput, Sealer, ToolRegistry, bindDecisions, checkRunnerOptions, identityOf, type CheckpointKeys } from "@durable/core";
+import { Executor, InvalidInput, ToolRegistry, type CheckpointKeys } from "@durable/core";
+import { Sealer, bindDecisions, checkRunnerOptions, identityOf } from "@durable/core/runner";
 import { KEY, MemoryCheckpointStore } from "./helpers.js";
 
 /** The InvalidInput `run` throws; fails the test if it throws anything else or nothing. */

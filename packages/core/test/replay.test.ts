@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { RecoveryNeedsDecision, ToolRegistry, classifyCalls, planReplay, type CallRecord } from "@durable/core";
+import { RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import { classifyCalls, planReplay, type CallRecord } from "@durable/core/runner";
 
 let seq = 0;
 const rec = (callId: string, kind: CallRecord["kind"], extra: Partial<CallRecord> = {}): CallRecord => ({

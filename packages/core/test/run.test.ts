@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  CheckpointConflict,
-  CheckpointNotFound,
-  DurableRun,
-  IdentityMismatch,
-  newRunId,
-  resumeIdentity,
-} from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, IdentityMismatch, newRunId } from "@durable/core";
+import { DurableRun, resumeIdentity } from "@durable/core/runner";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("DurableRun", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointStoreCorrupt, InvalidInput, Sealer } from "@durable/core";
+import { CheckpointStoreCorrupt, InvalidInput } from "@durable/core";
+import { Sealer } from "@durable/core/runner";
 import { KEY, OLD_KEY } from "./helpers.js";
 
 describe("Sealer", () => {

@@ -1,4 +1,5 @@
-import { CheckpointStoreCorrupt, type BoundDecision, type JsonObject, type JsonValue } from "@durable/core";
+import { CheckpointStoreCorrupt, type JsonObject, type JsonValue } from "@durable/core";
+import type { BoundDecision } from "@durable/core/runner";
 
 /** A call waiting on an approval, as a paused result lists it. */
 export interface Approval {

@@ -1,8 +1,19 @@
 import {
-  CallScope,
   CheckpointConflict,
-  DurableRun,
   FlowError,
+  newRunId,
+  type Decisions,
+  type CheckpointKeys,
+  type CheckpointStore,
+  type EventSink,
+  type Executor,
+  type Identity,
+  type JsonObject,
+  type RunStatus,
+} from "@durable/core";
+import {
+  CallScope,
+  DurableRun,
   bindDecisions,
   checkExecutor,
   checkRunnerOptions,
@@ -11,22 +22,13 @@ import {
   freshPlan,
   identityOf,
   leavesRunForRecovery,
-  newRunId,
   planReplay,
   resumeIdentity,
   sealerFor,
-  type Decisions,
   type CheckpointBody,
-  type CheckpointKeys,
-  type CheckpointStore,
-  type EventSink,
-  type Executor,
-  type Identity,
-  type JsonObject,
   type ReplayPlan,
-  type RunStatus,
   type Sealer,
-} from "@durable/core";
+} from "@durable/core/runner";
 import type { Flow } from "./flow.js";
 import { readFlowData, toJson, type Approval, type FlowData } from "./flow-data.js";
 import { checkStoredState, settleState } from "./schema.js";

@@ -8,8 +8,8 @@ import {
   InvalidInput,
   RecoveryNeedsDecision,
   ToolRegistry,
-  callIdOf,
 } from "@durable/core";
+import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";
 

@@ -5,7 +5,8 @@
  * prints what it ended with as one JSON line.
  */
 import { readFileSync } from "node:fs";
-import { CheckpointNotFound, DurableRun, Executor, RecoveryNeedsDecision, sealerFor } from "@durable/core";
+import { CheckpointNotFound, Executor, RecoveryNeedsDecision } from "@durable/core";
+import { DurableRun, sealerFor } from "@durable/core/runner";
 import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
 import { FlowRunner } from "../src/index.js";
 import { INPUT, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./call-identity.js";

@@ -1,4 +1,5 @@
-import { Executor, ToolRegistry, type CheckpointRow, type CheckpointStore, type DurableEvent, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import { Executor, ToolRegistry, type DurableEvent } from "@durable/core";
+import type { CheckpointRow, CheckpointStore, StoredCall, StoredCheckpoint } from "@durable/core/store";
 import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { z } from "zod";
 import { Call, Flow, FlowRunner } from "../src/index.js";

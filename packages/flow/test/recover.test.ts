@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
-  callIdOf,
   CheckpointConflict,
   CheckpointNotFound,
   FlowError,
@@ -10,6 +9,7 @@ import {
   ToolRegistry,
   type DurableEvent,
 } from "@durable/core";
+import { callIdOf } from "@durable/core/runner";
 import { Call, Flow } from "../src/index.js";
 import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, ticketsFlow } from "./helpers.js";
 

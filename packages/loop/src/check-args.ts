@@ -1,4 +1,5 @@
-import { InvalidInput, checkRegistry, checkRunnerOptions, describeType } from "@durable/core";
+import { InvalidInput } from "@durable/core";
+import { checkRegistry, checkRunnerOptions, describeType } from "@durable/core/runner";
 
 const ROLES: ReadonlySet<unknown> = new Set(["system", "user", "assistant", "tool"]);
 

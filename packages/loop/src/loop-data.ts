@@ -1,4 +1,5 @@
-import { CheckpointStoreCorrupt, type BoundDecision, type JsonValue, type LoopStage } from "@durable/core";
+import { CheckpointStoreCorrupt, type JsonValue, type LoopStage } from "@durable/core";
+import type { BoundDecision } from "@durable/core/runner";
 import type { Message } from "./model.js";
 
 /** A call waiting on an approval, as a paused result lists it. */

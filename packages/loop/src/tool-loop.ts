@@ -1,10 +1,21 @@
 import {
-  CallScope,
   CheckpointConflict,
   CheckpointNotFound,
-  DurableRun,
   Executor,
   InvalidInput,
+  newRunId,
+  type ApprovalPort,
+  type Decisions,
+  type CheckpointKeys,
+  type CheckpointStore,
+  type EventSink,
+  type Identity,
+  type RunStatus,
+  type ToolRegistry,
+} from "@durable/core";
+import {
+  CallScope,
+  DurableRun,
   bindDecisions,
   canonicalCopy,
   emit,
@@ -12,23 +23,14 @@ import {
   freshPlan,
   identityOf,
   leavesRunForRecovery,
-  newRunId,
   planReplay,
   resumeIdentity,
   sealerFor,
-  type ApprovalPort,
   type CallRecord,
-  type Decisions,
   type CheckpointBody,
-  type CheckpointKeys,
-  type CheckpointStore,
-  type EventSink,
-  type Identity,
   type ReplayPlan,
-  type RunStatus,
   type Sealer,
-  type ToolRegistry,
-} from "@durable/core";
+} from "@durable/core/runner";
 import { checkLoopArgs, checkMessages } from "./check-args.js";
 import { readLoopData, toJson, type LoopApproval, type LoopData } from "./loop-data.js";
 import type { LoopModel, Message, ToolCallRequest, ToolSpec } from "./model.js";

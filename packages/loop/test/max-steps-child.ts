@@ -5,7 +5,8 @@
  * really makes, then marks `model.inside`, where DURABLE_FAULT_POINT may kill it.
  */
 import { appendFileSync } from "node:fs";
-import { CheckpointNotFound, DurableRun, Sealer, ToolRegistry, faultPoint } from "@durable/core";
+import { CheckpointNotFound, ToolRegistry } from "@durable/core";
+import { DurableRun, Sealer, faultPoint } from "@durable/core/runner";
 import { SQLiteCheckpointStore } from "../../store-sqlite/src/index.js";
 import { recoverToolLoop, runToolLoop, type LoopModel } from "../src/index.js";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
+import { CheckpointConflict, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry, type DurableEvent } from "@durable/core";
+import { callIdOf } from "@durable/core/runner";
 import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.

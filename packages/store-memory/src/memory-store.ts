@@ -8,7 +8,7 @@ import {
   type CheckpointStore,
   type StoredCall,
   type StoredCheckpoint,
-} from "@durable/core";
+} from "@durable/core/store";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {

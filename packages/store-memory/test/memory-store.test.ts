@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus } from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus } from "@durable/core/store";
 import { MemoryCheckpointStore } from "../src/index.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({

@@ -12,7 +12,7 @@ import {
   type RunStatus,
   type StoredCall,
   type StoredCheckpoint,
-} from "@durable/core";
+} from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
 import { borrow, connect, type Connection, type PrismaClientStoreOptions, type PrismaStoreOptions } from "./connection.js";
 import { wrap } from "./failures.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { InvalidInput, type CheckpointRow } from "@durable/core/store";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, testDatabase } from "./databases.js";
 // The proxy is shared with the Redis store's fault tests.

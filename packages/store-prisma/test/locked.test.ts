@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { InvalidInput, type CheckpointRow } from "@durable/core/store";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { removeSqlite, sqliteUrl } from "./databases.js";
 // The stores' fault tests share their checks.

@@ -3,7 +3,8 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, Sealer, StoreNotReady, StoreUnavailable, sealCheckpoint } from "@durable/core";
+import { InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/store";
+import { Sealer, sealCheckpoint } from "@durable/core/runner";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
 // The script runner is shared with the SQLite store's tests.

@@ -11,7 +11,7 @@ import {
   type RunStatus,
   type StoredCall,
   type StoredCheckpoint,
-} from "@durable/core";
+} from "@durable/core/store";
 import { Connection, type RedisLikeClient } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
 import { BUCKETS, checkPrefix, hex, indexKeys, indexMember, keyPattern, runIdOf, runKeys, type RunKeys } from "./keys.js";

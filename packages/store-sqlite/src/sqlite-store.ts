@@ -13,7 +13,7 @@ import {
   type RunStatus,
   type StoredCall,
   type StoredCheckpoint,
-} from "@durable/core";
+} from "@durable/core/store";
 import { storeError } from "./errors.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CheckpointStoreCorrupt, DurableRun, Sealer, StoreUnavailable, readCallLog, type JsonObject, type JsonValue } from "@durable/core";
+import { CheckpointStoreCorrupt, StoreUnavailable, type JsonObject, type JsonValue } from "@durable/core";
+import { DurableRun, Sealer, readCallLog } from "@durable/core/runner";
 import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { RawAccess } from "../initializer.js";

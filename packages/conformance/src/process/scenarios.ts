@@ -1,21 +1,23 @@
 import { appendFileSync } from "node:fs";
 import {
   CheckpointNotFound,
-  DurableRun,
   Executor,
   RecoveryNeedsDecision,
-  Sealer,
   StoreUnavailable,
   ToolRegistry,
-  callIdOf,
-  canonicalJson,
-  faultPoint,
-  type CallRecord,
   type CheckpointStore,
   type JsonObject,
   type JsonValue,
   type ToolContext,
 } from "@durable/core";
+import {
+  DurableRun,
+  Sealer,
+  callIdOf,
+  canonicalJson,
+  faultPoint,
+  type CallRecord,
+} from "@durable/core/runner";
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
 import { recoverToolLoop, runToolLoop, type LoopModel, type LoopResult, type Message, type ModelReply } from "@durable/loop";
 import { KIT_KEY } from "../harness.js";
