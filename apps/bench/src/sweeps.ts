@@ -1,4 +1,5 @@
-import { DurableRun, Sealer, StoreUnavailable, type CheckpointStore } from "@durable/core";
+import { type CheckpointStore, StoreUnavailable } from "@durable/core";
+import { DurableRun, Sealer } from "@durable/core/runner";
 import { Flow } from "@durable/flow";
 import { z } from "zod";
 import { latencyOf, round, timed } from "./stats.js";

@@ -1,4 +1,5 @@
-import { Executor, StoreUnavailable, ToolRegistry, type CheckpointRow, type CheckpointStore } from "@durable/core";
+import { Executor, ToolRegistry } from "@durable/core";
+import { type CheckpointRow, type CheckpointStore, StoreUnavailable } from "@durable/core/store";
 import { Flow, FlowRunner } from "@durable/flow";
 import { ticketsFlow } from "@durable-apps/demo/tickets";
 import { z } from "zod";

@@ -1,4 +1,4 @@
-import { readJsonlEvents, type CheckpointStore } from "@durable/core";
+import { type CheckpointStore, readJsonlEvents } from "@durable/core";
 import { tickets } from "./tickets.js";
 
 /**

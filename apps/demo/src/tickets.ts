@@ -1,5 +1,5 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import { ToolRegistry, idempotencyKey } from "@durable/core";
+import { idempotencyKey, ToolRegistry } from "@durable/core";
 import { Call, Flow } from "@durable/flow";
 import { z } from "zod";
 

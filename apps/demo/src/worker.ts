@@ -4,7 +4,7 @@
  *   worker.ts second [options]   recovers every unfinished run of the flow
  */
 import { createInterface } from "node:readline/promises";
-import { Executor, RecoveryNeedsDecision, jsonlEventSink, type CheckpointStore, type DurableEvent } from "@durable/core";
+import { type CheckpointStore, type DurableEvent, Executor, jsonlEventSink, RecoveryNeedsDecision } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { parseCommandLine } from "./command-line.js";
 import { DEMO_COMMAND, demoOptions } from "./options.js";

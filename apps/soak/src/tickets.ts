@@ -1,5 +1,5 @@
 import { appendFileSync } from "node:fs";
-import { ToolRegistry, idempotencyKey } from "@durable/core";
+import { idempotencyKey, ToolRegistry } from "@durable/core";
 import { ticketsFlow } from "@durable-apps/demo/tickets";
 
 /**

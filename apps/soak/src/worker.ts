@@ -9,7 +9,7 @@
  * SOAK_TOOL_MS: how long each tool takes (default 0–4 ms).
  */
 import { appendFileSync } from "node:fs";
-import { CheckpointNotFound, Executor, RecoveryNeedsDecision, StoreUnavailable, type EventSink } from "@durable/core";
+import { CheckpointNotFound, type EventSink, Executor, RecoveryNeedsDecision, StoreUnavailable } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { KEY, openSoakStore } from "./store.js";
 import { order, runIdOf, soakFlow, soakTools } from "./tickets.js";

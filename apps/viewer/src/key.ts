@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
-import { InvalidInput, Sealer } from "@durable/core";
+import { InvalidInput } from "@durable/core";
+import { Sealer } from "@durable/core/runner";
 import { CommandLineError } from "@durable-apps/demo/command-line-error";
 import { DEMO_KEY } from "@durable-apps/demo/store-url";
 

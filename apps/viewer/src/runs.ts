@@ -1,16 +1,5 @@
-import {
-  DurableError,
-  DurableRun,
-  readCallLog,
-  readJsonlEvents,
-  type CallRecord,
-  type CheckpointStore,
-  type DurableEvent,
-  type Identity,
-  type JsonValue,
-  type RunKind,
-  type Sealer,
-} from "@durable/core";
+import { type CheckpointStore, DurableError, type DurableEvent, type Identity, type JsonValue, readJsonlEvents, type RunKind } from "@durable/core";
+import { type CallRecord, DurableRun, readCallLog, type Sealer } from "@durable/core/runner";
 
 /** What became of a call, as the viewer marks it. */
 export type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "in doubt" | "waiting on approval";

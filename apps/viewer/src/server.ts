@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { CheckpointStore, Sealer } from "@durable/core";
+import type { CheckpointStore } from "@durable/core";
+import type { Sealer } from "@durable/core/runner";
 import { notFoundPage, runPage, runsPage } from "./pages.js";
 import { readOneRun, readRuns } from "./runs.js";
 

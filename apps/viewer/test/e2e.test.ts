@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sealer } from "@durable/core";
+import { Sealer } from "@durable/core/runner";
 import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/demo/store-url";
 import { startViewer } from "../src/server.js";
 

@@ -1,15 +1,6 @@
-import {
-  Sealer,
-  newRunId,
-  sealCheckpoint,
-  type CallRecord,
-  type CheckpointRow,
-  type CheckpointStore,
-  type JsonValue,
-  type RunKind,
-  type RunStatus,
-  type SegmentCounts,
-} from "@durable/core";
+import { type JsonValue, newRunId } from "@durable/core";
+import type { CheckpointRow, CheckpointStore, RunKind, RunStatus } from "@durable/core/store";
+import { type CallRecord, sealCheckpoint, Sealer, type SegmentCounts } from "@durable/core/runner";
 import type { ConformanceInitializer, RawAccess } from "./initializer.js";
 
 /** The key the kit seals with. Stores never see keys; any 32 bytes do. */

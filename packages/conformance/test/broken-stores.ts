@@ -1,14 +1,5 @@
-import {
-  MemoryCheckpointStore,
-  isEnded,
-  recordRefusal,
-  saveRefusal,
-  type CheckpointRow,
-  type MemoryData,
-  type MemoryRun,
-  type StoredCall,
-  type StoredCheckpoint,
-} from "@durable/core";
+import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
+import { type CheckpointRow, isEnded, recordRefusal, saveRefusal, type StoredCall, type StoredCheckpoint } from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
 import memory from "./memory.js";
 

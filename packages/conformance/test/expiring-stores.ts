@@ -1,4 +1,4 @@
-import type { CheckpointRow, StoredCall, StoredCheckpoint } from "@durable/core";
+import type { CheckpointRow, StoredCall, StoredCheckpoint } from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
 import { ForkedMemoryStore } from "./broken-stores.js";
 

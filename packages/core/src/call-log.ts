@@ -1,7 +1,7 @@
 import type { JsonValue } from "./canonical.js";
 import { CheckpointStoreCorrupt } from "./errors.js";
 import type { Sealer } from "./seal.js";
-import type { CheckpointStore } from "./store.js";
+import type { CheckpointStore } from "./checkpoint-store.js";
 
 /**
  * What a record says of a call: `started` before the tool can run, then `done`

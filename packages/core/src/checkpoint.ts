@@ -1,7 +1,7 @@
 import type { JsonValue } from "./canonical.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "./errors.js";
 import { Sealer, type CheckpointKeys } from "./seal.js";
-import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "./store.js";
+import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "./checkpoint-store.js";
 import type { Identity } from "./identity.js";
 import { isSegmentCounts, type SegmentCounts } from "./call-log.js";
 

@@ -11,7 +11,7 @@ import { freshPlan, planReplay, type PendingCall, type ReplayPlan } from "./repl
 import { newRunId } from "./run-id.js";
 import { DurableRun } from "./run.js";
 import type { Sealer } from "./seal.js";
-import { isEnded, type CheckpointStore, type RunKind } from "./store.js";
+import { isEnded, type CheckpointStore, type RunKind } from "./checkpoint-store.js";
 import type { ToolRegistry } from "./tools.js";
 
 /** A run paused for decisions on its pending approvals: what `run`, `recover` and `resume` return then. */

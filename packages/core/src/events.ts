@@ -1,5 +1,5 @@
 import type { InDoubtCall } from "./errors.js";
-import type { RunKind, RunStatus } from "./store.js";
+import type { RunKind, RunStatus } from "./checkpoint-store.js";
 
 /** A call as events name it. */
 export interface CallRef {

@@ -8,7 +8,7 @@ import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { Identity } from "./identity.js";
 import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
 import { checkDecisions, checkExecutorArgs, readDecision } from "./options.js";
-import type { RunKind } from "./store.js";
+import type { RunKind } from "./checkpoint-store.js";
 import type { ToolRegistry } from "./tools.js";
 
 /** A decision on an approval. */

@@ -1,6 +1,6 @@
 import { CheckpointNotFound, InvalidInput } from "./errors.js";
 import { recordRefusal, saveRefusal } from "./protocol.js";
-import { isEnded, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "./store.js";
+import { isEnded, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "./checkpoint-store.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {

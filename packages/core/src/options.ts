@@ -1,5 +1,5 @@
 import { InvalidInput } from "./errors.js";
-import type { CheckpointStore } from "./store.js";
+import type { CheckpointStore } from "./checkpoint-store.js";
 
 /** The types an option can be checked for. */
 export type OptionType = "boolean" | "string" | "function" | "object";

@@ -1,5 +1,5 @@
 import { CheckpointConflict, CheckpointNotFound } from "./errors.js";
-import { isEnded, type CheckpointRow, type RunKind, type RunStatus } from "./store.js";
+import { isEnded, type CheckpointRow, type RunKind, type RunStatus } from "./checkpoint-store.js";
 
 /** Where a run stands, as a store's latest row for it says: what the protocol's rules read. */
 export interface RunHead {

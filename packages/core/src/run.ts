@@ -7,7 +7,7 @@ import type { Identity } from "./identity.js";
 import { faultPoint } from "./fault-points.js";
 import { assertRunId, assertRunName } from "./run-id.js";
 import type { Sealer } from "./seal.js";
-import type { CheckpointRow, CheckpointStore, RunKind, RunStatus } from "./store.js";
+import type { CheckpointRow, CheckpointStore, RunKind, RunStatus } from "./checkpoint-store.js";
 
 /** What a new run starts from. */
 export interface RunStart {

@@ -1,16 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  CallScope,
-  Executor,
-  ToolRegistry,
-  callIdOf,
-  freshPlan,
-  idempotencyKey,
-  planReplay,
-  readCallLog,
-  type JsonValue,
-} from "../src/index.js";
+import { Executor, idempotencyKey, type JsonValue, ToolRegistry } from "../src/index.js";
+import { callIdOf, CallScope, freshPlan, planReplay, readCallLog } from "../src/runner.js";
 import { sealer, startRun } from "./helpers.js";
 
 const ITEMS = ["apple", "pear", "plum"];

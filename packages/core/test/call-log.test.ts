@@ -1,13 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  CallLog,
-  CheckpointStoreCorrupt,
-  DurableRun,
-  Sealer,
-  readCallLog,
-  type CallEntry,
-  type StoredCall,
-} from "../src/index.js";
+import { CheckpointStoreCorrupt, type StoredCall } from "../src/store.js";
+import { type CallEntry, CallLog, DurableRun, readCallLog, Sealer } from "../src/runner.js";
 import { OLD_KEY, TamperedStore, editSealed, sealer, startRun } from "./helpers.js";
 
 const entry = (callId: string, kind: CallEntry["kind"] = "started"): CallEntry => ({

@@ -1,14 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  CheckpointStoreCorrupt,
-  DurableRun,
-  InvalidInput,
-  MAX_RUN_ID_LENGTH,
-  Sealer,
-  openCheckpoint,
-  sealerFor,
-  type CheckpointStore,
-} from "../src/index.js";
+import { type CheckpointStore, CheckpointStoreCorrupt, InvalidInput } from "../src/index.js";
+import { DurableRun, MAX_RUN_ID_LENGTH, openCheckpoint, Sealer, sealerFor } from "../src/runner.js";
 import { KEY, MemoryCheckpointStore, TamperedStore, collect, editSealed, sealer, startRun } from "./helpers.js";
 
 describe("sealed checkpoints", () => {

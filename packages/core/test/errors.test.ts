@@ -1,23 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import * as core from "../src/index.js";
-import {
-  ApprovalDenied,
-  CheckpointConflict,
-  CheckpointNotFound,
-  CheckpointStoreCorrupt,
-  DurableError,
-  FlowError,
-  IdentityMismatch,
-  InvalidInput,
-  RecoveryNeedsDecision,
-  StoreNotReady,
-  StoreUnavailable,
-  UnrecordableResult,
-  MAX_ERROR_TEXT,
-  errorText,
-  leavesRunForRecovery,
-} from "../src/index.js";
+import { ApprovalDenied, CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt, DurableError, FlowError, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, StoreNotReady, StoreUnavailable, UnrecordableResult } from "../src/index.js";
+import { errorText, leavesRunForRecovery, MAX_ERROR_TEXT } from "../src/runner.js";
 
 /** One instance of every error class core exports. */
 const samples: readonly DurableError[] = [

@@ -2,7 +2,8 @@ import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { emit, jsonlEventSink, readJsonlEvents } from "../src/index.js";
+import { jsonlEventSink, readJsonlEvents } from "../src/index.js";
+import { emit } from "../src/runner.js";
 
 const dir = mkdtempSync(join(tmpdir(), "durable-events-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

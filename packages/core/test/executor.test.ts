@@ -1,23 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  CallScope,
-  CheckpointStoreCorrupt,
-  DurableError,
-  DurableRun,
-  canonicalJson,
-  Executor,
-  InvalidInput,
-  ToolRegistry,
-  UnrecordableResult,
-  classifyCalls,
-  freshPlan,
-  idempotencyKey,
-  leavesRunForRecovery,
-  planReplay,
-  readCallLog,
-  type DurableEvent,
-  type ReplayPlan,
-} from "../src/index.js";
+import { CheckpointStoreCorrupt, DurableError, type DurableEvent, Executor, idempotencyKey, InvalidInput, ToolRegistry, UnrecordableResult } from "../src/index.js";
+import { CallScope, canonicalJson, classifyCalls, DurableRun, freshPlan, leavesRunForRecovery, planReplay, readCallLog, type ReplayPlan } from "../src/runner.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {

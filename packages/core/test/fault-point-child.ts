@@ -1,5 +1,6 @@
 /** Runs two calls and a save through core, for the fault-point tests: prints "finished" unless a fault point killed it. */
-import { CallScope, DurableRun, Executor, MemoryCheckpointStore, Sealer, ToolRegistry, faultPoint, freshPlan } from "../src/index.js";
+import { Executor, MemoryCheckpointStore, ToolRegistry } from "../src/index.js";
+import { CallScope, DurableRun, faultPoint, freshPlan, Sealer } from "../src/runner.js";
 
 const store = new MemoryCheckpointStore();
 const { run } = await DurableRun.start({ store, sealer: Sealer.unsigned(), runId: "r", flow: "f", kind: "flow", identity: {}, data: {} });

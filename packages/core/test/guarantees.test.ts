@@ -1,20 +1,7 @@
 import { describe, expect, it } from "vitest";
-import {
-  CallScope,
-  CheckpointConflict,
-  CheckpointStoreCorrupt,
-  DurableRun,
-  Executor,
-  InvalidInput,
-  ToolRegistry,
-  bindDecisions,
-  canonicalJson,
-  freshPlan,
-  planReplay,
-  readCallLog,
-  type CheckpointRow,
-  type JsonValue,
-} from "../src/index.js";
+import { Executor, type JsonValue, ToolRegistry } from "../src/index.js";
+import { CheckpointConflict, type CheckpointRow, CheckpointStoreCorrupt, InvalidInput } from "../src/store.js";
+import { bindDecisions, CallScope, canonicalJson, DurableRun, freshPlan, planReplay, readCallLog } from "../src/runner.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("a tool's result", () => {

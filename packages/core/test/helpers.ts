@@ -1,11 +1,6 @@
-import {
-  DurableRun,
-  MemoryCheckpointStore,
-  Sealer,
-  type CheckpointStore,
-  type StoredCall,
-  type StoredCheckpoint,
-} from "../src/index.js";
+import { MemoryCheckpointStore } from "../src/index.js";
+import type { CheckpointStore, StoredCall, StoredCheckpoint } from "../src/store.js";
+import { DurableRun, Sealer } from "../src/runner.js";
 
 export const KEY = "k".repeat(32);
 export const OLD_KEY = "o".repeat(32);

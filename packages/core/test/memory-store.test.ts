@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, CheckpointNotFound, MemoryCheckpointStore, type CheckpointRow, type RunStatus } from "../src/index.js";
+import { MemoryCheckpointStore } from "../src/index.js";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus } from "../src/store.js";
 import { collect } from "./helpers.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({

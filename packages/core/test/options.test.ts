@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Executor, InvalidInput, Sealer, ToolRegistry, bindDecisions, checkRunnerOptions, identityOf, type CheckpointKeys } from "../src/index.js";
+import { type CheckpointKeys, Executor, InvalidInput, ToolRegistry } from "../src/index.js";
+import { bindDecisions, checkRunnerOptions, identityOf, Sealer } from "../src/runner.js";
 import { KEY, MemoryCheckpointStore } from "./helpers.js";
 
 /** The InvalidInput `run` throws; fails the test if it throws anything else or nothing. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { RecoveryNeedsDecision, ToolRegistry, classifyCalls, idempotencyKeyFor, planReplay, type CallRecord } from "../src/index.js";
+import { RecoveryNeedsDecision, ToolRegistry } from "../src/index.js";
+import { type CallRecord, classifyCalls, idempotencyKeyFor, planReplay } from "../src/runner.js";
 
 let seq = 0;
 const rec = (callId: string, kind: CallRecord["kind"], extra: Partial<CallRecord> = {}): CallRecord => ({

@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  CheckpointConflict,
-  CheckpointNotFound,
-  DurableRun,
-  IdentityMismatch,
-  newRunId,
-  resumeIdentity,
-} from "../src/index.js";
+import { CheckpointConflict, CheckpointNotFound, IdentityMismatch, newRunId } from "../src/index.js";
+import { DurableRun, resumeIdentity } from "../src/runner.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("DurableRun", () => {

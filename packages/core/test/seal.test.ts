@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointStoreCorrupt, InvalidInput, Sealer } from "../src/index.js";
+import { CheckpointStoreCorrupt, InvalidInput } from "../src/index.js";
+import { Sealer } from "../src/runner.js";
 import { KEY, OLD_KEY } from "./helpers.js";
 
 describe("Sealer", () => {

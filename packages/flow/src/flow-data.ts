@@ -1,4 +1,5 @@
-import { CheckpointStoreCorrupt, isArrayOf, isCount, isJsonObject, isRecordOf, isString, type JsonObject, type JsonValue } from "@durable/core";
+import { CheckpointStoreCorrupt, type JsonObject, type JsonValue } from "@durable/core";
+import { isArrayOf, isCount, isJsonObject, isRecordOf, isString } from "@durable/core/runner";
 
 /** What a flow seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
 export interface FlowData<S = JsonObject> {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { FlowError, assertStorableText, canonicalJson, type Identity, type JsonValue } from "@durable/core";
+import { FlowError, type Identity, type JsonValue } from "@durable/core";
+import { assertStorableText, canonicalJson } from "@durable/core/runner";
 import { Call } from "./call.js";
 
 /** What a function node gets besides the state. */

@@ -1,23 +1,5 @@
-import {
-  FlowError,
-  RunDriver,
-  checkExecutor,
-  checkRunnerOptions,
-  sealerFor,
-  type CheckpointKeys,
-  type CheckpointStore,
-  type Decisions,
-  type DriverOptions,
-  type EventSink,
-  type Executor,
-  type Identity,
-  type JsonObject,
-  type PausedResult,
-  type RecoverOptions,
-  type RunProgram,
-  type StepContext,
-  type StepOutcome,
-} from "@durable/core";
+import { type CheckpointKeys, type CheckpointStore, type Decisions, type EventSink, type Executor, FlowError, type Identity, type JsonObject, type PausedResult, type RecoverOptions } from "@durable/core";
+import { checkExecutor, checkRunnerOptions, type DriverOptions, RunDriver, type RunProgram, sealerFor, type StepContext, type StepOutcome } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
 import { checkStoredState, settleState } from "./schema.js";

@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { InvalidInput, canonicalCopy, canonicalJson } from "@durable/core";
+import { InvalidInput } from "@durable/core";
+import { canonicalCopy, canonicalJson } from "@durable/core/runner";
 
 /** Validates a value with any Standard Schema (zod, valibot, arktype); an `InvalidInput` names each failing field. */
 export async function validate<T>(schema: StandardSchemaV1<unknown, T>, value: unknown, what: string): Promise<T> {

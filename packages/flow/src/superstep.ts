@@ -1,4 +1,5 @@
-import { ApprovalDenied, FlowError, type CallScope, type Executor, type JsonValue } from "@durable/core";
+import { ApprovalDenied, type Executor, FlowError, type JsonValue } from "@durable/core";
+import type { CallScope } from "@durable/core/runner";
 import { Call } from "./call.js";
 import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
 import type { FlowData } from "./flow-data.js";

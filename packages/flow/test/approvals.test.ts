@@ -1,15 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  ApprovalDenied,
-  CheckpointConflict,
-  Executor,
-  IdentityMismatch,
-  InvalidInput,
-  RecoveryNeedsDecision,
-  ToolRegistry,
-  callIdOf,
-} from "@durable/core";
+import { ApprovalDenied, CheckpointConflict, Executor, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";
 

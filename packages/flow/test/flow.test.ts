@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CheckpointConflict, CheckpointNotFound, FlowError, InvalidInput, ToolRegistry, type DurableEvent } from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, type DurableEvent, FlowError, InvalidInput, ToolRegistry } from "@durable/core";
 import { Call, Flow } from "../src/index.js";
 import { MemoryCheckpointStore, Tools, runnerOn, ticketsFlow } from "./helpers.js";
 

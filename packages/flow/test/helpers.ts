@@ -1,4 +1,4 @@
-import { Executor, MemoryCheckpointStore, ToolRegistry, type CheckpointStore, type DurableEvent } from "@durable/core";
+import { type CheckpointStore, type DurableEvent, Executor, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
 import { z } from "zod";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 

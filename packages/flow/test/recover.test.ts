@@ -1,15 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  callIdOf,
-  CheckpointConflict,
-  CheckpointNotFound,
-  FlowError,
-  IdentityMismatch,
-  RecoveryNeedsDecision,
-  ToolRegistry,
-  type DurableEvent,
-} from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, type DurableEvent, FlowError, IdentityMismatch, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import { callIdOf } from "@durable/core/runner";
 import { Call, Flow } from "../src/index.js";
 import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, ticketsFlow } from "./helpers.js";
 

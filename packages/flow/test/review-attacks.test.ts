@@ -1,4 +1,4 @@
-import { Executor, StoreUnavailable, ToolRegistry, type CheckpointStore } from "@durable/core";
+import { type CheckpointStore, Executor, StoreUnavailable, ToolRegistry } from "@durable/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";

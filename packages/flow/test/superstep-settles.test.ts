@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { DurableRun, Sealer, ToolRegistry } from "@durable/core";
+import { ToolRegistry } from "@durable/core";
+import { DurableRun, Sealer } from "@durable/core/runner";
 import { Flow } from "../src/index.js";
 import { KEY, MemoryCheckpointStore, runnerOn } from "./helpers.js";
 

@@ -1,4 +1,5 @@
-import { InvalidInput, canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core";
+import { InvalidInput } from "@durable/core";
+import { canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core/runner";
 import { readHistory } from "./loop-data.js";
 import type { Message } from "./model.js";
 

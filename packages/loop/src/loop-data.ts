@@ -1,4 +1,5 @@
-import { CheckpointStoreCorrupt, isCount, type JsonObject, type JsonValue, type LoopStage } from "@durable/core";
+import { CheckpointStoreCorrupt, type JsonObject, type JsonValue, type LoopStage } from "@durable/core";
+import { isCount } from "@durable/core/runner";
 import { messageJson, readMessage, type Message } from "./model.js";
 
 /** What a tool loop seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */

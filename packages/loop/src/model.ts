@@ -1,4 +1,5 @@
-import { isJsonObject, isString, type JsonObject, type JsonValue } from "@durable/core";
+import type { JsonObject, JsonValue } from "@durable/core";
+import { isJsonObject, isString } from "@durable/core/runner";
 
 /** A tool call a model asked for. `id` is the model's own id for it. */
 export interface ToolCallRequest {

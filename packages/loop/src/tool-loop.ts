@@ -1,25 +1,5 @@
-import {
-  CheckpointNotFound,
-  Executor,
-  InvalidInput,
-  RunDriver,
-  canonicalCopy,
-  faultPoint,
-  sealerFor,
-  type ApprovalPort,
-  type CallRecord,
-  type CallScope,
-  type CheckpointKeys,
-  type CheckpointStore,
-  type Decisions,
-  type EventSink,
-  type Identity,
-  type PausedResult,
-  type RunProgram,
-  type StepContext,
-  type StepOutcome,
-  type ToolRegistry,
-} from "@durable/core";
+import { type ApprovalPort, type CheckpointKeys, CheckpointNotFound, type CheckpointStore, type Decisions, type EventSink, Executor, type Identity, InvalidInput, type PausedResult, type ToolRegistry } from "@durable/core";
+import { type CallRecord, type CallScope, canonicalCopy, faultPoint, RunDriver, type RunProgram, sealerFor, type StepContext, type StepOutcome } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import { loopDataJson, readLoopData, type LoopData } from "./loop-data.js";
 import { readMessage, type LoopModel, type Message, type ModelReply, type ToolSpec } from "./model.js";

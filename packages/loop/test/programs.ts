@@ -5,7 +5,8 @@
  * for a refund that needs an approval, so the run pauses there.
  */
 import { z } from "zod";
-import { Executor, ToolRegistry, callIdOf, type CheckpointStore, type DurableEvent, type Identity, type RunKind } from "@durable/core";
+import { type CheckpointStore, type DurableEvent, Executor, type Identity, type RunKind, ToolRegistry } from "@durable/core";
+import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { recoverAllToolLoops, recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 import { Tools } from "@durable/test-utils/tools";

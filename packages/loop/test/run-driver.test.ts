@@ -5,16 +5,8 @@
  * which errors fail a run and which leave it for recovery.
  */
 import { describe, expect, it } from "vitest";
-import {
-  CheckpointConflict,
-  IdentityMismatch,
-  RecoveryNeedsDecision,
-  StoreUnavailable,
-  idempotencyKeyFor,
-  type CheckpointStore,
-  type DurableEvent,
-} from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/core";
+import { CheckpointConflict, type CheckpointStore, type DurableEvent, IdentityMismatch, MemoryCheckpointStore, RecoveryNeedsDecision, StoreUnavailable } from "@durable/core";
+import { idempotencyKeyFor } from "@durable/core/runner";
 import { DyingStore, settle } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";
 import { PROGRAMS, orderTools, type Program } from "./programs.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MAX_ERROR_TEXT, ToolRegistry, readCallLog, sealerFor, type DurableEvent } from "@durable/core";
-import { MemoryCheckpointStore } from "@durable/core";
+import { type DurableEvent, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
+import { MAX_ERROR_TEXT, readCallLog, sealerFor } from "@durable/core/runner";
 import { DyingStore, settle } from "@durable/test-utils/stores";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 

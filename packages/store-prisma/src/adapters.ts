@@ -1,5 +1,5 @@
 import { Socket } from "node:net";
-import { InvalidInput } from "@durable/core";
+import { InvalidInput } from "@durable/core/store";
 import type { Client } from "./client.js";
 import type { Provider } from "./tables.js";
 

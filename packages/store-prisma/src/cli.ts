@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** `durable-prisma migrate <url>`: applies the shipped migrations of @durable/store-prisma to a database. */
 import { parseArgs } from "node:util";
-import { InvalidInput } from "@durable/core";
+import { InvalidInput } from "@durable/core/store";
 import { PrismaCheckpointStore } from "./prisma-store.js";
 
 const HELP = `Usage: durable-prisma migrate <url> [options]

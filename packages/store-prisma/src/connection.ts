@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { resolve } from "node:path";
-import { InvalidInput } from "@durable/core";
+import { InvalidInput } from "@durable/core/store";
 import { openPostgres, openSqlite } from "./adapters.js";
 import type { Client } from "./client.js";
 import { tablesOf, type Provider, type Tables } from "./tables.js";

@@ -1,4 +1,4 @@
-import { DurableError, StoreNotReady, StoreUnavailable } from "@durable/core";
+import { DurableError, StoreNotReady, StoreUnavailable } from "@durable/core/store";
 
 /** What a Prisma error carries when its driver adapter failed. */
 interface DriverFailure {

@@ -1,18 +1,4 @@
-import {
-  CheckpointConflict,
-  CheckpointNotFound,
-  DurableError,
-  isEnded,
-  recordRefusal,
-  saveRefusal,
-  StoreUnavailable,
-  type CheckpointRow,
-  type CheckpointStore,
-  type RunKind,
-  type RunStatus,
-  type StoredCall,
-  type StoredCheckpoint,
-} from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, DurableError, isEnded, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
 import { borrow, connect, type Connection, type PrismaClientStoreOptions, type PrismaStoreOptions } from "./connection.js";
 import { wrap } from "./failures.js";

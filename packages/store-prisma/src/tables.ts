@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { InvalidInput } from "@durable/core";
+import { InvalidInput } from "@durable/core/store";
 
 /** The databases the store speaks to. */
 export type Provider = "postgresql" | "sqlite";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { type CheckpointRow, InvalidInput } from "@durable/core/store";
 import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, testDatabase } from "./databases.js";

@@ -3,7 +3,8 @@ import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
-import { InvalidInput, Sealer, StoreNotReady, sealCheckpoint } from "@durable/core";
+import { InvalidInput, StoreNotReady } from "@durable/core/store";
+import { sealCheckpoint, Sealer } from "@durable/core/runner";
 import { PrismaCheckpointStore } from "../src/index.js";
 // The package's own generated clients stand in for a user's: generated from a schema with the shipped models.
 import { PrismaClient as PostgresClient } from "../src/generated/postgresql/client.js";

@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { InvalidInput, type CheckpointRow } from "@durable/core";
+import { type CheckpointRow, InvalidInput } from "@durable/core/store";
 import { expectEachTimesOut, writeOperations } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { removeSqlite, sqliteUrl } from "./databases.js";

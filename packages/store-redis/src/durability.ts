@@ -1,4 +1,4 @@
-import { StoreNotReady } from "@durable/core";
+import { StoreNotReady } from "@durable/core/store";
 
 /** The part of a client the check needs: `CONFIG GET` of several parameters at once. */
 export interface ConfigReader {

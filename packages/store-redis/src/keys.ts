@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { InvalidInput } from "@durable/core";
+import { InvalidInput } from "@durable/core/store";
 
 /**
  * What a prefix may hold: letters, digits and `_ . : -`, 1 to 64 of them. No

@@ -1,17 +1,4 @@
-import {
-  CheckpointConflict,
-  CheckpointNotFound,
-  CheckpointStoreCorrupt,
-  DurableError,
-  InvalidInput,
-  StoreUnavailable,
-  type CheckpointRow,
-  type CheckpointStore,
-  type RunKind,
-  type RunStatus,
-  type StoredCall,
-  type StoredCheckpoint,
-} from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, CheckpointStoreCorrupt, DurableError, InvalidInput, type RunKind, type RunStatus, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
 import { Connection, type RedisLikeClient } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
 import { BUCKETS, checkPrefix, hex, indexKeys, indexMember, keyPattern, runIdOf, runKeys, type RunKeys } from "./keys.js";

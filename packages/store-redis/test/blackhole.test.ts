@@ -1,6 +1,6 @@
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import type { CheckpointRow } from "@durable/core";
+import type { CheckpointRow } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { OwnRedis } from "./own-server.js";

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointNotFound, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { CheckpointNotFound, type CheckpointRow, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { freePort } from "@durable/test-utils/net";
 import { OwnRedis } from "./own-server.js";

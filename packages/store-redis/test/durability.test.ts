@@ -1,6 +1,6 @@
 import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { StoreNotReady, type CheckpointRow } from "@durable/core";
+import { type CheckpointRow, StoreNotReady } from "@durable/core/store";
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
 import { OwnRedis } from "./own-server.js";
 

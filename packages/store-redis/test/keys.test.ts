@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { type CheckpointRow, InvalidInput, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";

@@ -1,7 +1,7 @@
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
-import { StoreUnavailable, type CheckpointRow } from "@durable/core";
+import { type CheckpointRow, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers } from "./redis.js";
 

@@ -1,4 +1,4 @@
-import { DurableError, InvalidInput, StoreUnavailable } from "@durable/core";
+import { DurableError, InvalidInput, StoreUnavailable } from "@durable/core/store";
 
 /** Turns a better-sqlite3 error into the typed error a caller can act on, keeping it as the cause. */
 export function storeError(error: unknown, where: string): Error {

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { InvalidInput } from "@durable/core";
+import { InvalidInput } from "@durable/core/store";
 
 /** The schema version this code writes. */
 export const SCHEMA_VERSION = 1;

@@ -1,19 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
-import {
-  CheckpointNotFound,
-  InvalidInput,
-  StoreUnavailable,
-  recordRefusal,
-  saveRefusal,
-  type CheckpointRow,
-  type CheckpointStore,
-  type RunKind,
-  type RunStatus,
-  type StoredCall,
-  type StoredCheckpoint,
-} from "@durable/core";
+import { CheckpointNotFound, type CheckpointRow, type CheckpointStore, InvalidInput, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
 import { storeError } from "./errors.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 

@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { MemoryCheckpointStore, recordRefusal, type CheckpointRow, type CheckpointStore, type MemoryData, type StoredCall, type StoredCheckpoint } from "@durable/core";
+import { MemoryCheckpointStore, type MemoryData } from "@durable/core";
+import { type CheckpointRow, type CheckpointStore, recordRefusal, type StoredCall, type StoredCheckpoint } from "@durable/core/store";
 import type { ConformanceInitializer } from "@durable/conformance";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import sqlite, { newDatabasePath, removeDatabase } from "./conformance.js";

@@ -5,7 +5,9 @@
  * prints what it ended with as one JSON line.
  */
 import { readFileSync } from "node:fs";
-import { CheckpointNotFound, DurableRun, Executor, RecoveryNeedsDecision, readEnvelope, sealerFor } from "@durable/core";
+import { Executor, RecoveryNeedsDecision } from "@durable/core";
+import { CheckpointNotFound } from "@durable/core/store";
+import { DurableRun, readEnvelope, sealerFor } from "@durable/core/runner";
 import { FlowRunner } from "@durable/flow";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import { INPUT, KEY, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./flow-call-identity.js";

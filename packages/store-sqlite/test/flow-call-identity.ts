@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { Sealer, ToolRegistry, canonicalJson, faultPoint, idempotencyKey, readCallLog, type FaultPoint, type JsonValue } from "@durable/core";
+import { idempotencyKey, type JsonValue, ToolRegistry } from "@durable/core";
+import { canonicalJson, faultPoint, type FaultPoint, readCallLog, Sealer } from "@durable/core/runner";
 import { Flow, type NodeContext } from "@durable/flow";
 import { SQLiteCheckpointStore } from "../src/index.js";
 

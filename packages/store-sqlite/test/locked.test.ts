@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import type { CheckpointRow } from "@durable/core";
+import type { CheckpointRow } from "@durable/core/store";
 import { expectEachTimesOut, writeOperations } from "@durable/test-utils/blackhole";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import { newDatabasePath, removeDatabase } from "./conformance.js";

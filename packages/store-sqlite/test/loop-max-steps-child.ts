@@ -5,7 +5,9 @@
  * really makes, then marks `model.inside`, where DURABLE_FAULT_POINT may kill it.
  */
 import { appendFileSync } from "node:fs";
-import { CheckpointNotFound, DurableRun, Sealer, ToolRegistry, faultPoint } from "@durable/core";
+import { ToolRegistry } from "@durable/core";
+import { CheckpointNotFound } from "@durable/core/store";
+import { DurableRun, faultPoint, Sealer } from "@durable/core/runner";
 import { recoverToolLoop, runToolLoop, type LoopModel } from "@durable/loop";
 import { SQLiteCheckpointStore } from "../src/index.js";
 

@@ -2,7 +2,7 @@ import { chmodSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
-import { InvalidInput, StoreUnavailable } from "@durable/core";
+import { InvalidInput, StoreUnavailable } from "@durable/core/store";
 import { SCHEMA_VERSION, SQLiteCheckpointStore } from "../src/index.js";
 import sqlite, { newDatabasePath, removeDatabase } from "./conformance.js";
 

@@ -1,6 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { expect } from "vitest";
-import { StoreUnavailable, type CheckpointStore } from "@durable/core";
+import { type CheckpointStore, StoreUnavailable } from "@durable/core";
 
 /** One client connection and its connection to the server; `silent` drops every byte both ways. */
 interface Pair {

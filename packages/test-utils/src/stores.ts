@@ -1,4 +1,4 @@
-import type { CheckpointRow, CheckpointStore, StoredCall, StoredCheckpoint } from "@durable/core";
+import type { CheckpointRow, CheckpointStore, StoredCall, StoredCheckpoint } from "@durable/core/store";
 
 /** A promise that never settles: what a worker that died inside an operation leaves behind. */
 export function forever(): Promise<never> {

@@ -1,5 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import { CheckpointConflict, CheckpointNotFound, type StoredCall } from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, type StoredCall } from "@durable/core/store";
 import { expect } from "vitest";
 import { needsConnect, type ConformanceGroup } from "./case.js";
 import { breaks, expectRejects } from "./rule.js";

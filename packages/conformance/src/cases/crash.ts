@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FAULT_POINTS, canonicalJson, type FaultPoint } from "@durable/core";
+import { canonicalJson, FAULT_POINTS, type FaultPoint } from "@durable/core/runner";
 import type { Harness } from "../harness.js";
 import { acknowledged, acknowledgmentsFile, type CallWitness } from "../process/acknowledgments.js";
 import { executions, type Child } from "../process/child.js";

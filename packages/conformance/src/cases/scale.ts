@@ -1,4 +1,4 @@
-import { DurableRun, readCallLog } from "@durable/core";
+import { DurableRun, readCallLog } from "@durable/core/runner";
 import { expect } from "vitest";
 import { unfinished } from "./read.js";
 import type { ConformanceGroup } from "./case.js";

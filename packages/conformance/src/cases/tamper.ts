@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CheckpointStoreCorrupt, DurableRun, Sealer, StoreUnavailable, readCallLog, type JsonObject, type JsonValue } from "@durable/core";
+import { CheckpointStoreCorrupt, type JsonObject, type JsonValue, StoreUnavailable } from "@durable/core";
+import { DurableRun, readCallLog, Sealer } from "@durable/core/runner";
 import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { RawAccess } from "../initializer.js";

@@ -1,5 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import type { CallRecord, CheckpointStore } from "@durable/core";
+import type { CheckpointStore } from "@durable/core";
+import type { CallRecord } from "@durable/core/runner";
 import { intercepted } from "./intercepted.js";
 import { kitSealer } from "./scenarios.js";
 

@@ -1,22 +1,6 @@
 import { appendFileSync } from "node:fs";
-import {
-  CheckpointNotFound,
-  DurableRun,
-  Executor,
-  RecoveryNeedsDecision,
-  Sealer,
-  StoreUnavailable,
-  ToolRegistry,
-  callIdOf,
-  canonicalJson,
-  faultPoint,
-  readEnvelope,
-  type CallRecord,
-  type CheckpointStore,
-  type JsonValue,
-  type RunEnvelope,
-  type ToolContext,
-} from "@durable/core";
+import { CheckpointNotFound, type CheckpointStore, Executor, type JsonValue, RecoveryNeedsDecision, StoreUnavailable, type ToolContext, ToolRegistry } from "@durable/core";
+import { callIdOf, type CallRecord, canonicalJson, DurableRun, faultPoint, readEnvelope, type RunEnvelope, Sealer } from "@durable/core/runner";
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
 import { recoverToolLoop, runToolLoop, type LoopModel, type LoopResult, type Message, type ModelReply } from "@durable/loop";
 import { KIT_KEY } from "../harness.js";
