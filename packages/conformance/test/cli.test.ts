@@ -1,9 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { assertFreshBuild } from "../src/fresh-build.js";
 import { GROUP_NAMES } from "../src/groups.js";
 
+// The bin as users run it, built: refused when the build is older than the source these tests were changed with.
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+assertFreshBuild(cli);
 const memory = fileURLToPath(new URL("../../store-memory/test/conformance.ts", import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 

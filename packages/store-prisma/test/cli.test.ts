@@ -1,9 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { assertFreshBuild } from "@durable/conformance";
 import { afterAll, describe, expect, it } from "vitest";
 import { removeSqlite, sqliteUrl } from "./databases.js";
 
+// The bin as users run it, built: refused when the build is older than the source these tests were changed with.
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+assertFreshBuild(cli);
 afterAll(removeSqlite);
 
 /** Runs the built bin; its exit code and the lines it printed. */
