@@ -36,7 +36,7 @@ const fresh = new Set<string>();
  * the opener would load a built file older than its source: a store's tests
  * run its source, so a worker on an older build would test other code. Workers
  * stay on plain JavaScript: a TypeScript loader in each of the hundreds of
- * workers would double the crash group's time.
+ * workers makes the crash group take about three times as long.
  */
 function assertFreshOnce(opener: string): void {
   if (fresh.has(opener)) return;
