@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 /**
@@ -100,21 +101,47 @@ class BuildWalk {
 
 /**
  * Throws for the first source file under `src/` changed after its built file
- * under `dist/` and after the last build: the compiler's build info counts as
- * that, since an incremental build that finds a source unchanged in content
- * leaves its built file as it was.
+ * under `dist/`, unless the compiler's build info holds the digest of its very
+ * text: a source only touched (a checkout, an undo) keeps its old built file,
+ * since neither an incremental build nor a build cache writes it again.
  */
 function checkBuild(root: string): void {
   const src = join(root, "src");
   const dist = join(root, "dist");
   if (!existsSync(src) || !existsSync(dist)) return;
-  const lastBuild = Math.max(0, ...readdirSync(dist).filter((f) => f.endsWith(".tsbuildinfo")).map((f) => modified(join(dist, f))));
+  let compiled: ReadonlyMap<string, string> | undefined;
   for (const source of filesUnder(src)) {
     if (!SOURCE.test(source) || DECLARATION.test(source)) continue;
     const built = join(dist, relative(src, source)).replace(SOURCE, (ext) => BUILT_EXTENSION[ext]!);
-    if (!existsSync(built)) continue;
-    if (modified(source) > Math.max(modified(built), lastBuild)) throw new StaleBuild(built, source, rebuildCommand(root));
+    if (!existsSync(built) || modified(source) <= modified(built)) continue;
+    compiled ??= compiledDigests(dist);
+    if (compiled.get(source) !== createHash("sha256").update(readFileSync(source)).digest("hex")) {
+      throw new StaleBuild(built, source, rebuildCommand(root));
+    }
   }
+}
+
+/**
+ * What the TypeScript compiler's build info in `dist/` says it compiled: each
+ * source's path and the SHA-256 of its text. Empty when there is none, or its
+ * shape is not the one known here (every source then counts by its time alone).
+ */
+function compiledDigests(dist: string): Map<string, string> {
+  const digests = new Map<string, string>();
+  for (const name of readdirSync(dist).filter((f) => f.endsWith(".tsbuildinfo"))) {
+    try {
+      const { fileNames, fileInfos } = JSON.parse(readFileSync(join(dist, name), "utf8")) as { fileNames?: unknown; fileInfos?: unknown };
+      if (!Array.isArray(fileNames) || !Array.isArray(fileInfos)) continue;
+      fileNames.forEach((file: unknown, i: number) => {
+        const info: unknown = fileInfos[i];
+        const version = typeof info === "string" ? info : (info as { version?: unknown } | undefined)?.version;
+        if (typeof file === "string" && typeof version === "string") digests.set(resolve(dist, file), version);
+      });
+    } catch {
+      // Unreadable build info proves nothing: the times decide.
+    }
+  }
+  return digests;
 }
 
 /** What rebuilds the package: the workspace's build when the package is in a pnpm workspace that has one, else its own. */

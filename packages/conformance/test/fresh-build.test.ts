@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -64,15 +65,17 @@ describe("the kit's worker processes never run a stale build", () => {
     }
   });
 
-  it("accepts a build newer than its source, or a source only touched since the last build", () => {
+  it("accepts a build newer than its source, or one whose build info compiled the source's very text", () => {
     builtPackage("fresh", { name: "fresh" }, { built: true });
     expect(staleness(() => assertFreshBuild(join(root, "fresh/dist/index.js")))).toBeUndefined();
-    // An incremental build that finds a source unchanged leaves its built file as it was and writes its build info.
+    // A source touched but unchanged (a checkout, an undo): neither an incremental build nor a build cache writes its built file again.
     builtPackage("touched", { name: "touched" });
-    write(["touched/dist/tsconfig.tsbuildinfo", "{}"]);
-    utimesSync(join(root, "touched/src/index.ts"), AN_HOUR_AGO + 60, AN_HOUR_AGO + 60);
-    utimesSync(join(root, "touched/dist/tsconfig.tsbuildinfo"), AN_HOUR_AGO + 120, AN_HOUR_AGO + 120);
+    const buildInfo = (text: string) => JSON.stringify({ fileNames: ["../src/index.ts"], fileInfos: [{ version: createHash("sha256").update(text).digest("hex") }] });
+    write(["touched/dist/tsconfig.tsbuildinfo", buildInfo(readFileSync(join(root, "touched/src/index.ts"), "utf8"))]);
     expect(staleness(() => assertFreshBuild(join(root, "touched/dist/index.js")))).toBeUndefined();
+    // The build info of other text proves nothing.
+    write(["touched/dist/tsconfig.tsbuildinfo", buildInfo("export const version = 0;\n")]);
+    expect(staleness(() => assertFreshBuild(join(root, "touched/dist/index.js")))).toMatch(/touched\/dist\/index\.js is older than its source/);
   });
 
   it("follows imports through the source a loader runs and into the packages it names, and says the workspace's build command", () => {
