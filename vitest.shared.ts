@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import type { ViteUserConfig } from "vitest/config";
 
 /** The global setup every package's tests run first: it refuses to test against a stale build of another package. */
-export const GLOBAL_SETUP = fileURLToPath(new URL("./vitest.global-setup.ts", import.meta.url));
+const GLOBAL_SETUP = fileURLToPath(new URL("./vitest.global-setup.ts", import.meta.url));
 
 /**
  * The test settings every package shares: tests live in `test/`, each run

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { assertFreshBuild } from "../src/fresh-build.js";
 import { GROUP_NAMES } from "../src/groups.js";
 
-// The bin as users run it, built: refused when the build is older than the source these tests were changed with.
+// The built bin, as users run it: these tests refuse to start (StaleBuild) while its build is older than src/.
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
 assertFreshBuild(cli);
 const memory = fileURLToPath(new URL("../../store-memory/test/conformance.ts", import.meta.url));
