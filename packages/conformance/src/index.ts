@@ -8,6 +8,7 @@ export {
   type ConformanceInitializer,
   type RawAccess,
 } from "./initializer.js";
+export { assertFreshBuild, assertFreshDependencies, StaleBuild } from "./fresh-build.js";
 export { Harness, KIT_KEY, type RowOptions } from "./harness.js";
 export { failingCases } from "./failing-cases.js";
 export type { ConformanceCase, ConformanceGroup, GroupName } from "./cases/case.js";

@@ -26,7 +26,9 @@ export interface Capabilities<S extends CheckpointStore = CheckpointStore> {
    * default export opens a store from a handle, `(handle: string) => store`;
    * `handle(store)` says what a child needs to open a store on the same data
    * (a file path, a prefix, a URL and table prefix). A TypeScript opener runs
-   * through tsx, which must then be installed.
+   * through tsx, which must then be installed. Before the first child starts,
+   * the kit follows the opener's imports and throws `StaleBuild` when a package
+   * it loads built (`dist/`, not installed) is older than its `src/`.
    */
   readonly multiProcess?: MultiProcess<S>;
   /**

@@ -1,9 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { assertFreshBuild } from "../src/fresh-build.js";
 import { GROUP_NAMES } from "../src/groups.js";
 
+// The built bin, as users run it: these tests refuse to start (StaleBuild) while its build is older than src/.
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+assertFreshBuild(cli);
 const memory = fileURLToPath(new URL("./memory.ts", import.meta.url));
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 

@@ -18,7 +18,7 @@ export interface CallRecord {
   readonly runId: string;
   readonly segment: number;
   readonly seq: number;
-  /** The unit of work the call belongs to: a flow's superstep, a loop's turn. */
+  /** The round the call belongs to: the number of a flow's superstep or a loop's tool round. */
   readonly round: number;
   /** Names the call within its run: the same on every worker and every recovery. */
   readonly callId: string;

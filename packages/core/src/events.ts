@@ -26,7 +26,7 @@ export interface CheckpointSaved extends EventBase {
   readonly flow?: string;
   /** The loop's stage (tool loops). */
   readonly stage?: LoopStage;
-  /** Calls of this step that had a log entry but ran again because their arguments changed. */
+  /** `done` records of the round this checkpoint completes that no call of the round claimed (its code made other calls, e.g. with changed arguments). */
   readonly unreplayed: readonly CallRef[];
 }
 

@@ -1,9 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { assertFreshBuild } from "@durable/conformance";
 import { afterAll, describe, expect, it } from "vitest";
 import { removeSqlite, sqliteUrl } from "./databases.js";
 
+// The built bin, as users run it: these tests refuse to start (StaleBuild) while its build is older than src/.
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+assertFreshBuild(cli);
 afterAll(removeSqlite);
 
 /** Runs the built bin; its exit code and the lines it printed. */

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
+import { assertFreshBuild } from "@durable/conformance";
 import { CheckpointNotFound, type CheckpointRow, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { freePort } from "@durable/test-utils/net";
@@ -50,6 +51,7 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
 
   it("lets the process exit after close", async () => {
     // The built package, as a worker uses it: a client still retrying keeps no timer beyond its current backoff (≤ 2.2 s).
+    assertFreshBuild(new URL("../dist/index.js", import.meta.url));
     const script = `
       import { createClient } from "redis";
       import { RedisCheckpointStore } from "./dist/index.js";

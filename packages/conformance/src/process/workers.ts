@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { CheckpointStore } from "@durable/core";
+import { assertFreshBuild } from "../fresh-build.js";
 import type { ConformanceInitializer } from "../initializer.js";
 import { Child, isTypeScript } from "./child.js";
 
@@ -24,7 +25,23 @@ export function spawnWorker(
 ): Child {
   const multi = init.capabilities?.multiProcess;
   if (multi === undefined) throw new Error("this test needs the `multiProcess` capability");
+  assertFreshOnce(multi.opener);
   return new Child(WORKER, [multi.opener, multi.handle(store), effects, ...args], { env, typescript: isTypeScript(multi.opener) });
+}
+
+const fresh = new Set<string>();
+
+/**
+ * Refuses, before the first worker with this opener starts, when the worker or
+ * the opener would load a built file older than its source: a store's tests
+ * run its source, so a worker on an older build would test other code. Workers
+ * stay on plain JavaScript: a TypeScript loader in each of the hundreds of
+ * workers makes the crash group take about three times as long.
+ */
+function assertFreshOnce(opener: string): void {
+  if (fresh.has(opener)) return;
+  assertFreshBuild(WORKER, opener);
+  fresh.add(opener);
 }
 
 /** The environment with no fault point armed, for the processes that must not die. */
