@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StaleBuild, assertFreshBuild, assertFreshDependencies } from "../src/fresh-build.js";
 import { memory } from "./broken-stores.js";
-import { failingCases } from "./failing-cases.js";
+import { failingCases } from "../src/failing-cases.js";
 
 // A throwaway workspace on disk: packages with `src/` and `dist/`, linked or installed in `node_modules`.
 let root: string;
