@@ -1,6 +1,6 @@
 import { Executor, StoreUnavailable, ToolRegistry, type CheckpointRow, type CheckpointStore } from "@durable/core";
 import { Flow, FlowRunner } from "@durable/flow";
-import { ticketsFlow } from "@durable-apps/demo/tickets";
+import { ticketsFlow } from "@durable-apps/shared/tickets";
 import { z } from "zod";
 
 export const KEY = "bench-key-0123456789abcdef-0123456789";

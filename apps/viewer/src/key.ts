@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { InvalidInput, Sealer } from "@durable/core";
-import { CommandLineError } from "@durable-apps/demo/command-line-error";
-import { DEMO_KEY } from "@durable-apps/demo/store-url";
+import { CommandLineError } from "@durable-apps/shared/command-line-error";
+import { DEMO_KEY } from "@durable-apps/shared/store-url";
 
 /** Where the viewer's key may come from. */
 export interface KeySources {
