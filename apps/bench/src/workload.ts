@@ -11,7 +11,7 @@ export const tickets = ticketsFlow();
 export const ORDER = { show: "Hamlet", seats: 2 };
 
 /** Tools that do nothing: what is measured is what durability adds. */
-export const tools: ToolRegistry = new ToolRegistry()
+const tools: ToolRegistry = new ToolRegistry()
   .tool("hold_seats", (a: { seats: number }) => `held ${a.seats}`, { idempotent: true })
   .tool("charge_card", (a: { seats: number }) => `charged ${a.seats * 40}`)
   .tool("email_tickets", (a: { show: string }) => `mailed ${a.show}`)

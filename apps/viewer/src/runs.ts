@@ -13,7 +13,7 @@ import {
 } from "@durable/core";
 
 /** What became of a call, as the viewer marks it. */
-export type CallMark = "ran" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
+type CallMark = "ran" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
 
 export interface CallView {
   readonly callId: string;
@@ -24,7 +24,7 @@ export interface CallView {
   readonly result?: JsonValue;
 }
 
-export interface StepView {
+interface StepView {
   readonly step: number;
   readonly status: string;
   readonly at: string;

@@ -15,7 +15,7 @@ import { Flow, type NodeContext } from "../src/index.js";
 import { KEY } from "./helpers.js";
 
 /** The tools, and whether each is idempotent. */
-export const TOOLS = { price: true, lookup: true, charge: false, mail: false } as const;
+const TOOLS = { price: true, lookup: true, charge: false, mail: false } as const;
 export type Tool = keyof typeof TOOLS;
 export const TOOL_NAMES = Object.keys(TOOLS) as Tool[];
 
@@ -64,7 +64,7 @@ export interface Seen {
 }
 
 /** Every tool returns this, so a call's own result is known from what it asked. */
-export function resultOf(tool: string, args: JsonValue): JsonValue {
+function resultOf(tool: string, args: JsonValue): JsonValue {
   return { tool, args };
 }
 
@@ -97,7 +97,7 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
 }
 
 /** Runs a node's shape, listing every call in the order the shape names them (not the order they finish in). */
-export async function runShape(shape: NodeShape, call: (tool: string, args: JsonValue) => Promise<JsonValue>): Promise<Seen[]> {
+async function runShape(shape: NodeShape, call: (tool: string, args: JsonValue) => Promise<JsonValue>): Promise<Seen[]> {
   const ask: Ask = async (tool, args) => ({ tool, args, got: await call(tool, args) });
   const seen: Seen[] = [];
   for (const step of shape) for (const calls of await Promise.all(step.map((b) => runBlock(ask, b)))) seen.push(...calls);
@@ -114,7 +114,7 @@ type State = z.infer<typeof State>;
 export const INPUT: State = { seen: {} };
 export const RUN_ID = "call-identity-1";
 
-export const nodeName = (layer: number, index: number) => `s${layer}n${index}`;
+const nodeName = (layer: number, index: number) => `s${layer}n${index}`;
 
 /** The case's flow: each layer's nodes lead to every node of the next (a fan-out); the last layer ends. */
 export function flowOf(c: CallCase): Flow<State> {
@@ -133,7 +133,7 @@ export function flowOf(c: CallCase): Flow<State> {
 }
 
 /** One real execution of a tool, as the tool itself wrote it down. */
-export interface Effect {
+interface Effect {
   readonly tool: Tool;
   readonly args: JsonValue;
   readonly key: string;

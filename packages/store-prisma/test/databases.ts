@@ -7,7 +7,7 @@ import pg from "pg";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
 import { PrismaCheckpointStore } from "../src/index.js";
 
-export const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
+const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:5432/test";
 
 /** Whether PostgreSQL answers; in CI a missing server fails loudly, locally the tests are skipped with how to start it. */
 export async function postgresAnswers(): Promise<boolean> {
@@ -45,7 +45,7 @@ export function testDatabase() {
 }
 
 // One folder per test file (each file loads this module afresh), removed by that file.
-export const sqliteDir = join(tmpdir(), "durable-prisma-tests", randomUUID());
+const sqliteDir = join(tmpdir(), "durable-prisma-tests", randomUUID());
 export function sqliteUrl(): string {
   mkdirSync(sqliteDir, { recursive: true });
   return `file:${join(sqliteDir, `${randomUUID()}.db`)}`;

@@ -40,7 +40,7 @@ export function keyPattern(prefix: string): string {
 }
 
 /** The start of every key of a bucket: the prefix, then the hash tag that keeps the bucket on one cluster slot. */
-export function bucketBase(prefix: string, bucket: number): string {
+function bucketBase(prefix: string, bucket: number): string {
   return `${prefix}:{${prefix}.${bucket}}:`;
 }
 
