@@ -58,8 +58,14 @@ function intercepted(store: CheckpointStore, writes: Partial<Pick<CheckpointStor
 /** The store, noting each write's size. */
 export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
   return intercepted(store, {
-    save: (id, step, row: CheckpointRow) => (log.writes.push({ kind: "save", bytes: row.sealed.length }), store.save(id, step, row)),
-    recordCall: (id, segment, seq, sealed) => (log.writes.push({ kind: "record", bytes: sealed.length }), store.recordCall(id, segment, seq, sealed)),
+    save: (id, step, row: CheckpointRow) => {
+      log.writes.push({ kind: "save", bytes: row.sealed.length });
+      return store.save(id, step, row);
+    },
+    recordCall: (id, segment, seq, sealed) => {
+      log.writes.push({ kind: "record", bytes: sealed.length });
+      return store.recordCall(id, segment, seq, sealed);
+    },
   });
 }
 

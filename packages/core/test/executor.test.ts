@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   CallScope,
   DurableError,
-  DurableRun,
+  type DurableRun,
   canonicalJson,
   Executor,
   InvalidInput,

@@ -6,7 +6,7 @@ import {
   Executor,
   IdentityMismatch,
   InvalidInput,
-  RecoveryNeedsDecision,
+  type RecoveryNeedsDecision,
   ToolRegistry,
   callIdOf,
 } from "@durable/core";

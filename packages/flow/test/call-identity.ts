@@ -28,8 +28,8 @@ export interface CallSpec {
 export type Block =
   | { readonly kind: "call"; readonly call: CallSpec }
   | { readonly kind: "all"; readonly calls: readonly CallSpec[] }
-  /** `call(first).then((r) => call(then, { from: r }))` */
-  | { readonly kind: "chain"; readonly first: CallSpec; readonly then: Tool }
+  /** `call(first).then((r) => call(next, { from: r }))` */
+  | { readonly kind: "chain"; readonly first: CallSpec; readonly next: Tool }
   /** `Promise.all(items.map(async (i) => charge({ from: await price({ item: i }) })))` */
   | { readonly kind: "items"; readonly items: readonly number[] }
   /** The same call issued twice at once. */
@@ -79,7 +79,7 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
     case "twice":
       return Promise.all([ask(block.call.tool, { n: block.call.n }), ask(block.call.tool, { n: block.call.n })]);
     case "chain":
-      return ask(block.first.tool, { n: block.first.n }).then(async (first) => [first, await ask(block.then, { from: first.got })]);
+      return ask(block.first.tool, { n: block.first.n }).then(async (first) => [first, await ask(block.next, { from: first.got })]);
     case "firstKey": {
       const offers = await ask("lookup", { n: block.n });
       return [offers, await ask("charge", { product: Object.keys(offers.got as object)[0]! })];
@@ -119,16 +119,19 @@ const nodeName = (layer: number, index: number) => `s${layer}n${index}`;
 /** The case's flow: each layer's nodes lead to every node of the next (a fan-out); the last layer ends. */
 export function flowOf(c: CallCase): Flow<State> {
   const flow = new Flow("call-identity", { state: State, reducers: { seen: (a, b) => ({ ...a, ...b }) } });
-  c.layers.forEach((layer, i) =>
-    layer.forEach((shape, j) => {
+  for (const [i, layer] of c.layers.entries()) {
+    for (const [j, shape] of layer.entries()) {
       const name = nodeName(i, j);
       flow.node(name, async (_state, ctx: NodeContext) => ({ seen: { [name]: await runShape(shape, (tool, args) => ctx.call(tool, args)) } }));
-    }),
-  );
-  c.layers.forEach((layer, i) => {
+    }
+  }
+  for (const [i, layer] of c.layers.entries()) {
     const next = c.layers[i + 1]?.map((_, j) => nodeName(i + 1, j));
-    layer.forEach((_, j) => (next === undefined ? flow.end(nodeName(i, j)) : flow.edge(nodeName(i, j), next)));
-  });
+    for (const j of layer.keys()) {
+      if (next === undefined) flow.end(nodeName(i, j));
+      else flow.edge(nodeName(i, j), next);
+    }
+  }
   return flow;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
+import { CheckpointConflict, IdentityMismatch, InvalidInput, type RecoveryNeedsDecision, ToolRegistry, callIdOf, type DurableEvent } from "@durable/core";
 import { MemoryCheckpointStore } from "../../store-memory/src/index.js";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.

@@ -1,7 +1,7 @@
 import {
   CheckpointConflict,
   CheckpointNotFound,
-  DurableError,
+  type DurableError,
   isEnded,
   recordRefusal,
   saveRefusal,
@@ -122,8 +122,9 @@ export class PrismaCheckpointStore implements CheckpointStore {
         after,
       );
       for (const row of rows) yield row.run_id;
-      if (rows.length < PAGE) return;
-      after = rows.at(-1)!.run_id;
+      const last = rows.at(-1);
+      if (rows.length < PAGE || last === undefined) return;
+      after = last.run_id;
     }
   }
 

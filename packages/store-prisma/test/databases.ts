@@ -67,7 +67,9 @@ async function sqlOn(store: PrismaCheckpointStore, sql: string, params: unknown[
     const db = new Database(url.slice(5), { timeout: 5000 });
     try {
       const statement = db.prepare(sql.replace(/\$\d+/g, "?"));
-      return statement.reader ? (statement.all(...params) as Array<{ sealed: string }>) : (statement.run(...params), []);
+      if (statement.reader) return statement.all(...params) as Array<{ sealed: string }>;
+      statement.run(...params);
+      return [];
     } finally {
       db.close();
     }

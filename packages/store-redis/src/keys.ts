@@ -76,5 +76,5 @@ function unhex(text: string): string {
 }
 
 function bucketOf(runId: string): number {
-  return createHash("sha1").update(runId).digest()[0]! % BUCKETS;
+  return createHash("sha1").update(runId).digest().readUInt8(0) % BUCKETS;
 }

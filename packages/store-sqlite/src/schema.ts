@@ -84,7 +84,7 @@ export function migrate(db: Database.Database, t: Tables, where: string): void {
         `${where} has schema version ${version}, newer than this @durable/store-sqlite knows (${SCHEMA_VERSION}); upgrade the package.`,
       );
     }
-    for (let next = version; next < SCHEMA_VERSION; next++) db.exec(MIGRATIONS[next]!(t));
+    for (const migrate of MIGRATIONS.slice(version, SCHEMA_VERSION)) db.exec(migrate(t));
     db.prepare(`UPDATE ${t.meta} SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION));
   }).immediate();
 }

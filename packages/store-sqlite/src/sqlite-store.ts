@@ -101,8 +101,9 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     for (;;) {
       const page = this.#read(() => this.#sql.unfinished.all(flow, after, PAGE) as string[]);
       yield* page;
-      if (page.length < PAGE) return;
-      after = page.at(-1)!;
+      const last = page.at(-1);
+      if (page.length < PAGE || last === undefined) return;
+      after = last;
     }
   }
 

@@ -1,5 +1,4 @@
 import { CheckpointStoreCorrupt, DurableRun, readCallLog } from "@durable/core";
-import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects } from "./rule.js";
