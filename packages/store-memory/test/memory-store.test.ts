@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus } from "@durable/core";
+import { CheckpointConflict, CheckpointNotFound, UNFINISHED, type CheckpointRow, type RunStatus } from "@durable/core";
 import { MemoryCheckpointStore } from "../src/index.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
@@ -174,7 +174,7 @@ describe("MemoryCheckpointStore against a reference model", () => {
         }
         for (const flow of ["f", "g"]) {
           const unfinished = [...model]
-            .filter(([, r]) => r.steps.at(-1)!.flow === flow && ["running", "paused"].includes(r.steps.at(-1)!.status))
+            .filter(([, r]) => r.steps.at(-1)!.flow === flow && UNFINISHED.includes(r.steps.at(-1)!.status))
             .map(([id]) => id);
           expect((await collect(store.listUnfinished(flow))).sort()).toEqual(unfinished.sort());
         }

@@ -15,7 +15,7 @@ import {
   type StoredCheckpoint,
 } from "@durable/core";
 import { storeError } from "./errors.js";
-import { migrate, tablesFor, type Tables } from "./schema.js";
+import { UNFINISHED_IN, migrate, tablesFor, type Tables } from "./schema.js";
 
 /** Options of `SQLiteCheckpointStore`. */
 export interface SQLiteStoreOptions {
@@ -177,7 +177,7 @@ function prepare(db: Database.Database, t: Tables) {
       `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
     ),
     unfinished: db.prepare(
-      `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ('running', 'paused') AND run_id > ? ORDER BY run_id LIMIT ?`,
+      `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
     ).pluck(),
     deleteCalls: db.prepare(`DELETE FROM ${t.calls} WHERE run_id = ?`),
     deleteCheckpoints: db.prepare(`DELETE FROM ${t.checkpoints} WHERE run_id = ?`),
