@@ -4,7 +4,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
-import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
+import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { report, type StoreResult } from "./report.js";
 import { measureTickets } from "./runs.js";
 import { FULL_SIZES, sweep, type SweepSizes } from "./sweeps.js";

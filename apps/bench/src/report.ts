@@ -1,3 +1,4 @@
+import { alignColumns } from "@durable-apps/shared/table";
 import type { TicketsFigures } from "./runs.js";
 import type { SweepFigures } from "./sweeps.js";
 
@@ -11,12 +12,7 @@ export interface StoreResult {
 /** The tables `pnpm bench` prints. */
 export function report(results: readonly StoreResult[]): string {
   const lines: string[] = [];
-  const table = (header: string[], rows: Array<Array<string | number>>) => {
-    const cells = [header, ...rows.map((r) => r.map(String))];
-    const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
-    for (const row of cells) lines.push(row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  "));
-    lines.push("");
-  };
+  const table = (header: string[], rows: Array<Array<string | number>>) => lines.push(...alignColumns([header, ...rows]), "");
   const first = results[0]?.tickets;
   lines.push(`The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms.`);
   table(

@@ -4,7 +4,7 @@ import { latencyOf, round, type Latency } from "./stats.js";
 import type { RawWriter } from "./targets.js";
 import { ORDER, noting, plainTickets, runner, tickets, type WriteLog } from "./workload.js";
 
-export interface RunFigures {
+interface RunFigures {
   readonly runsPerSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;

@@ -1,7 +1,7 @@
 import { Executor, ToolRegistry } from "@durable/core";
 import { type CheckpointRow, type CheckpointStore, StoreUnavailable } from "@durable/core/store";
 import { Flow, FlowRunner } from "@durable/flow";
-import { ticketsFlow } from "@durable-apps/demo/tickets";
+import { ticketsFlow } from "@durable-apps/shared/tickets";
 import { z } from "zod";
 
 export const KEY = "bench-key-0123456789abcdef-0123456789";
@@ -12,7 +12,7 @@ export const tickets = ticketsFlow();
 export const ORDER = { show: "Hamlet", seats: 2 };
 
 /** Tools that do nothing: what is measured is what durability adds. */
-export const tools: ToolRegistry = new ToolRegistry()
+const tools: ToolRegistry = new ToolRegistry()
   .tool("hold_seats", (a: { seats: number }) => `held ${a.seats}`, { idempotent: true })
   .tool("charge_card", (a: { seats: number }) => `charged ${a.seats * 40}`)
   .tool("email_tickets", (a: { show: string }) => `mailed ${a.show}`)
@@ -59,8 +59,14 @@ function intercepted(store: CheckpointStore, writes: Partial<Pick<CheckpointStor
 /** The store, noting each write's size. */
 export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
   return intercepted(store, {
-    save: (id, step, row: CheckpointRow) => (log.writes.push({ kind: "save", bytes: row.sealed.length }), store.save(id, step, row)),
-    recordCall: (id, segment, seq, sealed) => (log.writes.push({ kind: "record", bytes: sealed.length }), store.recordCall(id, segment, seq, sealed)),
+    save: (id, step, row: CheckpointRow) => {
+      log.writes.push({ kind: "save", bytes: row.sealed.length });
+      return store.save(id, step, row);
+    },
+    recordCall: (id, segment, seq, sealed) => {
+      log.writes.push({ kind: "record", bytes: sealed.length });
+      return store.recordCall(id, segment, seq, sealed);
+    },
   });
 }
 

@@ -1,3 +1,3 @@
-import { describeBin } from "@durable-apps/demo/bin-checks";
+import { describeBin } from "@durable-apps/shared/bin-checks";
 
 describeBin("bench", new URL("../src/main.ts", import.meta.url), ["--budget-ms <ms>", "--quick"]);

@@ -1,5 +1,5 @@
 import { type CheckpointStore, readJsonlEvents } from "@durable/core";
-import { tickets } from "./tickets.js";
+import { tickets } from "@durable-apps/shared/tickets";
 
 /**
  * Deletes, through the store, the runs an earlier demo left: every run its

@@ -7,11 +7,11 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { runCommand } from "./command-line.js";
+import { runCommand } from "@durable-apps/shared/command-line";
 import { deleteEarlierRuns } from "./earlier-runs.js";
 import { DEMO_COMMAND, asArgs, demoOptions, type DemoOptions } from "./options.js";
-import { DEMO_FOLDER, cardLogFor, eventLogFor, openStore } from "./store-url.js";
-import { CardProcessor } from "./tickets.js";
+import { DEMO_FOLDER, cardLogFor, eventLogFor, openStore } from "@durable-apps/shared/store-url";
+import { CardProcessor } from "@durable-apps/shared/tickets";
 
 await runCommand(DEMO_COMMAND, async (values) => {
   const options = demoOptions(values);

@@ -1,5 +1,5 @@
-import { type CommandLineSpec, type OptionSpecs, type OptionValues, wholeNumber } from "./command-line.js";
-import { DEFAULT_STORE } from "./store-url.js";
+import { type CommandLineSpec, type OptionSpecs, type OptionValues, wholeNumber } from "@durable-apps/shared/command-line";
+import { DEFAULT_STORE } from "@durable-apps/shared/store-url";
 
 /** The demo's command line, for its parser and its `--help`. */
 export const DEMO_COMMAND = {

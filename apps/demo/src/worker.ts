@@ -6,10 +6,10 @@
 import { createInterface } from "node:readline/promises";
 import { type CheckpointStore, type DurableEvent, Executor, jsonlEventSink, RecoveryNeedsDecision } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
-import { parseCommandLine } from "./command-line.js";
+import { parseCommandLine } from "@durable-apps/shared/command-line";
 import { DEMO_COMMAND, demoOptions } from "./options.js";
-import { DEMO_KEY, eventLogFor, openStore } from "./store-url.js";
-import { CardProcessor, tickets, ticketsRegistry } from "./tickets.js";
+import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/shared/store-url";
+import { CardProcessor, tickets, ticketsRegistry } from "@durable-apps/shared/tickets";
 
 const { values, positionals } = parseCommandLine(DEMO_COMMAND, process.argv.slice(2));
 const options = demoOptions(values);

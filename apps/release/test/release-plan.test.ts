@@ -1,6 +1,5 @@
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,7 +7,7 @@ import semver from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const CHANGESET_BIN = createRequire(import.meta.url).resolve("@changesets/cli/bin.js");
+const CHANGESET_BIN = fileURLToPath(import.meta.resolve("@changesets/cli/bin.js"));
 const WORKSPACE_DIRS = ["packages", "apps"];
 
 interface Manifest {

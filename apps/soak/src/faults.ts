@@ -4,6 +4,7 @@
  * them; then the same promises as the kill soak, and no store operation
  * pending longer than the store's timeout.
  */
+import { alignColumns } from "@durable-apps/shared/table";
 import { CutProxy } from "./proxy.js";
 import { OwnPostgres, OwnRedis, signalAll, type OwnServer } from "./servers.js";
 import { soak, type Progress, type SoakReport } from "./soak.js";
@@ -144,9 +145,7 @@ async function underFaults(store: string, options: FaultSoakOptions, faults: rea
 export function faultTable(rows: readonly FaultRow[]): string[] {
   const header = ["fault", "at s", "in flight", "StoreUnavailable", "max op ms"];
   const body = rows.map((r) => [r.fault, r.at.toFixed(1), String(r.inFlight), String(r.unavailable), String(Math.round(r.maxOpMs))]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(header), ...body.map(line)];
+  return alignColumns([header, ...body]);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

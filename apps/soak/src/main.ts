@@ -5,8 +5,8 @@
  * unless recovery reported it in doubt. `--faults`: server faults on the
  * soak's own Redis and PostgreSQL instead of kills (src/faults.ts).
  */
-import { CommandLineError } from "@durable-apps/demo/command-line-error";
-import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
+import { CommandLineError } from "@durable-apps/shared/command-line-error";
+import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { FAULT_DEFAULTS, faultSoak, faultTable } from "./faults.js";
 import { SOAK_DEFAULTS, soak } from "./soak.js";
 import { soakStoreKind } from "./store.js";

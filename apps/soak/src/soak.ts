@@ -97,8 +97,8 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
       // Only a worker that finished a run since it started may die: every life makes progress,
       // so the soak ends even on a machine so busy that start-up takes longer than the pause.
       const eligible = workers.filter((w) => !w.finished && w.ranSinceStart > 0);
-      if (eligible.length === 0) continue;
-      const victim = eligible[Math.floor(Math.random() * eligible.length)]!;
+      const victim = eligible[Math.floor(Math.random() * eligible.length)];
+      if (victim === undefined) continue;
       await victim.killAndRestart();
       kills += 1;
       log(`killed worker ${workers.indexOf(victim)} (${kills} kills, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
@@ -126,8 +126,13 @@ async function disturbed(disturbance: Promise<void>, workers: readonly Worker[],
   let settled = false;
   let failure: unknown;
   disturbance.then(
-    () => (settled = true),
-    (error: unknown) => ((settled = true), (failure = error ?? new Error("the disturbance failed"))),
+    () => {
+      settled = true;
+    },
+    (error: unknown) => {
+      settled = true;
+      failure = error ?? new Error("the disturbance failed");
+    },
   );
   while (!settled || workers.some((w) => !w.finished)) {
     await sleep(100);
@@ -216,8 +221,8 @@ class Worker {
     const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], { stdio: ["ignore", "pipe", "pipe"], env: this.#env });
     this.#stderr = "";
     this.ranSinceStart = 0;
-    child.stderr!.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
-    createInterface({ input: child.stdout! }).on("line", (line) => {
+    child.stderr.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
+    createInterface({ input: child.stdout }).on("line", (line) => {
       const [what, runId = ""] = line.split(" ");
       if (what === "started") this.#progress.inFlight.add(runId);
       // A run cut short by the store is finished by the recovery that follows.

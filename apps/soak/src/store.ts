@@ -1,5 +1,5 @@
 import type { CheckpointStore } from "@durable/core";
-import { CommandLineError } from "@durable-apps/demo/command-line-error";
+import { CommandLineError } from "@durable-apps/shared/command-line-error";
 
 export const KEY = process.env["DURABLE_KEY"] ?? "soak-key-0123456789abcdef-0123456789";
 

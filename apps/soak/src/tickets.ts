@@ -1,6 +1,6 @@
 import { appendFileSync } from "node:fs";
 import { idempotencyKey, ToolRegistry } from "@durable/core";
-import { ticketsFlow } from "@durable-apps/demo/tickets";
+import { ticketsFlow } from "@durable-apps/shared/tickets";
 
 /**
  * The tickets flow under the name of one worker slot: a restarted worker

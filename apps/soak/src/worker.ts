@@ -44,11 +44,11 @@ const mine = Array.from({ length: runs }, (_, k) => k).filter((k) => k % workers
 
 /** Takes the runs not yet made; every lane stops taking new ones once one of them failed. */
 async function takeMine(): Promise<void> {
-  let next = 0;
+  const queue = mine.values(); // one iterator: each lane takes the next run from it
   let failed = false;
   const lane = async () => {
-    while (next < mine.length && !failed) {
-      const k = mine[next++]!;
+    for (const k of queue) {
+      if (failed) return;
       try {
         const exists = await store.latest(runIdOf(k)).then(
           () => true,

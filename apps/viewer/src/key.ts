@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { InvalidInput } from "@durable/core";
 import { Sealer } from "@durable/core/runner";
-import { CommandLineError } from "@durable-apps/demo/command-line-error";
-import { DEMO_KEY } from "@durable-apps/demo/store-url";
+import { CommandLineError } from "@durable-apps/shared/command-line-error";
+import { DEMO_KEY } from "@durable-apps/shared/store-url";
 
 /** Where the viewer's key may come from. */
 export interface KeySources {

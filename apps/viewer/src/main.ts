@@ -4,9 +4,9 @@
  * changes nothing. With no --store it shows the demo's runs.
  */
 import { existsSync } from "node:fs";
-import { CommandLineError } from "@durable-apps/demo/command-line-error";
-import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/demo/command-line";
-import { DEFAULT_STORE, DEMO_FOLDER, eventLogFor, openStore } from "@durable-apps/demo/store-url";
+import { CommandLineError } from "@durable-apps/shared/command-line-error";
+import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
+import { DEFAULT_STORE, DEMO_FOLDER, eventLogFor, openStore } from "@durable-apps/shared/store-url";
 import { viewerSealer } from "./key.js";
 import { startViewer } from "./server.js";
 

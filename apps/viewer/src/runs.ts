@@ -15,7 +15,7 @@ export interface CallView {
   readonly error?: string;
 }
 
-export interface StepView {
+interface StepView {
   readonly step: number;
   readonly status: string;
   readonly at: string;
@@ -121,16 +121,18 @@ async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, ev
 
 /** One view per call, in the order calls first appear in the log. */
 function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, replayed: ReadonlySet<string>): CallView[] {
-  const byCall = new Map<string, CallRecord[]>();
+  const byCall = new Map<string, { own: CallRecord[]; last: CallRecord }>();
   for (const record of records) {
-    const own = byCall.get(record.callId);
-    if (own === undefined) byCall.set(record.callId, [record]);
-    else own.push(record);
+    const call = byCall.get(record.callId);
+    if (call === undefined) byCall.set(record.callId, { own: [record], last: record });
+    else {
+      call.own.push(record);
+      call.last = record;
+    }
   }
-  return [...byCall].map(([callId, own]) => {
+  return [...byCall].map(([callId, { own, last }]) => {
     const done = own.find((r) => r.kind === "done");
     const failed = own.find((r) => r.kind === "error");
-    const last = own.at(-1)!;
     const mark: CallMark = rerun.has(callId)
       ? "rerun"
       : replayed.has(callId)

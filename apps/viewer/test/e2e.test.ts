@@ -6,11 +6,12 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sealer } from "@durable/core/runner";
-import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/demo/store-url";
+import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/shared/store-url";
 import { startViewer } from "../src/server.js";
 
 const CHROMIUM = "/usr/bin/chromium";
-const demo = fileURLToPath(new URL("../../demo/src/main.ts", import.meta.url));
+// The demo as its package names it: a real run of it fills the store the viewer reads.
+const demo = fileURLToPath(import.meta.resolve("@durable-apps/demo/main"));
 /** Screenshots the test saves (not committed; the README's is docs/viewer.png). */
 const shots = fileURLToPath(new URL("./output/", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "durable-viewer-e2e-"));

@@ -7,12 +7,13 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type CheckpointStore, Executor, jsonlEventSink, StoreUnavailable } from "@durable/core";
 import { Sealer } from "@durable/core/runner";
 import { FlowRunner } from "@durable/flow";
-import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/demo/store-url";
-import { CardProcessor, tickets, ticketsRegistry } from "@durable-apps/demo/tickets";
+import { DEMO_KEY, eventLogFor, openStore } from "@durable-apps/shared/store-url";
+import { CardProcessor, tickets, ticketsRegistry } from "@durable-apps/shared/tickets";
 import { noRunVerifies, readOneRun, readRuns, type RunView } from "../src/runs.js";
 import { startViewer } from "../src/server.js";
 
-const demo = fileURLToPath(new URL("../../demo/src/main.ts", import.meta.url));
+// The demo as its package names it: a real run of it fills the store the viewer reads.
+const demo = fileURLToPath(import.meta.resolve("@durable-apps/demo/main"));
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "durable-viewer-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -174,10 +174,10 @@ export const noSegmentCheck: ConformanceInitializer = broken("records calls of a
   new RelaxedRecord(({ segment, seq }, head) => ({ segment: head?.segment ?? segment, seq, head })),
 );
 export const recordTakesGap: ConformanceInitializer = broken("records a call past a gap", () =>
-  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: seq > next ? next : seq, head })),
+  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.min(seq, next), head })),
 );
 export const recordTakesDuplicate: ConformanceInitializer = broken("records a duplicate call number", () =>
-  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: seq < next ? next : seq, head })),
+  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.max(seq, next), head })),
 );
 export const recordOnEndedRun: ConformanceInitializer = broken("records calls on an ended run", () =>
   new RelaxedRecord(({ segment, seq }, head) => ({ segment, seq, head: head !== undefined && isEnded(head.status) ? running(head) : head })),

@@ -39,7 +39,7 @@ describe("durable-conformance CLI", () => {
     const { FORCE_COLOR: _force, NO_COLOR: _no, ...env } = process.env;
     const { code, out } = runWith(env, fixture("no-compare-and-set.ts"), "save");
     expect(code).toBe(1);
-    expect(out).not.toMatch(/\u001b\[/);
+    expect(out).not.toContain("\u001b[");
     expect(out).toContain("(docs/protocol.md#the-store-rules)");
   }, 120_000);
 

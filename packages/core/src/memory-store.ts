@@ -67,9 +67,9 @@ export class MemoryCheckpointStore implements CheckpointStore {
     const entry = this.#runs.get(runId);
     const next = entry?.counts.get(segment) ?? 0;
     const refused = recordRefusal(runId, segment, seq, entry?.checkpoints.at(-1), next);
-    if (refused !== undefined) throw refused;
-    entry!.calls.push(Object.freeze({ runId, segment, seq, sealed }));
-    entry!.counts.set(segment, next + 1);
+    if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
+    entry.calls.push(Object.freeze({ runId, segment, seq, sealed }));
+    entry.counts.set(segment, next + 1);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

@@ -1,4 +1,4 @@
-import type { JsonObject } from "./canonical.js";
+import type { JsonObject, JsonValue } from "./canonical.js";
 import { InvalidInput } from "./errors.js";
 import { checkOptionTypes } from "./options.js";
 import type { Identity } from "./identity.js";
@@ -13,8 +13,13 @@ export interface ToolContext {
   readonly identity: Identity;
 }
 
-/** A tool: plain JSON arguments in, plain JSON out (or nothing). */
-export type ToolFn = (args: any, ctx: ToolContext) => unknown;
+/**
+ * A tool: plain JSON arguments in, plain JSON out (or nothing). `Args` is the
+ * shape the tool reads its arguments as (plain JSON unless it says otherwise);
+ * nothing checks it at run time, so a tool that takes a model's arguments
+ * should check them itself.
+ */
+export type ToolFn<Args = JsonValue> = (args: Args, ctx: ToolContext) => unknown;
 
 /** How a tool may be treated. */
 export interface ToolOptions {
@@ -42,8 +47,11 @@ const TOOL_OPTIONS = { idempotent: "boolean", approval: "boolean", description: 
 export class ToolRegistry {
   readonly #tools = new Map<string, ToolDefinition>();
 
-  /** Registers a tool. A name used twice is `InvalidInput`. Returns the registry, to chain. */
-  tool(name: string, fn: ToolFn, options: ToolOptions = {}): this {
+  /**
+   * Registers a tool. A name used twice is `InvalidInput`. Returns the registry, to chain.
+   * `Args` comes from the tool's own parameter type, e.g. `(a: { cents: number }) => …`.
+   */
+  tool<Args = JsonValue>(name: string, fn: ToolFn<Args>, options: ToolOptions = {}): this {
     if (typeof name !== "string" || name.length === 0 || name.length > 128) {
       throw new InvalidInput("A tool name must be a string of 1 to 128 characters.");
     }
@@ -53,7 +61,8 @@ export class ToolRegistry {
     this.#tools.set(name, {
       ...options,
       name,
-      fn,
+      // The registry keeps every tool as one type; the caller's `Args` is its own claim about the JSON it gets.
+      fn: fn as ToolFn,
       idempotent: options.idempotent === true,
       approval: options.approval === true,
     });

@@ -57,6 +57,7 @@ describe("canonical JSON", () => {
     ["a Date", { when: new Date(0) }, /state\.when: a Date instance/],
     ["a Map", new Map(), /state: a Map instance/],
     ["undefined in an array", { list: [1, undefined] }, /state\.list\[1\]: undefined in an array/],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what this case is about.
     ["an array hole", { list: [1, , 3] }, /state\.list\[1\]: an array hole/],
     ["NaN", { x: Number.NaN }, /state\.x: NaN/],
     ["Infinity", { x: Number.POSITIVE_INFINITY }, /state\.x: Infinity/],

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MemoryCheckpointStore } from "../src/index.js";
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus } from "../src/store.js";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus, UNFINISHED } from "../src/store.js";
 import { collect } from "./helpers.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
@@ -169,7 +169,7 @@ describe("MemoryCheckpointStore against a reference model", () => {
         }
         for (const flow of ["f", "g"]) {
           const unfinished = [...model]
-            .filter(([, r]) => r.steps.at(-1)!.flow === flow && ["running", "paused"].includes(r.steps.at(-1)!.status))
+            .filter(([, r]) => r.steps.at(-1)!.flow === flow && UNFINISHED.includes(r.steps.at(-1)!.status))
             .map(([id]) => id);
           expect((await collect(store.listUnfinished(flow))).sort()).toEqual(unfinished.sort());
         }

@@ -4,8 +4,8 @@ import { Call, Flow, FlowRunner } from "../src/index.js";
 
 export const KEY = "flow-tests-key-0123456789abcdef-xyz";
 
-export const Order = z.object({ show: z.string(), seats: z.number().int(), note: z.string().default("") });
-export type Order = z.infer<typeof Order>;
+const Order = z.object({ show: z.string(), seats: z.number().int(), note: z.string().default("") });
+type Order = z.infer<typeof Order>;
 const args = (o: Order) => ({ show: o.show, seats: o.seats });
 
 /** The seed's tickets flow. */

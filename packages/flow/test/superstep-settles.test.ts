@@ -10,7 +10,10 @@ const slow = () => new Promise((resolve) => setTimeout(resolve, 30));
 
 function registry() {
   return new ToolRegistry()
-    .tool("charge", async () => (await slow(), "charged"))
+    .tool("charge", async () => {
+      await slow();
+      return "charged";
+    })
     .tool("refund", () => "refunded", { approval: true })
     .tool("broken", () => {
       throw new Error("card declined");

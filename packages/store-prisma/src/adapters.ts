@@ -7,7 +7,7 @@ import type { Provider } from "./tables.js";
  * The driver adapter each provider needs, an optional peer: a user installs
  * the one of their database (it brings its driver), never both.
  */
-export const ADAPTERS: Readonly<Record<Provider, string>> = {
+const ADAPTERS: Readonly<Record<Provider, string>> = {
   postgresql: "@prisma/adapter-pg",
   sqlite: "@prisma/adapter-better-sqlite3",
 };

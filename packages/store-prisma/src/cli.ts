@@ -26,9 +26,19 @@ const USAGE = "Usage: durable-prisma migrate <url> [--schema name] [--table-pref
 class Usage extends Error {}
 
 function parse(): { url: string; schema: string | undefined; tablePrefix: string | undefined } | "help" {
-  let parsed;
+  const { values, positionals } = readArgs();
+  if (values.help === true) return "help";
+  const [command, url, ...rest] = positionals;
+  if (command !== "migrate") throw new Usage(command === undefined ? USAGE : `Unknown command ${JSON.stringify(command)}. ${USAGE}`);
+  if (url === undefined) throw new Usage(`migrate needs the database URL. ${USAGE}`);
+  if (rest.length > 0) throw new Usage(`Unexpected argument ${JSON.stringify(rest[0])}. ${USAGE}`);
+  return { url, schema: values.schema, tablePrefix: values["table-prefix"] };
+}
+
+/** The command line as parseArgs reads it; its complaint becomes a `Usage` line. */
+function readArgs() {
   try {
-    parsed = parseArgs({
+    return parseArgs({
       allowPositionals: true,
       options: { schema: { type: "string" }, "table-prefix": { type: "string" }, help: { type: "boolean", short: "h" } },
     });
@@ -37,13 +47,6 @@ function parse(): { url: string; schema: string | undefined; tablePrefix: string
     const [first] = (error as Error).message.split(/(?<=\.) /);
     throw new Usage(`${first?.endsWith(".") ? first : `${first}.`} ${USAGE}`);
   }
-  const { values, positionals } = parsed;
-  if (values.help === true) return "help";
-  const [command, url, ...rest] = positionals;
-  if (command !== "migrate") throw new Usage(command === undefined ? USAGE : `Unknown command ${JSON.stringify(command)}. ${USAGE}`);
-  if (url === undefined) throw new Usage(`migrate needs the database URL. ${USAGE}`);
-  if (rest.length > 0) throw new Usage(`Unexpected argument ${JSON.stringify(rest[0])}. ${USAGE}`);
-  return { url, schema: values.schema, tablePrefix: values["table-prefix"] };
 }
 
 async function main(): Promise<number> {

@@ -129,7 +129,10 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
     const tables = tablesOf("postgresql", options);
     const timeoutMs = timeoutOf(options);
     let sockets = new Set<Socket>();
-    const client = lazy(() => openPostgres(url, { poolSize: options.poolSize ?? 10, timeoutMs, sockets: (sockets = new Set()) }));
+    const client = lazy(() => {
+      sockets = new Set();
+      return openPostgres(url, { poolSize: options.poolSize ?? 10, timeoutMs, sockets });
+    });
     const discard = () => {
       // Silent connections stay silent: destroyed, the server rolls back what they had not committed.
       for (const socket of sockets) socket.destroy();

@@ -10,7 +10,7 @@ interface Migration {
 }
 
 /** The migrations shipped for a provider, in order (`migrations/<provider>/<name>/migration.sql`). */
-export function shippedMigrations(provider: Provider): Migration[] {
+function shippedMigrations(provider: Provider): Migration[] {
   const root = new URL(`../migrations/${provider}/`, import.meta.url);
   return readdirSync(root)
     .sort()

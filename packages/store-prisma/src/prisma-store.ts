@@ -1,4 +1,4 @@
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, DurableError, isEnded, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, DurableError, isEnded, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable, UNFINISHED } from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
 import { borrow, connect, type Connection, type PrismaClientStoreOptions, type PrismaStoreOptions } from "./connection.js";
 import { wrap } from "./failures.js";
@@ -15,7 +15,8 @@ interface RunRow {
 }
 
 const PAGE = 500;
-const UNFINISHED = "('running', 'paused')";
+/** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
+const UNFINISHED_IN = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
 
 /**
  * A `CheckpointStore` on PostgreSQL or SQLite through Prisma 7's client and
@@ -74,7 +75,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
           : await this.#exec(
               tx,
               `UPDATE ${t.runs} SET "step" = ?, "status" = ?, "segment_calls" = CASE WHEN "segment" = ? THEN "segment_calls" ELSE 0 END, "segment" = ?
-               WHERE "run_id" = ? AND "step" = ? AND "status" IN ${UNFINISHED} AND "flow" = ? AND "kind" = ? AND "segment" <= ?`,
+               WHERE "run_id" = ? AND "step" = ? AND "status" IN ${UNFINISHED_IN} AND "flow" = ? AND "kind" = ? AND "segment" <= ?`,
               step, status, segment, segment, runId, step - 1, flow, kind, segment,
             );
       if (moved === 0) {
@@ -103,13 +104,14 @@ export class PrismaCheckpointStore implements CheckpointStore {
     for (;;) {
       const rows = await this.#query<{ run_id: string }>(
         "listUnfinished",
-        `SELECT "run_id" FROM ${this.#db.tables.runs} WHERE "flow" = ? AND "run_id" > ? AND "status" IN ${UNFINISHED} ORDER BY "run_id" LIMIT ${PAGE}`,
+        `SELECT "run_id" FROM ${this.#db.tables.runs} WHERE "flow" = ? AND "run_id" > ? AND "status" IN ${UNFINISHED_IN} ORDER BY "run_id" LIMIT ${PAGE}`,
         flow,
         after,
       );
       for (const row of rows) yield row.run_id;
-      if (rows.length < PAGE) return;
-      after = rows.at(-1)!.run_id;
+      const last = rows.at(-1);
+      if (rows.length < PAGE || last === undefined) return;
+      after = last.run_id;
     }
   }
 
@@ -126,7 +128,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
     await this.#tx("recordCall", async (tx) => {
       const moved = await this.#exec(
         tx,
-        `UPDATE ${t.runs} SET "segment_calls" = "segment_calls" + 1 WHERE "run_id" = ? AND "segment" = ? AND "segment_calls" = ? AND "status" IN ${UNFINISHED}`,
+        `UPDATE ${t.runs} SET "segment_calls" = "segment_calls" + 1 WHERE "run_id" = ? AND "segment" = ? AND "segment_calls" = ? AND "status" IN ${UNFINISHED_IN}`,
         runId, segment, seq,
       );
       if (moved === 1) {

@@ -14,7 +14,7 @@ export { postgresAnswers } from "@durable/test-utils/postgres";
 export const testDatabase = (): OwnDatabase => ownDatabase("durable");
 
 // One folder per test file (each file loads this module afresh), removed by that file.
-export const sqliteDir = join(tmpdir(), "durable-prisma-tests", randomUUID());
+const sqliteDir = join(tmpdir(), "durable-prisma-tests", randomUUID());
 export function sqliteUrl(): string {
   mkdirSync(sqliteDir, { recursive: true });
   return `file:${join(sqliteDir, `${randomUUID()}.db`)}`;
@@ -36,7 +36,9 @@ async function sqlOn(store: PrismaCheckpointStore, sql: string, params: unknown[
     const db = new Database(url.slice(5), { timeout: 5000 });
     try {
       const statement = db.prepare(sql.replace(/\$\d+/g, "?"));
-      return statement.reader ? (statement.all(...params) as Array<{ sealed: string }>) : (statement.run(...params), []);
+      if (statement.reader) return statement.all(...params) as Array<{ sealed: string }>;
+      statement.run(...params);
+      return [];
     } finally {
       db.close();
     }

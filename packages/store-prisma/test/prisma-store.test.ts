@@ -60,8 +60,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       const { rows } = await client.query<{ table_name: string; column_name: string }>(
         "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('durable_runs', 'durable_checkpoints', 'durable_calls')",
       );
-      for (const row of rows) (found[row.table_name] ??= []).push(row.column_name);
-      for (const table of Object.keys(found)) found[table]!.sort();
+      for (const row of rows) found[row.table_name] = [...(found[row.table_name] ?? []), row.column_name].sort();
       await client.end();
     }
     expect(found).toEqual(modelColumns());

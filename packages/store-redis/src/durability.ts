@@ -10,7 +10,7 @@ export interface ConfigReader {
  * resolved write is durable, as one sentence; undefined when they keep it
  * (`appendonly yes` with `appendfsync always`).
  */
-export function durabilityGap(config: Readonly<Record<string, string>>): string | undefined {
+function durabilityGap(config: Readonly<Record<string, string>>): string | undefined {
   const appendonly = config["appendonly"];
   const appendfsync = config["appendfsync"];
   if (appendonly !== "yes") {

@@ -40,7 +40,7 @@ export function keyPattern(prefix: string): string {
 }
 
 /** The start of every key of a bucket: the prefix, then the hash tag that keeps the bucket on one cluster slot. */
-export function bucketBase(prefix: string, bucket: number): string {
+function bucketBase(prefix: string, bucket: number): string {
   return `${prefix}:{${prefix}.${bucket}}:`;
 }
 
@@ -76,5 +76,5 @@ function unhex(text: string): string {
 }
 
 function bucketOf(runId: string): number {
-  return createHash("sha1").update(runId).digest()[0]! % BUCKETS;
+  return createHash("sha1").update(runId).digest().readUInt8(0) % BUCKETS;
 }

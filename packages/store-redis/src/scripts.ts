@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { UNFINISHED } from "@durable/core/store";
 
 /**
  * The server-side scripts: each operation is one script, one round trip,
@@ -64,7 +65,7 @@ else
 end
 redis.call('HSET', KEYS[2], ARGV[2], cjson.encode({ARGV[3], segment, ARGV[5], ARGV[6], ARGV[7]}))
 redis.call('HSET', KEYS[1], 'flow', ARGV[5], 'kind', ARGV[6], 'step', step, 'status', ARGV[3], 'segment', segment, 'segcalls', segcalls)
-if ARGV[3] == 'running' or ARGV[3] == 'paused' then redis.call('ZADD', KEYS[4], 0, ARGV[1]) else redis.call('ZREM', KEYS[4], ARGV[1]) end
+if ${UNFINISHED.map((status) => `ARGV[3] == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, ARGV[1]) else redis.call('ZREM', KEYS[4], ARGV[1]) end
 expiry(ARGV[3], ttl, ARGV[1], 5)
 local stale = redis.call('ZRANGE', KEYS[5], '-inf', '(' .. string.format('%.0f', now_ms()), 'BYSCORE', 'LIMIT', 0, 100)
 if #stale > 0 then

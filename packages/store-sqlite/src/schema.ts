@@ -1,8 +1,11 @@
 import type Database from "better-sqlite3";
-import { InvalidInput } from "@durable/core/store";
+import { InvalidInput, UNFINISHED } from "@durable/core/store";
 
 /** The schema version this code writes. */
 export const SCHEMA_VERSION = 1;
+
+/** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
+export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
 
 /** Marks the tables as ours, so a database holding another application's tables of the same names is refused. */
 const OWNER = "@durable/store-sqlite";
@@ -38,7 +41,7 @@ const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
       segment INTEGER NOT NULL,
       segment_calls INTEGER NOT NULL
     ) WITHOUT ROWID;
-    CREATE INDEX ${t.runs}_unfinished ON ${t.runs} (flow, run_id) WHERE status IN ('running', 'paused');
+    CREATE INDEX ${t.runs}_unfinished ON ${t.runs} (flow, run_id) WHERE status IN ${UNFINISHED_IN};
     CREATE TABLE ${t.checkpoints} (
       run_id TEXT NOT NULL,
       step INTEGER NOT NULL,
@@ -84,7 +87,7 @@ export function migrate(db: Database.Database, t: Tables, where: string): void {
         `${where} has schema version ${version}, newer than this @durable/store-sqlite knows (${SCHEMA_VERSION}); upgrade the package.`,
       );
     }
-    for (let next = version; next < SCHEMA_VERSION; next++) db.exec(MIGRATIONS[next]!(t));
+    for (const migrate of MIGRATIONS.slice(version, SCHEMA_VERSION)) db.exec(migrate(t));
     db.prepare(`UPDATE ${t.meta} SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION));
   }).immediate();
 }

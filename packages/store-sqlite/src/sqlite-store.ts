@@ -3,7 +3,7 @@ import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CheckpointNotFound, type CheckpointRow, type CheckpointStore, InvalidInput, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
 import { storeError } from "./errors.js";
-import { migrate, tablesFor, type Tables } from "./schema.js";
+import { UNFINISHED_IN, migrate, tablesFor, type Tables } from "./schema.js";
 
 /** Options of `SQLiteCheckpointStore`. */
 export interface SQLiteStoreOptions {
@@ -89,8 +89,9 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     for (;;) {
       const page = this.#read(() => this.#sql.unfinished.all(flow, after, PAGE) as string[]);
       yield* page;
-      if (page.length < PAGE) return;
-      after = page.at(-1)!;
+      const last = page.at(-1);
+      if (page.length < PAGE || last === undefined) return;
+      after = last;
     }
   }
 
@@ -164,7 +165,7 @@ function prepare(db: Database.Database, t: Tables) {
       `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
     ),
     unfinished: db.prepare(
-      `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ('running', 'paused') AND run_id > ? ORDER BY run_id LIMIT ?`,
+      `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
     ).pluck(),
     deleteCalls: db.prepare(`DELETE FROM ${t.calls} WHERE run_id = ?`),
     deleteCheckpoints: db.prepare(`DELETE FROM ${t.checkpoints} WHERE run_id = ?`),

@@ -83,7 +83,7 @@ export class DeferredCommitStore extends AckedAhead {
  * event loop later (as a check and an insert in two round trips would): a
  * claim that lands in between does not fence the record.
  */
-export class CheckOutsideTransactionStore extends MemoryCheckpointStore {
+class CheckOutsideTransactionStore extends MemoryCheckpointStore {
   readonly #data: MemoryData;
   constructor(data: MemoryData = new Map()) {
     super({ data });

@@ -7,7 +7,7 @@ import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
 import { SQLiteCheckpointStore } from "../src/index.js";
 
 /** The SQLite store's conformance initializer: a new file per store, in the system's temp folder. */
-export const testDir = join(tmpdir(), "durable-sqlite-tests");
+const testDir = join(tmpdir(), "durable-sqlite-tests");
 
 export function newDatabasePath(): string {
   mkdirSync(testDir, { recursive: true });

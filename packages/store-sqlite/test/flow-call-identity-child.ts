@@ -34,25 +34,22 @@ if (mode === "run") {
 await store.close();
 
 async function recover(): Promise<Recovered> {
-  let latest;
-  try {
-    latest = await DurableRun.latest(store, sealerFor(store, KEY), RUN_ID);
-  } catch (error) {
+  const latest = await DurableRun.latest(store, sealerFor(store, KEY), RUN_ID).catch((error: unknown) => {
+    if (error instanceof CheckpointNotFound) return undefined;
+    throw error;
+  });
+  if (latest === undefined) {
     // Killed before the first checkpoint: the run never started, so start it.
-    if (!(error instanceof CheckpointNotFound)) throw error;
     const result = await runner.run(flow, INPUT, { runId: RUN_ID });
     return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt: [] };
   }
   // Killed after the last checkpoint: the run is done and there is nothing to recover.
   if (latest.status === "done") return { status: "done", state: readEnvelope(RUN_ID, latest.data).program["state"] as Recovered["state"], inDoubt: [] };
   let inDoubt: Recovered["inDoubt"] = [];
-  let result;
-  try {
-    result = await runner.recover(flow, RUN_ID);
-  } catch (error) {
+  const result = await runner.recover(flow, RUN_ID).catch((error: unknown) => {
     if (!(error instanceof RecoveryNeedsDecision)) throw error;
     inDoubt = error.calls.map(({ tool, why }) => [tool, why] as const);
-    result = await runner.recover(flow, RUN_ID, { rerunInDoubt: true });
-  }
+    return runner.recover(flow, RUN_ID, { rerunInDoubt: true });
+  });
   return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt };
 }

@@ -26,7 +26,7 @@ const call: fc.Arbitrary<CallSpec> = fc.record({ tool, n: fc.integer({ min: 0, m
 const block: fc.Arbitrary<Block> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("call"), call }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("all"), calls: fc.array(call, { minLength: 2, maxLength: 3 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("chain"), first: call, then: tool }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("chain"), first: call, next: tool }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("items"), items: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 2, maxLength: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("twice"), call }) },
 );

@@ -15,8 +15,8 @@ const SLOW_CHARGE: Latencies = { lookup: [0], price: [40], charge: [40], mail: [
  */
 function checkout(point: FaultPoint): CallCase {
   const branches = [
-    { kind: "chain", first: { tool: "lookup", n: 1 }, then: "mail" },
-    { kind: "chain", first: { tool: "price", n: 2 }, then: "charge" },
+    { kind: "chain", first: { tool: "lookup", n: 1 }, next: "mail" },
+    { kind: "chain", first: { tool: "price", n: 2 }, next: "charge" },
   ] as const;
   return {
     layers: [[[branches, [{ kind: "call", call: { tool: "mail", n: 9 } }]]]],

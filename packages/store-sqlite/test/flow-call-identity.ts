@@ -20,7 +20,7 @@ import { SQLiteCheckpointStore } from "../src/index.js";
 export const KEY = "flow-tests-key-0123456789abcdef-xyz";
 
 /** The tools, and whether each is idempotent. */
-export const TOOLS = { price: true, lookup: true, charge: false, mail: false } as const;
+const TOOLS = { price: true, lookup: true, charge: false, mail: false } as const;
 export type Tool = keyof typeof TOOLS;
 export const TOOL_NAMES = Object.keys(TOOLS) as Tool[];
 
@@ -33,8 +33,8 @@ export interface CallSpec {
 export type Block =
   | { readonly kind: "call"; readonly call: CallSpec }
   | { readonly kind: "all"; readonly calls: readonly CallSpec[] }
-  /** `call(first).then((r) => call(then, { from: r }))` */
-  | { readonly kind: "chain"; readonly first: CallSpec; readonly then: Tool }
+  /** `call(first).then((r) => call(next, { from: r }))` */
+  | { readonly kind: "chain"; readonly first: CallSpec; readonly next: Tool }
   /** `Promise.all(items.map(async (i) => charge({ from: await price({ item: i }) })))` */
   | { readonly kind: "items"; readonly items: readonly number[] }
   /** The same call issued twice at once. */
@@ -69,7 +69,7 @@ export interface Seen {
 }
 
 /** Every tool returns this, so a call's own result is known from what it asked. */
-export function resultOf(tool: string, args: JsonValue): JsonValue {
+function resultOf(tool: string, args: JsonValue): JsonValue {
   return { tool, args };
 }
 
@@ -84,7 +84,7 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
     case "twice":
       return Promise.all([ask(block.call.tool, { n: block.call.n }), ask(block.call.tool, { n: block.call.n })]);
     case "chain":
-      return ask(block.first.tool, { n: block.first.n }).then(async (first) => [first, await ask(block.then, { from: first.got })]);
+      return ask(block.first.tool, { n: block.first.n }).then(async (first) => [first, await ask(block.next, { from: first.got })]);
     case "firstKey": {
       const offers = await ask("lookup", { n: block.n });
       return [offers, await ask("charge", { product: Object.keys(offers.got as object)[0]! })];
@@ -102,7 +102,7 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
 }
 
 /** Runs a node's shape, listing every call in the order the shape names them (not the order they finish in). */
-export async function runShape(shape: NodeShape, call: (tool: string, args: JsonValue) => Promise<JsonValue>): Promise<Seen[]> {
+async function runShape(shape: NodeShape, call: (tool: string, args: JsonValue) => Promise<JsonValue>): Promise<Seen[]> {
   const ask: Ask = async (tool, args) => ({ tool, args, got: await call(tool, args) });
   const seen: Seen[] = [];
   for (const step of shape) for (const calls of await Promise.all(step.map((b) => runBlock(ask, b)))) seen.push(...calls);
@@ -119,26 +119,29 @@ type State = z.infer<typeof State>;
 export const INPUT: State = { seen: {} };
 export const RUN_ID = "call-identity-1";
 
-export const nodeName = (layer: number, index: number) => `s${layer}n${index}`;
+const nodeName = (layer: number, index: number) => `s${layer}n${index}`;
 
 /** The case's flow: each layer's nodes lead to every node of the next (a fan-out); the last layer ends. */
 export function flowOf(c: CallCase): Flow<State> {
   const flow = new Flow("call-identity", { state: State, reducers: { seen: (a, b) => ({ ...a, ...b }) } });
-  c.layers.forEach((layer, i) =>
-    layer.forEach((shape, j) => {
+  for (const [i, layer] of c.layers.entries()) {
+    for (const [j, shape] of layer.entries()) {
       const name = nodeName(i, j);
       flow.node(name, async (_state, ctx: NodeContext) => ({ seen: { [name]: await runShape(shape, (tool, args) => ctx.call(tool, args)) } }));
-    }),
-  );
-  c.layers.forEach((layer, i) => {
+    }
+  }
+  for (const [i, layer] of c.layers.entries()) {
     const next = c.layers[i + 1]?.map((_, j) => nodeName(i + 1, j));
-    layer.forEach((_, j) => (next === undefined ? flow.end(nodeName(i, j)) : flow.edge(nodeName(i, j), next)));
-  });
+    for (const j of layer.keys()) {
+      if (next === undefined) flow.end(nodeName(i, j));
+      else flow.edge(nodeName(i, j), next);
+    }
+  }
   return flow;
 }
 
 /** One real execution of a tool, as the tool itself wrote it down. */
-export interface Effect {
+interface Effect {
   readonly tool: Tool;
   readonly args: JsonValue;
   readonly key: string;

@@ -9,7 +9,9 @@ import { afterEach, describe, expect, it } from "vitest";
 // cannot depend on one (a store's own conformance run depends on loop, through the kit).
 const CHILD = fileURLToPath(new URL("./loop-max-steps-child.ts", import.meta.url));
 const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 /** Runs one worker process; `kill` arms a fault point in it. */
 function worker(dir: string, maxSteps: number, kill?: string) {

@@ -80,7 +80,7 @@ export class BlackholeProxy {
 }
 
 /** The error an operation failed with (undefined if it did not) and how long it took, in ms. */
-export async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
   const start = Date.now();
   const error = await operation().then(() => undefined, (e: unknown) => e);
   return { error, ms: Date.now() - start };

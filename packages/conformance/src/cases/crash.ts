@@ -57,7 +57,7 @@ export const crashGroup: ConformanceGroup = {
 };
 
 /** Names the fault points the crash group kills at, comma-separated (every point when unset): to rerun one point while fixing a store. */
-export const CRASH_POINTS_VARIABLE = "DURABLE_CRASH_POINTS";
+const CRASH_POINTS_VARIABLE = "DURABLE_CRASH_POINTS";
 
 function chosenPoints(): readonly FaultPoint[] {
   const value = process.env[CRASH_POINTS_VARIABLE];
@@ -179,7 +179,7 @@ interface CallObservation {
  * after resolving) breaks the first or the fourth rule at a kill right after
  * the acknowledgment; one that invents records breaks the third.
  */
-export function callVerdict(tool: string, seen: CallObservation): string | undefined {
+function callVerdict(tool: string, seen: CallObservation): string | undefined {
   const { before, after, reported, witness } = seen;
   const idempotent = IDEMPOTENT_TOOLS.has(tool);
   if (before > 1) return `ran ${before} times before the crash`;

@@ -34,9 +34,9 @@ export const raceGroup: ConformanceGroup = {
             runs.push([runId, scenario]);
             await expect(setup.run(scenario, runId)).rejects.toThrow(StoreUnavailable);
             // Every worker reads the latest checkpoint, then all claim the same step at once.
-            workers.forEach((w) => w.send(`race ${scenario} ${runId}`));
+            for (const w of workers) w.send(`race ${scenario} ${runId}`);
             await Promise.all(workers.map((w) => w.waitFor((l) => l === `at-claim ${runId}`)));
-            workers.forEach((w) => w.send(`go ${runId}`));
+            for (const w of workers) w.send(`go ${runId}`);
             const answers = await Promise.all(workers.map((w) => w.waitFor((l) => l.split(" ")[1] === runId && !l.startsWith("at-claim"))));
             expect(answers.filter((a) => a.startsWith("won")), answers.join("; ")).toEqual([`won ${runId} paused`]);
             expect(answers.filter((a) => a.startsWith("conflict"))).toHaveLength(WORKERS - 1);
@@ -49,7 +49,7 @@ export const raceGroup: ConformanceGroup = {
             }
           }
         } finally {
-          workers.forEach((w) => w.kill());
+          for (const w of workers) w.kill();
           rmSync(dir, { recursive: true, force: true });
         }
       },

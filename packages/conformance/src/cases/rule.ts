@@ -5,7 +5,7 @@ import { inspect } from "node:util";
 export type ProtocolSection = "the-store-rules" | "call-records" | "what-each-read-verifies" | "run-ids-and-names";
 
 /** Where a store author reads the rules the kit checks. */
-export const PROTOCOL_DOC = "docs/protocol.md";
+const PROTOCOL_DOC = "docs/protocol.md";
 
 /**
  * The first line of a failure: which rule of the protocol the store broke,

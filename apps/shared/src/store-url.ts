@@ -61,7 +61,8 @@ async function storeFor(url: string): Promise<CheckpointStore> {
 }
 
 function unreachable(url: string, error: unknown, todo = "start that server"): CommandLineError {
-  const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.trim() || "no answer";
+  const [line = ""] = (error instanceof Error ? error.message : String(error)).split("\n");
+  const reason = line.trim() || "no answer";
   // Another store to try, never the one that just failed.
   const other = url === DEFAULT_STORE ? "" : `, or pick another store, e.g. --store ${DEFAULT_STORE}`;
   return new CommandLineError(`--store ${url} does not answer (${reason}): ${todo}${other}.`);
