@@ -2,7 +2,7 @@ import { type CheckpointStore, DurableError, type DurableEvent, type Identity, t
 import { type CallRecord, DurableRun, readCallLog, type Sealer } from "@durable/core/runner";
 
 /** What became of a call, as the viewer marks it. */
-export type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
+type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
 
 export interface CallView {
   readonly callId: string;

@@ -73,7 +73,10 @@ class BuildWalk {
     if (file === undefined || this.#seen.has(file) || installed(file)) return;
     this.#seen.add(file);
     const root = packageRootOf(file);
-    if (root !== undefined && isInside(join(root, "dist"), file)) return this.package(root);
+    if (root !== undefined && isInside(join(root, "dist"), file)) {
+      this.package(root);
+      return;
+    }
     if (!SCRIPT.test(file)) return;
     for (const specifier of importsOf(readFileSync(file, "utf8"))) {
       if (/^(\.{1,2}\/|\/|file:)/.test(specifier)) {
@@ -112,7 +115,7 @@ function checkBuild(root: string): void {
   let compiled: ReadonlyMap<string, string> | undefined;
   for (const source of filesUnder(src)) {
     if (!SOURCE.test(source) || DECLARATION.test(source)) continue;
-    const built = join(dist, relative(src, source)).replace(SOURCE, (ext) => BUILT_EXTENSION[ext]!);
+    const built = join(dist, relative(src, source)).replace(SOURCE, (ext) => BUILT_EXTENSION[ext] ?? ext);
     if (!existsSync(built) || modified(source) <= modified(built)) continue;
     compiled ??= compiledDigests(dist);
     if (compiled.get(source) !== createHash("sha256").update(readFileSync(source)).digest("hex")) {
@@ -160,8 +163,8 @@ function hasBuildScript(dir: string): boolean {
 /** The specifiers a module imports at run time. */
 function importsOf(text: string): string[] {
   const specifiers: string[] = [];
-  for (const [, typeOnly, specifier] of text.matchAll(STATIC_IMPORT)) if (typeOnly === undefined) specifiers.push(specifier!);
-  for (const [, specifier] of text.matchAll(DYNAMIC_IMPORT)) specifiers.push(specifier!);
+  for (const [, typeOnly, specifier] of text.matchAll(STATIC_IMPORT)) if (typeOnly === undefined && specifier !== undefined) specifiers.push(specifier);
+  for (const [, specifier] of text.matchAll(DYNAMIC_IMPORT)) if (specifier !== undefined) specifiers.push(specifier);
   return specifiers;
 }
 
@@ -174,7 +177,7 @@ function resolveRelative(specifier: string, importer: string): string | undefine
 
 /** The folder of the package a bare specifier names, as Node finds it from `from`: itself by name, or in a `node_modules` up the tree. */
 function packageDirOf(specifier: string, from: string): string | undefined {
-  if (specifier.startsWith("node:") || builtinModules.includes(specifier.split("/")[0]!)) return undefined;
+  if (specifier.startsWith("node:") || builtinModules.includes(specifier.split("/")[0] ?? "")) return undefined;
   const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
   const own = packageRootOf(join(from, "x"));
   if (own !== undefined && readManifest(own)?.["name"] === name) return own;

@@ -86,7 +86,7 @@ export class CallLog {
    */
   learn(records: readonly CallRecord[]): void {
     for (const record of records) {
-      if (record.segment < this.segment) this.#earlier[record.segment] = Math.max(this.#earlier[record.segment]!, record.seq + 1);
+      if (record.segment < this.segment) this.#earlier[record.segment] = Math.max(this.#earlier[record.segment] ?? 0, record.seq + 1);
     }
   }
 

@@ -39,9 +39,10 @@ export class DurableError extends Error {
   }
 
   static {
-    Object.defineProperty(this.prototype, DURABLE_ERROR, { value: true });
+    Object.defineProperty(DurableError.prototype, DURABLE_ERROR, { value: true });
   }
 
+  // biome-ignore-start lint/complexity/noThisInStatic: `this` is the class `instanceof` asks about, a subclass too
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     if (typeof value !== "object" || value === null) return false;
@@ -52,6 +53,7 @@ export class DurableError extends Error {
     }
     return false;
   }
+  // biome-ignore-end lint/complexity/noThisInStatic: see above
 }
 
 /** Nothing is stored for the run id. */

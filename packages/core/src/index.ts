@@ -20,19 +20,19 @@ export {
 export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./tools.js";
 export { Executor, type ExecutorOptions, type Decisions, type ApprovalDecision, type ApprovalPort, type ApprovalRequest } from "./executor.js";
 export { idempotencyKey } from "./idempotency.js";
-export {
-  type DurableEvent,
-  type EventSink,
-  type CallRef,
-  type LoopStage,
-  type CheckpointSaved,
-  type RunRecovered,
-  type RunNeedsDecision,
-  type CallStarted,
-  type CallDone,
-  type CallFailed,
-  type RunPaused,
-  type RunEnded,
+export type {
+  DurableEvent,
+  EventSink,
+  CallRef,
+  LoopStage,
+  CheckpointSaved,
+  RunRecovered,
+  RunNeedsDecision,
+  CallStarted,
+  CallDone,
+  CallFailed,
+  RunPaused,
+  RunEnded,
 } from "./events.js";
 export type { PausedResult, RecoverOptions } from "./driver.js";
 export type { PendingCall } from "./replay.js";

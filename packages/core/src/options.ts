@@ -58,7 +58,7 @@ export function checkOptionTypes(where: string, options: unknown, types: Readonl
 }
 
 /** Checks that `store` has every method of the `CheckpointStore` protocol. */
-export function checkStore(where: string, store: unknown): asserts store is CheckpointStore {
+function checkStore(where: string, store: unknown): asserts store is CheckpointStore {
   const missing = isObject(store) ? STORE_METHODS.filter((method) => typeof store[method] !== "function") : STORE_METHODS;
   if (missing.length > 0) {
     throw new InvalidInput(

@@ -32,6 +32,7 @@ describe("entry points", () => {
   it("the store entry shares only the error classes with the root, and they are the root's own", () => {
     const shared = both(runtimeNames("@durable/core"), runtimeNames("@durable/core/store"));
     expect(shared).toEqual(["CheckpointConflict", "CheckpointNotFound", "CheckpointStoreCorrupt", "DurableError", "InvalidInput", "StoreNotReady", "StoreUnavailable"]);
+    // biome-ignore lint/performance/noDynamicNamespaceImportAccess: the test compares every shared export by name
     for (const name of shared) expect(store[name as keyof typeof store]).toBe(root[name as keyof typeof root]);
     expect(new store.CheckpointConflict("r", "taken.")).toBeInstanceOf(root.DurableError);
   });

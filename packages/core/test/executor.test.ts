@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointStoreCorrupt, DurableError, type DurableEvent, Executor, idempotencyKey, InvalidInput, ToolRegistry, UnrecordableResult } from "../src/index.js";
-import { CallScope, canonicalJson, classifyCalls, DurableRun, freshPlan, leavesRunForRecovery, planReplay, readCallLog, type ReplayPlan } from "../src/runner.js";
+import { CallScope, canonicalJson, classifyCalls, type DurableRun, freshPlan, leavesRunForRecovery, planReplay, readCallLog, type ReplayPlan } from "../src/runner.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {

@@ -12,6 +12,7 @@ export interface NodeContext extends Identity {
 }
 
 /** A function node: reads the state, may call tools, returns the fields it changes. Must be deterministic. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a node that changes nothing may return nothing at all
 export type NodeFn<S> = (state: S, ctx: NodeContext) => Partial<S> | void | Promise<Partial<S> | void>;
 
 /** A conditional edge: returns the names of the next nodes (none ends that branch). */
@@ -177,13 +178,14 @@ export class Flow<S> {
       problems.push("no end node can be reached from the entry");
     }
     if (problems.length > 0) throw new FlowError(`Flow ${JSON.stringify(this.name)} is invalid: ${problems.join("; ")}.`);
+    if (entry === undefined) throw new FlowError(`Flow ${JSON.stringify(this.name)} is invalid: it has no entry node.`);
     return {
-      entry: entry!,
+      entry,
       nodes: this.#nodes,
       successors,
       joins: this.#joins,
       ends: this.#ends,
-      digest: this.#digest(entry!),
+      digest: this.#digest(entry),
     };
   }
 
@@ -191,7 +193,8 @@ export class Flow<S> {
     const seen = new Set<string>([entry]);
     const queue = [entry];
     for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
-      const next = successors.get(name)!;
+      const next = successors.get(name);
+      if (next === undefined) continue;
       if (this.#ends.has(name) || next.routers.some((r) => r.targets === undefined)) return true;
       const targets = [...next.to, ...next.routers.flatMap((r) => r.targets ?? []), ...this.#joins.filter((j) => j.from.includes(name)).map((j) => j.to)];
       for (const target of targets) {

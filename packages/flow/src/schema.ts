@@ -3,7 +3,7 @@ import { InvalidInput } from "@durable/core";
 import { canonicalCopy, canonicalJson } from "@durable/core/runner";
 
 /** Validates a value with any Standard Schema (zod, valibot, arktype); an `InvalidInput` names each failing field. */
-export async function validate<T>(schema: StandardSchemaV1<unknown, T>, value: unknown, what: string): Promise<T> {
+async function validate<T>(schema: StandardSchemaV1<unknown, T>, value: unknown, what: string): Promise<T> {
   const result = await schema["~standard"].validate(value);
   if (result.issues === undefined) return result.value;
   const lines = result.issues.map((issue) => `${fieldOf(issue)}: ${issue.message}`);

@@ -44,7 +44,7 @@ export async function runSuperstep<S>(flow: Flow<S>, executor: Executor, scope: 
   // A node that caught the wait itself still leaves its call pending: the superstep pauses for it.
   if (settled.some((s) => s.status === "rejected") || scope.pending.length > 0) return { paused: true };
 
-  const updates = settled.map((s, i) => [data.frontier[i]!, (s as PromiseFulfilledResult<Partial<S>>).value] as const);
+  const updates = data.frontier.map((name, i) => [name, (settled[i] as PromiseFulfilledResult<Partial<S>>).value] as const);
   const merged = mergeUpdates(state, updates, flow.reducers);
   const { frontier, waiting } = nextFrontier(graph, data, merged);
   return { paused: false, state: merged, frontier, visits, waiting };
@@ -81,7 +81,8 @@ function nextFrontier<S>(graph: Graph<S>, data: FlowData<S>, state: S): { fronti
     if (!next.includes(name)) next.push(name);
   };
   for (const name of data.frontier) {
-    const successors = graph.successors.get(name)!;
+    const successors = graph.successors.get(name);
+    if (successors === undefined) throw new FlowError(`Node ${JSON.stringify(name)} is not in the graph.`);
     successors.to.forEach(add);
     for (const { route } of successors.routers) {
       const routed = route(state);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ApprovalDenied, CheckpointConflict, Executor, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import { ApprovalDenied, CheckpointConflict, Executor, IdentityMismatch, InvalidInput, type RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";

@@ -169,7 +169,12 @@ async function toolRound(executor: Executor, data: LoopData, scope: CallScope): 
       }
     }),
   );
-  const results = await round.finally(() => scope.settled()); // a call left running when another threw lands first
+  let results: Awaited<typeof round>;
+  try {
+    results = await round;
+  } finally {
+    await scope.settled(); // a call left running when another threw lands first
+  }
   if (!results.every((result) => result !== undefined)) return { paused: true };
   return { paused: false, data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" }, roundOver: true, done: false };
 }

@@ -9,7 +9,7 @@ import { type CheckpointStore, type DurableEvent, Executor, type Identity, type 
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { recoverAllToolLoops, recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
-import { Tools } from "@durable/test-utils/tools";
+import type { Tools } from "@durable/test-utils/tools";
 
 export const KEY = "driver-tests-key-0123456789abcdef-xyz";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, type DurableEvent, IdentityMismatch, InvalidInput, MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import { CheckpointConflict, type DurableEvent, IdentityMismatch, InvalidInput, MemoryCheckpointStore, type RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.

@@ -1,4 +1,4 @@
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, DurableError, isEnded, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable, UNFINISHED } from "@durable/core/store";
+import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, type DurableError, isEnded, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable, UNFINISHED } from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
 import { borrow, connect, type Connection, type PrismaClientStoreOptions, type PrismaStoreOptions } from "./connection.js";
 import { wrap } from "./failures.js";

@@ -1,6 +1,5 @@
 import { CheckpointStoreCorrupt } from "@durable/core";
 import { DurableRun, readCallLog } from "@durable/core/runner";
-import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects } from "./rule.js";

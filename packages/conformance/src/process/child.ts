@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -11,7 +11,7 @@ const TYPESCRIPT = /\.[mc]?ts$/;
  * `--import tsx` (tsx must then be installed where the tests run).
  */
 export class Child {
-  readonly process: ChildProcess;
+  readonly process: ChildProcessWithoutNullStreams;
   readonly lines: string[] = [];
   readonly #waiters: Array<{ match: (line: string) => boolean; resolve: (line: string) => void }> = [];
   stderr = "";
@@ -20,12 +20,14 @@ export class Child {
     const path = fileURLToPath(script);
     const loader = options.typescript === true || TYPESCRIPT.test(path) ? ["--import", "tsx"] : [];
     this.process = spawn(process.execPath, [...loader, path, ...args], { stdio: ["pipe", "pipe", "pipe"], env: options.env ?? process.env });
-    this.process.stderr!.on("data", (chunk: Buffer) => (this.stderr += chunk.toString()));
-    this.process.stdin!.on("error", () => {});
-    createInterface({ input: this.process.stdout! }).on("line", (line) => {
+    this.process.stderr.on("data", (chunk: Buffer) => {
+      this.stderr += chunk.toString();
+    });
+    this.process.stdin.on("error", () => {});
+    createInterface({ input: this.process.stdout }).on("line", (line) => {
       this.lines.push(line);
       const i = this.#waiters.findIndex((w) => w.match(line));
-      if (i >= 0) this.#waiters.splice(i, 1)[0]!.resolve(line);
+      if (i >= 0) this.#waiters.splice(i, 1)[0]?.resolve(line);
     });
   }
 
@@ -35,12 +37,16 @@ export class Child {
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no matching line in ${timeoutMs} ms; stdout: ${this.lines.join(" | ")}; stderr: ${this.stderr}`)), timeoutMs);
-      this.#waiters.push({ match, resolve: (line) => (clearTimeout(timer), resolve(line)) });
+      this.#waiters.push({ match, resolve: (line) => {
+          clearTimeout(timer);
+          resolve(line);
+        },
+      });
     });
   }
 
   send(line: string): void {
-    this.process.stdin!.write(`${line}\n`);
+    this.process.stdin.write(`${line}\n`);
   }
 
   exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {

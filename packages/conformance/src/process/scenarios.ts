@@ -45,7 +45,7 @@ export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> 
 const sealer: Sealer = Sealer.withKeys(KIT_KEY);
 
 /** The tools, writing their executions to `effects`. */
-export function scenarioTools(effects: string): ToolRegistry {
+function scenarioTools(effects: string): ToolRegistry {
   const tool = (name: string) => (args: JsonValue, ctx: ToolContext) => {
     appendFileSync(effects, `${ctx.runId} ${ctx.callId} ${name}\n`);
     faultPoint("tool.inside");
@@ -81,7 +81,7 @@ const state: FlowOptions<CrashState>["state"] = {
 
 const order = (s: CrashState) => ({ order: s.order });
 
-export const crashFlow: Flow<CrashState> = new Flow("conformance-flow", { state })
+const crashFlow: Flow<CrashState> = new Flow("conformance-flow", { state })
   .node("reserve", new Call("reserve", { args: order, into: "reserved" }))
   .node("charge", new Call("charge", { args: (s) => ({ order: s.order, cents: 4200 }), into: "charged" }))
   .node("notify", new Call("notify", { args: order, into: "notified" }))
@@ -95,7 +95,7 @@ export const crashFlow: Flow<CrashState> = new Flow("conformance-flow", { state 
  * One superstep that asks for a refund's approval and charges at once: the
  * run pauses with the charge done and counted, in the round it resumes.
  */
-export const chargeWithRefundFlow: Flow<CrashState> = new Flow("conformance-charge-with-refund", { state }).node("order", async (s, ctx) => {
+const chargeWithRefundFlow: Flow<CrashState> = new Flow("conformance-charge-with-refund", { state }).node("order", async (s, ctx) => {
   const [refunded, charged] = await Promise.all([ctx.call("refund", { order: s.order, cents: 1200 }), ctx.call("charge", { order: s.order, cents: 4200 })]);
   return { refunded: String(refunded), charged: String(charged) };
 }).end("order");
