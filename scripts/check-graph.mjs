@@ -27,7 +27,11 @@ export function readPackages(root) {
     return { name: manifest.name, dir, names: new Set(names) };
   });
   const workspace = new Set(packages.map((p) => p.name));
-  return packages.map(({ name, dir, names }) => ({ name, dir, deps: [...names].filter((n) => workspace.has(n)).sort() }));
+  return packages.map(({ name, dir, names }) => ({
+    name,
+    dir,
+    deps: [...names].filter((n) => workspace.has(n)).sort(),
+  }));
 }
 
 /** The folders pnpm-workspace.yaml's `packages:` list names: `folder/*` or one folder. */
@@ -44,7 +48,8 @@ function workspaceFolders(root) {
   return patterns.flatMap((pattern) => {
     if (!pattern.endsWith("/*")) return existsSync(join(root, pattern, "package.json")) ? [pattern] : [];
     const parent = pattern.slice(0, -2);
-    if (/[*?{[]/.test(parent)) throw new Error(`pnpm-workspace.yaml: only "folder/*" patterns are read, not ${pattern}`);
+    if (/[*?{[]/.test(parent))
+      throw new Error(`pnpm-workspace.yaml: only "folder/*" patterns are read, not ${pattern}`);
     return readdirSync(join(root, parent), { withFileTypes: true })
       .filter((entry) => entry.isDirectory() && existsSync(join(root, parent, entry.name, "package.json")))
       .map((entry) => `${parent}/${entry.name}`);
@@ -84,7 +89,9 @@ export function crossPackagePaths(root, packages, files) {
     const specifiers = new Set(SPECIFIERS.flatMap((pattern) => [...text.matchAll(pattern)].map((m) => m[1])));
     for (const specifier of specifiers) {
       if (!specifier.startsWith(".")) continue;
-      const target = relative(root, resolve(root, dirname(file), specifier)).split(sep).join("/");
+      const target = relative(root, resolve(root, dirname(file), specifier))
+        .split(sep)
+        .join("/");
       const other = ownerOf(target);
       if (other !== undefined && other !== owner) found.push({ file, specifier, from: owner.name, to: other.name });
     }
@@ -95,7 +102,10 @@ export function crossPackagePaths(root, packages, files) {
 /** The files git would commit (tracked or new, not ignored), relative to the root. */
 export function listFiles(root) {
   const out = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: root });
-  return out.toString("utf8").split("\0").filter((file) => file !== "" && existsSync(join(root, file)));
+  return out
+    .toString("utf8")
+    .split("\0")
+    .filter((file) => file !== "" && existsSync(join(root, file)));
 }
 
 /** Every problem in the graph, as lines to print; none when it is sound. */

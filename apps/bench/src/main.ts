@@ -17,16 +17,29 @@ const BENCH_COMMAND = {
     "the cost per tool call over no store, the same writes straight through the driver, and how the cost grows. " +
     "Prints tables; writes JSON to apps/bench/results/. A store whose server does not answer is skipped.",
   options: {
-    "budget-ms": { type: "string", default: "1500", value: "<ms>", about: "the time each runs-per-second measure takes, per store" },
+    "budget-ms": {
+      type: "string",
+      default: "1500",
+      value: "<ms>",
+      about: "the time each runs-per-second measure takes, per store",
+    },
     quick: { type: "boolean", default: false, about: "two sizes per sweep instead of the full range" },
   },
-  environment: { REDIS_URL: "the Redis to measure (default: redis://127.0.0.1:6379)", DATABASE_URL: "the PostgreSQL to measure (default: postgresql://postgres@127.0.0.1:5432/test)" },
+  environment: {
+    REDIS_URL: "the Redis to measure (default: redis://127.0.0.1:6379)",
+    DATABASE_URL: "the PostgreSQL to measure (default: postgresql://postgres@127.0.0.1:5432/test)",
+  },
   example: "pnpm bench --quick --budget-ms 500",
 } as const satisfies CommandLineSpec<OptionSpecs>;
 
 /** PostgreSQL through Prisma costs milliseconds per write: its sweeps stop one size earlier. */
 const HEAVY: SweepSizes = { ...FULL_SIZES, recoveredCalls: [5, 50, 500], unfinishedRuns: [300, 3_000] };
-const QUICK: SweepSizes = { stateBytes: [200, 100_000], callsPerSuperstep: [1, 10], recoveredCalls: [5, 50], unfinishedRuns: [100, 300] };
+const QUICK: SweepSizes = {
+  stateBytes: [200, 100_000],
+  callsPerSuperstep: [1, 10],
+  recoveredCalls: [5, 50],
+  unfinishedRuns: [100, 300],
+};
 
 await runCommand(BENCH_COMMAND, async (values) => {
   const budgetMs = wholeNumber("budget-ms", values["budget-ms"]);
@@ -37,7 +50,9 @@ await runCommand(BENCH_COMMAND, async (values) => {
     node: process.version,
     at: new Date().toISOString(),
   };
-  console.log(`@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`);
+  console.log(
+    `@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`,
+  );
 
   const results: StoreResult[] = [];
   const skipped: string[] = [];

@@ -12,23 +12,45 @@ export interface StoreResult {
 /** The tables `pnpm bench` prints. */
 export function report(results: readonly StoreResult[]): string {
   const lines: string[] = [];
-  const table = (header: string[], rows: Array<Array<string | number>>) => lines.push(...alignColumns([header, ...rows]), "");
+  const table = (header: string[], rows: Array<Array<string | number>>) =>
+    lines.push(...alignColumns([header, ...rows]), "");
   const first = results[0]?.tickets;
-  lines.push(`The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms.`);
+  lines.push(
+    `The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms.`,
+  );
   table(
     ["store", "runs/s", "p50", "p99", "16 at once: runs/s", "p50", "p99", "µs per call", "raw p50", "durable ÷ raw"],
     results.map(({ store, tickets: t }) => [
-      store, t.single.runsPerSecond, t.single.p50Ms, t.single.p99Ms, t.concurrent16.runsPerSecond, t.concurrent16.p50Ms, t.concurrent16.p99Ms,
-      t.perCallUs, t.raw?.p50Ms ?? "–", t.raw?.ratio ?? "–",
+      store,
+      t.single.runsPerSecond,
+      t.single.p50Ms,
+      t.single.p99Ms,
+      t.concurrent16.runsPerSecond,
+      t.concurrent16.p50Ms,
+      t.concurrent16.p99Ms,
+      t.perCallUs,
+      t.raw?.p50Ms ?? "–",
+      t.raw?.ratio ?? "–",
     ]),
   );
-  lines.push("µs per call: what durability adds to each tool call over the same tools called with no store. raw: the same writes, one by one, through the driver.");
+  lines.push(
+    "µs per call: what durability adds to each tool call over the same tools called with no store. raw: the same writes, one by one, through the driver.",
+  );
   lines.push("");
   for (const { store, sweeps: s } of results) {
     lines.push(`${store}:`);
-    table(["state bytes", "save ms"], s.stateSize.map((r) => [r.bytes, r.saveMs]));
-    table(["calls in a superstep", "run ms", "µs per call"], s.callsPerSuperstep.map((r) => [r.calls, r.runMs, r.perCallUs]));
-    table(["records in the log", "recover ms", "µs per record"], s.recovery.map((r) => [r.records, r.recoverMs, r.perRecordUs]));
+    table(
+      ["state bytes", "save ms"],
+      s.stateSize.map((r) => [r.bytes, r.saveMs]),
+    );
+    table(
+      ["calls in a superstep", "run ms", "µs per call"],
+      s.callsPerSuperstep.map((r) => [r.calls, r.runMs, r.perCallUs]),
+    );
+    table(
+      ["records in the log", "recover ms", "µs per record"],
+      s.recovery.map((r) => [r.records, r.recoverMs, r.perRecordUs]),
+    );
     table(
       ["unfinished runs", "recoverAll s", "µs per run", "peak heap MB", "retained B per run"],
       s.recoverAll.map((r) => [r.runs, r.seconds, r.perRunUs, r.peakHeapMb, r.retainedBytesPerRun]),

@@ -25,10 +25,18 @@ export interface TicketsFigures {
   readonly raw?: { readonly p50Ms: number; readonly ratio: number };
 }
 
-const figures = (l: Latency, runsPerSecond: number): RunFigures => ({ runsPerSecond: round(runsPerSecond, 0), p50Ms: round(l.p50, 3), p99Ms: round(l.p99, 3) });
+const figures = (l: Latency, runsPerSecond: number): RunFigures => ({
+  runsPerSecond: round(runsPerSecond, 0),
+  p50Ms: round(l.p50, 3),
+  p99Ms: round(l.p99, 3),
+});
 
 /** The tickets flow on one store, next to no store and next to the raw driver. */
-export async function measureTickets(store: CheckpointStore, raw: RawWriter | undefined, budgetMs: number): Promise<TicketsFigures> {
+export async function measureTickets(
+  store: CheckpointStore,
+  raw: RawWriter | undefined,
+  budgetMs: number,
+): Promise<TicketsFigures> {
   const log: WriteLog = { writes: [] };
   await runner(noting(store, log)).run(tickets, ORDER, { runId: "sizing" });
   const worker = runner(store);
@@ -75,6 +83,8 @@ export async function measureTickets(store: CheckpointStore, raw: RawWriter | un
     perCallUs: round(((durable.p50 - plain.p50) * 1000) / 3, 0),
     writesPerRun: log.writes.length,
     bytesPerRun: log.writes.reduce((a, w) => a + w.bytes, 0),
-    ...(raw === undefined ? {} : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),
+    ...(raw === undefined
+      ? {}
+      : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),
   };
 }

@@ -26,7 +26,13 @@ export interface SweepFigures {
   readonly callsPerSuperstep: Array<{ calls: number; runMs: number; perCallUs: number }>;
   readonly recovery: Array<{ records: number; recoverMs: number; perRecordUs: number }>;
   /** Peak heap above the start while it runs (garbage included); what the results retain after a collection (with --expose-gc). */
-  readonly recoverAll: Array<{ runs: number; seconds: number; perRunUs: number; peakHeapMb: number; retainedBytesPerRun: number }>;
+  readonly recoverAll: Array<{
+    runs: number;
+    seconds: number;
+    perRunUs: number;
+    peakHeapMb: number;
+    retainedBytesPerRun: number;
+  }>;
 }
 
 const sealer = Sealer.withKeys(KEY);
@@ -45,7 +51,15 @@ async function stateSizes(store: CheckpointStore, sizes: readonly number[]) {
   const out = [];
   for (const bytes of sizes) {
     const data = { blob: "x".repeat(bytes) };
-    const { run } = await DurableRun.start({ store, sealer, runId: `state-${bytes}`, flow: "state", kind: "flow", identity: {}, data });
+    const { run } = await DurableRun.start({
+      store,
+      sealer,
+      runId: `state-${bytes}`,
+      flow: "state",
+      kind: "flow",
+      identity: {},
+      data,
+    });
     const samples = await timed(bytes >= 1_000_000 ? 5 : 20, () => run.save("running", data));
     out.push({ bytes, saveMs: round(latencyOf(samples).p50, 3) });
   }
@@ -58,7 +72,9 @@ async function superstepCalls(store: CheckpointStore, sizes: readonly number[]) 
   for (const calls of sizes) {
     const flow = fanFlow(calls);
     const worker = runner(store);
-    const samples = await timed(calls >= 100 ? 5 : 20, (i) => worker.run(flow, { n: 0 }, { runId: `fan-${calls}-${i}` }));
+    const samples = await timed(calls >= 100 ? 5 : 20, (i) =>
+      worker.run(flow, { n: 0 }, { runId: `fan-${calls}-${i}` }),
+    );
     const runMs = latencyOf(samples).p50;
     out.push({ calls, runMs: round(runMs, 3), perCallUs: round((runMs * 1000) / calls, 0) });
   }
@@ -72,9 +88,14 @@ async function recoveries(store: CheckpointStore, sizes: readonly number[]) {
   for (const calls of sizes) {
     const flow = fanFlow(calls);
     const times: number[] = [];
-    for (let i = 0; i < (calls >= 500 ? 1 : 5); i++) times.push(await recoverOnce(store, flow, `recover-${calls}-timed-${i}`));
+    for (let i = 0; i < (calls >= 500 ? 1 : 5); i++)
+      times.push(await recoverOnce(store, flow, `recover-${calls}-timed-${i}`));
     const recoverMs = latencyOf(times).p50;
-    out.push({ records: calls * 2, recoverMs: round(recoverMs, 2), perRecordUs: round((recoverMs * 1000) / (calls * 2), 1) });
+    out.push({
+      records: calls * 2,
+      recoverMs: round(recoverMs, 2),
+      perRecordUs: round((recoverMs * 1000) / (calls * 2), 1),
+    });
   }
   await store.close();
   return out;
@@ -87,7 +108,9 @@ async function recoverOnce(store: CheckpointStore, flow: Flow<{ n: number }>, ru
   return performance.now() - start;
 }
 
-const one = new Flow("one", { state: z.object({ n: z.number() }) }).node("work", async (s, ctx) => ({ n: s.n + Number(await ctx.call("work", { i: s.n })) })).end("work");
+const one = new Flow("one", { state: z.object({ n: z.number() }) })
+  .node("work", async (s, ctx) => ({ n: s.n + Number(await ctx.call("work", { i: s.n })) }))
+  .end("work");
 
 /** `recoverAll` over runs cut off after their one call: time, and the heap's peak above where it started. */
 async function recoverAlls(store: () => Promise<CheckpointStore>, sizes: readonly number[]) {
@@ -95,7 +118,11 @@ async function recoverAlls(store: () => Promise<CheckpointStore>, sizes: readonl
   for (const runs of sizes) {
     const own = await store();
     for (let i = 0; i < runs; i += 32) {
-      await Promise.all(Array.from({ length: Math.min(32, runs - i) }, (_, j) => cutOff(runner(cutAtSave(own, 2)).run(one, { n: 1 }, { runId: `u-${i + j}` }))));
+      await Promise.all(
+        Array.from({ length: Math.min(32, runs - i) }, (_, j) =>
+          cutOff(runner(cutAtSave(own, 2)).run(one, { n: 1 }, { runId: `u-${i + j}` })),
+        ),
+      );
     }
     collectGarbage();
     const base = process.memoryUsage().heapUsed;
@@ -107,7 +134,8 @@ async function recoverAlls(store: () => Promise<CheckpointStore>, sizes: readonl
     clearInterval(sampler);
     peak = Math.max(peak, process.memoryUsage().heapUsed);
     const failed = [...results.values()].filter((r) => r instanceof Error).length;
-    if (results.size !== runs || failed > 0) throw new Error(`recoverAll recovered ${results.size - failed} of ${runs} runs`);
+    if (results.size !== runs || failed > 0)
+      throw new Error(`recoverAll recovered ${results.size - failed} of ${runs} runs`);
     // What stays once garbage is collected while the results are still held: the map of every run's result.
     collectGarbage();
     const retained = process.memoryUsage().heapUsed - base;

@@ -30,7 +30,12 @@ export interface Target {
 }
 
 export function memoryTarget(): Target {
-  return { name: "memory", detail: "in process", store: async () => new MemoryCheckpointStore(), cleanup: async () => {} };
+  return {
+    name: "memory",
+    detail: "in process",
+    store: async () => new MemoryCheckpointStore(),
+    cleanup: async () => {},
+  };
 }
 
 export function sqliteTarget(): Target {
@@ -71,7 +76,10 @@ export async function redisTarget(): Promise<Target | string> {
       await client.connect();
       const prefix = `bench-raw-${randomUUID()}`;
       prefixes.push(prefix);
-      return { write: async (key, payload) => void (await client.set(`${prefix}:${key}`, payload)), close: async () => void (await client.close()) };
+      return {
+        write: async (key, payload) => void (await client.set(`${prefix}:${key}`, payload)),
+        close: async () => void (await client.close()),
+      };
     },
     async cleanup() {
       for (const prefix of prefixes) {
@@ -103,7 +111,8 @@ export async function postgresTarget(): Promise<Target | string> {
       const table = `raw_${n++}`;
       await client.query(`CREATE TABLE ${table} (k TEXT PRIMARY KEY, payload TEXT NOT NULL)`);
       return {
-        write: async (key, payload) => void (await client.query(`INSERT INTO ${table} VALUES ($1, $2)`, [key, payload])),
+        write: async (key, payload) =>
+          void (await client.query(`INSERT INTO ${table} VALUES ($1, $2)`, [key, payload])),
         close: () => client.end(),
       };
     },

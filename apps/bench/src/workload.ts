@@ -32,10 +32,12 @@ export function runner(store: CheckpointStore): FlowRunner {
 /** A flow of one superstep in which one node makes `calls` tool calls at once. */
 export function fanFlow(calls: number): Flow<{ n: number }> {
   const state = z.object({ n: z.number() });
-  return new Flow(`fan-${calls}`, { state }).node("fan", async (s, ctx) => {
-    const results = await Promise.all(Array.from({ length: calls }, (_, i) => ctx.call("work", { i })));
-    return { n: s.n + results.length };
-  }).end("fan");
+  return new Flow(`fan-${calls}`, { state })
+    .node("fan", async (s, ctx) => {
+      const results = await Promise.all(Array.from({ length: calls }, (_, i) => ctx.call("work", { i })));
+      return { n: s.n + results.length };
+    })
+    .end("fan");
 }
 
 /** The writes a store is asked for, by kind and size. */
@@ -44,7 +46,10 @@ export interface WriteLog {
 }
 
 /** The store with its writes passed through `save` and `recordCall` where given. */
-function intercepted(store: CheckpointStore, writes: Partial<Pick<CheckpointStore, "save" | "recordCall">>): CheckpointStore {
+function intercepted(
+  store: CheckpointStore,
+  writes: Partial<Pick<CheckpointStore, "save" | "recordCall">>,
+): CheckpointStore {
   return {
     save: writes.save ?? ((id, step, row) => store.save(id, step, row)),
     latest: (id) => store.latest(id),
@@ -74,6 +79,7 @@ export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
 export function cutAtSave(store: CheckpointStore, n: number): CheckpointStore {
   let saves = 0;
   return intercepted(store, {
-    save: (id, step, row) => (++saves >= n ? Promise.reject(new StoreUnavailable("cut off for the benchmark")) : store.save(id, step, row)),
+    save: (id, step, row) =>
+      ++saves >= n ? Promise.reject(new StoreUnavailable("cut off for the benchmark")) : store.save(id, step, row),
   });
 }

@@ -43,14 +43,25 @@ async function demo(options: DemoOptions): Promise<void> {
   for (const c of charges) byRun.set(c.runId, (byRun.get(c.runId) ?? 0) + 1);
   const twice = [...byRun].filter(([, n]) => n > 1);
   const last = charges.at(-1);
-  console.log(`\ncard log: ${charges.length} charge(s) for ${byRun.size} order(s); charged twice: ${twice.length === 0 ? "none" : twice.map(([r]) => r).join(", ")}`);
-  if (last !== undefined) console.log(`charge_card ran once for ${last.runId}: idempotency key ${last.key.slice(0, 16)}…, $${last.cents / 100}`);
+  console.log(
+    `\ncard log: ${charges.length} charge(s) for ${byRun.size} order(s); charged twice: ${twice.length === 0 ? "none" : twice.map(([r]) => r).join(", ")}`,
+  );
+  if (last !== undefined)
+    console.log(
+      `charge_card ran once for ${last.runId}: idempotency key ${last.key.slice(0, 16)}…, $${last.cents / 100}`,
+    );
   console.log(`events of both workers: ${eventLog}`);
   process.exitCode = secondExit === 0 && twice.length === 0 ? 0 : 1;
 }
 
-function worker(mode: "first" | "second", cardLog: string, options: DemoOptions): Promise<NodeJS.Signals | number | null> {
+function worker(
+  mode: "first" | "second",
+  cardLog: string,
+  options: DemoOptions,
+): Promise<NodeJS.Signals | number | null> {
   const script = fileURLToPath(new URL("./worker.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", script, mode, cardLog, ...asArgs(options)], { stdio: "inherit" });
+  const child = spawn(process.execPath, ["--import", "tsx", script, mode, cardLog, ...asArgs(options)], {
+    stdio: "inherit",
+  });
   return new Promise((resolve) => child.once("exit", (code, signal) => resolve(signal ?? code)));
 }

@@ -4,7 +4,13 @@
  *   worker.ts second [options]   recovers every unfinished run of the flow
  */
 import { createInterface } from "node:readline/promises";
-import { type CheckpointStore, type DurableEvent, Executor, jsonlEventSink, RecoveryNeedsDecision } from "@durable/core";
+import {
+  type CheckpointStore,
+  type DurableEvent,
+  Executor,
+  jsonlEventSink,
+  RecoveryNeedsDecision,
+} from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { parseCommandLine } from "@durable-apps/shared/command-line";
 import { DEMO_COMMAND, demoOptions } from "./options.js";
@@ -67,13 +73,17 @@ async function second(): Promise<void> {
   const worker = runner(store, events);
   say("starts and recovers every unfinished run of flow tickets");
   let results = await worker.recoverAll(tickets);
-  const inDoubt = [...results].filter(([, r]) => r instanceof RecoveryNeedsDecision) as Array<[string, RecoveryNeedsDecision]>;
+  const inDoubt = [...results].filter(([, r]) => r instanceof RecoveryNeedsDecision) as Array<
+    [string, RecoveryNeedsDecision]
+  >;
   for (const [runId, error] of inDoubt) {
     say(`${runId}: in doubt: ${error.calls.map(({ tool, why }) => `${tool} (${why})`).join(", ")}`);
   }
   if (inDoubt.length > 0) {
     if (!(await mayRerun())) {
-      say("left in doubt: no terminal to ask whether the mail went out; `pnpm demo --rerun-in-doubt` decides it may run again");
+      say(
+        "left in doubt: no terminal to ask whether the mail went out; `pnpm demo --rerun-in-doubt` decides it may run again",
+      );
       return;
     }
     results = await worker.recoverAll(tickets, { rerunInDoubt: true });
@@ -85,7 +95,9 @@ async function second(): Promise<void> {
   for (const event of events) {
     if (event.type !== "run.recovered") continue;
     const names = (calls: ReadonlyArray<{ tool: string }>) => calls.map((c) => c.tool).join(", ") || "none";
-    say(`${event.runId}: claimed it at step ${event.step}; replayed from the log: ${names(event.replayed)}; ran again: ${names(event.rerun)}`);
+    say(
+      `${event.runId}: claimed it at step ${event.step}; replayed from the log: ${names(event.replayed)}; ran again: ${names(event.rerun)}`,
+    );
   }
   const recovered = new Set(events.filter((e) => e.type === "run.recovered").map((e) => e.runId)).size;
   say(`recovered ${recovered} run(s)`);
@@ -99,7 +111,9 @@ async function mayRerun(): Promise<boolean> {
   }
   if (!process.stdin.isTTY) return false;
   const prompt = createInterface({ input: process.stdin, output: process.stdout });
-  const answer = await prompt.question("worker 2 | Did the tickets mail go out? Check the mail server. [y = it did / N = run it again] ");
+  const answer = await prompt.question(
+    "worker 2 | Did the tickets mail go out? Check the mail server. [y = it did / N = run it again] ",
+  );
   prompt.close();
   return !answer.trim().toLowerCase().startsWith("y");
 }

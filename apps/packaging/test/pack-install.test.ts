@@ -1,5 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,8 +40,20 @@ function packPrebuild(): void {
 
 beforeAll(() => {
   packPrebuild();
-  for (const name of ["core", "flow", "loop", "store-memory", "store-sqlite", "store-redis", "store-prisma", "conformance"]) {
-    const out = execFileSync("pnpm", ["pack", "--pack-destination", work], { cwd: join(root, "packages", name), encoding: "utf8" });
+  for (const name of [
+    "core",
+    "flow",
+    "loop",
+    "store-memory",
+    "store-sqlite",
+    "store-redis",
+    "store-prisma",
+    "conformance",
+  ]) {
+    const out = execFileSync("pnpm", ["pack", "--pack-destination", work], {
+      cwd: join(root, "packages", name),
+      encoding: "utf8",
+    });
     const file = out.trim().split("\n").at(-1)!.trim();
     tarballs.set(name, file.startsWith("/") ? file : join(work, file));
   }
@@ -52,13 +73,17 @@ function project(name: string, packages: string[], extra: string[] = []): string
 
 /** The version the workspace installed of a package another package depends on, so npm gets the same. */
 function workspaceVersion(from: string, pkg: string): string {
-  return (JSON.parse(readFileSync(join(root, from, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(join(root, from, "node_modules", pkg, "package.json"), "utf8")) as { version: string }
+  ).version;
 }
 
 /** Every package npm installed in a project, at any depth (`npm ls --all`). */
 function allInstalled(dir: string): Set<string> {
   const out = execFileSync("npm", ["ls", "--all", "--parseable"], { cwd: dir, encoding: "utf8" });
-  return new Set(out.split("\n").flatMap((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(path.trim())?.slice(1) ?? []));
+  return new Set(
+    out.split("\n").flatMap((path) => /node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(path.trim())?.slice(1) ?? []),
+  );
 }
 
 /**
@@ -68,16 +93,32 @@ function allInstalled(dir: string): Set<string> {
  * install brought.
  */
 function compileConsumer(dir: string, entries: string[]): void {
-  writeFileSync(join(dir, "consumer.ts"), `${entries.map((e, i) => `import * as m${i} from "${e}";`).join("\n")}\nexport const modules = [${entries.map((_, i) => `m${i}`).join(", ")}];\n`);
+  writeFileSync(
+    join(dir, "consumer.ts"),
+    `${entries.map((e, i) => `import * as m${i} from "${e}";`).join("\n")}\nexport const modules = [${entries.map((_, i) => `m${i}`).join(", ")}];\n`,
+  );
   writeFileSync(
     join(dir, "tsconfig.json"),
-    JSON.stringify({ compilerOptions: { strict: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", skipLibCheck: false, noEmit: true, types: ["node"] }, files: ["consumer.ts"] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        target: "ES2022",
+        skipLibCheck: false,
+        noEmit: true,
+        types: ["node"],
+      },
+      files: ["consumer.ts"],
+    }),
   );
   const tsc = fileURLToPath(new URL("../node_modules/typescript/bin/tsc", import.meta.url));
   try {
     execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8", stdio: "pipe" });
   } catch (error) {
-    throw new Error(`The published types do not compile for a user in ${dir}:\n${(error as { stdout?: string }).stdout ?? String(error)}`);
+    throw new Error(
+      `The published types do not compile for a user in ${dir}:\n${(error as { stdout?: string }).stdout ?? String(error)}`,
+    );
   }
 }
 
@@ -85,7 +126,8 @@ function compileConsumer(dir: string, entries: string[]): void {
 const CORE_ENTRIES = ["@durable/core", "@durable/core/store", "@durable/core/runner"];
 
 /** Runs an ES module snippet in a project; what it printed. */
-const evaluate = (dir: string, code: string) => execFileSync(process.execPath, ["--input-type=module", "-e", code], { cwd: dir, encoding: "utf8" });
+const evaluate = (dir: string, code: string) =>
+  execFileSync(process.execPath, ["--input-type=module", "-e", code], { cwd: dir, encoding: "utf8" });
 
 /** A database of its own on the shared PostgreSQL server, for one project. */
 function postgresDatabase(): { url: string; drop: () => void } {
@@ -94,11 +136,21 @@ function postgresDatabase(): { url: string; drop: () => void } {
   execFileSync("psql", [admin, "-qc", `CREATE DATABASE "${name}"`]);
   const url = new URL(admin);
   url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => void execFileSync("psql", [admin, "-qc", `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`]) };
+  return {
+    url: url.toString(),
+    drop: () => void execFileSync("psql", [admin, "-qc", `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`]),
+  };
 }
 
 /** Every database driver (and Prisma driver adapter) a store may bring; each install brings only its own. */
-const DRIVERS = ["better-sqlite3", "redis", "pg", "@prisma/client", "@prisma/adapter-pg", "@prisma/adapter-better-sqlite3"];
+const DRIVERS = [
+  "better-sqlite3",
+  "redis",
+  "pg",
+  "@prisma/client",
+  "@prisma/adapter-pg",
+  "@prisma/adapter-better-sqlite3",
+];
 
 /** How a user installs each store: the store, what they add next to it, and the drivers that must come with it. */
 interface Install {
@@ -121,57 +173,82 @@ const INSTALLS: Install[] = [
     extra: () => [`@prisma/adapter-pg@${workspaceVersion("packages/store-prisma", "@prisma/adapter-pg")}`],
     brings: ["@prisma/client", "@prisma/adapter-pg", "pg"],
     run: "prisma-postgresql",
-    other: { url: "file:./other.db", message: "A file: URL needs @prisma/adapter-better-sqlite3, which is not installed: npm install @prisma/adapter-better-sqlite3" },
+    other: {
+      url: "file:./other.db",
+      message:
+        "A file: URL needs @prisma/adapter-better-sqlite3, which is not installed: npm install @prisma/adapter-better-sqlite3",
+    },
   },
   {
     name: "store-prisma on SQLite",
     store: "store-prisma",
-    extra: () => [`@prisma/adapter-better-sqlite3@${workspaceVersion("packages/store-prisma", "@prisma/adapter-better-sqlite3")}`],
+    extra: () => [
+      `@prisma/adapter-better-sqlite3@${workspaceVersion("packages/store-prisma", "@prisma/adapter-better-sqlite3")}`,
+    ],
     brings: ["@prisma/client", "@prisma/adapter-better-sqlite3", "better-sqlite3"],
     run: "prisma-sqlite",
-    other: { url: "postgresql://app@127.0.0.1:9/app", message: "A postgresql:// URL needs @prisma/adapter-pg, which is not installed: npm install @prisma/adapter-pg" },
+    other: {
+      url: "postgresql://app@127.0.0.1:9/app",
+      message: "A postgresql:// URL needs @prisma/adapter-pg, which is not installed: npm install @prisma/adapter-pg",
+    },
   },
 ];
 
 describe("installing from the packed tarballs with npm", () => {
-  it.each(INSTALLS)("@durable/core, @durable/flow and @durable/$name run a durable flow, with only its own driver and types that compile", ({ store, extra, brings, run, other }) => {
-    const types = `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`;
-    const dir = project(run, ["core", "flow", store], ["zod@4.6.7", types, ...extra()]);
-    const all = allInstalled(dir);
-    for (const driver of DRIVERS) expect(all.has(driver), `${driver} with ${run}`).toBe(brings.includes(driver));
-    expect(readdirSync(join(dir, "node_modules", "@durable")).sort()).toEqual(["core", "flow", store].sort());
-    compileConsumer(dir, [...CORE_ENTRIES, "@durable/flow", `@durable/${store}`]);
+  it.each(INSTALLS)(
+    "@durable/core, @durable/flow and @durable/$name run a durable flow, with only its own driver and types that compile",
+    ({ store, extra, brings, run, other }) => {
+      const types = `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`;
+      const dir = project(run, ["core", "flow", store], ["zod@4.6.7", types, ...extra()]);
+      const all = allInstalled(dir);
+      for (const driver of DRIVERS) expect(all.has(driver), `${driver} with ${run}`).toBe(brings.includes(driver));
+      expect(readdirSync(join(dir, "node_modules", "@durable")).sort()).toEqual(["core", "flow", store].sort());
+      compileConsumer(dir, [...CORE_ENTRIES, "@durable/flow", `@durable/${store}`]);
 
-    copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
-    const database = run === "prisma-postgresql" ? postgresDatabase() : undefined;
-    try {
-      const env = database === undefined ? process.env : { ...process.env, DATABASE_URL: database.url };
-      const out = execFileSync(process.execPath, ["flow.mjs", run], { cwd: dir, encoding: "utf8", env });
-      expect(out).toMatch(/: done, key of 43 characters, recovering it again: CheckpointConflict, an unknown run: the root's CheckpointNotFound$/m);
-    } finally {
-      database?.drop();
-    }
-    if (other !== undefined) {
-      const said = evaluate(
-        dir,
-        `import { PrismaCheckpointStore } from "@durable/store-prisma";
+      copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
+      const database = run === "prisma-postgresql" ? postgresDatabase() : undefined;
+      try {
+        const env = database === undefined ? process.env : { ...process.env, DATABASE_URL: database.url };
+        const out = execFileSync(process.execPath, ["flow.mjs", run], { cwd: dir, encoding: "utf8", env });
+        expect(out).toMatch(
+          /: done, key of 43 characters, recovering it again: CheckpointConflict, an unknown run: the root's CheckpointNotFound$/m,
+        );
+      } finally {
+        database?.drop();
+      }
+      if (other !== undefined) {
+        const said = evaluate(
+          dir,
+          `import { PrismaCheckpointStore } from "@durable/store-prisma";
          await new PrismaCheckpointStore(${JSON.stringify(other.url)}).migrate().catch((error) => console.log(\`\${error.name}: \${error.message}\`));`,
-      );
-      expect(said).toBe(`InvalidInput: ${other.message}\n`);
-    }
-  }, 600_000);
+        );
+        expect(said).toBe(`InvalidInput: ${other.message}\n`);
+      }
+    },
+    600_000,
+  );
 
   it("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", () => {
     const ai = `ai@${workspaceVersion("packages/loop", "ai")}`;
     // ai's own declarations import json-schema's types without depending on them: its users add them.
     const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
     const dir = project("conformance", ["core", "flow", "loop", "conformance"], extra);
-    compileConsumer(dir, [...CORE_ENTRIES, "@durable/flow", "@durable/loop", "@durable/loop/ai-sdk", "@durable/conformance"]);
+    compileConsumer(dir, [
+      ...CORE_ENTRIES,
+      "@durable/flow",
+      "@durable/loop",
+      "@durable/loop/ai-sdk",
+      "@durable/conformance",
+    ]);
     copyFileSync(join(fixtures, "my-store.mjs"), join(dir, "my-store.mjs"));
-    const out = execFileSync(join(dir, "node_modules", ".bin", "durable-conformance"), ["my-store.mjs", "save", "read", "call-log"], {
-      cwd: dir,
-      encoding: "utf8",
-    });
+    const out = execFileSync(
+      join(dir, "node_modules", ".bin", "durable-conformance"),
+      ["my-store.mjs", "save", "read", "call-log"],
+      {
+        cwd: dir,
+        encoding: "utf8",
+      },
+    );
     expect(out).toMatch(/PASS {2}save/);
     expect(out).toMatch(/PASS {2}read/);
     expect(out).toMatch(/PASS {2}call-log/);

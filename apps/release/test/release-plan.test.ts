@@ -1,5 +1,15 @@
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,7 +76,11 @@ function copyRepository(): string {
 function version(copy: string, id: string, releases: Readonly<Record<string, "patch" | "minor" | "major">>): void {
   const front = Object.entries(releases).map(([name, type]) => `"${name}": ${type}`);
   writeFileSync(join(copy, ".changeset", `${id}.md`), `---\n${front.join("\n")}\n---\n\nA change (release check).\n`);
-  execFileSync(process.execPath, [CHANGESET_BIN, "version"], { cwd: copy, stdio: "pipe", env: { ...process.env, CI: "1" } });
+  execFileSync(process.execPath, [CHANGESET_BIN, "version"], {
+    cwd: copy,
+    stdio: "pipe",
+    env: { ...process.env, CI: "1" },
+  });
 }
 
 /** Fails for every @durable peer or dependency range that does not accept the version of that package in `manifests`. */
@@ -77,7 +91,10 @@ function expectRangesAccept(manifests: Map<string, Manifest>): void {
         const dependency = manifests.get(name);
         if (dependency === undefined) continue;
         const range = publishedRange(spec, dependency.version);
-        expect(semver.satisfies(dependency.version, range), `${manifest.name} wants ${name} ${range}, which ${dependency.version} is not in`).toBe(true);
+        expect(
+          semver.satisfies(dependency.version, range),
+          `${manifest.name} wants ${name} ${range}, which ${dependency.version} is not in`,
+        ).toBe(true);
       }
     }
   }
@@ -105,7 +122,10 @@ describe("release policy (0.x): a breaking change is a minor", () => {
       expected = semver.inc(expected, "minor")!;
       const after = published(copy);
       for (const [name, manifest] of after) {
-        expect(semver.major(manifest.version), `${name} went from ${before.get(name)?.version} to ${manifest.version}`).toBe(semver.major(start));
+        expect(
+          semver.major(manifest.version),
+          `${name} went from ${before.get(name)?.version} to ${manifest.version}`,
+        ).toBe(semver.major(start));
         expect(manifest.version, `${name} is not in the fixed group's version`).toBe(expected);
       }
       expectRangesAccept(after);

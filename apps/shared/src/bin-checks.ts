@@ -10,7 +10,10 @@ import { describe, expect, it } from "vitest";
 export function describeBin(name: string, main: URL, options: readonly string[]): void {
   const bin = (...args: string[]) =>
     // A bin that starts its work instead of answering would run on: the timeout makes that a failure.
-    spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(main), ...args], { encoding: "utf8", timeout: 60_000 });
+    spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(main), ...args], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
 
   describe(`pnpm ${name} on the command line`, () => {
     it("--help: what it does, every option with its default, one example; exit 0", () => {
@@ -27,7 +30,9 @@ export function describeBin(name: string, main: URL, options: readonly string[])
       const { status, stdout, stderr } = bin("--no-such-option");
       expect(status).toBe(2);
       expect(stdout).toBe("");
-      expect(stderr).toMatch(new RegExp(`^pnpm ${name} has no option --no-such-option: it takes --.+ and --help\\.\\n$`));
+      expect(stderr).toMatch(
+        new RegExp(`^pnpm ${name} has no option --no-such-option: it takes --.+ and --help\\.\\n$`),
+      );
     }, 60_000);
   });
 }

@@ -33,7 +33,9 @@ export interface CommandLineSpec<O extends OptionSpecs> {
 
 /** Every option of a command, by its long name. */
 export type OptionSpecs = Readonly<Record<string, OptionSpec>>;
-type Parsed<O extends OptionSpecs> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>>;
+type Parsed<O extends OptionSpecs> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: O; strict: true; allowPositionals: true }>
+>;
 /** The parsed values of a spec's options, typed from the spec. */
 export type OptionValues<O extends OptionSpecs> = Parsed<O>["values"];
 
@@ -94,7 +96,11 @@ function usageError(spec: CommandLineSpec<OptionSpecs>, error: Error & { code?: 
     return new CommandLineError(`${spec.command} has no option ${name}: it takes ${known.join(", ")} and --help.`);
   }
   if (error.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && option !== undefined) {
-    return new CommandLineError(option.type === "boolean" ? `${name} takes no value ${see}.` : `${name} needs a value: ${name} ${option.value ?? "<value>"} ${see}.`);
+    return new CommandLineError(
+      option.type === "boolean"
+        ? `${name} takes no value ${see}.`
+        : `${name} needs a value: ${name} ${option.value ?? "<value>"} ${see}.`,
+    );
   }
   return new CommandLineError(`${error.message.split("\n")[0]} ${see}.`);
 }
@@ -104,10 +110,17 @@ function usageError(spec: CommandLineSpec<OptionSpecs>, error: Error & { code?: 
  * parser or thrown later by the app (a store that does not answer, a taken
  * port), is its one line on stderr and exit 2.
  */
-export async function runCommand<O extends OptionSpecs>(spec: CommandLineSpec<O>, main: (values: OptionValues<O>) => Promise<void>, argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+export async function runCommand<O extends OptionSpecs>(
+  spec: CommandLineSpec<O>,
+  main: (values: OptionValues<O>) => Promise<void>,
+  argv: readonly string[] = process.argv.slice(2),
+): Promise<void> {
   try {
     const { values, positionals } = parseCommandLine(spec, argv);
-    if (positionals.length > 0) throw new CommandLineError(`${spec.command} takes no argument ${JSON.stringify(positionals[0])}: give options only (see ${spec.command} --help).`);
+    if (positionals.length > 0)
+      throw new CommandLineError(
+        `${spec.command} takes no argument ${JSON.stringify(positionals[0])}: give options only (see ${spec.command} --help).`,
+      );
     await main(values);
   } catch (error) {
     if (!(error instanceof CommandLineError)) throw error;

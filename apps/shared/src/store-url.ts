@@ -42,9 +42,16 @@ async function storeFor(url: string): Promise<CheckpointStore> {
     }
   }
   if (url.startsWith("redis://") || url.startsWith("rediss://")) {
-    const [{ RedisCheckpointStore }, { createClient }] = await Promise.all([import("@durable/store-redis"), import("redis")]);
+    const [{ RedisCheckpointStore }, { createClient }] = await Promise.all([
+      import("@durable/store-redis"),
+      import("redis"),
+    ]);
     const client = () => createClient({ url, socket: { reconnectStrategy: false, connectTimeout: 3000 } });
-    return new RedisCheckpointStore(client, { prefix: "durable-demo", ttlSeconds: 24 * 3600, operationTimeoutMs: 3000 });
+    return new RedisCheckpointStore(client, {
+      prefix: "durable-demo",
+      ttlSeconds: 24 * 3600,
+      operationTimeoutMs: 3000,
+    });
   }
   if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
     const { PrismaCheckpointStore } = await import("@durable/store-prisma");

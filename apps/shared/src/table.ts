@@ -5,5 +5,7 @@ export function alignColumns(rows: ReadonlyArray<ReadonlyArray<string | number>>
   for (const row of cells) {
     for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
   }
-  return cells.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  "));
+  return cells.map((row) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  "),
+  );
 }

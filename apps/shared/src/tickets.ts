@@ -33,7 +33,10 @@ export class CardProcessor {
 
   charges(): Charge[] {
     if (!existsSync(this.logPath)) return [];
-    return readFileSync(this.logPath, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line) as Charge);
+    return readFileSync(this.logPath, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Charge);
   }
 
   charge(runId: string, key: string, cents: number): number {
@@ -47,8 +50,13 @@ export class CardProcessor {
 /** The tickets tools: the seat hold is idempotent; the card is charged with the call's idempotency key. */
 export function ticketsRegistry(card: CardProcessor, insideEmail?: (runId: string) => void): ToolRegistry {
   return new ToolRegistry()
-    .tool("hold_seats", (a: { show: string; seats: number }) => `held ${a.seats} seats for ${a.show}`, { idempotent: true })
-    .tool("charge_card", (a: { seats: number }, ctx) => `charged $${card.charge(ctx.runId, idempotencyKey(), a.seats * 4000) / 100}`)
+    .tool("hold_seats", (a: { show: string; seats: number }) => `held ${a.seats} seats for ${a.show}`, {
+      idempotent: true,
+    })
+    .tool(
+      "charge_card",
+      (a: { seats: number }, ctx) => `charged $${card.charge(ctx.runId, idempotencyKey(), a.seats * 4000) / 100}`,
+    )
     .tool("email_tickets", (a: { show: string }, ctx) => {
       insideEmail?.(ctx.runId);
       return `mailed the tickets for ${a.show}`;

@@ -79,8 +79,14 @@ async function postgresFaults(options: FaultSoakOptions): Promise<FaultSoakRepor
   try {
     return await underFaults(`postgresql://postgres@127.0.0.1:${proxy.port}/postgres`, options, [
       cutFault(proxy),
-      { name: "restart PostgreSQL (pg_ctl stop -m fast)", apply: () => postgres.stop("fast").then(() => postgres.start()) },
-      { name: "restart PostgreSQL (pg_ctl stop -m immediate)", apply: () => postgres.stop("immediate").then(() => postgres.start()) },
+      {
+        name: "restart PostgreSQL (pg_ctl stop -m fast)",
+        apply: () => postgres.stop("fast").then(() => postgres.start()),
+      },
+      {
+        name: "restart PostgreSQL (pg_ctl stop -m immediate)",
+        apply: () => postgres.stop("immediate").then(() => postgres.start()),
+      },
       freezeFault(postgres, options.freezeMs),
     ]);
   } finally {
@@ -108,7 +114,11 @@ function freezeFault(server: OwnServer, ms: number): Fault {
 }
 
 /** Runs the soak on `store` while the faults come one after another, again and again until most runs are done. */
-async function underFaults(store: string, options: FaultSoakOptions, faults: readonly Fault[]): Promise<FaultSoakReport> {
+async function underFaults(
+  store: string,
+  options: FaultSoakOptions,
+  faults: readonly Fault[],
+): Promise<FaultSoakReport> {
   const rows: FaultRow[] = [];
   const started = Date.now();
   const disturb = async (progress: Progress) => {
@@ -125,18 +135,41 @@ async function underFaults(store: string, options: FaultSoakOptions, faults: rea
         progress.windowMaxOpMs = 0;
         await fault.apply();
         await sleep(SETTLE_MS);
-        rows.push({ fault: fault.name, at, inFlight, unavailable: progress.windowUnavailable, maxOpMs: progress.windowMaxOpMs });
-        options.log?.(`${fault.name} at ${at.toFixed(1)} s: ${inFlight} runs in flight, ${progress.windowUnavailable} StoreUnavailable`);
+        rows.push({
+          fault: fault.name,
+          at,
+          inFlight,
+          unavailable: progress.windowUnavailable,
+          maxOpMs: progress.windowMaxOpMs,
+        });
+        options.log?.(
+          `${fault.name} at ${at.toFixed(1)} s: ${inFlight} runs in flight, ${progress.windowUnavailable} StoreUnavailable`,
+        );
       }
     } while (round < (options.rounds ?? Infinity) && progress.finished < options.workers && !progress.over);
   };
-  const report = await soak({ store, runs: options.runs, workers: options.workers, deadlineSeconds: options.deadlineSeconds, killEveryMs: [0, 0], toolMs: options.toolMs, disturb, log: options.log });
+  const report = await soak({
+    store,
+    runs: options.runs,
+    workers: options.workers,
+    deadlineSeconds: options.deadlineSeconds,
+    killEveryMs: [0, 0],
+    toolMs: options.toolMs,
+    disturb,
+    log: options.log,
+  });
   const violations = [...report.violations];
   const limit = OPERATION_TIMEOUT_MS + TIMEOUT_MARGIN_MS;
-  if (report.maxOpMs > limit) violations.push(`a store operation stayed pending ${Math.round(report.maxOpMs)} ms, past the ${OPERATION_TIMEOUT_MS} ms timeout`);
+  if (report.maxOpMs > limit)
+    violations.push(
+      `a store operation stayed pending ${Math.round(report.maxOpMs)} ms, past the ${OPERATION_TIMEOUT_MS} ms timeout`,
+    );
   for (const fault of faults) {
     const times = rows.filter((row) => row.fault === fault.name);
-    if (times.every((row) => row.inFlight === 0)) violations.push(`${fault.name} ${times.length === 0 ? "never came" : "found no run in flight"}: give the soak more runs (--runs)`);
+    if (times.every((row) => row.inFlight === 0))
+      violations.push(
+        `${fault.name} ${times.length === 0 ? "never came" : "found no run in flight"}: give the soak more runs (--runs)`,
+      );
   }
   return { report, rows, violations };
 }
@@ -144,7 +177,13 @@ async function underFaults(store: string, options: FaultSoakOptions, faults: rea
 /** The table of one store's faults: fault, when, runs in flight, StoreUnavailable seen, longest operation. */
 export function faultTable(rows: readonly FaultRow[]): string[] {
   const header = ["fault", "at s", "in flight", "StoreUnavailable", "max op ms"];
-  const body = rows.map((r) => [r.fault, r.at.toFixed(1), String(r.inFlight), String(r.unavailable), String(Math.round(r.maxOpMs))]);
+  const body = rows.map((r) => [
+    r.fault,
+    r.at.toFixed(1),
+    String(r.inFlight),
+    String(r.unavailable),
+    String(Math.round(r.maxOpMs)),
+  ]);
   return alignColumns([header, ...body]);
 }
 

@@ -20,18 +20,45 @@ const SOAK_COMMAND = {
     "worker processes take the runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it; then every run must be done, none lost, " +
     "no non-idempotent call run twice unless recovery reported it in doubt, and some runs really in doubt and some calls really replayed. Exit 1 on any violation.",
   options: {
-    store: { type: "string", multiple: true, value: "<url>", defaultText: `$REDIS_URL (else ${REDIS}), then $DATABASE_URL (else ${POSTGRESQL})`, about: "a store to soak, redis://… or postgresql://… (give it again for more); the soak makes its own prefix or database there and drops it" },
-    runs: { type: "string", default: String(SOAK_DEFAULTS.runs), value: "<n>", about: "how many runs the workers take, per store" },
-    workers: { type: "string", default: String(SOAK_DEFAULTS.workers), value: "<n>", about: "how many worker processes" },
+    store: {
+      type: "string",
+      multiple: true,
+      value: "<url>",
+      defaultText: `$REDIS_URL (else ${REDIS}), then $DATABASE_URL (else ${POSTGRESQL})`,
+      about:
+        "a store to soak, redis://… or postgresql://… (give it again for more); the soak makes its own prefix or database there and drops it",
+    },
+    runs: {
+      type: "string",
+      default: String(SOAK_DEFAULTS.runs),
+      value: "<n>",
+      about: "how many runs the workers take, per store",
+    },
+    workers: {
+      type: "string",
+      default: String(SOAK_DEFAULTS.workers),
+      value: "<n>",
+      about: "how many worker processes",
+    },
     // Long soaks (--runs 2000 on PostgreSQL takes about 2 minutes here) get room; CI uses the default size and deadline.
-    seconds: { type: "string", default: "900", value: "<n>", about: "the deadline per store: the soak fails if the workers have not finished by then" },
+    seconds: {
+      type: "string",
+      default: "900",
+      value: "<n>",
+      about: "the deadline per store: the soak fails if the workers have not finished by then",
+    },
     faults: {
       type: "boolean",
       about:
         "server faults instead of kills: starts its own Redis (AOF appendfsync always) and PostgreSQL (initdb, pg_ctl) on free ports in temp dirs, workers connect through a TCP proxy, " +
         "and a schedule restarts Redis, restarts PostgreSQL (-m fast, -m immediate), freezes each server and cuts every connection, again until the runs are done; prints a table per fault",
     },
-    freeze: { type: "string", default: String(FAULT_DEFAULTS.freezeMs / 1000), value: "<s>", about: "with --faults: how long each freeze (SIGSTOP…SIGCONT) lasts" },
+    freeze: {
+      type: "string",
+      default: String(FAULT_DEFAULTS.freezeMs / 1000),
+      value: "<s>",
+      about: "with --faults: how long each freeze (SIGSTOP…SIGCONT) lasts",
+    },
   },
   environment: {
     REDIS_URL: "the Redis of the default stores",
@@ -43,8 +70,14 @@ const SOAK_COMMAND = {
 
 await runCommand(SOAK_COMMAND, async (values) => {
   if (values.faults === true) {
-    if (values.store !== undefined) throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store.");
-    return soakUnderFaults(wholeNumber("runs", values.runs), wholeNumber("workers", values.workers), wholeNumber("seconds", values.seconds), wholeNumber("freeze", values.freeze));
+    if (values.store !== undefined)
+      throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store.");
+    return soakUnderFaults(
+      wholeNumber("runs", values.runs),
+      wholeNumber("workers", values.workers),
+      wholeNumber("seconds", values.seconds),
+      wholeNumber("freeze", values.freeze),
+    );
   }
   const stores = values.store ?? [process.env["REDIS_URL"] ?? REDIS, process.env["DATABASE_URL"] ?? POSTGRESQL];
   for (const store of stores) soakStoreKind(store);
@@ -54,7 +87,14 @@ await runCommand(SOAK_COMMAND, async (values) => {
   let failed = false;
   for (const store of stores) {
     console.log(`soak on ${store}: ${runs} runs, ${workers} workers, a kill every 0.5–2 s`);
-    const report = await soak({ ...SOAK_DEFAULTS, store, runs, workers, deadlineSeconds, log: (line) => console.log(`  ${line}`) });
+    const report = await soak({
+      ...SOAK_DEFAULTS,
+      store,
+      runs,
+      workers,
+      deadlineSeconds,
+      log: (line) => console.log(`  ${line}`),
+    });
     console.log(
       `  ${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} kills; ` +
         `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported, ` +
@@ -69,13 +109,29 @@ await runCommand(SOAK_COMMAND, async (values) => {
   process.exitCode = failed ? 1 : 0;
 });
 
-async function soakUnderFaults(runs: number, workers: number, deadlineSeconds: number, freezeSeconds: number): Promise<void> {
-  console.log(`fault soak: ${runs} runs, ${workers} workers, on its own Redis and PostgreSQL; freezes of ${freezeSeconds} s`);
-  const results = await faultSoak({ ...FAULT_DEFAULTS, runs, workers, deadlineSeconds, freezeMs: freezeSeconds * 1000, log: (line) => console.log(`  ${line}`) });
+async function soakUnderFaults(
+  runs: number,
+  workers: number,
+  deadlineSeconds: number,
+  freezeSeconds: number,
+): Promise<void> {
+  console.log(
+    `fault soak: ${runs} runs, ${workers} workers, on its own Redis and PostgreSQL; freezes of ${freezeSeconds} s`,
+  );
+  const results = await faultSoak({
+    ...FAULT_DEFAULTS,
+    runs,
+    workers,
+    deadlineSeconds,
+    freezeMs: freezeSeconds * 1000,
+    log: (line) => console.log(`  ${line}`),
+  });
   let failed = false;
   for (const { report, rows, violations } of results) {
-    console.log(`\n${report.store}: ${report.runs} runs done in ${report.seconds.toFixed(1)} s; ${report.unavailable} StoreUnavailable met and retried; longest operation ${Math.round(report.maxOpMs)} ms; ` +
-      `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ${violations.length} violations`);
+    console.log(
+      `\n${report.store}: ${report.runs} runs done in ${report.seconds.toFixed(1)} s; ${report.unavailable} StoreUnavailable met and retried; longest operation ${Math.round(report.maxOpMs)} ms; ` +
+        `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ${violations.length} violations`,
+    );
     for (const line of faultTable(rows)) console.log(`  ${line}`);
     for (const violation of violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
     failed ||= violations.length > 0;

@@ -49,7 +49,20 @@ export class OwnRedis implements OwnServer {
   }
 
   async start(): Promise<void> {
-    const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--dir", this.dir, "--appendonly", "yes", "--appendfsync", "always", "--save", ""];
+    const args = [
+      "--port",
+      String(this.port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      this.dir,
+      "--appendonly",
+      "yes",
+      "--appendfsync",
+      "always",
+      "--save",
+      "",
+    ];
     this.#process = spawn("redis-server", args, { stdio: "ignore" });
     await untilAnswers(this.port, "PING\r\n", "+PONG");
   }
@@ -111,7 +124,8 @@ export class OwnPostgres implements OwnServer {
   /** `pg_ctl stop -m fast` (rolls back open transactions, checkpoints) or `-m immediate` (no checkpoint: recovery on start). */
   async stop(mode: "fast" | "immediate" = "fast"): Promise<void> {
     signalAll(this, "SIGCONT");
-    if (existsSync(join(this.data, "postmaster.pid"))) this.#pgRun("pg_ctl", ["-D", this.data, "-m", mode, "-w", "stop"]);
+    if (existsSync(join(this.data, "postmaster.pid")))
+      this.#pgRun("pg_ctl", ["-D", this.data, "-m", mode, "-w", "stop"]);
   }
 
   pids(): number[] {
@@ -146,13 +160,20 @@ function postgresBin(): string {
   if (process.env["PG_BIN"] !== undefined) return process.env["PG_BIN"];
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
-  if (versions[0] === undefined) throw new Error("no PostgreSQL under /usr/lib/postgresql: install it or set PG_BIN to the dir of initdb and pg_ctl.");
+  if (versions[0] === undefined)
+    throw new Error(
+      "no PostgreSQL under /usr/lib/postgresql: install it or set PG_BIN to the dir of initdb and pg_ctl.",
+    );
   return join(root, versions[0], "bin");
 }
 
 function childrenOf(pid: number): number[] {
   try {
-    return execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)]).toString().split("\n").map(Number).filter((n) => n > 0);
+    return execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)])
+      .toString()
+      .split("\n")
+      .map(Number)
+      .filter((n) => n > 0);
   } catch {
     return [];
   }

@@ -80,8 +80,26 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const target = await Target.prepare(options.store);
   const started = Date.now();
   let kills = 0;
-  const args = (slot: number) => [target.url, target.prefix, String(slot), String(options.workers), String(options.runs), ledger, inDoubtLog, replayLog];
-  const progress: Progress = { inFlight: new Set<string>(), ran: 0, unavailable: 0, maxOpMs: 0, windowMaxOpMs: 0, windowUnavailable: 0, finished: 0, over: false };
+  const args = (slot: number) => [
+    target.url,
+    target.prefix,
+    String(slot),
+    String(options.workers),
+    String(options.runs),
+    ledger,
+    inDoubtLog,
+    replayLog,
+  ];
+  const progress: Progress = {
+    inFlight: new Set<string>(),
+    ran: 0,
+    unavailable: 0,
+    maxOpMs: 0,
+    windowMaxOpMs: 0,
+    windowUnavailable: 0,
+    finished: 0,
+    over: false,
+  };
   const env = { ...process.env, ...(options.toolMs === undefined ? {} : { SOAK_TOOL_MS: String(options.toolMs) }) };
   const workers = Array.from({ length: options.workers }, (_, slot) => new Worker(() => args(slot), env, progress));
   const disturbance = options.disturb?.(progress);
@@ -92,7 +110,8 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
       const [min, max] = options.killEveryMs;
       await sleep(min + Math.random() * (max - min));
       for (const w of workers) w.check();
-      if (Date.now() > deadline) throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
+      if (Date.now() > deadline)
+        throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
       if (workers.every((w) => w.finished)) break;
       // Only a worker that finished a run since it started may die: every life makes progress,
       // so the soak ends even on a machine so busy that start-up takes longer than the pause.
@@ -107,7 +126,15 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     const store = await openSoakStore(target.url, target.prefix);
     try {
       const found = await verify(store, options.runs, { ledger, inDoubtLog, replayLog });
-      return { store: options.store, runs: options.runs, seconds, kills, unavailable: progress.unavailable, maxOpMs: progress.maxOpMs, ...found };
+      return {
+        store: options.store,
+        runs: options.runs,
+        seconds,
+        kills,
+        unavailable: progress.unavailable,
+        maxOpMs: progress.maxOpMs,
+        ...found,
+      };
     } finally {
       await store.close();
     }
@@ -122,7 +149,12 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
 }
 
 /** Waits for the disturbance and for every worker to finish, failing on a worker that died or on the deadline. */
-async function disturbed(disturbance: Promise<void>, workers: readonly Worker[], deadline: number, options: SoakOptions): Promise<void> {
+async function disturbed(
+  disturbance: Promise<void>,
+  workers: readonly Worker[],
+  deadline: number,
+  options: SoakOptions,
+): Promise<void> {
   let settled = false;
   let failure: unknown;
   disturbance.then(
@@ -138,7 +170,8 @@ async function disturbed(disturbance: Promise<void>, workers: readonly Worker[],
     await sleep(100);
     for (const w of workers) w.check();
     if (failure !== undefined) throw failure;
-    if (Date.now() > deadline) throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
+    if (Date.now() > deadline)
+      throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
   }
 }
 
@@ -185,15 +218,20 @@ async function verify(store: CheckpointStore, runs: number, { ledger, inDoubtLog
     }
     const records = await readCallLog(store, sealer, runId, latest.calls);
     const done = records.filter((r) => r.kind === "done");
-    if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3) violations.push(`${runId} has ${done.length} done records`);
+    if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3)
+      violations.push(`${runId} has ${done.length} done records`);
     for (const record of done) {
       const ran = executions.get(`${runId} ${record.callId}`);
       if (ran?.count === 1 && replayed.has(`${runId} ${record.callId}`)) replayedCalls += 1;
       if (ran === undefined) violations.push(`${runId} ${record.tool} is done but never ran`);
-      else if (ran.keys.size !== 1) violations.push(`${runId} ${record.tool} ran with ${ran.keys.size} idempotency keys`);
+      else if (ran.keys.size !== 1)
+        violations.push(`${runId} ${record.tool} ran with ${ran.keys.size} idempotency keys`);
       else if (NON_IDEMPOTENT.has(record.tool) && ran.count > 1) {
         if (ran.count - 1 <= (reported.get(runId)?.get(record.tool) ?? 0)) rerunCalls += ran.count - 1;
-        else violations.push(`${runId} ${record.tool} ran ${ran.count} times but was reported in doubt ${reported.get(runId)?.get(record.tool) ?? 0} times`);
+        else
+          violations.push(
+            `${runId} ${record.tool} ran ${ran.count} times but was reported in doubt ${reported.get(runId)?.get(record.tool) ?? 0} times`,
+          );
       }
     }
   }
@@ -218,7 +256,10 @@ class Worker {
   }
 
   #start(): ChildProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], { stdio: ["ignore", "pipe", "pipe"], env: this.#env });
+    const child = spawn(process.execPath, ["--import", "tsx", WORKER, ...this.#args()], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: this.#env,
+    });
     this.#stderr = "";
     this.ranSinceStart = 0;
     child.stderr.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));

@@ -17,7 +17,10 @@ export function soakStoreKind(url: string): "redis" | "postgresql" {
  */
 export async function openSoakStore(url: string, prefix: string): Promise<CheckpointStore> {
   if (soakStoreKind(url) === "redis") {
-    const [{ RedisCheckpointStore }, { createClient }] = await Promise.all([import("@durable/store-redis"), import("redis")]);
+    const [{ RedisCheckpointStore }, { createClient }] = await Promise.all([
+      import("@durable/store-redis"),
+      import("redis"),
+    ]);
     return new RedisCheckpointStore(() => createClient({ url }), { prefix });
   }
   const { PrismaCheckpointStore } = await import("@durable/store-prisma");

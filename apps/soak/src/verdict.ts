@@ -17,8 +17,11 @@ export interface ProofFigures {
  * reason it proved nothing: no kill, no run in doubt, or no call replayed.
  */
 export function vacuousSoak(figures: ProofFigures): string | undefined {
-  if (figures.kills === 0) return "no worker was killed: the soak proved nothing about recovery; give it more runs (--runs).";
-  if (figures.inDoubtRuns === 0) return `${figures.kills} kills but no run was in doubt: no kill landed inside a tool; give it more runs (--runs).`;
-  if (figures.replayedCalls === 0) return `${figures.kills} kills but no call replayed from the log: no kill landed between a call's result and its checkpoint; give it more runs (--runs).`;
+  if (figures.kills === 0)
+    return "no worker was killed: the soak proved nothing about recovery; give it more runs (--runs).";
+  if (figures.inDoubtRuns === 0)
+    return `${figures.kills} kills but no run was in doubt: no kill landed inside a tool; give it more runs (--runs).`;
+  if (figures.replayedCalls === 0)
+    return `${figures.kills} kills but no call replayed from the log: no kill landed between a call's result and its checkpoint; give it more runs (--runs).`;
   return undefined;
 }

@@ -15,15 +15,29 @@ import { KEY, openSoakStore } from "./store.js";
 import { order, runIdOf, soakFlow, soakTools } from "./tickets.js";
 import { timedStore } from "./timed-store.js";
 
-const [url, prefix, slotArg, workersArg, runsArg, ledger, inDoubtLog, replayLog] = process.argv.slice(2) as [string, string, string, string, string, string, string, string];
+const [url, prefix, slotArg, workersArg, runsArg, ledger, inDoubtLog, replayLog] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const [slot, workers, runs] = [Number(slotArg), Number(workersArg), Number(runsArg)];
 const toolMs = process.env["SOAK_TOOL_MS"] === undefined ? undefined : Number(process.env["SOAK_TOOL_MS"]);
 const store = timedStore(await openSoakStore(url, prefix), (ms) => console.log(`op ${Math.round(ms)}`));
 // Every call recovery says it replayed from the log; the soak checks each against the ledger.
 const events: EventSink = (event) => {
-  if (event.type === "run.recovered" && event.replayed.length > 0) appendFileSync(replayLog, event.replayed.map((call) => `${event.runId} ${call.callId}\n`).join(""));
+  if (event.type === "run.recovered" && event.replayed.length > 0)
+    appendFileSync(replayLog, event.replayed.map((call) => `${event.runId} ${call.callId}\n`).join(""));
 };
-const runner = new FlowRunner(new Executor(soakTools(ledger, toolMs)), { checkpoints: store, checkpointKey: KEY, events });
+const runner = new FlowRunner(new Executor(soakTools(ledger, toolMs)), {
+  checkpoints: store,
+  checkpointKey: KEY,
+  events,
+});
 const flow = soakFlow(slot);
 
 // A restart: finish what this slot left. Calls in doubt run again: the card and the

@@ -1,3 +1,10 @@
 import { describeBin } from "@durable-apps/shared/bin-checks";
 
-describeBin("soak", new URL("../src/main.ts", import.meta.url), ["--store <url>", "--runs <n>", "--workers <n>", "--seconds <n>", "--faults", "--freeze <s>"]);
+describeBin("soak", new URL("../src/main.ts", import.meta.url), [
+  "--store <url>",
+  "--runs <n>",
+  "--workers <n>",
+  "--seconds <n>",
+  "--faults",
+  "--freeze <s>",
+]);

@@ -8,7 +8,8 @@ function serversInstalled(): boolean {
     execFileSync("sh", ["-c", "command -v redis-server && ls /usr/lib/postgresql/*/bin/initdb"], { stdio: "ignore" });
     return true;
   } catch {
-    if (process.env["CI"] === "true") throw new Error("redis-server or /usr/lib/postgresql/*/bin/initdb is missing; CI needs both for the fault soak.");
+    if (process.env["CI"] === "true")
+      throw new Error("redis-server or /usr/lib/postgresql/*/bin/initdb is missing; CI needs both for the fault soak.");
     console.warn("Skipping the fault soak: install redis-server and PostgreSQL (initdb, pg_ctl).");
     return false;
   }
@@ -19,9 +20,21 @@ describe("the fault soak: the soak's own Redis and PostgreSQL restarted, frozen 
     "80 runs, 2 workers, each fault once, 2 s freezes: every run done, none lost, no call run twice unreported, every StoreUnavailable retried, no operation past the timeout",
     { timeout: 180_000 },
     async () => {
-      const results = await faultSoak({ runs: 80, workers: 2, freezeMs: 2_000, toolMs: 250, deadlineSeconds: 150, rounds: 1 });
+      const results = await faultSoak({
+        runs: 80,
+        workers: 2,
+        freezeMs: 2_000,
+        toolMs: 250,
+        deadlineSeconds: 150,
+        rounds: 1,
+      });
       for (const { report, rows, violations } of results) {
-        console.log([`${report.store}: ${JSON.stringify({ ...report, violations: violations.length })}`, ...faultTable(rows)].join("\n"));
+        console.log(
+          [
+            `${report.store}: ${JSON.stringify({ ...report, violations: violations.length })}`,
+            ...faultTable(rows),
+          ].join("\n"),
+        );
         expect(violations).toEqual([]);
         expect(report.maxOpMs).toBeLessThan(OPERATION_TIMEOUT_MS);
       }

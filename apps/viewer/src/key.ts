@@ -18,7 +18,8 @@ export interface KeySources {
  * them it refuses: a guessed key makes every run read as corrupt.
  */
 export function viewerSealer(sources: KeySources): Sealer {
-  if (sources.key !== undefined && sources.keyFile !== undefined) throw new CommandLineError("Give --key or --key-file, not both.");
+  if (sources.key !== undefined && sources.keyFile !== undefined)
+    throw new CommandLineError("Give --key or --key-file, not both.");
   const [key, from] =
     sources.key !== undefined
       ? [sources.key, "--key"]
@@ -30,7 +31,9 @@ export function viewerSealer(sources: KeySources): Sealer {
             ? [DEMO_KEY, "the demo's key"]
             : [undefined, ""];
   if (key === undefined) {
-    throw new CommandLineError("The viewer needs the key your workers seal with: give --key, --key-file or DURABLE_KEY (or --demo for the demo's runs).");
+    throw new CommandLineError(
+      "The viewer needs the key your workers seal with: give --key, --key-file or DURABLE_KEY (or --demo for the demo's runs).",
+    );
   }
   try {
     return Sealer.withKeys(key);
@@ -45,6 +48,8 @@ function readKeyFile(path: string): string {
     // A key file usually ends with a newline the key does not include.
     return readFileSync(path, "utf8").replace(/\r?\n$/, "");
   } catch (error) {
-    throw new CommandLineError(`--key-file ${path} cannot be read (${(error as Error).message}): give the file that holds your workers' key.`);
+    throw new CommandLineError(
+      `--key-file ${path} cannot be read (${(error as Error).message}): give the file that holds your workers' key.`,
+    );
   }
 }

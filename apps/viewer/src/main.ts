@@ -16,11 +16,31 @@ const VIEWER_COMMAND = {
     "a local web page of the runs in a store: each one's status, step and segment, its calls marked ran, replayed, rerun or in doubt, and its events. " +
     "It reads the store and the event log the workers wrote; it changes nothing. With no --store it shows the demo's runs (its store and its key).",
   options: {
-    store: { type: "string", value: "<url>", defaultText: `the demo's store, ${DEFAULT_STORE}`, about: "the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database" },
-    events: { type: "string", value: "<path>", defaultText: "beside a SQLite store (<path>.events.jsonl), else beside the demo's", about: "the JSON Lines file the workers' jsonlEventSink writes" },
-    key: { type: "string", value: "<key>", defaultText: "$DURABLE_KEY; with --demo, the demo's key", about: "the key the workers seal with (at least 32 bytes)" },
+    store: {
+      type: "string",
+      value: "<url>",
+      defaultText: `the demo's store, ${DEFAULT_STORE}`,
+      about: "the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database",
+    },
+    events: {
+      type: "string",
+      value: "<path>",
+      defaultText: "beside a SQLite store (<path>.events.jsonl), else beside the demo's",
+      about: "the JSON Lines file the workers' jsonlEventSink writes",
+    },
+    key: {
+      type: "string",
+      value: "<key>",
+      defaultText: "$DURABLE_KEY; with --demo, the demo's key",
+      about: "the key the workers seal with (at least 32 bytes)",
+    },
     "key-file": { type: "string", value: "<path>", defaultText: "none", about: "a file that holds that key" },
-    demo: { type: "boolean", default: false, defaultText: "on when no --store is given", about: "the demo's runs: its key and, unless --store, its store (e.g. after pnpm demo --store redis://…)" },
+    demo: {
+      type: "boolean",
+      default: false,
+      defaultText: "on when no --store is given",
+      about: "the demo's runs: its key and, unless --store, its store (e.g. after pnpm demo --store redis://…)",
+    },
     port: { type: "string", default: "4173", value: "<n>", about: "the port to serve on (0: any free one)" },
     host: { type: "string", default: "127.0.0.1", value: "<host>", about: "the address to serve on" },
   },
@@ -33,14 +53,17 @@ await runCommand(VIEWER_COMMAND, async (values) => {
   const demo = values.demo || values.store === undefined;
   const storeUrl = values.store ?? DEFAULT_STORE;
   const sealer = viewerSealer({ key: values.key, keyFile: values["key-file"], demo });
-  if (storeUrl === DEFAULT_STORE && !existsSync(DEMO_FOLDER)) throw new CommandLineError(`No demo runs yet (no ${DEMO_FOLDER}): run pnpm demo first, or give --store.`);
+  if (storeUrl === DEFAULT_STORE && !existsSync(DEMO_FOLDER))
+    throw new CommandLineError(`No demo runs yet (no ${DEMO_FOLDER}): run pnpm demo first, or give --store.`);
   const store = await openStore(storeUrl);
   const eventLog = values.events ?? eventLogFor(storeUrl);
-  const viewer = await startViewer({ store, sealer, eventLog, label: storeUrl, port, host: values.host }).catch(async (error: unknown) => {
-    await store.close();
-    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
-    throw new CommandLineError(`The port is taken: pick another with --port N. (${(error as Error).message})`);
-  });
+  const viewer = await startViewer({ store, sealer, eventLog, label: storeUrl, port, host: values.host }).catch(
+    async (error: unknown) => {
+      await store.close();
+      if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+      throw new CommandLineError(`The port is taken: pick another with --port N. (${(error as Error).message})`);
+    },
+  );
   console.log(`viewer: ${viewer.url}  (store ${storeUrl}, events ${eventLog}; Ctrl-C stops it)`);
   const stop = async () => {
     await viewer.close();

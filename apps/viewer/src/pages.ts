@@ -30,7 +30,12 @@ const WRONG_KEY =
 
 /** One run: its identity, its steps over time, its calls marked, its events. */
 export function runPage(run: RunView): string {
-  const identity = run.identity === undefined ? "–" : Object.entries(run.identity).map(([k, v]) => `${esc(k)}: <code>${esc(String(v))}</code>`).join(", ") || "none";
+  const identity =
+    run.identity === undefined
+      ? "–"
+      : Object.entries(run.identity)
+          .map(([k, v]) => `${esc(k)}: <code>${esc(String(v))}</code>`)
+          .join(", ") || "none";
   const steps = run.steps.map(
     (s) =>
       `<tr><td class="num">${s.step}</td><td>${badge(s.status, s.status)}${s.claim ? ` ${badge("recovered", "claimed by a recovery")}` : ""}${
@@ -95,7 +100,10 @@ function eventDetails(e: DurableEvent): string {
 }
 
 export function notFoundPage(runId: string): string {
-  return layout("Not found", `<p><a href="/">← all runs</a></p><h1>No run ${esc(runId)}</h1><p>The event log names no such run.</p>`);
+  return layout(
+    "Not found",
+    `<p><a href="/">← all runs</a></p><h1>No run ${esc(runId)}</h1><p>The event log names no such run.</p>`,
+  );
 }
 
 function badge(kind: string, text: string): string {

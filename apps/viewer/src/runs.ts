@@ -1,4 +1,12 @@
-import { type CheckpointStore, DurableError, type DurableEvent, type Identity, type JsonValue, readJsonlEvents, type RunKind } from "@durable/core";
+import {
+  type CheckpointStore,
+  DurableError,
+  type DurableEvent,
+  type Identity,
+  type JsonValue,
+  readJsonlEvents,
+  type RunKind,
+} from "@durable/core";
 import { type CallRecord, DurableRun, readCallLog, type Sealer } from "@durable/core/runner";
 
 /** What became of a call, as the viewer marks it. */
@@ -54,12 +62,19 @@ export interface RunView {
  * Reading changes nothing in the store.
  */
 export async function readRuns(store: CheckpointStore, sealer: Sealer, eventLog: string): Promise<RunView[]> {
-  const runs = await Promise.all([...eventsByRun(eventLog)].map(([runId, events]) => readRun(store, sealer, runId, events)));
+  const runs = await Promise.all(
+    [...eventsByRun(eventLog)].map(([runId, events]) => readRun(store, sealer, runId, events)),
+  );
   return runs.sort((a, b) => b.lastAt.localeCompare(a.lastAt) || b.runId.localeCompare(a.runId));
 }
 
 /** One run the event log names, or undefined when it names no such run. */
-export async function readOneRun(store: CheckpointStore, sealer: Sealer, eventLog: string, runId: string): Promise<RunView | undefined> {
+export async function readOneRun(
+  store: CheckpointStore,
+  sealer: Sealer,
+  eventLog: string,
+  runId: string,
+): Promise<RunView | undefined> {
   const events = eventsByRun(eventLog).get(runId);
   return events === undefined ? undefined : readRun(store, sealer, runId, events);
 }
@@ -74,17 +89,33 @@ function eventsByRun(eventLog: string): Map<string, DurableEvent[]> {
   return byRun;
 }
 
-async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, events: readonly DurableEvent[]): Promise<RunView> {
+async function readRun(
+  store: CheckpointStore,
+  sealer: Sealer,
+  runId: string,
+  events: readonly DurableEvent[],
+): Promise<RunView> {
   const recoveries = events.filter((e) => e.type === "run.recovered");
   const claims = new Set(recoveries.map((e) => e.step));
   const stops = new Set(events.flatMap((e) => (e.type === "run.needs-decision" ? [e.step] : [])));
   const steps = events.flatMap((e): StepView[] =>
     e.type === "checkpoint.saved"
-      ? [{ step: e.step, status: e.status, at: e.at, claim: claims.has(e.step), needsDecision: stops.has(e.step), ...(e.stage === undefined ? {} : { stage: e.stage }) }]
+      ? [
+          {
+            step: e.step,
+            status: e.status,
+            at: e.at,
+            claim: claims.has(e.step),
+            needsDecision: stops.has(e.step),
+            ...(e.stage === undefined ? {} : { stage: e.stage }),
+          },
+        ]
       : [],
   );
   // The last word on the run's course: a stop for a decision stands until a recovery, a pause or an end follows it.
-  const course = events.filter((e) => ["run.needs-decision", "run.recovered", "run.paused", "run.done", "run.failed"].includes(e.type)).at(-1);
+  const course = events
+    .filter((e) => ["run.needs-decision", "run.recovered", "run.paused", "run.done", "run.failed"].includes(e.type))
+    .at(-1);
   const named = events.find((e) => e.type === "checkpoint.saved" && e.flow !== undefined);
   const base = {
     runId,
@@ -100,8 +131,12 @@ async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, ev
     const records = await readCallLog(store, sealer, runId, latest.calls);
     const rerun = new Set(recoveries.flatMap((e) => e.rerun.map((c) => c.callId)));
     // A recovery lists the round's finished calls at its claim; one the rerun round did not take comes back as unreplayed.
-    const unreplayed = new Set(events.flatMap((e) => (e.type === "checkpoint.saved" ? e.unreplayed.map((c) => c.callId) : [])));
-    const replayed = new Set(recoveries.flatMap((e) => e.replayed.map((c) => c.callId)).filter((callId) => !unreplayed.has(callId)));
+    const unreplayed = new Set(
+      events.flatMap((e) => (e.type === "checkpoint.saved" ? e.unreplayed.map((c) => c.callId) : [])),
+    );
+    const replayed = new Set(
+      recoveries.flatMap((e) => e.replayed.map((c) => c.callId)).filter((callId) => !unreplayed.has(callId)),
+    );
     return {
       ...base,
       flow: latest.flow,
@@ -115,12 +150,26 @@ async function readRun(store: CheckpointStore, sealer: Sealer, runId: string, ev
   } catch (error) {
     const problem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const code = error instanceof DurableError ? { problemCode: error.code } : {};
-    return { ...base, kind: events[0]?.kind ?? "?", status: "unreadable", step: undefined, segment: undefined, identity: undefined, problem, ...code, calls: [] };
+    return {
+      ...base,
+      kind: events[0]?.kind ?? "?",
+      status: "unreadable",
+      step: undefined,
+      segment: undefined,
+      identity: undefined,
+      problem,
+      ...code,
+      calls: [],
+    };
   }
 }
 
 /** One view per call, in the order calls first appear in the log. */
-function callViews(records: readonly CallRecord[], rerun: ReadonlySet<string>, replayed: ReadonlySet<string>): CallView[] {
+function callViews(
+  records: readonly CallRecord[],
+  rerun: ReadonlySet<string>,
+  replayed: ReadonlySet<string>,
+): CallView[] {
   const byCall = new Map<string, { own: CallRecord[]; last: CallRecord }>();
   for (const record of records) {
     const call = byCall.get(record.callId);

@@ -28,7 +28,8 @@ export async function startViewer(options: ViewerOptions): Promise<{ url: string
     const { store, sealer, eventLog } = options;
     const page = async (): Promise<[number, string, string]> => {
       if (path === "/") return [200, "text/html", runsPage(options.label, await readRuns(store, sealer, eventLog))];
-      if (path === "/api/runs") return [200, "application/json", JSON.stringify(await readRuns(store, sealer, eventLog))];
+      if (path === "/api/runs")
+        return [200, "application/json", JSON.stringify(await readRuns(store, sealer, eventLog))];
       if (!path.startsWith("/runs/")) return [404, "text/plain", "Not found."];
       // A run's page reads that run only.
       const runId = decodeURIComponent(path.slice("/runs/".length));

@@ -19,8 +19,11 @@ const storeUrl = `sqlite:${join(dir, "runs.db")}`;
 
 function chromiumPresent(): boolean {
   if (existsSync(CHROMIUM)) return true;
-  if (process.env["CI"] === "true") throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
-  console.warn(`Skipping the viewer's browser test: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`);
+  if (process.env["CI"] === "true")
+    throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
+  console.warn(
+    `Skipping the viewer's browser test: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`,
+  );
   return false;
 }
 
@@ -31,17 +34,35 @@ describe.skipIf(!chromiumPresent())("the run viewer in headless Chromium", () =>
 
   beforeAll(async () => {
     // The demo's crash and recovery: worker 1 dies inside email_tickets, worker 2 reruns it.
-    const out = execFileSync(process.execPath, ["--import", "tsx", demo, "--store", storeUrl, "--rerun-in-doubt"], { encoding: "utf8" });
+    const out = execFileSync(process.execPath, ["--import", "tsx", demo, "--store", storeUrl, "--rerun-in-doubt"], {
+      encoding: "utf8",
+    });
     expect(out).toContain("recovered 1 run(s)");
     const store = await openStore(storeUrl);
-    viewer = await startViewer({ store, sealer: Sealer.withKeys(DEMO_KEY), eventLog: eventLogFor(storeUrl), label: storeUrl, port: 0, host: "127.0.0.1" });
+    viewer = await startViewer({
+      store,
+      sealer: Sealer.withKeys(DEMO_KEY),
+      eventLog: eventLogFor(storeUrl),
+      label: storeUrl,
+      port: 0,
+      host: "127.0.0.1",
+    });
     close = async () => {
       await viewer.close();
       await store.close();
     };
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
     mkdirSync(shots, { recursive: true });
   }, 180_000);
@@ -67,7 +88,8 @@ describe.skipIf(!chromiumPresent())("the run viewer in headless Chromium", () =>
     await recovered.locator("a").click();
     await page.waitForURL(`**/runs/${runId}`);
     await expect.poll(() => page.locator("h1").textContent()).toContain(runId!);
-    const mark = (tool: string) => page.locator("table.calls tr", { has: page.locator(`code:text-is("${tool}")`) }).getAttribute("data-mark");
+    const mark = (tool: string) =>
+      page.locator("table.calls tr", { has: page.locator(`code:text-is("${tool}")`) }).getAttribute("data-mark");
     expect(await mark("hold_seats")).toBe("ran");
     expect(await mark("charge_card")).toBe("ran");
     expect(await mark("email_tickets")).toBe("rerun");

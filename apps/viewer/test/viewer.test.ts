@@ -25,8 +25,14 @@ function runDemo(args: string[], tmp?: string): string {
 }
 
 /** The viewer as a real process on a free port, until `stop`. */
-async function viewerProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+async function viewerProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", ...args], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {
@@ -70,7 +76,14 @@ describe("the run viewer", () => {
         ["charge_card", "ran"],
         ["email_tickets", "in doubt"],
       ]);
-      const viewer = await startViewer({ store, sealer, eventLog: eventLogFor(storeUrl), label: storeUrl, port: 0, host: "127.0.0.1" });
+      const viewer = await startViewer({
+        store,
+        sealer,
+        eventLog: eventLogFor(storeUrl),
+        label: storeUrl,
+        port: 0,
+        host: "127.0.0.1",
+      });
       try {
         expect((await fetch(viewer.url, { method: "POST" })).status).toBe(405);
         const page = await (await fetch(`${viewer.url}/runs/${encodeURIComponent(run!.runId)}`)).text();
@@ -92,11 +105,16 @@ describe("the run viewer", () => {
     const store = await openStore(storeUrl);
     const events = jsonlEventSink(eventLogFor(storeUrl));
     const runner = (checkpoints: CheckpointStore) =>
-      new FlowRunner(new Executor(ticketsRegistry(new CardProcessor(join(dir, "replay.cards.jsonl")))), { checkpoints, checkpointKey: DEMO_KEY, events });
+      new FlowRunner(new Executor(ticketsRegistry(new CardProcessor(join(dir, "replay.cards.jsonl")))), {
+        checkpoints,
+        checkpointKey: DEMO_KEY,
+        events,
+      });
     // The first worker loses its store at the save after hold_seats: the call is done in the log, the step is not saved.
     let saves = 0;
     const cutOff: CheckpointStore = {
-      save: (id, step, row) => (++saves === 2 ? Promise.reject(new StoreUnavailable("cut off")) : store.save(id, step, row)),
+      save: (id, step, row) =>
+        ++saves === 2 ? Promise.reject(new StoreUnavailable("cut off")) : store.save(id, step, row),
       latest: (id) => store.latest(id),
       listUnfinished: (flow) => store.listUnfinished(flow),
       delete: (id) => store.delete(id),
@@ -105,7 +123,9 @@ describe("the run viewer", () => {
       close: () => store.close(),
     };
     try {
-      await expect(runner(cutOff).run(tickets, { show: "Hamlet", seats: 2 }, { runId: "replay-1" })).rejects.toThrow(StoreUnavailable);
+      await expect(runner(cutOff).run(tickets, { show: "Hamlet", seats: 2 }, { runId: "replay-1" })).rejects.toThrow(
+        StoreUnavailable,
+      );
       await runner(store).recover(tickets, "replay-1");
       const run = await readOneRun(store, Sealer.withKeys(DEMO_KEY), eventLogFor(storeUrl), "replay-1");
       expect(run).toMatchObject({ status: "done", recovered: true });
@@ -120,24 +140,54 @@ describe("the run viewer", () => {
   }, 60_000);
 
   it.each([
-    [["--demo", "--store", "ftp://x"], /^--store "ftp:\/\/x" names no store this knows: use sqlite:<path>, redis:\/\/host:port or postgresql:\/\/.+\.\n$/],
-    [["--demo", "--store", "redis://127.0.0.1:1"], /^--store redis:\/\/127\.0\.0\.1:1 does not answer \(.*\): start that server, or pick another store, .+\.\n$/],
+    [
+      ["--demo", "--store", "ftp://x"],
+      /^--store "ftp:\/\/x" names no store this knows: use sqlite:<path>, redis:\/\/host:port or postgresql:\/\/.+\.\n$/,
+    ],
+    [
+      ["--demo", "--store", "redis://127.0.0.1:1"],
+      /^--store redis:\/\/127\.0\.0\.1:1 does not answer \(.*\): start that server, or pick another store, .+\.\n$/,
+    ],
     [["--port", "x"], /^--port takes a whole number from 0 to 65535, not x\.\n$/],
-    [["--bogus"], /^pnpm viewer has no option --bogus: it takes --store, --events, --key, --key-file, --demo, --port, --host and --help\.\n$/],
-    [["--store", "sqlite:/tmp/x.db"], /^The viewer needs the key your workers seal with: give --key, --key-file or DURABLE_KEY \(or --demo for the demo's runs\)\.\n$/],
-    [["--store", "sqlite:/tmp/x.db", "--key", "short"], /^--key: checkpointKey is 5 bytes; a key needs at least 32 .+\n$/],
-    [["--store", "sqlite:/tmp/x.db", "--key-file", "/no/such/key"], /^--key-file \/no\/such\/key cannot be read \(.*ENOENT.*\): give the file that holds your workers' key\.\n$/],
-  ])("bad input %j: one line that says what to do, exit 2", (args, message) => {
-    // A viewer that starts instead of refusing serves until killed: the timeout turns that into a failure.
-    const result = spawnSync(process.execPath, ["--import", "tsx", main, ...args], { encoding: "utf8", env: withoutKey(), timeout: 30_000 });
-    expect(result.status).toBe(2);
-    expect(result.stderr).toMatch(message);
-  }, 60_000);
+    [
+      ["--bogus"],
+      /^pnpm viewer has no option --bogus: it takes --store, --events, --key, --key-file, --demo, --port, --host and --help\.\n$/,
+    ],
+    [
+      ["--store", "sqlite:/tmp/x.db"],
+      /^The viewer needs the key your workers seal with: give --key, --key-file or DURABLE_KEY \(or --demo for the demo's runs\)\.\n$/,
+    ],
+    [
+      ["--store", "sqlite:/tmp/x.db", "--key", "short"],
+      /^--key: checkpointKey is 5 bytes; a key needs at least 32 .+\n$/,
+    ],
+    [
+      ["--store", "sqlite:/tmp/x.db", "--key-file", "/no/such/key"],
+      /^--key-file \/no\/such\/key cannot be read \(.*ENOENT.*\): give the file that holds your workers' key\.\n$/,
+    ],
+  ])(
+    "bad input %j: one line that says what to do, exit 2",
+    (args, message) => {
+      // A viewer that starts instead of refusing serves until killed: the timeout turns that into a failure.
+      const result = spawnSync(process.execPath, ["--import", "tsx", main, ...args], {
+        encoding: "utf8",
+        env: withoutKey(),
+        timeout: 30_000,
+      });
+      expect(result.status).toBe(2);
+      expect(result.stderr).toMatch(message);
+    },
+    60_000,
+  );
 });
 
 describe("the viewer on the demo's store", () => {
   it("with no demo run yet on this machine, says to run the demo first, without offering the same store again", () => {
-    const result = spawnSync(process.execPath, ["--import", "tsx", main], { encoding: "utf8", env: { ...withoutKey(), TMPDIR: mkdtempSync(join(dir, "empty-tmp-")) }, timeout: 30_000 });
+    const result = spawnSync(process.execPath, ["--import", "tsx", main], {
+      encoding: "utf8",
+      env: { ...withoutKey(), TMPDIR: mkdtempSync(join(dir, "empty-tmp-")) },
+      timeout: 30_000,
+    });
     expect(result.status).toBe(2);
     expect(result.stderr).toMatch(/^No demo runs yet \(no .+durable-demo\): run pnpm demo first, or give --store\.\n$/);
   }, 60_000);
@@ -152,7 +202,11 @@ describe("the viewer on the demo's store", () => {
       expect(before.map((r) => r.status)).toEqual(["done", "done", "done"]);
       const again = runDemo(["--rerun-in-doubt"], tmp);
       const runs = (await (await fetch(`${viewer.url}/api/runs`)).json()) as RunView[];
-      expect(runs.map((r) => [r.status, r.problem])).toEqual([["done", undefined], ["done", undefined], ["done", undefined]]);
+      expect(runs.map((r) => [r.status, r.problem])).toEqual([
+        ["done", undefined],
+        ["done", undefined],
+        ["done", undefined],
+      ]);
       expect(runs.map((r) => r.runId).sort()).toEqual([...new Set(again.match(/order-\d-\w+/g))].sort());
     } finally {
       await viewer.stop();
@@ -185,20 +239,26 @@ describe("the viewer's key", () => {
     ["--key-file", () => ["--key-file", keyFile]],
     ["--key", () => ["--key", DEMO_KEY]],
     ["--demo", () => ["--demo"]],
-  ])("%s: the workers' key verifies every run", async (_name, args) => {
-    demoRuns();
-    const html = await page(args());
-    expect(readable(html)).toBe(3);
-    expect(wrongKey(html)).toBe(0);
-  }, 180_000);
+  ])(
+    "%s: the workers' key verifies every run",
+    async (_name, args) => {
+      demoRuns();
+      const html = await page(args());
+      expect(readable(html)).toBe(3);
+      expect(wrongKey(html)).toBe(0);
+    },
+    180_000,
+  );
 
   it("DURABLE_KEY is the key when no option gives one", async () => {
     demoRuns();
     expect(readable(await page([], { ...process.env, DURABLE_KEY: DEMO_KEY }))).toBe(3);
-    expect(wrongKey(await page([], { ...process.env, DURABLE_KEY: "another-key-that-is-at-least-32-bytes-long" }))).toBe(1);
+    expect(
+      wrongKey(await page([], { ...process.env, DURABLE_KEY: "another-key-that-is-at-least-32-bytes-long" })),
+    ).toBe(1);
   }, 180_000);
 
-  it("another key than the workers': every run unreadable, and the page asks \"wrong key?\" once, at the top", async () => {
+  it('another key than the workers\': every run unreadable, and the page asks "wrong key?" once, at the top', async () => {
     demoRuns();
     const html = await page(["--key", "another-key-that-is-at-least-32-bytes-long"]);
     expect(wrongKey(html)).toBe(1);
@@ -206,7 +266,11 @@ describe("the viewer's key", () => {
     expect((html.match(/class="badge unreadable"/g) ?? []).length).toBe(3);
     const store = await openStore(storeUrl);
     try {
-      expect(noRunVerifies(await readRuns(store, Sealer.withKeys("another-key-that-is-at-least-32-bytes-long"), eventLogFor(storeUrl)))).toBe(true);
+      expect(
+        noRunVerifies(
+          await readRuns(store, Sealer.withKeys("another-key-that-is-at-least-32-bytes-long"), eventLogFor(storeUrl)),
+        ),
+      ).toBe(true);
       expect(noRunVerifies(await readRuns(store, Sealer.withKeys(DEMO_KEY), eventLogFor(storeUrl)))).toBe(false);
     } finally {
       await store.close();

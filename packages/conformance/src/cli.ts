@@ -65,7 +65,8 @@ async function main(argv: string[]): Promise<number> {
   const file = resolve(modulePath);
   if (!existsSync(file)) return usageError(`no file at ${file}.`);
   const unknown = groups.filter((g) => !(GROUP_NAMES as readonly string[]).includes(g));
-  if (unknown.length > 0) return usageError(`unknown group ${unknown.join(", ")}; the groups are ${GROUP_NAMES.join(", ")}.`);
+  if (unknown.length > 0)
+    return usageError(`unknown group ${unknown.join(", ")}; the groups are ${GROUP_NAMES.join(", ")}.`);
 
   const dir = mkdtempSync(join(tmpdir(), "durable-conformance-"));
   try {

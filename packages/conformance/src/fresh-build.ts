@@ -55,7 +55,12 @@ const RUNTIME_DEPENDENCIES = ["dependencies", "peerDependencies", "optionalDepen
 const ALL_DEPENDENCIES = [...RUNTIME_DEPENDENCIES, "devDependencies"] as const;
 
 /** Source extensions and what the compiler turns each into. */
-const BUILT_EXTENSION: Readonly<Record<string, string>> = { ".ts": ".js", ".mts": ".mjs", ".cts": ".cjs", ".tsx": ".js" };
+const BUILT_EXTENSION: Readonly<Record<string, string>> = {
+  ".ts": ".js",
+  ".mts": ".mjs",
+  ".cts": ".cjs",
+  ".tsx": ".js",
+};
 const SOURCE = /(\.[cm]?ts|\.tsx)$/;
 const DECLARATION = /\.d\.[cm]?ts$/;
 const SCRIPT = /\.[cm]?[jt]sx?$/;
@@ -133,7 +138,10 @@ function compiledDigests(dist: string): Map<string, string> {
   const digests = new Map<string, string>();
   for (const name of readdirSync(dist).filter((f) => f.endsWith(".tsbuildinfo"))) {
     try {
-      const { fileNames, fileInfos } = JSON.parse(readFileSync(join(dist, name), "utf8")) as { fileNames?: unknown; fileInfos?: unknown };
+      const { fileNames, fileInfos } = JSON.parse(readFileSync(join(dist, name), "utf8")) as {
+        fileNames?: unknown;
+        fileInfos?: unknown;
+      };
       if (!Array.isArray(fileNames) || !Array.isArray(fileInfos)) continue;
       fileNames.forEach((file: unknown, i: number) => {
         const info: unknown = fileInfos[i];
@@ -150,7 +158,8 @@ function compiledDigests(dist: string): Map<string, string> {
 /** What rebuilds the package: the workspace's build when the package is in a pnpm workspace that has one, else its own. */
 function rebuildCommand(root: string): string {
   for (let dir = dirname(root); dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, "pnpm-workspace.yaml")) && hasBuildScript(dir)) return `run \`pnpm build\` in ${shown(dir)}`;
+    if (existsSync(join(dir, "pnpm-workspace.yaml")) && hasBuildScript(dir))
+      return `run \`pnpm build\` in ${shown(dir)}`;
   }
   return hasBuildScript(root) ? `run \`npm run build\` in ${shown(root)}` : `rebuild ${shown(root)}`;
 }
@@ -163,14 +172,17 @@ function hasBuildScript(dir: string): boolean {
 /** The specifiers a module imports at run time. */
 function importsOf(text: string): string[] {
   const specifiers: string[] = [];
-  for (const [, typeOnly, specifier] of text.matchAll(STATIC_IMPORT)) if (typeOnly === undefined && specifier !== undefined) specifiers.push(specifier);
+  for (const [, typeOnly, specifier] of text.matchAll(STATIC_IMPORT))
+    if (typeOnly === undefined && specifier !== undefined) specifiers.push(specifier);
   for (const [, specifier] of text.matchAll(DYNAMIC_IMPORT)) if (specifier !== undefined) specifiers.push(specifier);
   return specifiers;
 }
 
 /** The file a relative import names; a `.js` import of a TypeScript file (run through a loader) is its `.ts`. */
 function resolveRelative(specifier: string, importer: string): string | undefined {
-  const path = specifier.startsWith("file:") ? fileURLToPath(specifier) : fileURLToPath(new URL(specifier, pathToFileURL(importer)));
+  const path = specifier.startsWith("file:")
+    ? fileURLToPath(specifier)
+    : fileURLToPath(new URL(specifier, pathToFileURL(importer)));
   const typescript = path.replace(/\.([cm]?)js$/, ".$1ts").replace(/\.jsx$/, ".tsx");
   return [path, typescript].find(isFile);
 }
@@ -178,7 +190,10 @@ function resolveRelative(specifier: string, importer: string): string | undefine
 /** The folder of the package a bare specifier names, as Node finds it from `from`: itself by name, or in a `node_modules` up the tree. */
 function packageDirOf(specifier: string, from: string): string | undefined {
   if (specifier.startsWith("node:") || builtinModules.includes(specifier.split("/")[0] ?? "")) return undefined;
-  const name = specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
+  const name = specifier
+    .split("/")
+    .slice(0, specifier.startsWith("@") ? 2 : 1)
+    .join("/");
   const own = packageRootOf(join(from, "x"));
   if (own !== undefined && readManifest(own)?.["name"] === name) return own;
   for (let dir = from; ; dir = dirname(dir)) {

@@ -30,6 +30,7 @@ export const GROUP_NAMES: readonly GroupName[] = GROUPS.map((group) => group.nam
 /** The group of that name; a `TypeError` listing the names for any other. */
 export function groupNamed(name: string): ConformanceGroup {
   const group = GROUPS.find((g) => g.name === name);
-  if (group === undefined) throw new TypeError(`No conformance group ${JSON.stringify(name)}; the groups are ${GROUP_NAMES.join(", ")}.`);
+  if (group === undefined)
+    throw new TypeError(`No conformance group ${JSON.stringify(name)}; the groups are ${GROUP_NAMES.join(", ")}.`);
   return group;
 }

@@ -64,7 +64,12 @@ export class Harness {
   }
 
   /** Saves steps 0…last of a run. */
-  async saveSteps(runId: string, last: number, options: RowOptions = {}, store: CheckpointStore = this.store): Promise<void> {
+  async saveSteps(
+    runId: string,
+    last: number,
+    options: RowOptions = {},
+    store: CheckpointStore = this.store,
+  ): Promise<void> {
     for (let step = 0; step <= last; step++) await store.save(runId, step, this.row(runId, step, options));
   }
 
@@ -85,7 +90,13 @@ export class Harness {
   }
 
   /** Appends records seq `from`…`to` - 1 of a segment, one after another. */
-  async recordCalls(runId: string, segment: number, from: number, to: number, store: CheckpointStore = this.store): Promise<void> {
+  async recordCalls(
+    runId: string,
+    segment: number,
+    from: number,
+    to: number,
+    store: CheckpointStore = this.store,
+  ): Promise<void> {
     for (let seq = from; seq < to; seq++) await store.recordCall(runId, segment, seq, this.call(runId, segment, seq));
   }
 

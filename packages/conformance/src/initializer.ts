@@ -82,10 +82,13 @@ export function initializerProblems(value: unknown): string[] {
   }
   const init = value as Record<string, unknown>;
   const problems: string[] = [];
-  if (typeof init["name"] !== "string" || init["name"].length === 0) problems.push("`name` must be a non-empty string.");
-  if (typeof init["createStore"] !== "function") problems.push("`createStore` must be a function returning a new, isolated store.");
+  if (typeof init["name"] !== "string" || init["name"].length === 0)
+    problems.push("`name` must be a non-empty string.");
+  if (typeof init["createStore"] !== "function")
+    problems.push("`createStore` must be a function returning a new, isolated store.");
   for (const hook of ["destroyStore", "beforeAll", "afterAll", "raw"]) {
-    if (init[hook] !== undefined && typeof init[hook] !== "function") problems.push(`\`${hook}\`, when given, must be a function.`);
+    if (init[hook] !== undefined && typeof init[hook] !== "function")
+      problems.push(`\`${hook}\`, when given, must be a function.`);
   }
   const caps = init["capabilities"];
   if (caps !== undefined) {
@@ -100,7 +103,10 @@ const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect", "plainHead
 function capabilityProblems(caps: Record<string, unknown>): string[] {
   const problems: string[] = [];
   for (const key of Object.keys(caps)) {
-    if (!KNOWN_CAPABILITIES.has(key)) problems.push(`\`capabilities.${key}\` is not a capability the kit knows (${[...KNOWN_CAPABILITIES].join(", ")}).`);
+    if (!KNOWN_CAPABILITIES.has(key))
+      problems.push(
+        `\`capabilities.${key}\` is not a capability the kit knows (${[...KNOWN_CAPABILITIES].join(", ")}).`,
+      );
   }
   const ttl = caps["ttl"] as { ttlSeconds?: unknown } | undefined;
   if (ttl !== undefined && !(typeof ttl?.ttlSeconds === "number" && ttl.ttlSeconds > 0)) {
@@ -108,7 +114,9 @@ function capabilityProblems(caps: Record<string, unknown>): string[] {
   }
   const multi = caps["multiProcess"] as { opener?: unknown; handle?: unknown } | undefined;
   if (multi !== undefined && !(typeof multi?.opener === "string" && typeof multi.handle === "function")) {
-    problems.push("`capabilities.multiProcess` must be { opener: <URL of a module whose default export opens a store from a handle>, handle: (store) => string }.");
+    problems.push(
+      "`capabilities.multiProcess` must be { opener: <URL of a module whose default export opens a store from a handle>, handle: (store) => string }.",
+    );
   }
   const head = caps["plainHead"] as { endByHand?: unknown } | undefined;
   if (head !== undefined && typeof head?.endByHand !== "function") {

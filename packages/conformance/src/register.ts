@@ -16,7 +16,10 @@ export interface ConformanceOptions {
  * test per promise. Call it at the top level of a test file. A group the store
  * lacks a capability for shows as skipped, with the reason.
  */
-export function runConformance<S extends CheckpointStore>(initializer: ConformanceInitializer<S>, options: ConformanceOptions = {}): void {
+export function runConformance<S extends CheckpointStore>(
+  initializer: ConformanceInitializer<S>,
+  options: ConformanceOptions = {},
+): void {
   const init = assertInitializer(initializer);
   const groups = options.groups === undefined ? GROUPS : options.groups.map(groupNamed);
   describe(`conformance: ${init.name}`, () => {
@@ -26,7 +29,10 @@ export function runConformance<S extends CheckpointStore>(initializer: Conforman
 }
 
 /** Registers one group on its own, with the initializer's hooks around it. */
-export function runConformanceGroup<S extends CheckpointStore>(name: GroupName, initializer: ConformanceInitializer<S>): void {
+export function runConformanceGroup<S extends CheckpointStore>(
+  name: GroupName,
+  initializer: ConformanceInitializer<S>,
+): void {
   const init = assertInitializer(initializer);
   describe(`conformance: ${init.name}`, () => {
     withHooks(init);

@@ -1,5 +1,12 @@
 import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
-import { type CheckpointRow, isEnded, recordRefusal, saveRefusal, type StoredCall, type StoredCheckpoint } from "@durable/core/store";
+import {
+  type CheckpointRow,
+  isEnded,
+  recordRefusal,
+  saveRefusal,
+  type StoredCall,
+  type StoredCheckpoint,
+} from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
 import memory from "./memory.js";
 
@@ -68,7 +75,10 @@ class CheckThenWriteSave extends ForkedMemoryStore {
 /** Records when the rules pass for what `relax` rewrites: the one rule it drops is the bug. */
 class RelaxedRecord extends ForkedMemoryStore {
   constructor(
-    readonly relax: (call: { segment: number; seq: number; next: number }, head: StoredCheckpoint | undefined) => {
+    readonly relax: (
+      call: { segment: number; seq: number; next: number },
+      head: StoredCheckpoint | undefined,
+    ) => {
       segment: number;
       seq: number;
       head: StoredCheckpoint | undefined;
@@ -102,7 +112,9 @@ class MisfilteredList extends ForkedMemoryStore {
 /** Reads every unfinished run's row into memory before it gives the first id, as `SELECT *` into an array would. */
 class LoadsEveryRun extends ForkedMemoryStore {
   override async *listUnfinished(flow: string): AsyncIterable<string> {
-    const rows = [...this.data.values()].flatMap((entry) => entry.checkpoints.slice(-1)).filter((h) => h.flow === flow && !isEnded(h.status));
+    const rows = [...this.data.values()]
+      .flatMap((entry) => entry.checkpoints.slice(-1))
+      .filter((h) => h.flow === flow && !isEnded(h.status));
     const loaded: StoredCheckpoint[] = structuredClone(rows);
     for (const row of loaded) yield row.runId;
   }
@@ -153,8 +165,10 @@ class DropsLastRecord extends MemoryCheckpointStore {
 }
 
 const shared: MemoryData = new Map();
-const byText = (key: (c: StoredCall) => string) => (a: StoredCall, b: StoredCall) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
-const stepsAsText = (rows: readonly StoredCheckpoint[]) => [...rows].sort((a, b) => (String(a.step) < String(b.step) ? -1 : 1)).at(-1);
+const byText = (key: (c: StoredCall) => string) => (a: StoredCall, b: StoredCall) =>
+  key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
+const stepsAsText = (rows: readonly StoredCheckpoint[]) =>
+  [...rows].sort((a, b) => (String(a.step) < String(b.step) ? -1 : 1)).at(-1);
 
 function broken(name: string, create: () => MemoryCheckpointStore): ConformanceInitializer {
   return { name, createStore: create };
@@ -163,39 +177,87 @@ function broken(name: string, create: () => MemoryCheckpointStore): ConformanceI
 const running = (head: StoredCheckpoint) => ({ ...head, status: "running" as const });
 
 export const noCompareAndSet: ConformanceInitializer = broken("saves any step", () => new SavesAnyStep());
-export const saveIgnoresFlowAndKind: ConformanceInitializer = broken("saves over another flow's or kind's run", () =>
-  new RelaxedSave((row, head) => (head === undefined ? row : { ...row, flow: head.flow, kind: head.kind })),
+export const saveIgnoresFlowAndKind: ConformanceInitializer = broken(
+  "saves over another flow's or kind's run",
+  () => new RelaxedSave((row, head) => (head === undefined ? row : { ...row, flow: head.flow, kind: head.kind })),
 );
-export const saveTakesLowerSegment: ConformanceInitializer = broken("saves from a lower segment", () =>
-  new RelaxedSave((row, head) => (head === undefined ? row : { ...row, segment: Math.max(row.segment, head.segment) })),
+export const saveTakesLowerSegment: ConformanceInitializer = broken(
+  "saves from a lower segment",
+  () =>
+    new RelaxedSave((row, head) =>
+      head === undefined ? row : { ...row, segment: Math.max(row.segment, head.segment) },
+    ),
 );
-export const saveNotAtomic: ConformanceInitializer = broken("checks then saves across an await", () => new CheckThenWriteSave());
-export const noSegmentCheck: ConformanceInitializer = broken("records calls of any segment", () =>
-  new RelaxedRecord(({ segment, seq }, head) => ({ segment: head?.segment ?? segment, seq, head })),
+export const saveNotAtomic: ConformanceInitializer = broken(
+  "checks then saves across an await",
+  () => new CheckThenWriteSave(),
 );
-export const recordTakesGap: ConformanceInitializer = broken("records a call past a gap", () =>
-  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.min(seq, next), head })),
+export const noSegmentCheck: ConformanceInitializer = broken(
+  "records calls of any segment",
+  () => new RelaxedRecord(({ segment, seq }, head) => ({ segment: head?.segment ?? segment, seq, head })),
 );
-export const recordTakesDuplicate: ConformanceInitializer = broken("records a duplicate call number", () =>
-  new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.max(seq, next), head })),
+export const recordTakesGap: ConformanceInitializer = broken(
+  "records a call past a gap",
+  () => new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.min(seq, next), head })),
 );
-export const recordOnEndedRun: ConformanceInitializer = broken("records calls on an ended run", () =>
-  new RelaxedRecord(({ segment, seq }, head) => ({ segment, seq, head: head !== undefined && isEnded(head.status) ? running(head) : head })),
+export const recordTakesDuplicate: ConformanceInitializer = broken(
+  "records a duplicate call number",
+  () => new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.max(seq, next), head })),
 );
-export const listIncludesFailed: ConformanceInitializer = broken("lists failed runs as unfinished", () => new MisfilteredList((h) => h.status !== "done"));
-export const listMissesPaused: ConformanceInitializer = broken("lists only running runs", () => new MisfilteredList((h) => h.status === "running"));
-export const listLoadsEverything: ConformanceInitializer = broken("loads every unfinished run before the first id", () => new LoadsEveryRun());
-export const deleteByPrefix: ConformanceInitializer = broken("deletes every run whose id starts with the one given", () => new DeletesByPrefix());
-export const deleteKeepsRecords: ConformanceInitializer = broken("deletes checkpoints but keeps call records", () => new DeleteKeepsRecords());
-export const latestFirstRow: ConformanceInitializer = broken("gives the first row as latest", () => new MispickedLatest((rows) => rows[0]));
-export const latestStepsAsText: ConformanceInitializer = broken("orders steps as text", () => new MispickedLatest(stepsAsText));
-export const callsSeqFirst: ConformanceInitializer = broken("orders calls by seq then segment", () =>
-  new MisorderedCalls((a, b) => a.seq - b.seq || a.segment - b.segment),
+export const recordOnEndedRun: ConformanceInitializer = broken(
+  "records calls on an ended run",
+  () =>
+    new RelaxedRecord(({ segment, seq }, head) => ({
+      segment,
+      seq,
+      head: head !== undefined && isEnded(head.status) ? running(head) : head,
+    })),
 );
-export const callsAsText: ConformanceInitializer = broken("orders calls as text", () => new MisorderedCalls(byText((c) => `${c.segment}:${c.seq}`)));
+export const listIncludesFailed: ConformanceInitializer = broken(
+  "lists failed runs as unfinished",
+  () => new MisfilteredList((h) => h.status !== "done"),
+);
+export const listMissesPaused: ConformanceInitializer = broken(
+  "lists only running runs",
+  () => new MisfilteredList((h) => h.status === "running"),
+);
+export const listLoadsEverything: ConformanceInitializer = broken(
+  "loads every unfinished run before the first id",
+  () => new LoadsEveryRun(),
+);
+export const deleteByPrefix: ConformanceInitializer = broken(
+  "deletes every run whose id starts with the one given",
+  () => new DeletesByPrefix(),
+);
+export const deleteKeepsRecords: ConformanceInitializer = broken(
+  "deletes checkpoints but keeps call records",
+  () => new DeleteKeepsRecords(),
+);
+export const latestFirstRow: ConformanceInitializer = broken(
+  "gives the first row as latest",
+  () => new MispickedLatest((rows) => rows[0]),
+);
+export const latestStepsAsText: ConformanceInitializer = broken(
+  "orders steps as text",
+  () => new MispickedLatest(stepsAsText),
+);
+export const callsSeqFirst: ConformanceInitializer = broken(
+  "orders calls by seq then segment",
+  () => new MisorderedCalls((a, b) => a.seq - b.seq || a.segment - b.segment),
+);
+export const callsAsText: ConformanceInitializer = broken(
+  "orders calls as text",
+  () => new MisorderedCalls(byText((c) => `${c.segment}:${c.seq}`)),
+);
 export const dropsLastRecord: ConformanceInitializer = broken("drops the last record", () => new DropsLastRecord());
-export const reordersRecords: ConformanceInitializer = broken("reorders records", () => new MisorderedCalls((a, b) => b.segment - a.segment || b.seq - a.seq));
+export const reordersRecords: ConformanceInitializer = broken(
+  "reorders records",
+  () => new MisorderedCalls((a, b) => b.segment - a.segment || b.seq - a.seq),
+);
 /** Every store it makes shares one data set, as a store that ignores its prefix would. */
-export const ignoresPrefix: ConformanceInitializer = broken("ignores its prefix", () => new MemoryCheckpointStore({ data: shared }));
+export const ignoresPrefix: ConformanceInitializer = broken(
+  "ignores its prefix",
+  () => new MemoryCheckpointStore({ data: shared }),
+);
 
 export { memory };

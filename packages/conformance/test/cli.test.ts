@@ -81,6 +81,8 @@ describe("durable-conformance CLI", () => {
   it("an unknown option exits 2 with one line naming it, and runs nothing", () => {
     const { code, out } = run("--frobnicate", memory);
     expect(code).toBe(2);
-    expect(out.trim().split("\n")).toEqual(["durable-conformance: unknown option --frobnicate; the only option is --help. See durable-conformance --help."]);
+    expect(out.trim().split("\n")).toEqual([
+      "durable-conformance: unknown option --frobnicate; the only option is --help. See durable-conformance --help.",
+    ]);
   });
 });

@@ -56,10 +56,23 @@ class ExpiringMemoryStore extends ForkedMemoryStore {
 }
 
 function expiring(name: string, rules: ExpiryRules): ConformanceInitializer {
-  return { name, createStore: () => new ExpiringMemoryStore(rules), capabilities: { ttl: { ttlSeconds: TTL_SECONDS } } };
+  return {
+    name,
+    createStore: () => new ExpiringMemoryStore(rules),
+    capabilities: { ttl: { ttlSeconds: TTL_SECONDS } },
+  };
 }
 
 /** The correct one: the ttl group passes it. */
-export const expiringMemory: ConformanceInitializer = expiring("memory with a TTL", { recordsRefresh: true, pausedExpires: false });
-export const ttlOnPaused: ConformanceInitializer = expiring("expires paused runs", { recordsRefresh: true, pausedExpires: true });
-export const ttlOnlyOnSave: ConformanceInitializer = expiring("refreshes the TTL only on save", { recordsRefresh: false, pausedExpires: false });
+export const expiringMemory: ConformanceInitializer = expiring("memory with a TTL", {
+  recordsRefresh: true,
+  pausedExpires: false,
+});
+export const ttlOnPaused: ConformanceInitializer = expiring("expires paused runs", {
+  recordsRefresh: true,
+  pausedExpires: true,
+});
+export const ttlOnlyOnSave: ConformanceInitializer = expiring("refreshes the TTL only on save", {
+  recordsRefresh: false,
+  pausedExpires: false,
+});

@@ -26,7 +26,11 @@ function write(...files: Array<[string, string]>): void {
 }
 
 /** A package built an hour ago from its one source file, which is written now unless `built` (then it is as old as its build). */
-function builtPackage(dir: string, manifest: Record<string, unknown>, options: { built?: boolean; imports?: string } = {}): void {
+function builtPackage(
+  dir: string,
+  manifest: Record<string, unknown>,
+  options: { built?: boolean; imports?: string } = {},
+): void {
   write(
     [`${dir}/package.json`, JSON.stringify({ scripts: { build: "tsc -b" }, ...manifest })],
     [`${dir}/src/index.ts`, `${options.imports ?? ""}export const version: string = "new";\n`],
@@ -55,13 +59,18 @@ function staleness(check: () => void): string | undefined {
 describe("the kit's worker processes never run a stale build", () => {
   it("refuses to start the crash and race groups' workers when the opener loads a build older than its source", async () => {
     builtPackage("store", { name: "my-store" });
-    write(["store/test/open.mjs", `import "../dist/index.js";\nexport default () => { throw new Error("a stale worker started"); };\n`]);
+    write([
+      "store/test/open.mjs",
+      `import "../dist/index.js";\nexport default () => { throw new Error("a stale worker started"); };\n`,
+    ]);
     const opener = pathToFileURL(join(root, "store/test/open.mjs")).href;
     const init = { ...memory, name: "stale", capabilities: { multiProcess: { opener, handle: () => "" } } };
     for (const group of ["crash", "race"] as const) {
       const failures = [...(await failingCases(init, group)).values()];
       expect(failures).toHaveLength(1);
-      expect(failures[0]).toMatch(/^Stale build: \S*store\/dist\/index\.js is older than its source \S*store\/src\/index\.ts; run `npm run build` in \S*store first\.$/);
+      expect(failures[0]).toMatch(
+        /^Stale build: \S*store\/dist\/index\.js is older than its source \S*store\/src\/index\.ts; run `npm run build` in \S*store first\.$/,
+      );
     }
   });
 
@@ -70,20 +79,36 @@ describe("the kit's worker processes never run a stale build", () => {
     expect(staleness(() => assertFreshBuild(join(root, "fresh/dist/index.js")))).toBeUndefined();
     // A source touched but unchanged (a checkout, an undo): neither an incremental build nor a build cache writes its built file again.
     builtPackage("touched", { name: "touched" });
-    const buildInfo = (text: string) => JSON.stringify({ fileNames: ["../src/index.ts"], fileInfos: [{ version: createHash("sha256").update(text).digest("hex") }] });
+    const buildInfo = (text: string) =>
+      JSON.stringify({
+        fileNames: ["../src/index.ts"],
+        fileInfos: [{ version: createHash("sha256").update(text).digest("hex") }],
+      });
     write(["touched/dist/tsconfig.tsbuildinfo", buildInfo(readFileSync(join(root, "touched/src/index.ts"), "utf8"))]);
     expect(staleness(() => assertFreshBuild(join(root, "touched/dist/index.js")))).toBeUndefined();
     // The build info of other text proves nothing.
     write(["touched/dist/tsconfig.tsbuildinfo", buildInfo("export const version = 0;\n")]);
-    expect(staleness(() => assertFreshBuild(join(root, "touched/dist/index.js")))).toMatch(/touched\/dist\/index\.js is older than its source/);
+    expect(staleness(() => assertFreshBuild(join(root, "touched/dist/index.js")))).toMatch(
+      /touched\/dist\/index\.js is older than its source/,
+    );
   });
 
   it("follows imports through the source a loader runs and into the packages it names, and says the workspace's build command", () => {
-    write(["pnpm-workspace.yaml", "packages: ['*']\n"], ["package.json", JSON.stringify({ scripts: { build: "turbo run build" } })]);
+    write(
+      ["pnpm-workspace.yaml", "packages: ['*']\n"],
+      ["package.json", JSON.stringify({ scripts: { build: "turbo run build" } })],
+    );
     builtPackage("lib", { name: "lib" });
-    builtPackage("store", { name: "store", dependencies: { lib: "workspace:^" } }, { built: true, imports: `import "lib";\n` });
+    builtPackage(
+      "store",
+      { name: "store", dependencies: { lib: "workspace:^" } },
+      { built: true, imports: `import "lib";\n` },
+    );
     link("store", "lib", "lib");
-    write(["store/test/open.ts", `import { x } from "./helper.js";\n`], ["store/test/helper.ts", `import { version } from "../dist/index.js";\n`]);
+    write(
+      ["store/test/open.ts", `import { x } from "./helper.js";\n`],
+      ["store/test/helper.ts", `import { version } from "../dist/index.js";\n`],
+    );
     expect(staleness(() => assertFreshBuild(pathToFileURL(join(root, "store/test/open.ts"))))).toMatch(
       /^Stale build: \S*lib\/dist\/index\.js is older than its source \S*lib\/src\/index\.ts; run `pnpm build` in \S+ first\.$/,
     );
@@ -92,15 +117,23 @@ describe("the kit's worker processes never run a stale build", () => {
   it("ignores installed packages and type-only imports, which load nothing built", () => {
     builtPackage("store/node_modules/installed", { name: "installed" });
     builtPackage("types", { name: "types" });
-    write(["store/package.json", "{}"], ["store/open.mjs", `import "installed";\n`], ["store/open.ts", `import type { version } from "../types/dist/index.js";\n`]);
-    expect(staleness(() => assertFreshBuild(join(root, "store/open.mjs"), join(root, "store/open.ts")))).toBeUndefined();
+    write(
+      ["store/package.json", "{}"],
+      ["store/open.mjs", `import "installed";\n`],
+      ["store/open.ts", `import type { version } from "../types/dist/index.js";\n`],
+    );
+    expect(
+      staleness(() => assertFreshBuild(join(root, "store/open.mjs"), join(root, "store/open.ts"))),
+    ).toBeUndefined();
   });
 
   it("checks every package a package's tests depend on, but not the package itself, whose tests run its source", () => {
     builtPackage("tested", { name: "tested", devDependencies: { helper: "workspace:^" } });
     builtPackage("helper", { name: "helper" });
     link("tested", "helper", "helper");
-    expect(staleness(() => assertFreshDependencies(join(root, "tested")))).toMatch(/helper\/dist\/index\.js is older than its source/);
+    expect(staleness(() => assertFreshDependencies(join(root, "tested")))).toMatch(
+      /helper\/dist\/index\.js is older than its source/,
+    );
     builtPackage("helper", { name: "helper" }, { built: true });
     expect(staleness(() => assertFreshDependencies(join(root, "tested")))).toBeUndefined();
   });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { GROUPS, failingCases, initializerProblems, runConformance, type ConformanceInitializer, type GroupName } from "../src/index.js";
+import {
+  GROUPS,
+  failingCases,
+  initializerProblems,
+  runConformance,
+  type ConformanceInitializer,
+  type GroupName,
+} from "../src/index.js";
 import * as broken from "./broken-stores.js";
 import { expiringMemory, ttlOnPaused, ttlOnlyOnSave } from "./expiring-stores.js";
 
@@ -9,7 +16,6 @@ const { memory } = broken;
 runConformance(memory);
 runConformance(expiringMemory, { groups: ["ttl"] });
 
-
 /** [store, the group that must catch it, the case that does, what its message must say: the operation and the expectation]. */
 type Caught = [ConformanceInitializer, GroupName, string, string];
 
@@ -18,46 +24,121 @@ const LIST = "listUnfinished gives the running and paused runs of that flow only
 const DELETE = "delete removes the run's checkpoints and call records and touches no other run";
 const NUMBERING = "keeps every record, numbered and in order, across 12 segments and past seq 9";
 const CLAIM = "refuses a record from an older segment after a claim, and one from a segment not yet claimed";
-const TTL = "a finished run's checkpoints and records are gone after the TTL, a recording run's stay, a paused run's stay until it goes on";
+const TTL =
+  "a finished run's checkpoints and records are gone after the TTL, a recording run's stay, a paused run's stay until it goes on";
 const CAUGHT: Caught[] = [
   [broken.noCompareAndSet, "save", SAVE_REFUSALS, "save(runId, 0) of a run at step 2: expected CheckpointConflict"],
-  [broken.noCompareAndSet, "save", "lets exactly one of 8 clients saving the same step at once win", "8 concurrent save(runId, 1)"],
-  [broken.saveIgnoresFlowAndKind, "save", "refuses a save for another flow's or another kind's run", 'save(runId, 1) of flow "refunds" on a run of flow "tickets": expected CheckpointConflict'],
-  [broken.saveTakesLowerSegment, "save", "refuses a save from a segment older than the run's", "save(runId, 2) from segment 0 after step 1 claimed segment 1: expected CheckpointConflict"],
-  [broken.saveNotAtomic, "save", "lets exactly one of 8 clients saving the same step at once win", "8 concurrent save(runId, 1) of a run at step 0: expected exactly one to resolve"],
-  [broken.noSegmentCheck, "call-log", CLAIM, "recordCall(runId, segment 0, seq 2) after step 1 claimed segment 1 (a fenced worker): expected CheckpointConflict"],
-  [broken.recordTakesGap, "call-log", "refuses a duplicate number and a gap, and keeps what it had", "recordCall(runId, 0, 3) when segment 0 holds seqs 0–1 (a gap)"],
-  [broken.recordTakesDuplicate, "call-log", "refuses a duplicate number and a gap, and keeps what it had", "recordCall(runId, 0, 1) when segment 0 holds seqs 0–1 (a duplicate)"],
-  [broken.recordOnEndedRun, "call-log", "refuses a record for an unknown run or an ended one", "recordCall(runId, 0, 0) after a done step 0 (an ended run): expected CheckpointConflict"],
+  [
+    broken.noCompareAndSet,
+    "save",
+    "lets exactly one of 8 clients saving the same step at once win",
+    "8 concurrent save(runId, 1)",
+  ],
+  [
+    broken.saveIgnoresFlowAndKind,
+    "save",
+    "refuses a save for another flow's or another kind's run",
+    'save(runId, 1) of flow "refunds" on a run of flow "tickets": expected CheckpointConflict',
+  ],
+  [
+    broken.saveTakesLowerSegment,
+    "save",
+    "refuses a save from a segment older than the run's",
+    "save(runId, 2) from segment 0 after step 1 claimed segment 1: expected CheckpointConflict",
+  ],
+  [
+    broken.saveNotAtomic,
+    "save",
+    "lets exactly one of 8 clients saving the same step at once win",
+    "8 concurrent save(runId, 1) of a run at step 0: expected exactly one to resolve",
+  ],
+  [
+    broken.noSegmentCheck,
+    "call-log",
+    CLAIM,
+    "recordCall(runId, segment 0, seq 2) after step 1 claimed segment 1 (a fenced worker): expected CheckpointConflict",
+  ],
+  [
+    broken.recordTakesGap,
+    "call-log",
+    "refuses a duplicate number and a gap, and keeps what it had",
+    "recordCall(runId, 0, 3) when segment 0 holds seqs 0–1 (a gap)",
+  ],
+  [
+    broken.recordTakesDuplicate,
+    "call-log",
+    "refuses a duplicate number and a gap, and keeps what it had",
+    "recordCall(runId, 0, 1) when segment 0 holds seqs 0–1 (a duplicate)",
+  ],
+  [
+    broken.recordOnEndedRun,
+    "call-log",
+    "refuses a record for an unknown run or an ended one",
+    "recordCall(runId, 0, 0) after a done step 0 (an ended run): expected CheckpointConflict",
+  ],
   [broken.listIncludesFailed, "read", LIST, "listUnfinished(flow) over a running, a paused, a done and a failed run"],
   [broken.listMissesPaused, "read", LIST, "expected the running and the paused run's ids only"],
-  [broken.listMissesPaused, "read", "listUnfinished follows a run's latest status", "listUnfinished(flow) after a paused latest step"],
-  [broken.listLoadsEverything, "scale", "10,000 unfinished runs are streamed, all listed, and no ended one", "heap held once the first id came: expected under"],
+  [
+    broken.listMissesPaused,
+    "read",
+    "listUnfinished follows a run's latest status",
+    "listUnfinished(flow) after a paused latest step",
+  ],
+  [
+    broken.listLoadsEverything,
+    "scale",
+    "10,000 unfinished runs are streamed, all listed, and no ended one",
+    "heap held once the first id came: expected under",
+  ],
   [broken.deleteByPrefix, "read", DELETE, "listUnfinished(flow) after delete(runId): expected only the other run"],
-  [broken.deleteByPrefix, "isolation", "run ids holding * ? [ ] { } : spaces and other characters reach no other run", "delete removes only the exact id"],
+  [
+    broken.deleteByPrefix,
+    "isolation",
+    "run ids holding * ? [ ] { } : spaces and other characters reach no other run",
+    "delete removes only the exact id",
+  ],
   [broken.deleteKeepsRecords, "read", DELETE, "calls(runId) after delete(runId): expected no records"],
-  [broken.latestFirstRow, "read", "latest gives the row of the highest step, also past step 9", "latest(runId) after saving steps 0–11: expected the row of step 11"],
-  [broken.latestStepsAsText, "read", "latest gives the row of the highest step, also past step 9", "latest(runId) after saving steps 0–11: expected the row of step 11"],
+  [
+    broken.latestFirstRow,
+    "read",
+    "latest gives the row of the highest step, also past step 9",
+    "latest(runId) after saving steps 0–11: expected the row of step 11",
+  ],
+  [
+    broken.latestStepsAsText,
+    "read",
+    "latest gives the row of the highest step, also past step 9",
+    "latest(runId) after saving steps 0–11: expected the row of step 11",
+  ],
   [broken.callsSeqFirst, "call-log", NUMBERING, "ordered by segment then seq"],
   [broken.callsAsText, "call-log", NUMBERING, "ordered by segment then seq, as numbers"],
   [broken.dropsLastRecord, "call-log", NUMBERING, "calls(runId) after records in segments 0–11"],
   [broken.reordersRecords, "call-log", NUMBERING, "calls(runId) after records in segments 0–11"],
-  [broken.ignoresPrefix, "isolation", "a second store sees nothing of the first, and changes nothing of it", "on a second store"],
+  [
+    broken.ignoresPrefix,
+    "isolation",
+    "a second store sees nothing of the first, and changes nothing of it",
+    "on a second store",
+  ],
   [ttlOnPaused, "ttl", TTL, "of a paused run"],
   [ttlOnlyOnSave, "ttl", TTL, "of a running run recording every 75 ms and saving nothing: expected accepted"],
 ];
 
 describe("the kit catches broken stores", () => {
   const named = CAUGHT.map(([init, group, caughtBy, says]) => [init.name, group, caughtBy, init, says] as const);
-  it.each(named)("a store that %s fails %s: %s", async (_, group, caughtBy, init, says) => {
-    const failed = await failingCases(init, group);
-    expect([...failed.keys()]).toContain(caughtBy);
-    // What a store author needs: the operation, what the rule expected, the rule's section, and what came back.
-    const message = failed.get(caughtBy)!;
-    expect(message).toContain(says);
-    expect(message).toMatch(/\(docs\/protocol\.md#[a-z-]+\)/);
-    expect(message).not.toContain("\u001b[");
-  }, 60_000);
+  it.each(named)(
+    "a store that %s fails %s: %s",
+    async (_, group, caughtBy, init, says) => {
+      const failed = await failingCases(init, group);
+      expect([...failed.keys()]).toContain(caughtBy);
+      // What a store author needs: the operation, what the rule expected, the rule's section, and what came back.
+      const message = failed.get(caughtBy)!;
+      expect(message).toContain(says);
+      expect(message).toMatch(/\(docs\/protocol\.md#[a-z-]+\)/);
+      expect(message).not.toContain("\u001b[");
+    },
+    60_000,
+  );
 
   it("a store that records calls of any segment fails the call-log race of a claim and a record", async () => {
     const failed = await failingCases(broken.noSegmentCheck, "call-log");
@@ -73,7 +154,18 @@ describe("the kit catches broken stores", () => {
   }, 60_000);
 
   it("names every group once", () => {
-    expect(GROUPS.map((g) => g.name)).toEqual(["save", "read", "call-log", "integrity", "tamper", "isolation", "ttl", "scale", "race", "crash"]);
+    expect(GROUPS.map((g) => g.name)).toEqual([
+      "save",
+      "read",
+      "call-log",
+      "integrity",
+      "tamper",
+      "isolation",
+      "ttl",
+      "scale",
+      "race",
+      "crash",
+    ]);
   });
 });
 
@@ -83,6 +175,8 @@ describe("the initializer's shape", () => {
     expect(initializerProblems({ ...base, capabilities: { multiProcess: true } })).toEqual([
       "`capabilities.multiProcess` must be { opener: <URL of a module whose default export opens a store from a handle>, handle: (store) => string }.",
     ]);
-    expect(initializerProblems({ ...base, capabilities: { multiProcess: { opener: "file:///x.mjs", handle: () => "h" } } })).toEqual([]);
+    expect(
+      initializerProblems({ ...base, capabilities: { multiProcess: { opener: "file:///x.mjs", handle: () => "h" } } }),
+    ).toEqual([]);
   });
 });

@@ -15,6 +15,9 @@ export function callIdOf(round: number, within: string, tool: string, args: unkn
 
 /** A call's id without its occurrence; `argsText` is the canonical JSON of its arguments. */
 export function callSite(round: number, within: string, tool: string, argsText: string): string {
-  const digest = createHash("sha256").update(canonicalJson([within, tool, argsText])).digest("base64url").slice(0, 22);
+  const digest = createHash("sha256")
+    .update(canonicalJson([within, tool, argsText]))
+    .digest("base64url")
+    .slice(0, 22);
   return `${round}:${within}:${tool}:${digest}`;
 }

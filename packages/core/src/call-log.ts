@@ -86,7 +86,8 @@ export class CallLog {
    */
   learn(records: readonly CallRecord[]): void {
     for (const record of records) {
-      if (record.segment < this.segment) this.#earlier[record.segment] = Math.max(this.#earlier[record.segment] ?? 0, record.seq + 1);
+      if (record.segment < this.segment)
+        this.#earlier[record.segment] = Math.max(this.#earlier[record.segment] ?? 0, record.seq + 1);
     }
   }
 
@@ -131,7 +132,10 @@ export async function readCallLog(
     const body = sealer.open("call", row.sealed, runId);
     if (!isRecord(body)) throw new CheckpointStoreCorrupt(runId, "a call record has an unknown shape.");
     if (body.runId !== runId || row.runId !== runId) {
-      throw new CheckpointStoreCorrupt(runId, `a call record of another run (${JSON.stringify(body.runId)}) is in its log.`);
+      throw new CheckpointStoreCorrupt(
+        runId,
+        `a call record of another run (${JSON.stringify(body.runId)}) is in its log.`,
+      );
     }
     if (body.segment !== row.segment || body.seq !== row.seq) {
       throw new CheckpointStoreCorrupt(runId, "a call record's stored number differs from its sealed one.");

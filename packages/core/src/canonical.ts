@@ -77,7 +77,8 @@ function encodeArray(value: unknown[], path: string, out: string[], ancestors: o
   // An array's own keys are its indexes and "length"; any other would be dropped.
   if (Object.keys(value).length !== value.length || Object.getOwnPropertySymbols(value).length > 0) {
     const named = Object.keys(value).find((key) => !/^(0|[1-9][0-9]*)$/.test(key));
-    if (named !== undefined) fail(path, `an array with a named property (${JSON.stringify(named)}) is not plain JSON data`);
+    if (named !== undefined)
+      fail(path, `an array with a named property (${JSON.stringify(named)}) is not plain JSON data`);
     if (Object.getOwnPropertySymbols(value).length > 0) fail(path, "symbol keys are not plain JSON data");
   }
   out.push("[");

@@ -117,7 +117,10 @@ export class RunDriver<D, R> {
   }
 
   /** Saves step 0 of a new run with `data`, then drives it until it is done or paused. */
-  async start(data: D, options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {}): Promise<R | PausedResult> {
+  async start(
+    data: D,
+    options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
+  ): Promise<R | PausedResult> {
     const envelope: RunEnvelope<D> = { round: 1, pending: [], decisions: [], program: data };
     const { run, checkpoint } = await DurableRun.start({
       store: this.#store,
@@ -143,7 +146,10 @@ export class RunDriver<D, R> {
     resumeIdentity(runId, latest.identity, ctx);
     const { kind, name } = this.#program;
     if (latest.kind !== kind || latest.flow !== name) {
-      throw new CheckpointConflict(runId, `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not ${kind} ${JSON.stringify(name)}.`);
+      throw new CheckpointConflict(
+        runId,
+        `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not ${kind} ${JSON.stringify(name)}.`,
+      );
     }
     if (isEnded(latest.status)) throw new CheckpointConflict(runId, `the run ended (${latest.status}).`);
     const stored = readEnvelope(runId, latest.data);
@@ -192,7 +198,11 @@ export class RunDriver<D, R> {
    */
   async resume(opened: OpenedRun<D>, decisions: Decisions, options: RecoverOptions = {}): Promise<R | PausedResult> {
     const { latest, envelope } = opened;
-    if (latest.status !== "paused") throw new CheckpointConflict(latest.runId, `the run is ${latest.status}, not paused: there is nothing to resume.`);
+    if (latest.status !== "paused")
+      throw new CheckpointConflict(
+        latest.runId,
+        `the run is ${latest.status}, not paused: there is nothing to resume.`,
+      );
     const bound = bindDecisions(latest.runId, envelope.pending, decisions);
     const decided: RunEnvelope<D> = { ...envelope, pending: [], decisions: [...envelope.decisions, ...bound] };
     faultPoint("resume.before-decision-save");
@@ -207,8 +217,21 @@ export class RunDriver<D, R> {
   async #drive(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult> {
     for (;;) {
       const decisions = new Map(envelope.decisions.map((d) => [d.callId, d]));
-      const scope = new CallScope({ kind: this.#program.kind, log: run.log, plan, identity: run.identity, decisions, events: this.#events });
-      const context: StepContext = { runId: run.runId, round: envelope.round, identity: run.identity, scope, log: run.log };
+      const scope = new CallScope({
+        kind: this.#program.kind,
+        log: run.log,
+        plan,
+        identity: run.identity,
+        decisions,
+        events: this.#events,
+      });
+      const context: StepContext = {
+        runId: run.runId,
+        round: envelope.round,
+        identity: run.identity,
+        scope,
+        log: run.log,
+      };
       let outcome: StepOutcome<D>;
       try {
         outcome = await this.#program.step(envelope.program, context);
@@ -228,7 +251,12 @@ export class RunDriver<D, R> {
       // Which finished calls of the log the round took is known once the round is over.
       await this.#saved(checkpoint, next.program, outcome.roundOver ? scope.unreplayed : []);
       if (outcome.done) {
-        await emit(this.#events, { type: "run.done", runId: run.runId, kind: this.#program.kind, step: checkpoint.step });
+        await emit(this.#events, {
+          type: "run.done",
+          runId: run.runId,
+          kind: this.#program.kind,
+          step: checkpoint.step,
+        });
         return this.#program.result(next.program, { runId: run.runId, step: checkpoint.step });
       }
       if (outcome.roundOver) plan = freshPlan(next.round);
@@ -237,12 +265,23 @@ export class RunDriver<D, R> {
   }
 
   /** Plans the rerun of the claimed round; a stop for a decision is emitted as `run.needs-decision` before it is thrown. */
-  async #plan(run: DurableRun, records: readonly CallRecord[], round: number, options: RecoverOptions): Promise<ReplayPlan> {
+  async #plan(
+    run: DurableRun,
+    records: readonly CallRecord[],
+    round: number,
+    options: RecoverOptions,
+  ): Promise<ReplayPlan> {
     try {
       return planReplay(run.runId, records, round, this.#program.registry, options);
     } catch (error) {
       if (error instanceof RecoveryNeedsDecision) {
-        await emit(this.#events, { type: "run.needs-decision", runId: run.runId, kind: this.#program.kind, step: run.step, calls: error.calls });
+        await emit(this.#events, {
+          type: "run.needs-decision",
+          runId: run.runId,
+          kind: this.#program.kind,
+          step: run.step,
+          calls: error.calls,
+        });
       }
       throw error;
     }
@@ -255,7 +294,13 @@ export class RunDriver<D, R> {
     const held: RunEnvelope<D> = { ...envelope, pending };
     const checkpoint = await run.save("paused", this.#json(held));
     await this.#saved(checkpoint, held.program);
-    await emit(this.#events, { type: "run.paused", runId: run.runId, kind: this.#program.kind, step: checkpoint.step, approvals: pending });
+    await emit(this.#events, {
+      type: "run.paused",
+      runId: run.runId,
+      kind: this.#program.kind,
+      step: checkpoint.step,
+      approvals: pending,
+    });
     return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };
   }
 
@@ -271,7 +316,13 @@ export class RunDriver<D, R> {
     try {
       const checkpoint = await run.save("failed", this.#json({ ...envelope, pending: [], decisions: [], error: text }));
       await this.#saved(checkpoint, envelope.program);
-      await emit(this.#events, { type: "run.failed", runId: run.runId, kind: this.#program.kind, step: checkpoint.step, error: text });
+      await emit(this.#events, {
+        type: "run.failed",
+        runId: run.runId,
+        kind: this.#program.kind,
+        step: checkpoint.step,
+        error: text,
+      });
     } catch (saveError) {
       return saveError;
     }
@@ -279,7 +330,9 @@ export class RunDriver<D, R> {
   }
 
   #claimed(envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
-    return this.#program.claimed === undefined ? envelope : { ...envelope, program: this.#program.claimed(envelope.program, records) };
+    return this.#program.claimed === undefined
+      ? envelope
+      : { ...envelope, program: this.#program.claimed(envelope.program, records) };
   }
 
   #json(envelope: RunEnvelope<D>): JsonObject {
@@ -288,7 +341,15 @@ export class RunDriver<D, R> {
 
   async #saved(checkpoint: CheckpointBody, data: D, unreplayed: readonly CallRef[] = []): Promise<void> {
     const { runId, step, status } = checkpoint;
-    await emit(this.#events, { type: "checkpoint.saved", runId, kind: this.#program.kind, step, status, ...this.#program.saved(data), unreplayed });
+    await emit(this.#events, {
+      type: "checkpoint.saved",
+      runId,
+      kind: this.#program.kind,
+      step,
+      status,
+      ...this.#program.saved(data),
+      unreplayed,
+    });
   }
 }
 

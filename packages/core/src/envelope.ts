@@ -40,7 +40,11 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     isArrayOf(decisions, isBoundDecision) &&
     (error === undefined || isString(error)) &&
     isJsonObject(program);
-  if (!ok) throw new CheckpointStoreCorrupt(runId, "the checkpoint's data is not a run envelope of this version (a run saved by an earlier version? finish it with that version).");
+  if (!ok)
+    throw new CheckpointStoreCorrupt(
+      runId,
+      "the checkpoint's data is not a run envelope of this version (a run saved by an earlier version? finish it with that version).",
+    );
   return { round, pending, decisions, ...(error === undefined ? {} : { error }), program };
 }
 
@@ -50,7 +54,12 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
   return {
     round,
     pending: pending.map(({ callId, tool, args }) => ({ callId, tool, args })),
-    decisions: decisions.map(({ callId, argsText, approved, reason }) => ({ callId, argsText, approved, ...(reason === undefined ? {} : { reason }) })),
+    decisions: decisions.map(({ callId, argsText, approved, reason }) => ({
+      callId,
+      argsText,
+      approved,
+      ...(reason === undefined ? {} : { reason }),
+    })),
     ...(error === undefined ? {} : { error }),
     program,
   };

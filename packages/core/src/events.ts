@@ -101,7 +101,15 @@ export interface RunEnded extends EventBase {
 }
 
 /** Every event @durable emits. */
-export type DurableEvent = CheckpointSaved | RunRecovered | RunNeedsDecision | CallStarted | CallDone | CallFailed | RunPaused | RunEnded;
+export type DurableEvent =
+  | CheckpointSaved
+  | RunRecovered
+  | RunNeedsDecision
+  | CallStarted
+  | CallDone
+  | CallFailed
+  | RunPaused
+  | RunEnded;
 
 /** Receives events. A sink that throws or rejects never stops a run; the failure is a process warning. */
 export type EventSink = (event: DurableEvent) => void | Promise<void>;

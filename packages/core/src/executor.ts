@@ -172,7 +172,8 @@ export class Executor {
     if (definition.approval) {
       const decision = await this.#decide(scope, ref, jsonArgs, argsText);
       if (decision === undefined) return { status: "pending" };
-      if (!decision.approved) return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
+      if (!decision.approved)
+        return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
     }
 
     const round = plan.round;
@@ -208,14 +209,26 @@ export class Executor {
   async #recordError(scope: CallScope, ref: CallRef, args: JsonValue, thrown: unknown): Promise<FinishedOutcome> {
     const error = errorText(thrown);
     faultPoint("call.before-done");
-    await scope.init.log.append({ round: scope.init.plan.round, callId: ref.callId, tool: ref.tool, kind: "error", args, error });
+    await scope.init.log.append({
+      round: scope.init.plan.round,
+      callId: ref.callId,
+      tool: ref.tool,
+      kind: "error",
+      args,
+      error,
+    });
     faultPoint("call.after-done");
     await emit(scope.init.events, { type: "call.failed", runId: scope.runId, kind: scope.init.kind, call: ref, error });
     return { status: "error", error };
   }
 
   /** The decision for an approval call, or undefined when the run must pause for one. */
-  async #decide(scope: CallScope, ref: CallRef, args: JsonValue, argsText: string): Promise<ApprovalDecision | undefined> {
+  async #decide(
+    scope: CallScope,
+    ref: CallRef,
+    args: JsonValue,
+    argsText: string,
+  ): Promise<ApprovalDecision | undefined> {
     const stored = scope.init.decisions?.get(ref.callId);
     if (stored !== undefined && stored.argsText === argsText) return stored;
     const entry = { round: scope.init.plan.round, callId: ref.callId, tool: ref.tool, kind: "pending", args } as const;
@@ -246,13 +259,15 @@ export function bindDecisions(
   checkDecisions(decisions);
   const known = new Set(pending.map((p) => p.callId));
   for (const callId of Object.keys(decisions)) {
-    if (!known.has(callId)) throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
+    if (!known.has(callId))
+      throw new InvalidInput(`Run ${JSON.stringify(runId)} has no pending approval ${JSON.stringify(callId)}.`);
   }
   return pending.flatMap((p) => {
     const given: unknown = decisions[p.callId];
     if (given === undefined) return [];
     const { approved, reason } = readDecision(given, `decisions[${JSON.stringify(p.callId)}]`);
-    return [{ callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) }];
+    return [
+      { callId: p.callId, argsText: canonicalJson(p.args), approved, ...(reason === undefined ? {} : { reason }) },
+    ];
   });
 }
-

@@ -31,7 +31,9 @@ export type FaultPoint = (typeof FAULT_POINTS)[number];
 export const FAULT_POINT_VARIABLE = "DURABLE_FAULT_POINT";
 
 /** What `DURABLE_FAULT_POINT` asks for. */
-export type ArmedFaultPoint = { readonly trace: true } | { readonly trace: false; readonly point: FaultPoint; readonly hit: number };
+export type ArmedFaultPoint =
+  | { readonly trace: true }
+  | { readonly trace: false; readonly point: FaultPoint; readonly hit: number };
 
 const armed: ArmedFaultPoint | undefined = parseFaultPoint(globalThis.process?.env?.[FAULT_POINT_VARIABLE]);
 let reached = 0;
@@ -56,7 +58,9 @@ export function parseFaultPoint(value: string | undefined): ArmedFaultPoint | un
   if (value === "trace") return { trace: true };
   const [point, hit = "1"] = value.split("@") as [string, string | undefined];
   if (!(FAULT_POINTS as readonly string[]).includes(point) || !/^[1-9][0-9]*$/.test(hit)) {
-    throw new TypeError(`${FAULT_POINT_VARIABLE}=${value} names no fault point: use trace, or <point>[@<n>] with one of ${FAULT_POINTS.join(", ")}.`);
+    throw new TypeError(
+      `${FAULT_POINT_VARIABLE}=${value} names no fault point: use trace, or <point>[@<n>] with one of ${FAULT_POINTS.join(", ")}.`,
+    );
   }
   return { trace: false, point: point as FaultPoint, hit: Number(hit) };
 }

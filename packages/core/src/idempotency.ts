@@ -19,7 +19,12 @@ export function idempotencyKey(): string {
 
 /** The idempotency key of one call of one run. */
 export function idempotencyKeyFor(runId: string, callId: string): string {
-  return createHash("sha256").update("durable.idempotency.v1\n").update(runId).update("\n").update(callId).digest("base64url");
+  return createHash("sha256")
+    .update("durable.idempotency.v1\n")
+    .update(runId)
+    .update("\n")
+    .update(callId)
+    .digest("base64url");
 }
 
 /** Runs `fn` with `key` as the current call's idempotency key. */

@@ -18,7 +18,14 @@ export {
   type InDoubtCall,
 } from "./errors.js";
 export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./tools.js";
-export { Executor, type ExecutorOptions, type Decisions, type ApprovalDecision, type ApprovalPort, type ApprovalRequest } from "./executor.js";
+export {
+  Executor,
+  type ExecutorOptions,
+  type Decisions,
+  type ApprovalDecision,
+  type ApprovalPort,
+  type ApprovalRequest,
+} from "./executor.js";
 export { idempotencyKey } from "./idempotency.js";
 export type {
   DurableEvent,

@@ -22,11 +22,17 @@ export function isCount(value: unknown): value is number {
 }
 
 /** An array each of whose items passes `item`. */
-export function isArrayOf<T extends JsonValue>(value: JsonValue | undefined, item: (value: JsonValue) => value is T): value is T[] {
+export function isArrayOf<T extends JsonValue>(
+  value: JsonValue | undefined,
+  item: (value: JsonValue) => value is T,
+): value is T[] {
   return Array.isArray(value) && value.every(item);
 }
 
 /** An object each of whose values passes `item`. */
-export function isRecordOf<T extends JsonValue>(value: JsonValue | undefined, item: (value: JsonValue) => value is T): value is { [key: string]: T } {
+export function isRecordOf<T extends JsonValue>(
+  value: JsonValue | undefined,
+  item: (value: JsonValue) => value is T,
+): value is { [key: string]: T } {
   return isJsonObject(value) && Object.values(value).every(item);
 }

@@ -1,6 +1,12 @@
 import { CheckpointNotFound, InvalidInput } from "./errors.js";
 import { recordRefusal, saveRefusal } from "./protocol.js";
-import { isEnded, type CheckpointRow, type CheckpointStore, type StoredCall, type StoredCheckpoint } from "./checkpoint-store.js";
+import {
+  isEnded,
+  type CheckpointRow,
+  type CheckpointStore,
+  type StoredCall,
+  type StoredCheckpoint,
+} from "./checkpoint-store.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {
@@ -41,7 +47,8 @@ export class MemoryCheckpointStore implements CheckpointStore {
     const entry = this.#runs.get(runId);
     const refused = saveRefusal(runId, step, checkpoint, entry?.checkpoints.at(-1));
     if (refused !== undefined) throw refused;
-    if (entry === undefined) this.#runs.set(runId, { checkpoints: [stored(runId, step, checkpoint)], calls: [], counts: new Map() });
+    if (entry === undefined)
+      this.#runs.set(runId, { checkpoints: [stored(runId, step, checkpoint)], calls: [], counts: new Map() });
     else entry.checkpoints.push(stored(runId, step, checkpoint));
   }
 

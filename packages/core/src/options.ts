@@ -46,7 +46,11 @@ export function isObject(value: unknown): value is Record<string, unknown> {
  * `undefined`), have the types asked; returns it. A wrong type is
  * `InvalidInput` naming `where` and the option, before anything runs.
  */
-export function checkOptionTypes(where: string, options: unknown, types: Readonly<Record<string, OptionType>>): Record<string, unknown> {
+export function checkOptionTypes(
+  where: string,
+  options: unknown,
+  types: Readonly<Record<string, OptionType>>,
+): Record<string, unknown> {
   if (!isObject(options)) throw new InvalidInput(`${where} takes an options object, not ${describeType(options)}.`);
   for (const [name, type] of Object.entries(types)) {
     const value = options[name];
@@ -59,7 +63,9 @@ export function checkOptionTypes(where: string, options: unknown, types: Readonl
 
 /** Checks that `store` has every method of the `CheckpointStore` protocol. */
 function checkStore(where: string, store: unknown): asserts store is CheckpointStore {
-  const missing = isObject(store) ? STORE_METHODS.filter((method) => typeof store[method] !== "function") : STORE_METHODS;
+  const missing = isObject(store)
+    ? STORE_METHODS.filter((method) => typeof store[method] !== "function")
+    : STORE_METHODS;
   if (missing.length > 0) {
     throw new InvalidInput(
       `${where}: checkpoints must be a CheckpointStore (for example new SQLiteCheckpointStore(path)), not ${describeType(store)}` +
@@ -92,8 +98,10 @@ export function checkExecutor(where: string, executor: unknown): void {
  * or `{ approved: boolean, reason?: string }`.
  */
 export function checkDecisions(decisions: unknown): void {
-  if (!isObject(decisions)) throw new InvalidInput(`decisions must be an object of call id to decision, not ${describeType(decisions)}.`);
-  for (const [callId, decision] of Object.entries(decisions)) readDecision(decision, `decisions[${JSON.stringify(callId)}]`);
+  if (!isObject(decisions))
+    throw new InvalidInput(`decisions must be an object of call id to decision, not ${describeType(decisions)}.`);
+  for (const [callId, decision] of Object.entries(decisions))
+    readDecision(decision, `decisions[${JSON.stringify(callId)}]`);
 }
 
 /**
@@ -101,9 +109,13 @@ export function checkDecisions(decisions: unknown): void {
  * Anything else (`"false"`, `"no"`, `1`, a missing `approved`) is `InvalidInput`
  * naming `where`: only a real `true` approves.
  */
-export function readDecision(decision: unknown, where: string): { readonly approved: boolean; readonly reason?: string } {
+export function readDecision(
+  decision: unknown,
+  where: string,
+): { readonly approved: boolean; readonly reason?: string } {
   if (typeof decision === "boolean") return { approved: decision };
-  if (!isObject(decision)) throw new InvalidInput(`${where} must be true, false or { approved, reason }, not ${describeType(decision)}.`);
+  if (!isObject(decision))
+    throw new InvalidInput(`${where} must be true, false or { approved, reason }, not ${describeType(decision)}.`);
   checkOptionTypes(where, decision, { approved: "boolean", reason: "string" });
   if (decision["approved"] === undefined) throw new InvalidInput(`${where}: approved must be true or false.`);
   const { approved, reason } = decision as { approved: boolean; reason?: string };
@@ -112,8 +124,12 @@ export function readDecision(decision: unknown, where: string): { readonly appro
 
 /** Checks that `registry` is a `ToolRegistry` (an object with `get`, `has` and `list`). */
 export function checkRegistry(where: string, registry: unknown): void {
-  const isRegistry = isObject(registry) && ["get", "has", "list"].every((method) => typeof registry[method] === "function");
-  if (!isRegistry) throw new InvalidInput(`${where} takes a ToolRegistry (new ToolRegistry().tool(…)), not ${describeType(registry)}.`);
+  const isRegistry =
+    isObject(registry) && ["get", "has", "list"].every((method) => typeof registry[method] === "function");
+  if (!isRegistry)
+    throw new InvalidInput(
+      `${where} takes a ToolRegistry (new ToolRegistry().tool(…)), not ${describeType(registry)}.`,
+    );
 }
 
 /** Checks what an `Executor` is built from: a `ToolRegistry`, an approval port that is a function, and `recordErrors` a boolean. */

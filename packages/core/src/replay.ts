@@ -5,7 +5,9 @@ import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
 
 /** What a finished call ended with: its result, or the error its tool threw, as recorded. */
-export type FinishedOutcome = { readonly status: "ok"; readonly value: JsonValue } | { readonly status: "error"; readonly error: string };
+export type FinishedOutcome =
+  | { readonly status: "ok"; readonly value: JsonValue }
+  | { readonly status: "error"; readonly error: string };
 
 /** A call of the cut-short round whose outcome is in the log. */
 export interface FinishedCall {
@@ -59,13 +61,24 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
   const pending = new Map<string, PendingCall>();
   for (const [callId, record] of last) {
     const { tool, args } = record;
-    const doubt = (why: InDoubtCall["why"]) => inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
+    const doubt = (why: InDoubtCall["why"]) =>
+      inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
     switch (record.kind) {
       case "done":
-        finished.set(callId, { callId, tool, argsText: canonicalJson(args), outcome: { status: "ok", value: record.result ?? null } });
+        finished.set(callId, {
+          callId,
+          tool,
+          argsText: canonicalJson(args),
+          outcome: { status: "ok", value: record.result ?? null },
+        });
         break;
       case "error":
-        finished.set(callId, { callId, tool, argsText: canonicalJson(args), outcome: { status: "error", error: record.error ?? "" } });
+        finished.set(callId, {
+          callId,
+          tool,
+          argsText: canonicalJson(args),
+          outcome: { status: "error", error: record.error ?? "" },
+        });
         break;
       case "started":
         doubt("started with no result");
@@ -96,7 +109,9 @@ export function planReplay(
 ): ReplayPlan {
   const classified = classifyCalls(records, round);
   if (options.rerunInDoubt !== true) {
-    const blocking = [...classified.inDoubt.values()].filter((call) => !(registry.has(call.tool) && registry.get(call.tool).idempotent));
+    const blocking = [...classified.inDoubt.values()].filter(
+      (call) => !(registry.has(call.tool) && registry.get(call.tool).idempotent),
+    );
     if (blocking.length > 0) throw new RecoveryNeedsDecision(runId, blocking);
   }
   return { round, ...classified };

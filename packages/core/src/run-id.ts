@@ -30,7 +30,8 @@ export function assertRunId(runId: unknown): string {
  * (`title.slice(0, n)` can cut an emoji in half), and no control characters.
  */
 export function assertStorableText(text: string, what: string): string {
-  if (LONE_SURROGATE.test(text)) throw new InvalidInput(`${what} must be well-formed text: it holds half of a character (a lone surrogate).`);
+  if (LONE_SURROGATE.test(text))
+    throw new InvalidInput(`${what} must be well-formed text: it holds half of a character (a lone surrogate).`);
   if (CONTROL.test(text)) throw new InvalidInput(`${what} must not hold control characters.`);
   return text;
 }

@@ -11,7 +11,15 @@ export {
   type FinishedCall,
   type FinishedOutcome,
 } from "./replay.js";
-export { CallLog, readCallLog, isSegmentCounts, type CallRecord, type CallRecordKind, type CallEntry, type SegmentCounts } from "./call-log.js";
+export {
+  CallLog,
+  readCallLog,
+  isSegmentCounts,
+  type CallRecord,
+  type CallRecordKind,
+  type CallEntry,
+  type SegmentCounts,
+} from "./call-log.js";
 export { Sealer, type SealPurpose } from "./seal.js";
 export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./checkpoint.js";
 export { canonicalJson, canonicalCopy, assertJson } from "./canonical.js";
@@ -21,8 +29,22 @@ export { identityOf, resumeIdentity } from "./identity.js";
 export { assertRunId, assertRunName, assertStorableText, MAX_RUN_ID_LENGTH, MAX_NAME_LENGTH } from "./run-id.js";
 export { emit, type EventInput } from "./events.js";
 export { leavesRunForRecovery, errorText, MAX_ERROR_TEXT } from "./errors.js";
-export { checkRunnerOptions, checkExecutor, checkRegistry, checkOptionTypes, describeType, type OptionType } from "./options.js";
-export { faultPoint, parseFaultPoint, FAULT_POINTS, FAULT_POINT_VARIABLE, type FaultPoint, type ArmedFaultPoint } from "./fault-points.js";
+export {
+  checkRunnerOptions,
+  checkExecutor,
+  checkRegistry,
+  checkOptionTypes,
+  describeType,
+  type OptionType,
+} from "./options.js";
+export {
+  faultPoint,
+  parseFaultPoint,
+  FAULT_POINTS,
+  FAULT_POINT_VARIABLE,
+  type FaultPoint,
+  type ArmedFaultPoint,
+} from "./fault-points.js";
 export {
   RunDriver,
   type RunProgram,

@@ -32,7 +32,9 @@ export class Sealer {
   static withKeys(keys: CheckpointKeys): Sealer {
     if (isKey(keys)) return new Sealer([toKeyBytes(keys, "checkpointKey")]);
     if (!Array.isArray(keys)) {
-      throw new InvalidInput(`checkpointKey must be a key (a string or bytes) or a list of keys, not ${describeType(keys)}.`);
+      throw new InvalidInput(
+        `checkpointKey must be a key (a string or bytes) or a list of keys, not ${describeType(keys)}.`,
+      );
     }
     if (keys.length === 0) throw new InvalidInput("checkpointKey: give at least one key.");
     return new Sealer(keys.map((key: unknown, index) => toKeyBytes(key, `checkpointKey[${index}]`)));

@@ -41,7 +41,12 @@ export interface ToolDefinition extends ToolOptions {
   readonly approval: boolean;
 }
 
-const TOOL_OPTIONS = { idempotent: "boolean", approval: "boolean", description: "string", parameters: "object" } as const;
+const TOOL_OPTIONS = {
+  idempotent: "boolean",
+  approval: "boolean",
+  description: "string",
+  parameters: "object",
+} as const;
 
 /** The tools a run may call, by name. */
 export class ToolRegistry {

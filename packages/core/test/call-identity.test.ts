@@ -16,49 +16,65 @@ async function shoppingNode(call: (tool: string, args: JsonValue) => Promise<Jso
 }
 
 /** Tools whose latency is chosen per call by `delay`, recording each run with its idempotency key. */
-function tools(delay: (tool: string, args: JsonValue) => number, ran: Array<{ tool: string; args: JsonValue; key: string }>) {
+function tools(
+  delay: (tool: string, args: JsonValue) => number,
+  ran: Array<{ tool: string; args: JsonValue; key: string }>,
+) {
   const tool = (name: string, result: (args: JsonValue) => JsonValue) => async (args: JsonValue) => {
     ran.push({ tool: name, args, key: idempotencyKey() });
     await new Promise((resolve) => setTimeout(resolve, delay(name, args)));
     return result(args);
   };
   return new ToolRegistry()
-    .tool("price", tool("price", (a) => (a as { item: string }).item.length * 100))
-    .tool("charge", tool("charge", (a) => ({ charged: a })))
-    .tool("mail", tool("mail", () => "sent"));
+    .tool(
+      "price",
+      tool("price", (a) => (a as { item: string }).item.length * 100),
+    )
+    .tool(
+      "charge",
+      tool("charge", (a) => ({ charged: a })),
+    )
+    .tool(
+      "mail",
+      tool("mail", () => "sent"),
+    );
 }
 
 describe("call identity", () => {
   it("names a call by round, node, tool and arguments, whatever order calls are issued or finish in", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.nat(6), { minLength: 16, maxLength: 16 }), fc.array(fc.nat(6), { minLength: 16, maxLength: 16 }), async (first, second) => {
-        const { store, run } = await startRun();
-        const ran: Array<{ tool: string; args: JsonValue; key: string }> = [];
-        const latency = (delays: number[]) => {
-          let n = 0;
-          return () => delays[n++ % delays.length]!;
-        };
-        // The first worker finishes every call; the log then holds each one's result.
-        const scope = new CallScope({ kind: "flow", log: run.log, plan: freshPlan(1), identity: {} });
-        const executor = new Executor(tools(latency(first), ran));
-        const call = async (tool: string, args: JsonValue) => {
-          const outcome = await executor.call(scope, "shop", tool, args);
-          return outcome.status === "ok" ? outcome.value : null;
-        };
-        const before = await shoppingNode(call);
-        // Another worker replays the same round with other latencies: every call replays its own result.
-        const plan = planReplay(run.runId, await readCallLog(store, sealer, run.runId, []), 1, executor.registry);
-        const replay = new CallScope({ kind: "flow", log: run.log, plan, identity: {} });
-        const again = new Executor(tools(latency(second), ran));
-        const after = await shoppingNode(async (tool, args) => {
-          const outcome = await again.call(replay, "shop", tool, args);
-          return outcome.status === "ok" ? outcome.value : null;
-        });
-        expect(after).toEqual(before);
-        expect(ran).toHaveLength(3 + 3 + 2); // nothing ran on the second worker
-        expect(replay.unreplayed).toEqual([]);
-        expect(plan.finished.size).toBe(8);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.nat(6), { minLength: 16, maxLength: 16 }),
+        fc.array(fc.nat(6), { minLength: 16, maxLength: 16 }),
+        async (first, second) => {
+          const { store, run } = await startRun();
+          const ran: Array<{ tool: string; args: JsonValue; key: string }> = [];
+          const latency = (delays: number[]) => {
+            let n = 0;
+            return () => delays[n++ % delays.length]!;
+          };
+          // The first worker finishes every call; the log then holds each one's result.
+          const scope = new CallScope({ kind: "flow", log: run.log, plan: freshPlan(1), identity: {} });
+          const executor = new Executor(tools(latency(first), ran));
+          const call = async (tool: string, args: JsonValue) => {
+            const outcome = await executor.call(scope, "shop", tool, args);
+            return outcome.status === "ok" ? outcome.value : null;
+          };
+          const before = await shoppingNode(call);
+          // Another worker replays the same round with other latencies: every call replays its own result.
+          const plan = planReplay(run.runId, await readCallLog(store, sealer, run.runId, []), 1, executor.registry);
+          const replay = new CallScope({ kind: "flow", log: run.log, plan, identity: {} });
+          const again = new Executor(tools(latency(second), ran));
+          const after = await shoppingNode(async (tool, args) => {
+            const outcome = await again.call(replay, "shop", tool, args);
+            return outcome.status === "ok" ? outcome.value : null;
+          });
+          expect(after).toEqual(before);
+          expect(ran).toHaveLength(3 + 3 + 2); // nothing ran on the second worker
+          expect(replay.unreplayed).toEqual([]);
+          expect(plan.finished.size).toBe(8);
+        },
+      ),
       { numRuns: 30 },
     );
   });

@@ -37,7 +37,12 @@ describe("call log", () => {
     expect(records).toHaveLength(3);
     await run.log.append(entry("c"));
     const after = await readCallLog(store, sealer, "run-1", [3, 1]);
-    expect(after.map((r) => [r.segment, r.seq])).toEqual([[0, 0], [0, 1], [0, 2], [1, 0]]);
+    expect(after.map((r) => [r.segment, r.seq])).toEqual([
+      [0, 0],
+      [0, 1],
+      [0, 2],
+      [1, 0],
+    ]);
   });
 
   const tamper: Array<[string, (rows: StoredCall[]) => StoredCall[], RegExp]> = [
@@ -48,9 +53,23 @@ describe("call log", () => {
       /stored number differs/,
     ],
     ["rows returned out of order", (rows) => [rows[1]!, rows[0]!, rows[2]!], /out of order/],
-    ["a changed argument", (rows) => rows.map((r, i) => (i === 0 ? { ...r, sealed: editSealed(r.sealed, '"amount":10', '"amount":99') } : r)), /signature/],
-    ["a changed result", (rows) => rows.map((r, i) => (i === 1 ? { ...r, sealed: editSealed(r.sealed, '"charged":true', '"charged":false') } : r)), /signature/],
-    ["a record forged with another key", (rows) => [...rows.slice(0, 2), { ...rows[2]!, sealed: Sealer.withKeys(OLD_KEY).seal("call", { forged: 1 }) }], /signature/],
+    [
+      "a changed argument",
+      (rows) =>
+        rows.map((r, i) => (i === 0 ? { ...r, sealed: editSealed(r.sealed, '"amount":10', '"amount":99') } : r)),
+      /signature/,
+    ],
+    [
+      "a changed result",
+      (rows) =>
+        rows.map((r, i) => (i === 1 ? { ...r, sealed: editSealed(r.sealed, '"charged":true', '"charged":false') } : r)),
+      /signature/,
+    ],
+    [
+      "a record forged with another key",
+      (rows) => [...rows.slice(0, 2), { ...rows[2]!, sealed: Sealer.withKeys(OLD_KEY).seal("call", { forged: 1 }) }],
+      /signature/,
+    ],
   ];
   it.each(tamper)("finds %s", async (_, edit, message) => {
     const { store } = await runWithCalls();
@@ -75,7 +94,9 @@ describe("call log", () => {
     store.editCalls = (rows) => rows.slice(0, 2);
     const latest = await DurableRun.latest(store, sealer, "run-1");
     expect(latest.calls).toEqual([3]);
-    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(/counts 3 call records in segment 0 but only 2/);
+    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(
+      /counts 3 call records in segment 0 but only 2/,
+    );
   });
 
   it("finds counted records deleted from one segment when another segment holds records no checkpoint counted", async () => {
@@ -90,7 +111,9 @@ describe("call log", () => {
     store.editCalls = (rows) => rows.filter((r) => !(r.segment === 0 && r.seq >= 1));
     const latest = await DurableRun.latest(store, sealer, "run-1");
     expect(latest.calls).toEqual([3, 0, 0]);
-    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(/counts 3 call records in segment 0 but only 1/);
+    await expect(readCallLog(store, sealer, "run-1", latest.calls)).rejects.toThrow(
+      /counts 3 call records in segment 0 but only 1/,
+    );
   });
 
   it("counts exactly what a claim read once it saves again, so later deletions of those records are found", async () => {

@@ -35,7 +35,9 @@ describe("canonical JSON", () => {
   });
 
   it("sorts keys, drops undefined properties and writes -0 as 0", () => {
-    expect(canonicalJson({ b: 1, a: [true, null, "x"], c: undefined, d: -0 })).toBe('{"a":[true,null,"x"],"b":1,"d":0}');
+    expect(canonicalJson({ b: 1, a: [true, null, "x"], c: undefined, d: -0 })).toBe(
+      '{"a":[true,null,"x"],"b":1,"d":0}',
+    );
   });
 
   it("accepts a value shared twice that is no cycle", () => {

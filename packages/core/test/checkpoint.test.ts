@@ -53,7 +53,9 @@ describe("sealed checkpoints", () => {
 
   it("finds a checkpoint read with a wrong key", async () => {
     const { store } = await startRun();
-    await expect(DurableRun.latest(store, Sealer.withKeys("w".repeat(32)), "run-1")).rejects.toThrow(CheckpointStoreCorrupt);
+    await expect(DurableRun.latest(store, Sealer.withKeys("w".repeat(32)), "run-1")).rejects.toThrow(
+      CheckpointStoreCorrupt,
+    );
   });
 
   it("finds another run's checkpoint put in place of this run's", async () => {
@@ -76,7 +78,15 @@ describe("bad input writes nothing", () => {
   ];
   it.each(states)("state holding %s is InvalidInput and stores no row", async (_, data) => {
     const store = new MemoryCheckpointStore();
-    const start = DurableRun.start({ store, sealer, runId: "r", flow: "f", kind: "flow", identity: {}, data: data as never });
+    const start = DurableRun.start({
+      store,
+      sealer,
+      runId: "r",
+      flow: "f",
+      kind: "flow",
+      identity: {},
+      data: data as never,
+    });
     await expect(start).rejects.toThrow(InvalidInput);
     await expect(store.latest("r")).rejects.toThrow(/No checkpoint/);
   });

@@ -8,7 +8,11 @@ import * as store from "@durable/core/store";
 // it came from, or a store's CheckpointConflict would not be the one an application catches.
 const ENTRIES = { "@durable/core": "index", "@durable/core/store": "store", "@durable/core/runner": "runner" } as const;
 type Entry = keyof typeof ENTRIES;
-const modules: Record<Entry, Record<string, unknown>> = { "@durable/core": root, "@durable/core/store": store, "@durable/core/runner": runner };
+const modules: Record<Entry, Record<string, unknown>> = {
+  "@durable/core": root,
+  "@durable/core/store": store,
+  "@durable/core/runner": runner,
+};
 
 const source = (file: string) => readFileSync(new URL(`../src/${file}.ts`, import.meta.url), "utf8");
 const withoutComments = (text: string) => text.replace(/^\s*\/\/.*$/gm, "").trim();
@@ -16,22 +20,39 @@ const withoutComments = (text: string) => text.replace(/^\s*\/\/.*$/gm, "").trim
 const listed = (list: string) =>
   list
     .split(",")
-    .map((item) => item.trim().replace(/^type\s+/, "").split(/\s+as\s+/)[0]!)
+    .map(
+      (item) =>
+        item
+          .trim()
+          .replace(/^type\s+/, "")
+          .split(/\s+as\s+/)[0]!,
+    )
     .filter((name) => name !== "");
 /** Every name an entry exports, types included, read from its source. */
-const exported = (entry: Entry) => new Set([...source(ENTRIES[entry]).matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)].flatMap((m) => listed(m[1]!)));
+const exported = (entry: Entry) =>
+  new Set([...source(ENTRIES[entry]).matchAll(/export\s+(?:type\s+)?\{([^}]*)\}/g)].flatMap((m) => listed(m[1]!)));
 const runtimeNames = (entry: Entry) => new Set(Object.keys(modules[entry]));
 const both = (a: Set<string>, b: Set<string>) => [...a].filter((name) => b.has(name)).sort();
 
 describe("entry points", () => {
   it.each(Object.values(ENTRIES))("src/%s.ts only re-exports", (file) => {
-    const statements = withoutComments(source(file)).split(/;\s*/).filter((s) => s !== "");
+    const statements = withoutComments(source(file))
+      .split(/;\s*/)
+      .filter((s) => s !== "");
     for (const statement of statements) expect(statement).toMatch(/^export (type )?\{[^}]*\} from "\.\/[\w-]+\.js"$/);
   });
 
   it("the store entry shares only the error classes with the root, and they are the root's own", () => {
     const shared = both(runtimeNames("@durable/core"), runtimeNames("@durable/core/store"));
-    expect(shared).toEqual(["CheckpointConflict", "CheckpointNotFound", "CheckpointStoreCorrupt", "DurableError", "InvalidInput", "StoreNotReady", "StoreUnavailable"]);
+    expect(shared).toEqual([
+      "CheckpointConflict",
+      "CheckpointNotFound",
+      "CheckpointStoreCorrupt",
+      "DurableError",
+      "InvalidInput",
+      "StoreNotReady",
+      "StoreUnavailable",
+    ]);
     // biome-ignore lint/performance/noDynamicNamespaceImportAccess: the test compares every shared export by name
     for (const name of shared) expect(store[name as keyof typeof store]).toBe(root[name as keyof typeof root]);
     expect(new store.CheckpointConflict("r", "taken.")).toBeInstanceOf(root.DurableError);
@@ -45,19 +66,37 @@ describe("entry points", () => {
 
   it("the root leaves out what only runners and stores use", () => {
     const names = exported("@durable/core");
-    for (const internal of ["DurableRun", "CallScope", "freshPlan", "planReplay", "bindDecisions", "faultPoint", "Sealer", "saveRefusal", "recordRefusal", "isEnded"]) {
+    for (const internal of [
+      "DurableRun",
+      "CallScope",
+      "freshPlan",
+      "planReplay",
+      "bindDecisions",
+      "faultPoint",
+      "Sealer",
+      "saveRefusal",
+      "recordRefusal",
+      "isEnded",
+    ]) {
       expect(names.has(internal), internal).toBe(false);
     }
   });
 
   it("every name a README imports from core is exported by the entry it names, and the core README's example uses the root only", () => {
-    const readmes = ["../README.md", "../../flow/README.md", "../../store-sqlite/README.md", "../../conformance/README.md", "../../../README.md"];
+    const readmes = [
+      "../README.md",
+      "../../flow/README.md",
+      "../../store-sqlite/README.md",
+      "../../conformance/README.md",
+      "../../../README.md",
+    ];
     for (const path of readmes) {
       const text = readFileSync(new URL(path, import.meta.url), "utf8");
       for (const m of text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+"(@durable\/core[^"]*)"/g)) {
         const entry = m[2] as Entry;
         expect(Object.keys(ENTRIES), `${path} imports ${entry}`).toContain(entry);
-        for (const name of listed(m[1]!)) expect(exported(entry).has(name), `${path}: ${name} from ${entry}`).toBe(true);
+        for (const name of listed(m[1]!))
+          expect(exported(entry).has(name), `${path}: ${name} from ${entry}`).toBe(true);
       }
     }
     const core = readFileSync(new URL("../README.md", import.meta.url), "utf8");

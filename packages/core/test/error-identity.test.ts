@@ -12,7 +12,15 @@ function samplesOf(copy: Copy) {
     new copy.CheckpointNotFound("r"),
     new copy.CheckpointConflict("r", "another worker holds the run."),
     new copy.CheckpointStoreCorrupt("r", "a signature does not match."),
-    new copy.RecoveryNeedsDecision("r", [{ callId: "1:pay:charge_card:d:0", tool: "charge_card", args: null, idempotencyKey: "k", why: "started with no result" }]),
+    new copy.RecoveryNeedsDecision("r", [
+      {
+        callId: "1:pay:charge_card:d:0",
+        tool: "charge_card",
+        args: null,
+        idempotencyKey: "k",
+        why: "started with no result",
+      },
+    ]),
     new copy.FlowError("the graph changed."),
     new copy.IdentityMismatch("r", "another user."),
     new copy.InvalidInput("a short key."),
@@ -25,7 +33,9 @@ function samplesOf(copy: Copy) {
 
 /** Every error class a copy exports, by name. */
 function classesOf(copy: Copy): Map<string, typeof source.DurableError> {
-  const classes = Object.entries(copy).filter(([, value]) => typeof value === "function" && value.prototype instanceof Error);
+  const classes = Object.entries(copy).filter(
+    ([, value]) => typeof value === "function" && value.prototype instanceof Error,
+  );
   return new Map(classes as Array<[string, typeof source.DurableError]>);
 }
 
@@ -41,19 +51,26 @@ describe("instanceof across two copies of @durable/core", () => {
   });
 
   it("the samples cover every error class", () => {
-    expect(samplesOf(source).map((error) => error.name).sort()).toEqual([...classesOf(source).keys()].filter((name) => name !== "DurableError").sort());
+    expect(
+      samplesOf(source)
+        .map((error) => error.name)
+        .sort(),
+    ).toEqual([...classesOf(source).keys()].filter((name) => name !== "DurableError").sort());
   });
 
   describe.each(copies)("%s", (_, maker, checker) => {
     const classes = classesOf(checker);
 
-    it.each(samplesOf(maker).map((error) => [error.name, error] as const))("%s is an instance of its own class and of DurableError, of no other", (name, error) => {
-      for (const [other, Class] of classes) {
-        const expected = other === name || other === "DurableError";
-        expect(error instanceof Class, `${name} instanceof ${other}`).toBe(expected);
-      }
-      expect(error).toBeInstanceOf(Error);
-    });
+    it.each(samplesOf(maker).map((error) => [error.name, error] as const))(
+      "%s is an instance of its own class and of DurableError, of no other",
+      (name, error) => {
+        for (const [other, Class] of classes) {
+          const expected = other === name || other === "DurableError";
+          expect(error instanceof Class, `${name} instanceof ${other}`).toBe(expected);
+        }
+        expect(error).toBeInstanceOf(Error);
+      },
+    );
 
     it("a subclass of another copy's class is an instance of that class here, and of no sibling", () => {
       class OurConflict extends maker.CheckpointConflict {}
@@ -71,11 +88,21 @@ describe("instanceof across two copies of @durable/core", () => {
   });
 
   it("a look-alike without the brand is no DurableError: an Error named and coded like one, or a plain object", () => {
-    const lookalike = Object.assign(new Error("x"), { name: "CheckpointConflict", code: "CHECKPOINT_CONFLICT", runId: "r" });
+    const lookalike = Object.assign(new Error("x"), {
+      name: "CheckpointConflict",
+      code: "CHECKPOINT_CONFLICT",
+      runId: "r",
+    });
     class CheckpointConflict extends Error {
       readonly code = "CHECKPOINT_CONFLICT";
     }
-    for (const value of [lookalike, new CheckpointConflict("x"), { name: "CheckpointConflict", code: "CHECKPOINT_CONFLICT" }, null, "CheckpointConflict"]) {
+    for (const value of [
+      lookalike,
+      new CheckpointConflict("x"),
+      { name: "CheckpointConflict", code: "CHECKPOINT_CONFLICT" },
+      null,
+      "CheckpointConflict",
+    ]) {
       expect(value instanceof source.CheckpointConflict).toBe(false);
       expect(value instanceof source.DurableError).toBe(false);
     }

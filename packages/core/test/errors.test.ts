@@ -1,7 +1,20 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import * as core from "../src/index.js";
-import { ApprovalDenied, CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt, DurableError, FlowError, IdentityMismatch, InvalidInput, RecoveryNeedsDecision, StoreNotReady, StoreUnavailable, UnrecordableResult } from "../src/index.js";
+import {
+  ApprovalDenied,
+  CheckpointConflict,
+  CheckpointNotFound,
+  CheckpointStoreCorrupt,
+  DurableError,
+  FlowError,
+  IdentityMismatch,
+  InvalidInput,
+  RecoveryNeedsDecision,
+  StoreNotReady,
+  StoreUnavailable,
+  UnrecordableResult,
+} from "../src/index.js";
 import { errorText, leavesRunForRecovery, MAX_ERROR_TEXT } from "../src/runner.js";
 
 /** One instance of every error class core exports. */
@@ -9,7 +22,15 @@ const samples: readonly DurableError[] = [
   new CheckpointNotFound("r"),
   new CheckpointConflict("r", "another worker holds the run."),
   new CheckpointStoreCorrupt("r", "a signature does not match."),
-  new RecoveryNeedsDecision("r", [{ callId: "1:pay:charge_card:x:0", tool: "charge_card", args: {}, idempotencyKey: "k", why: "started with no result" }]),
+  new RecoveryNeedsDecision("r", [
+    {
+      callId: "1:pay:charge_card:x:0",
+      tool: "charge_card",
+      args: {},
+      idempotencyKey: "k",
+      why: "started with no result",
+    },
+  ]),
   new FlowError("the graph changed."),
   new IdentityMismatch("r", "another user."),
   new InvalidInput("a short key."),
@@ -30,15 +51,18 @@ describe("errors", () => {
     expect(samples.map((error) => error.name).sort()).toEqual(exported);
   });
 
-  it.each(samples.map((error) => [error.name, error] as const))("the README's error table lists %s with its code and what to do", (name, error) => {
-    const row = readme.split("\n").find((line) => line.startsWith(`| \`${name}\` |`));
-    expect(row, `no row for ${name}`).toBeDefined();
-    const cells = row!.split("|").map((cell) => cell.trim());
-    // | name | code | when | what to do |
-    expect(cells[2]).toBe(`\`${error.code}\``);
-    expect(cells[3]?.length).toBeGreaterThan(10);
-    expect(cells[4]?.length).toBeGreaterThan(10);
-  });
+  it.each(samples.map((error) => [error.name, error] as const))(
+    "the README's error table lists %s with its code and what to do",
+    (name, error) => {
+      const row = readme.split("\n").find((line) => line.startsWith(`| \`${name}\` |`));
+      expect(row, `no row for ${name}`).toBeDefined();
+      const cells = row!.split("|").map((cell) => cell.trim());
+      // | name | code | when | what to do |
+      expect(cells[2]).toBe(`\`${error.code}\``);
+      expect(cells[3]?.length).toBeGreaterThan(10);
+      expect(cells[4]?.length).toBeGreaterThan(10);
+    },
+  );
 
   it("an unrecordable result has its own code, under DurableError, and leaves the run in doubt for recovery", () => {
     const error = new UnrecordableResult("send", new InvalidInput("result.at: a Date"));

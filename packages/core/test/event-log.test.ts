@@ -12,8 +12,23 @@ describe("jsonlEventSink", () => {
   it("appends one line per event, read back in order with their times", async () => {
     const path = join(dir, "a.jsonl");
     const sink = jsonlEventSink(path, { fsync: true });
-    await emit(sink, { type: "checkpoint.saved", runId: "r", kind: "flow", step: 0, status: "running", flow: "f", unreplayed: [] });
-    await emit(sink, { type: "run.recovered", runId: "r", kind: "flow", step: 2, replayed: [{ callId: "1:a:0", tool: "a" }], rerun: [] });
+    await emit(sink, {
+      type: "checkpoint.saved",
+      runId: "r",
+      kind: "flow",
+      step: 0,
+      status: "running",
+      flow: "f",
+      unreplayed: [],
+    });
+    await emit(sink, {
+      type: "run.recovered",
+      runId: "r",
+      kind: "flow",
+      step: 2,
+      replayed: [{ callId: "1:a:0", tool: "a" }],
+      rerun: [],
+    });
     const events = readJsonlEvents(path);
     expect(events.map((e) => e.type)).toEqual(["checkpoint.saved", "run.recovered"]);
     expect(Date.parse(events[0]!.at)).not.toBeNaN();

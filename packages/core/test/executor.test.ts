@@ -1,6 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointStoreCorrupt, DurableError, type DurableEvent, Executor, idempotencyKey, InvalidInput, ToolRegistry, UnrecordableResult } from "../src/index.js";
-import { CallScope, canonicalJson, classifyCalls, type DurableRun, freshPlan, leavesRunForRecovery, planReplay, readCallLog, type ReplayPlan } from "../src/runner.js";
+import {
+  CheckpointStoreCorrupt,
+  DurableError,
+  type DurableEvent,
+  Executor,
+  idempotencyKey,
+  InvalidInput,
+  ToolRegistry,
+  UnrecordableResult,
+} from "../src/index.js";
+import {
+  CallScope,
+  canonicalJson,
+  classifyCalls,
+  type DurableRun,
+  freshPlan,
+  leavesRunForRecovery,
+  planReplay,
+  readCallLog,
+  type ReplayPlan,
+} from "../src/runner.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1)) {
@@ -72,14 +91,18 @@ describe("Executor", () => {
   it("refuses arguments that are not plain JSON before writing anything", async () => {
     const { store, run } = await startRun();
     const registry = new ToolRegistry().tool("t", () => 1);
-    await expect(new Executor(registry).call(scopeFor(run), "c", "t", { at: new Date() })).rejects.toThrow(/arguments of t\.at/);
+    await expect(new Executor(registry).call(scopeFor(run), "c", "t", { at: new Date() })).rejects.toThrow(
+      /arguments of t\.at/,
+    );
     expect(await store.calls("run-1")).toEqual([]);
   });
 
   it("records a result that cannot be sealed as unrecordable: the call is then in doubt", async () => {
     const { store, run } = await startRun();
     const registry = new ToolRegistry().tool("send", () => ({ sentAt: new Date() }));
-    await expect(new Executor(registry).call(scopeFor(run), "c", "send", {})).rejects.toThrow(/cannot be stored.*in doubt/);
+    await expect(new Executor(registry).call(scopeFor(run), "c", "send", {})).rejects.toThrow(
+      /cannot be stored.*in doubt/,
+    );
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => r.kind)).toEqual(["started", "unrecordable"]);
     expect(classifyCalls(records, 1).inDoubt.get(idOf(run, "c", "send", {}))?.why).toBe("result could not be recorded");
@@ -115,21 +138,35 @@ describe("Executor", () => {
     });
     const events: DurableEvent[] = [];
     const executor = new Executor(registry, { recordErrors: true });
-    const scope = new CallScope({ kind: "loop", log: run.log, plan: freshPlan(1), identity: {}, events: (e) => void events.push(e) });
+    const scope = new CallScope({
+      kind: "loop",
+      log: run.log,
+      plan: freshPlan(1),
+      identity: {},
+      events: (e) => void events.push(e),
+    });
     expect(await executor.call(scope, "c", "t", {})).toEqual({ status: "error", error: "TypeError: no seats left" });
     const records = await readCallLog(store, sealer, "run-1", []);
-    expect(records.map((r) => [r.kind, r.error])).toEqual([["started", undefined], ["error", "TypeError: no seats left"]]);
+    expect(records.map((r) => [r.kind, r.error])).toEqual([
+      ["started", undefined],
+      ["error", "TypeError: no seats left"],
+    ]);
     expect(events.map((e) => e.type)).toEqual(["call.started", "call.failed"]);
     expect(events[1]).toMatchObject({ call: { tool: "t" }, error: "TypeError: no seats left" });
 
     const plan = planReplay("run-1", records, 1, registry);
     expect(plan.inDoubt.size).toBe(0);
-    expect(await executor.call(scopeFor(run, plan), "c", "t", {})).toEqual({ status: "error", error: "TypeError: no seats left" });
+    expect(await executor.call(scopeFor(run, plan), "c", "t", {})).toEqual({
+      status: "error",
+      error: "TypeError: no seats left",
+    });
     expect(runs).toBe(1);
   });
 
   it("recordErrors must be a boolean", () => {
-    expect(() => new Executor(new ToolRegistry(), { recordErrors: "yes" as never })).toThrow(/^Executor: recordErrors must be true or false/);
+    expect(() => new Executor(new ToolRegistry(), { recordErrors: "yes" as never })).toThrow(
+      /^Executor: recordErrors must be true or false/,
+    );
   });
 
   it("an error record without its error text is a corrupt log", async () => {
@@ -170,6 +207,8 @@ describe("Executor", () => {
     expect(await executor.call(scopeFor(run), "c", "refund", {})).toEqual({ status: "denied", reason: "too much" });
     expect(records).toEqual(["pending"]);
     const log = await readCallLog(store, sealer, "run-1", []);
-    expect(classifyCalls(log, 1).inDoubt.get(idOf(run, "c", "refund", {}))?.why).toBe("was waiting on an approval port");
+    expect(classifyCalls(log, 1).inDoubt.get(idOf(run, "c", "refund", {}))?.why).toBe(
+      "was waiting on an approval port",
+    );
   });
 });

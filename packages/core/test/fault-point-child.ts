@@ -3,7 +3,15 @@ import { Executor, MemoryCheckpointStore, ToolRegistry } from "../src/index.js";
 import { CallScope, DurableRun, faultPoint, freshPlan, Sealer } from "../src/runner.js";
 
 const store = new MemoryCheckpointStore();
-const { run } = await DurableRun.start({ store, sealer: Sealer.unsigned(), runId: "r", flow: "f", kind: "flow", identity: {}, data: {} });
+const { run } = await DurableRun.start({
+  store,
+  sealer: Sealer.unsigned(),
+  runId: "r",
+  flow: "f",
+  kind: "flow",
+  identity: {},
+  data: {},
+});
 const registry = new ToolRegistry().tool("effect", (args: { n: number }) => {
   console.log(`effect ${args.n}`);
   faultPoint("tool.inside");

@@ -23,7 +23,9 @@ describe("fault points", () => {
   });
 
   it("a name that is no fault point, or a bad count, is a TypeError that lists the points", () => {
-    expect(() => parseFaultPoint("call.after-dome")).toThrow(/names no fault point: use trace, or <point>\[@<n>\] with one of call.before-started/);
+    expect(() => parseFaultPoint("call.after-dome")).toThrow(
+      /names no fault point: use trace, or <point>\[@<n>\] with one of call.before-started/,
+    );
     expect(() => parseFaultPoint("tool.inside@0")).toThrow(TypeError);
     expect(() => parseFaultPoint("tool.inside@x")).toThrow(TypeError);
   });
@@ -34,7 +36,10 @@ describe("fault points", () => {
     expect(stdout).toEqual(["effect 1", "effect 2", "finished"]);
     const call = ["call.before-started", "call.after-started", "tool.inside", "call.before-done", "call.after-done"];
     const save = ["checkpoint.before-save", "checkpoint.after-save"];
-    const points = stderr.split("\n").filter((l) => l.startsWith("durable-fault-point ")).map((l) => l.slice(20));
+    const points = stderr
+      .split("\n")
+      .filter((l) => l.startsWith("durable-fault-point "))
+      .map((l) => l.slice(20));
     expect(points).toEqual([...save, ...call, ...call, ...save]);
     expect(points.every((p) => (FAULT_POINTS as readonly string[]).includes(p))).toBe(true);
   });

@@ -1,18 +1,40 @@
 import { describe, expect, it } from "vitest";
 import { Executor, type JsonValue, ToolRegistry } from "../src/index.js";
 import { CheckpointConflict, type CheckpointRow, CheckpointStoreCorrupt, InvalidInput } from "../src/store.js";
-import { bindDecisions, CallScope, canonicalJson, DurableRun, freshPlan, planReplay, readCallLog } from "../src/runner.js";
+import {
+  bindDecisions,
+  CallScope,
+  canonicalJson,
+  DurableRun,
+  freshPlan,
+  planReplay,
+  readCallLog,
+} from "../src/runner.js";
 import { MemoryCheckpointStore, sealer, startRun } from "./helpers.js";
 
 describe("a tool's result", () => {
   it("is seen on the first run exactly as replay gives it: keys sorted, -0 as 0, undefined properties gone", async () => {
     const { store, run } = await startRun();
-    const registry = new ToolRegistry().tool("offers", () => ({ zebra: 1, apple: { z: -0, a: undefined, m: [3, -0] } }));
+    const registry = new ToolRegistry().tool("offers", () => ({
+      zebra: 1,
+      apple: { z: -0, a: undefined, m: [3, -0] },
+    }));
     const executor = new Executor(registry);
-    const first = await executor.call(new CallScope({ kind: "flow", log: run.log, plan: freshPlan(1), identity: {} }), "n", "offers", {});
+    const first = await executor.call(
+      new CallScope({ kind: "flow", log: run.log, plan: freshPlan(1), identity: {} }),
+      "n",
+      "offers",
+      {},
+    );
     const plan = planReplay(run.runId, await readCallLog(store, sealer, run.runId, []), 1, registry);
-    const replayed = await executor.call(new CallScope({ kind: "flow", log: run.log, plan, identity: {} }), "n", "offers", {});
-    const seen = (outcome: typeof first) => (outcome.status === "ok" ? outcome.value : null) as Record<string, JsonValue>;
+    const replayed = await executor.call(
+      new CallScope({ kind: "flow", log: run.log, plan, identity: {} }),
+      "n",
+      "offers",
+      {},
+    );
+    const seen = (outcome: typeof first) =>
+      (outcome.status === "ok" ? outcome.value : null) as Record<string, JsonValue>;
     expect(Object.keys(seen(first))).toEqual(Object.keys(seen(replayed)));
     expect(Object.keys(seen(first))[0]).toBe("apple");
     expect(JSON.stringify(seen(first))).toBe(JSON.stringify(seen(replayed)));
@@ -23,16 +45,26 @@ describe("a tool's result", () => {
 
 describe("decisions", () => {
   const pending = [{ callId: "c", args: { cents: 500 } }];
-  it.each([["false"], ["no"], [1], [0], [null], [{ approved: "false" }], [{ approved: 1 }], [{}], [{ approved: true, reason: 7 }], [[true]]])(
-    "refuse %j: only a boolean or { approved: boolean, reason?: string } decides",
-    (given) => {
-      expect(() => bindDecisions("r", pending, { c: given } as never)).toThrow(InvalidInput);
-    },
-  );
+  it.each([
+    ["false"],
+    ["no"],
+    [1],
+    [0],
+    [null],
+    [{ approved: "false" }],
+    [{ approved: 1 }],
+    [{}],
+    [{ approved: true, reason: 7 }],
+    [[true]],
+  ])("refuse %j: only a boolean or { approved: boolean, reason?: string } decides", (given) => {
+    expect(() => bindDecisions("r", pending, { c: given } as never)).toThrow(InvalidInput);
+  });
 
   it("take true, false and { approved, reason }", () => {
     expect(bindDecisions("r", pending, { c: true })).toMatchObject([{ callId: "c", approved: true }]);
-    expect(bindDecisions("r", pending, { c: { approved: false, reason: "too much" } })).toMatchObject([{ approved: false, reason: "too much" }]);
+    expect(bindDecisions("r", pending, { c: { approved: false, reason: "too much" } })).toMatchObject([
+      { approved: false, reason: "too much" },
+    ]);
   });
 
   it("refuse decisions that are not an object of call ids", () => {
@@ -62,7 +94,9 @@ describe("run ids and names", () => {
   ])("refuse %s before anything is written", async (_, id) => {
     const store = new MemoryCheckpointStore();
     await expect(startRun(store, id)).rejects.toThrow(InvalidInput);
-    await expect(DurableRun.start({ store, sealer, runId: "ok", flow: id, kind: "flow", identity: {}, data: {} })).rejects.toThrow(InvalidInput);
+    await expect(
+      DurableRun.start({ store, sealer, runId: "ok", flow: id, kind: "flow", identity: {}, data: {} }),
+    ).rejects.toThrow(InvalidInput);
     expect(await store.calls(id)).toEqual([]);
   });
 
@@ -100,7 +134,9 @@ describe("a store's plain head against the sealed checkpoint", () => {
     store.endedByHand = true;
     await expect(run.save("running", {})).rejects.toThrow(CheckpointStoreCorrupt);
     const latest = await DurableRun.latest(store, sealer, run.runId);
-    await expect(DurableRun.claim(store, sealer, latest)).rejects.toThrow(/refused step 1, which its latest sealed checkpoint/);
+    await expect(DurableRun.claim(store, sealer, latest)).rejects.toThrow(
+      /refused step 1, which its latest sealed checkpoint/,
+    );
   });
 
   it("a refusal the sealed latest allows stays a conflict: another worker holds the run", async () => {

@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MemoryCheckpointStore } from "../src/index.js";
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunStatus, UNFINISHED } from "../src/store.js";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type CheckpointRow,
+  type RunStatus,
+  UNFINISHED,
+} from "../src/store.js";
 import { collect } from "./helpers.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
@@ -45,7 +51,9 @@ describe("MemoryCheckpointStore compare-and-set", () => {
   it("lets exactly one of many concurrent saves of one step win", async () => {
     const store = new MemoryCheckpointStore();
     await store.save("r", 0, row());
-    const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => store.save("r", 1, row({ segment: i }))));
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => store.save("r", 1, row({ segment: i }))),
+    );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
   });
 });
@@ -112,7 +120,8 @@ function applyToModel(model: Map<string, ModelRun>, op: Op): string {
       return "ok";
     }
     const ended = last.status === "done" || last.status === "failed";
-    if (ended || op.flow !== last.flow || op.step !== last.step + 1 || op.segment < last.segment) return "CheckpointConflict";
+    if (ended || op.flow !== last.flow || op.step !== last.step + 1 || op.segment < last.segment)
+      return "CheckpointConflict";
     run!.steps.push({ ...op });
     return "ok";
   }
@@ -147,7 +156,8 @@ describe("MemoryCheckpointStore against a reference model", () => {
           const expected = applyToModel(model, op);
           let actual = "ok";
           try {
-            if (op.op === "save") await store.save(op.run, op.step, row({ segment: op.segment, status: op.status, flow: op.flow }));
+            if (op.op === "save")
+              await store.save(op.run, op.step, row({ segment: op.segment, status: op.status, flow: op.flow }));
             else if (op.op === "record") await store.recordCall(op.run, op.segment, op.seq, `${op.segment}/${op.seq}`);
             else await store.delete(op.run);
           } catch (error) {
@@ -161,7 +171,11 @@ describe("MemoryCheckpointStore against a reference model", () => {
           if (last === undefined) {
             await expect(store.latest(id)).rejects.toThrow(CheckpointNotFound);
           } else {
-            expect(await store.latest(id)).toMatchObject({ step: last.step, segment: last.segment, status: last.status });
+            expect(await store.latest(id)).toMatchObject({
+              step: last.step,
+              segment: last.segment,
+              status: last.status,
+            });
           }
           expect((await store.calls(id)).map((c) => [c.segment, c.seq])).toEqual(
             (run?.records ?? []).map((r) => [r.segment, r.seq]),

@@ -38,31 +38,55 @@ describe("option checks", () => {
     expect(invalid(() => new Executor(new ToolRegistry(), { approvals: "yes" as never })).message).toBe(
       "Executor: approvals must be a function, not a string.",
     );
-    expect(invalid(() => new Executor(new ToolRegistry(), null as never)).message).toMatch(/Executor takes an options object, not null/);
+    expect(invalid(() => new Executor(new ToolRegistry(), null as never)).message).toMatch(
+      /Executor takes an options object, not null/,
+    );
   });
 
   it("a tool's options of the wrong type are InvalidInput naming the tool and the option", () => {
     const registry = new ToolRegistry();
-    expect(invalid(() => registry.tool("t", () => 1, null as never)).message).toBe('Tool "t" takes an options object, not null.');
-    expect(invalid(() => registry.tool("t", () => 1, { idempotent: "yes" as never })).message).toMatch(/^Tool "t": idempotent must be true or false/);
-    expect(invalid(() => registry.tool("t", () => 1, { description: 5 as never })).message).toMatch(/^Tool "t": description must be a string/);
-    expect(invalid(() => registry.tool("t", () => 1, { parameters: [] as never })).message).toMatch(/^Tool "t": parameters must be an object/);
+    expect(invalid(() => registry.tool("t", () => 1, null as never)).message).toBe(
+      'Tool "t" takes an options object, not null.',
+    );
+    expect(invalid(() => registry.tool("t", () => 1, { idempotent: "yes" as never })).message).toMatch(
+      /^Tool "t": idempotent must be true or false/,
+    );
+    expect(invalid(() => registry.tool("t", () => 1, { description: 5 as never })).message).toMatch(
+      /^Tool "t": description must be a string/,
+    );
+    expect(invalid(() => registry.tool("t", () => 1, { parameters: [] as never })).message).toMatch(
+      /^Tool "t": parameters must be an object/,
+    );
   });
 
   it("decisions that are not an object of true, false or { approved } are InvalidInput", () => {
     const pending = [{ callId: "c", args: {} }];
     expect(invalid(() => bindDecisions("r", pending, null as never)).message).toMatch(/^decisions must be an object/);
-    expect(invalid(() => bindDecisions("r", pending, { c: "yes" } as never)).message).toMatch(/^decisions\["c"\] must be true, false or/);
-    expect(invalid(() => bindDecisions("r", pending, { c: { approved: "yes" } } as never)).message).toMatch(/approved must be true or false/);
-    expect(invalid(() => bindDecisions("r", pending, { c: { reason: "why" } } as never)).message).toMatch(/approved must be true or false/);
-    expect(bindDecisions("r", pending, { c: { approved: false, reason: "no" } })).toMatchObject([{ callId: "c", approved: false, reason: "no" }]);
+    expect(invalid(() => bindDecisions("r", pending, { c: "yes" } as never)).message).toMatch(
+      /^decisions\["c"\] must be true, false or/,
+    );
+    expect(invalid(() => bindDecisions("r", pending, { c: { approved: "yes" } } as never)).message).toMatch(
+      /approved must be true or false/,
+    );
+    expect(invalid(() => bindDecisions("r", pending, { c: { reason: "why" } } as never)).message).toMatch(
+      /approved must be true or false/,
+    );
+    expect(bindDecisions("r", pending, { c: { approved: false, reason: "no" } })).toMatchObject([
+      { callId: "c", approved: false, reason: "no" },
+    ]);
   });
 
   it("a runner's options: an object, a CheckpointStore as checkpoints, and each option of its type", () => {
     const checkpoints = new MemoryCheckpointStore();
-    expect(invalid(() => checkRunnerOptions("FlowRunner", undefined)).message).toBe("FlowRunner takes an options object, not undefined.");
-    expect(invalid(() => checkRunnerOptions("FlowRunner", {})).message).toMatch(/^FlowRunner: checkpoints must be a CheckpointStore .* not undefined\.$/);
-    expect(invalid(() => checkRunnerOptions("FlowRunner", { checkpoints: { save() {} } })).message).toMatch(/without latest, listUnfinished/);
+    expect(invalid(() => checkRunnerOptions("FlowRunner", undefined)).message).toBe(
+      "FlowRunner takes an options object, not undefined.",
+    );
+    expect(invalid(() => checkRunnerOptions("FlowRunner", {})).message).toMatch(
+      /^FlowRunner: checkpoints must be a CheckpointStore .* not undefined\.$/,
+    );
+    expect(invalid(() => checkRunnerOptions("FlowRunner", { checkpoints: { save() {} } })).message).toMatch(
+      /without latest, listUnfinished/,
+    );
     for (const [option, value, type] of [
       ["events", "log", "a function"],
       ["approvals", true, "a function"],
@@ -71,8 +95,12 @@ describe("option checks", () => {
       ["name", 5, "a string"],
       ["runId", 5, "a string"],
     ] as const) {
-      expect(invalid(() => checkRunnerOptions("runToolLoop", { checkpoints, [option]: value })).message).toMatch(`runToolLoop: ${option} must be ${type}`);
+      expect(invalid(() => checkRunnerOptions("runToolLoop", { checkpoints, [option]: value })).message).toMatch(
+        `runToolLoop: ${option} must be ${type}`,
+      );
     }
-    expect(() => checkRunnerOptions("runToolLoop", { checkpoints, events: () => {}, name: "chat", rerunInDoubt: false })).not.toThrow();
+    expect(() =>
+      checkRunnerOptions("runToolLoop", { checkpoints, events: () => {}, name: "chat", rerunInDoubt: false }),
+    ).not.toThrow();
   });
 });

@@ -24,12 +24,20 @@ const registry = new ToolRegistry()
 describe("classifying the calls of a cut-short round", () => {
   it("replays a call with a done record", () => {
     const { finished, inDoubt } = classifyCalls([rec("a", "started"), rec("a", "done", { result: { ok: 1 } })], 1);
-    expect(finished.get("a")).toEqual({ callId: "a", tool: "tool_a", argsText: '{"id":"a"}', outcome: { status: "ok", value: { ok: 1 } } });
+    expect(finished.get("a")).toEqual({
+      callId: "a",
+      tool: "tool_a",
+      argsText: '{"id":"a"}',
+      outcome: { status: "ok", value: { ok: 1 } },
+    });
     expect(inDoubt.size).toBe(0);
   });
 
   it("replays a call with an error record as its error, not in doubt", () => {
-    const { finished, inDoubt } = classifyCalls([rec("a", "started"), rec("a", "error", { error: "TypeError: no seats" })], 1);
+    const { finished, inDoubt } = classifyCalls(
+      [rec("a", "started"), rec("a", "error", { error: "TypeError: no seats" })],
+      1,
+    );
     expect(finished.get("a")?.outcome).toEqual({ status: "error", error: "TypeError: no seats" });
     expect(inDoubt.size).toBe(0);
   });
@@ -59,7 +67,11 @@ describe("classifying the calls of a cut-short round", () => {
   });
 
   it("lets the last record decide across segments: a rerun that finished replays", () => {
-    const records = [rec("a", "started"), rec("a", "started", { segment: 1 }), rec("a", "done", { segment: 1, result: 7 })];
+    const records = [
+      rec("a", "started"),
+      rec("a", "started", { segment: 1 }),
+      rec("a", "done", { segment: 1, result: 7 }),
+    ];
     const { finished, inDoubt } = classifyCalls(records, 1);
     expect(finished.get("a")?.outcome).toEqual({ status: "ok", value: 7 });
     expect(inDoubt.size).toBe(0);
@@ -72,7 +84,12 @@ describe("classifying the calls of a cut-short round", () => {
 });
 
 describe("planning a replay", () => {
-  const inDoubt = [rec("a", "started"), rec("idem", "started"), rec("b", "done", { result: 1 }), rec("c", "pending", { port: true })];
+  const inDoubt = [
+    rec("a", "started"),
+    rec("idem", "started"),
+    rec("b", "done", { result: 1 }),
+    rec("c", "pending", { port: true }),
+  ];
 
   it("raises RecoveryNeedsDecision naming each non-idempotent call in doubt: id, tool, arguments, idempotency key, why", () => {
     let error: unknown;
@@ -84,10 +101,24 @@ describe("planning a replay", () => {
     expect(error).toBeInstanceOf(RecoveryNeedsDecision);
     expect((error as RecoveryNeedsDecision).code).toBe("RECOVERY_NEEDS_DECISION");
     expect((error as RecoveryNeedsDecision).calls).toEqual([
-      { callId: "a", tool: "tool_a", args: { id: "a" }, idempotencyKey: idempotencyKeyFor("r", "a"), why: "started with no result" },
-      { callId: "c", tool: "tool_c", args: { id: "c" }, idempotencyKey: idempotencyKeyFor("r", "c"), why: "was waiting on an approval port" },
+      {
+        callId: "a",
+        tool: "tool_a",
+        args: { id: "a" },
+        idempotencyKey: idempotencyKeyFor("r", "a"),
+        why: "started with no result",
+      },
+      {
+        callId: "c",
+        tool: "tool_c",
+        args: { id: "c" },
+        idempotencyKey: idempotencyKeyFor("r", "c"),
+        why: "was waiting on an approval port",
+      },
     ]);
-    expect((error as Error).message).toMatch(/tool_a \(started with no result\), tool_c \(was waiting on an approval port\)/);
+    expect((error as Error).message).toMatch(
+      /tool_a \(started with no result\), tool_c \(was waiting on an approval port\)/,
+    );
   });
 
   it("lets in-doubt calls of idempotent tools rerun with no decision", () => {

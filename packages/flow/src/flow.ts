@@ -109,7 +109,11 @@ export class Flow<S> {
    * edge (list its `targets` to have them checked); several `from` nodes with
    * one target is a join, which runs once all of them have run.
    */
-  edge(from: string | readonly string[], to: string | readonly string[] | Router<S>, options: { readonly targets?: readonly string[] } = {}): this {
+  edge(
+    from: string | readonly string[],
+    to: string | readonly string[] | Router<S>,
+    options: { readonly targets?: readonly string[] } = {},
+  ): this {
     this.#change();
     if (typeof from !== "string") {
       if (typeof to !== "string") this.#problems.push("a join needs exactly one target node");
@@ -177,7 +181,8 @@ export class Flow<S> {
     if (entry !== undefined && problems.length === 0 && !this.#reachesEnd(entry, successors)) {
       problems.push("no end node can be reached from the entry");
     }
-    if (problems.length > 0) throw new FlowError(`Flow ${JSON.stringify(this.name)} is invalid: ${problems.join("; ")}.`);
+    if (problems.length > 0)
+      throw new FlowError(`Flow ${JSON.stringify(this.name)} is invalid: ${problems.join("; ")}.`);
     if (entry === undefined) throw new FlowError(`Flow ${JSON.stringify(this.name)} is invalid: it has no entry node.`);
     return {
       entry,
@@ -196,7 +201,11 @@ export class Flow<S> {
       const next = successors.get(name);
       if (next === undefined) continue;
       if (this.#ends.has(name) || next.routers.some((r) => r.targets === undefined)) return true;
-      const targets = [...next.to, ...next.routers.flatMap((r) => r.targets ?? []), ...this.#joins.filter((j) => j.from.includes(name)).map((j) => j.to)];
+      const targets = [
+        ...next.to,
+        ...next.routers.flatMap((r) => r.targets ?? []),
+        ...this.#joins.filter((j) => j.from.includes(name)).map((j) => j.to),
+      ];
       for (const target of targets) {
         if (!seen.has(target)) {
           seen.add(target);
@@ -213,7 +222,13 @@ export class Flow<S> {
       entry,
       nodes: [...this.#nodes.values()].map((node) =>
         node.body instanceof Call
-          ? { name: node.name, kind: "call", tool: node.body.tool, into: node.body.into ?? null, maxVisits: node.maxVisits }
+          ? {
+              name: node.name,
+              kind: "call",
+              tool: node.body.tool,
+              into: node.body.into ?? null,
+              maxVisits: node.maxVisits,
+            }
           : { name: node.name, kind: "function", maxVisits: node.maxVisits },
       ),
       edges: this.#edges.map((e) => [e.from, e.to]).sort(),

@@ -1,4 +1,15 @@
-export { Flow, type FlowOptions, type FlowNode, type NodeFn, type NodeContext, type Router, type Reducers, type Graph, type Join, type Successors } from "./flow.js";
+export {
+  Flow,
+  type FlowOptions,
+  type FlowNode,
+  type NodeFn,
+  type NodeContext,
+  type Router,
+  type Reducers,
+  type Graph,
+  type Join,
+  type Successors,
+} from "./flow.js";
 export { Call, type CallOptions } from "./call.js";
 export { FlowRunner, type FlowResult, type FlowDone, type FlowRunnerOptions, type RunOptions } from "./runner.js";
 export type { Decisions, PendingCall, PausedResult, RecoverOptions } from "@durable/core";

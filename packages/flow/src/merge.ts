@@ -7,17 +7,25 @@ import type { Reducers } from "./flow.js";
  * any other field may be written by one node only: two writers is `FlowError`.
  * Fields set to `undefined` are not writes.
  */
-export function mergeUpdates<S>(state: S, updates: ReadonlyArray<readonly [node: string, update: Partial<S>]>, reducers: Reducers<S>): S {
+export function mergeUpdates<S>(
+  state: S,
+  updates: ReadonlyArray<readonly [node: string, update: Partial<S>]>,
+  reducers: Reducers<S>,
+): S {
   const next = { ...state } as Record<string, unknown>;
   const writers = new Map<string, string>();
   for (const [node, update] of updates) {
     if (typeof update !== "object" || update === null || Array.isArray(update)) {
-      throw new FlowError(`node ${JSON.stringify(node)} returned ${JSON.stringify(update)}; a node returns an object of the fields it changes.`);
+      throw new FlowError(
+        `node ${JSON.stringify(node)} returned ${JSON.stringify(update)}; a node returns an object of the fields it changes.`,
+      );
     }
     for (const [field, value] of Object.entries(update)) {
       if (value === undefined) continue;
       // Own reducers only: a field named `constructor` or `toString` has none from Object.prototype.
-      const reducer = own(reducers as Record<string, unknown>, field) as ((a: unknown, b: unknown) => unknown) | undefined;
+      const reducer = own(reducers as Record<string, unknown>, field) as
+        | ((a: unknown, b: unknown) => unknown)
+        | undefined;
       const first = writers.get(field);
       if (reducer !== undefined) put(next, field, reducer(next[field], value));
       else if (first !== undefined) {

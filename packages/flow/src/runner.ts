@@ -1,5 +1,25 @@
-import { type CheckpointKeys, type CheckpointStore, type Decisions, type EventSink, type Executor, FlowError, type Identity, type JsonObject, type PausedResult, type RecoverOptions } from "@durable/core";
-import { checkExecutor, checkRunnerOptions, type DriverOptions, RunDriver, type RunProgram, sealerFor, type StepContext, type StepOutcome } from "@durable/core/runner";
+import {
+  type CheckpointKeys,
+  type CheckpointStore,
+  type Decisions,
+  type EventSink,
+  type Executor,
+  FlowError,
+  type Identity,
+  type JsonObject,
+  type PausedResult,
+  type RecoverOptions,
+} from "@durable/core";
+import {
+  checkExecutor,
+  checkRunnerOptions,
+  type DriverOptions,
+  RunDriver,
+  type RunProgram,
+  sealerFor,
+  type StepContext,
+  type StepOutcome,
+} from "@durable/core/runner";
 import type { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
 import { checkStoredState, settleState } from "./schema.js";
@@ -47,7 +67,11 @@ export class FlowRunner {
     checkRunnerOptions("FlowRunner", options);
     this.executor = executor;
     this.store = options.checkpoints;
-    this.#driverOptions = { store: options.checkpoints, sealer: sealerFor(options.checkpoints, options.checkpointKey), events: options.events };
+    this.#driverOptions = {
+      store: options.checkpoints,
+      sealer: sealerFor(options.checkpoints, options.checkpointKey),
+      events: options.events,
+    };
   }
 
   /** Starts a run from `input` (validated with the flow's schema) and runs it until it is done or paused. */
@@ -76,7 +100,12 @@ export class FlowRunner {
    * decisions are stored with the next checkpoint before any is spent, so one
    * resume wins: a second one of the same pause is `CheckpointConflict`.
    */
-  async resume<S>(flow: Flow<S>, runId: string, decisions: Decisions, options: RecoverOptions = {}): Promise<FlowResult<S>> {
+  async resume<S>(
+    flow: Flow<S>,
+    runId: string,
+    decisions: Decisions,
+    options: RecoverOptions = {},
+  ): Promise<FlowResult<S>> {
     const driver = this.#driver(flow);
     return driver.resume(await driver.open(runId, options.ctx), decisions, options);
   }
@@ -86,7 +115,9 @@ export class FlowRunner {
     for (const node of flow.graph.nodes.values()) {
       const tool = (node.body as { tool?: unknown }).tool;
       if (typeof tool === "string" && !this.executor.registry.has(tool)) {
-        throw new FlowError(`Node ${JSON.stringify(node.name)} of flow ${JSON.stringify(flow.name)} calls ${JSON.stringify(tool)}, which is not registered.`);
+        throw new FlowError(
+          `Node ${JSON.stringify(node.name)} of flow ${JSON.stringify(flow.name)} calls ${JSON.stringify(tool)}, which is not registered.`,
+        );
       }
     }
     return new RunDriver(flowProgram(flow, this.executor), this.#driverOptions);
@@ -103,7 +134,9 @@ function flowProgram<S>(flow: Flow<S>, executor: Executor): RunProgram<FlowData<
     async read(runId: string, stored: JsonObject): Promise<FlowData<S>> {
       const data = readFlowData(runId, stored);
       if (data.digest !== flow.digest) {
-        throw new FlowError(`The graph of flow ${JSON.stringify(flow.name)} changed since run ${JSON.stringify(runId)} was saved; finish it with the graph it started with.`);
+        throw new FlowError(
+          `The graph of flow ${JSON.stringify(flow.name)} changed since run ${JSON.stringify(runId)} was saved; finish it with the graph it started with.`,
+        );
       }
       // Checked against the schema, never transformed again.
       return { ...data, state: await checkStoredState(flow.schema, data.state, `The stored state of run ${runId}`) };
@@ -116,7 +149,12 @@ function flowProgram<S>(flow: Flow<S>, executor: Executor): RunProgram<FlowData<
       if (outcome.paused) return { paused: true };
       const state = await settleState(flow.schema, outcome.state, `The state after superstep ${round} of run ${runId}`);
       const { frontier, visits, waiting } = outcome;
-      return { paused: false, data: { state, frontier, visits, waiting, digest: data.digest }, roundOver: true, done: frontier.length === 0 };
+      return {
+        paused: false,
+        data: { state, frontier, visits, waiting, digest: data.digest },
+        roundOver: true,
+        done: frontier.length === 0,
+      };
     },
 
     result: (data, { runId, step }) => ({ status: "done", runId, step, state: data.state }),

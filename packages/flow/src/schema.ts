@@ -33,10 +33,16 @@ export async function settleState<T>(schema: StandardSchemaV1<unknown, T>, value
  * Checks that a stored state still parses to itself with the flow's schema,
  * and returns it untransformed: a stored state is never transformed again.
  */
-export async function checkStoredState<T>(schema: StandardSchemaV1<unknown, T>, stored: unknown, what: string): Promise<T> {
+export async function checkStoredState<T>(
+  schema: StandardSchemaV1<unknown, T>,
+  stored: unknown,
+  what: string,
+): Promise<T> {
   const text = canonicalJson(stored, what);
   if (canonicalJson(await validate(schema, stored, what), what) !== text) {
-    throw new InvalidInput(`${what} no longer parses to itself with the flow's schema: finish the run with the schema it started with.`);
+    throw new InvalidInput(
+      `${what} no longer parses to itself with the flow's schema: finish the run with the schema it started with.`,
+    );
   }
   return canonicalCopy(stored, what) as T;
 }

@@ -24,7 +24,12 @@ export type SuperstepOutcome<S> =
  * their updates, and computes the next frontier. A node error is thrown once
  * every node has settled; a call waiting on an approval pauses the superstep.
  */
-export async function runSuperstep<S>(flow: Flow<S>, executor: Executor, scope: CallScope, data: FlowData<S>): Promise<SuperstepOutcome<S>> {
+export async function runSuperstep<S>(
+  flow: Flow<S>,
+  executor: Executor,
+  scope: CallScope,
+  data: FlowData<S>,
+): Promise<SuperstepOutcome<S>> {
   const state = data.state;
   const graph = flow.graph;
   const visits = { ...data.visits };
@@ -33,18 +38,24 @@ export async function runSuperstep<S>(flow: Flow<S>, executor: Executor, scope: 
     const visited = (own(visits, name) ?? 0) + 1;
     put(visits, name, visited);
     if (visited > node.maxVisits) {
-      throw new FlowError(`node ${JSON.stringify(name)} ran more than ${node.maxVisits} times in run ${scope.runId}; raise maxVisits or stop the loop.`);
+      throw new FlowError(
+        `node ${JSON.stringify(name)} ran more than ${node.maxVisits} times in run ${scope.runId}; raise maxVisits or stop the loop.`,
+      );
     }
   }
   const frozen = deepFreeze(structuredClone(state));
-  const settled = await Promise.allSettled(data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)));
+  const settled = await Promise.allSettled(
+    data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)),
+  );
   await scope.settled(); // calls a node left running (a sibling of one that threw in Promise.all) land before the superstep ends
   const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
   if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
   // A node that caught the wait itself still leaves its call pending: the superstep pauses for it.
   if (settled.some((s) => s.status === "rejected") || scope.pending.length > 0) return { paused: true };
 
-  const updates = data.frontier.map((name, i) => [name, (settled[i] as PromiseFulfilledResult<Partial<S>>).value] as const);
+  const updates = data.frontier.map(
+    (name, i) => [name, (settled[i] as PromiseFulfilledResult<Partial<S>>).value] as const,
+  );
   const merged = mergeUpdates(state, updates, flow.reducers);
   const { frontier, waiting } = nextFrontier(graph, data, merged);
   return { paused: false, state: merged, frontier, visits, waiting };
@@ -74,9 +85,15 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
 }
 
 /** The nodes after a superstep: static successors, routed ones, and joins whose every source has arrived. */
-function nextFrontier<S>(graph: Graph<S>, data: FlowData<S>, state: S): { frontier: string[]; waiting: Record<string, string[]> } {
+function nextFrontier<S>(
+  graph: Graph<S>,
+  data: FlowData<S>,
+  state: S,
+): { frontier: string[]; waiting: Record<string, string[]> } {
   const next: string[] = [];
-  const waiting: Record<string, string[]> = Object.fromEntries(Object.entries(data.waiting).map(([k, v]) => [k, [...v]]));
+  const waiting: Record<string, string[]> = Object.fromEntries(
+    Object.entries(data.waiting).map(([k, v]) => [k, [...v]]),
+  );
   const add = (name: string) => {
     if (!next.includes(name)) next.push(name);
   };
@@ -87,7 +104,10 @@ function nextFrontier<S>(graph: Graph<S>, data: FlowData<S>, state: S): { fronti
     for (const { route } of successors.routers) {
       const routed = route(state);
       for (const target of typeof routed === "string" ? [routed] : routed) {
-        if (!graph.nodes.has(target)) throw new FlowError(`the router after ${JSON.stringify(name)} returned the unknown node ${JSON.stringify(target)}.`);
+        if (!graph.nodes.has(target))
+          throw new FlowError(
+            `the router after ${JSON.stringify(name)} returned the unknown node ${JSON.stringify(target)}.`,
+          );
         add(target);
       }
     }

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ApprovalDenied, CheckpointConflict, Executor, IdentityMismatch, InvalidInput, type RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import {
+  ApprovalDenied,
+  CheckpointConflict,
+  Executor,
+  IdentityMismatch,
+  InvalidInput,
+  type RecoveryNeedsDecision,
+  ToolRegistry,
+} from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";
@@ -18,10 +26,14 @@ function setup() {
   const ran = { lookup: 0, refund: 0 };
   const registry = new ToolRegistry()
     .tool("lookup", () => ++ran.lookup)
-    .tool("refund", (a: { amount: number }) => {
-      ran.refund++;
-      return `refunded ${a.amount}`;
-    }, { approval: true });
+    .tool(
+      "refund",
+      (a: { amount: number }) => {
+        ran.refund++;
+        return `refunded ${a.amount}`;
+      },
+      { approval: true },
+    );
   return { ran, registry, store: new MemoryCheckpointStore() };
 }
 
@@ -30,7 +42,12 @@ describe("approvals", () => {
     const { ran, registry, store } = setup();
     const runner = runnerOn(store, registry);
     const paused = await runner.run(flow, INPUT, { runId: "r", ctx: { user: "ada" } });
-    expect(paused).toEqual({ status: "paused", runId: "r", step: 2, approvals: [{ callId: CALL, tool: "refund", args: { amount: 50 } }] });
+    expect(paused).toEqual({
+      status: "paused",
+      runId: "r",
+      step: 2,
+      approvals: [{ callId: CALL, tool: "refund", args: { amount: 50 } }],
+    });
     expect((await store.latest("r")).status).toBe("paused");
     expect(await runner.recover(flow, "r")).toEqual(paused);
 
@@ -38,9 +55,9 @@ describe("approvals", () => {
       runner.resume(flow, "r", { [CALL]: true }),
       runnerOn(store, registry).resume(flow, "r", { [CALL]: true }),
     ]);
-    expect(results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<unknown>).value)).toEqual([
-      { status: "done", runId: "r", step: 4, state: { amount: 50, note: "refunded 50" } },
-    ]);
+    expect(
+      results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<unknown>).value),
+    ).toEqual([{ status: "done", runId: "r", step: 4, state: { amount: 50, note: "refunded 50" } }]);
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
     expect(ran).toEqual({ lookup: 1, refund: 1 });
     await expect(runner.resume(flow, "r", { [CALL]: true })).rejects.toThrow(CheckpointConflict);
@@ -50,7 +67,9 @@ describe("approvals", () => {
     const { ran, registry, store } = setup();
     const runner = runnerOn(store, registry);
     await runner.run(flow, INPUT, { runId: "r" });
-    await expect(runner.resume(flow, "r", { [CALL]: { approved: false, reason: "too much" } })).rejects.toThrow(ApprovalDenied);
+    await expect(runner.resume(flow, "r", { [CALL]: { approved: false, reason: "too much" } })).rejects.toThrow(
+      ApprovalDenied,
+    );
     expect((await store.latest("r")).status).toBe("failed");
     expect(ran.refund).toBe(0);
   });
@@ -60,14 +79,18 @@ describe("approvals", () => {
     const runner = runnerOn(store, registry);
     await runner.run(flow, INPUT, { runId: "r", ctx: { user: "ada" } });
     await expect(runner.resume(flow, "r", { "9:nope:0": true })).rejects.toThrow(InvalidInput);
-    await expect(runner.resume(flow, "r", { [CALL]: true }, { ctx: { user: "eve" } })).rejects.toThrow(IdentityMismatch);
+    await expect(runner.resume(flow, "r", { [CALL]: true }, { ctx: { user: "eve" } })).rejects.toThrow(
+      IdentityMismatch,
+    );
     expect((await store.latest("r")).status).toBe("paused");
   });
 
   it("a worker that dies before the decision is saved leaves the run paused and resumable", async () => {
     const { ran, registry, store } = setup();
     await runnerOn(store, registry).run(flow, INPUT, { runId: "r" });
-    void runnerOn(new DyingStore(store, { op: "save", step: 3, when: "before" }), registry).resume(flow, "r", { [CALL]: true });
+    void runnerOn(new DyingStore(store, { op: "save", step: 3, when: "before" }), registry).resume(flow, "r", {
+      [CALL]: true,
+    });
     await settle();
     expect((await store.latest("r")).status).toBe("paused");
     expect(await runnerOn(store, registry).resume(flow, "r", { [CALL]: true })).toMatchObject({ status: "done" });
@@ -77,10 +100,15 @@ describe("approvals", () => {
   it("a worker that dies after the decision is saved is recovered by spending the stored decision", async () => {
     const { ran, registry, store } = setup();
     await runnerOn(store, registry).run(flow, INPUT, { runId: "r" });
-    void runnerOn(new DyingStore(store, { op: "save", step: 3, when: "after" }), registry).resume(flow, "r", { [CALL]: true });
+    void runnerOn(new DyingStore(store, { op: "save", step: 3, when: "after" }), registry).resume(flow, "r", {
+      [CALL]: true,
+    });
     await settle();
     expect((await store.latest("r")).status).toBe("running");
-    expect(await runnerOn(store, registry).recover(flow, "r")).toMatchObject({ status: "done", state: { note: "refunded 50" } });
+    expect(await runnerOn(store, registry).recover(flow, "r")).toMatchObject({
+      status: "done",
+      state: { note: "refunded 50" },
+    });
     expect(ran).toEqual({ lookup: 1, refund: 1 });
   });
 
@@ -103,12 +131,18 @@ describe("approvals", () => {
     const { ran, registry, store } = setup();
     const withPort = (port: () => Promise<{ approved: boolean }>, on = store) =>
       new FlowRunner(new Executor(registry, { approvals: port }), { checkpoints: on, checkpointKey: KEY });
-    expect(await withPort(async () => ({ approved: true })).run(flow, INPUT, { runId: "ok" })).toMatchObject({ status: "done" });
+    expect(await withPort(async () => ({ approved: true })).run(flow, INPUT, { runId: "ok" })).toMatchObject({
+      status: "done",
+    });
 
     void withPort(forever).run(flow, INPUT, { runId: "r" });
     await settle();
-    const error = await withPort(async () => ({ approved: true })).recover(flow, "r").catch((e: unknown) => e);
-    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "refund", why: "was waiting on an approval port" }]);
+    const error = await withPort(async () => ({ approved: true }))
+      .recover(flow, "r")
+      .catch((e: unknown) => e);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([
+      { tool: "refund", why: "was waiting on an approval port" },
+    ]);
     const result = await withPort(async () => ({ approved: true })).recover(flow, "r", { rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", state: { note: "refunded 50" } });
     expect(ran.refund).toBe(2);

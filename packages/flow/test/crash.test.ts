@@ -7,14 +7,44 @@ const ORDER = { show: "Hamlet", seats: 2 };
 const FINAL = { show: "Hamlet", seats: 2, note: "mailed Hamlet" };
 
 /** `ran`: the tool ran in the dying worker; `inDoubt`: its call is in doubt on recovery. */
-type Point = { name: string; crash: (tool: string, step: number) => CrashPoint | "inside"; inDoubt: boolean; ran: boolean };
+type Point = {
+  name: string;
+  crash: (tool: string, step: number) => CrashPoint | "inside";
+  inDoubt: boolean;
+  ran: boolean;
+};
 const POINTS: Point[] = [
-  { name: "before the started record", crash: (tool) => ({ op: "recordCall", kind: "started", tool, when: "before" }), inDoubt: false, ran: false },
-  { name: "after started, before the tool", crash: (tool) => ({ op: "recordCall", kind: "started", tool, when: "after" }), inDoubt: true, ran: false },
+  {
+    name: "before the started record",
+    crash: (tool) => ({ op: "recordCall", kind: "started", tool, when: "before" }),
+    inDoubt: false,
+    ran: false,
+  },
+  {
+    name: "after started, before the tool",
+    crash: (tool) => ({ op: "recordCall", kind: "started", tool, when: "after" }),
+    inDoubt: true,
+    ran: false,
+  },
   { name: "inside the tool", crash: () => "inside", inDoubt: true, ran: true },
-  { name: "after the tool, before done", crash: (tool) => ({ op: "recordCall", kind: "done", tool, when: "before" }), inDoubt: true, ran: true },
-  { name: "after done, before the checkpoint", crash: (_, step) => ({ op: "save", step, when: "before" }), inDoubt: false, ran: true },
-  { name: "after the checkpoint", crash: (_, step) => ({ op: "save", step, when: "after" }), inDoubt: false, ran: true },
+  {
+    name: "after the tool, before done",
+    crash: (tool) => ({ op: "recordCall", kind: "done", tool, when: "before" }),
+    inDoubt: true,
+    ran: true,
+  },
+  {
+    name: "after done, before the checkpoint",
+    crash: (_, step) => ({ op: "save", step, when: "before" }),
+    inDoubt: false,
+    ran: true,
+  },
+  {
+    name: "after the checkpoint",
+    crash: (_, step) => ({ op: "save", step, when: "after" }),
+    inDoubt: false,
+    ran: true,
+  },
 ];
 
 describe("a worker dies at every point of every call of the tickets flow", () => {

@@ -1,7 +1,14 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CheckpointConflict, CheckpointNotFound, type DurableEvent, FlowError, InvalidInput, ToolRegistry } from "@durable/core";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type DurableEvent,
+  FlowError,
+  InvalidInput,
+  ToolRegistry,
+} from "@durable/core";
 import { Call, Flow } from "../src/index.js";
 import { MemoryCheckpointStore, Tools, runnerOn, ticketsFlow } from "./helpers.js";
 
@@ -13,7 +20,12 @@ describe("running a flow", () => {
     const events: DurableEvent[] = [];
     const tools = new Tools();
     const result = await runnerOn(store, tools.registry(), events).run(ticketsFlow(), ORDER, { runId: "order-7" });
-    expect(result).toEqual({ status: "done", runId: "order-7", step: 3, state: { show: "Hamlet", seats: 2, note: "mailed Hamlet" } });
+    expect(result).toEqual({
+      status: "done",
+      runId: "order-7",
+      step: 3,
+      state: { show: "Hamlet", seats: 2, note: "mailed Hamlet" },
+    });
     expect(events.filter((e) => e.type === "checkpoint.saved").map((e) => [e.step, e.status])).toEqual([
       [0, "running"],
       [1, "running"],
@@ -81,7 +93,9 @@ describe("running a flow", () => {
       .end("stop");
     const runner = runnerOn(store, new ToolRegistry());
     expect(await runner.run(counting, { n: 0 })).toMatchObject({ status: "done", state: { n: 2 } });
-    const looping = new Flow("loop", { state: State }).node("inc", (s) => ({ n: s.n + 1 }), { maxVisits: 3 }).edge("inc", () => "inc");
+    const looping = new Flow("loop", { state: State })
+      .node("inc", (s) => ({ n: s.n + 1 }), { maxVisits: 3 })
+      .edge("inc", () => "inc");
     await expect(runner.run(looping, { n: 0 }, { runId: "loop-1" })).rejects.toThrow(/ran more than 3 times/);
     expect((await store.latest("loop-1")).status).toBe("failed");
   });
@@ -94,7 +108,9 @@ describe("running a flow", () => {
       .node("b", () => ({ x: 2 }))
       .edge("start", ["a", "b"])
       .end("a", "b");
-    await expect(runnerOn(new MemoryCheckpointStore(), new ToolRegistry()).run(flow, { x: 0 })).rejects.toThrow(/"a" and "b" both wrote "x"/);
+    await expect(runnerOn(new MemoryCheckpointStore(), new ToolRegistry()).run(flow, { x: 0 })).rejects.toThrow(
+      /"a" and "b" both wrote "x"/,
+    );
   });
 
   it("saves the run as failed and throws the tool's own error when a tool fails", async () => {
@@ -112,7 +128,9 @@ describe("running a flow", () => {
 
   it("works with any Standard Schema: valibot too", async () => {
     const flow = new Flow("v", { state: v.object({ n: v.number() }) }).node("inc", (s) => ({ n: s.n + 1 })).end("inc");
-    expect(await runnerOn(new MemoryCheckpointStore(), new ToolRegistry()).run(flow, { n: 1 })).toMatchObject({ state: { n: 2 } });
+    expect(await runnerOn(new MemoryCheckpointStore(), new ToolRegistry()).run(flow, { n: 1 })).toMatchObject({
+      state: { n: 2 },
+    });
   });
 });
 
@@ -129,22 +147,41 @@ describe("bad input", () => {
 
   it("an update that fails the schema fails the run with a message naming the field", async () => {
     const store = new MemoryCheckpointStore();
-    const flow = new Flow("upd", { state: z.object({ n: z.number() }) }).node("bad", () => ({ n: "x" as never })).end("bad");
+    const flow = new Flow("upd", { state: z.object({ n: z.number() }) })
+      .node("bad", () => ({ n: "x" as never }))
+      .end("bad");
     await expect(runnerOn(store, new ToolRegistry()).run(flow, { n: 1 }, { runId: "r" })).rejects.toThrow(/n: /);
     expect((await store.latest("r")).status).toBe("failed");
   });
 
   it("an invalid graph is FlowError listing its problems", () => {
     const State = z.object({});
-    expect(() => new Flow("g", { state: State }).node("a", () => ({})).edge("a", "nowhere").graph).toThrow(/unknown node "nowhere"/);
-    expect(() => new Flow("g", { state: State }).node("a", () => ({})).node("a", () => ({})).end("a").graph).toThrow(/used twice/);
-    expect(() => new Flow("g", { state: State }).node("a", () => ({})).node("b", () => ({})).edge("a", "b").edge("b", "a").graph).toThrow(FlowError);
+    expect(() => new Flow("g", { state: State }).node("a", () => ({})).edge("a", "nowhere").graph).toThrow(
+      /unknown node "nowhere"/,
+    );
+    expect(
+      () =>
+        new Flow("g", { state: State })
+          .node("a", () => ({}))
+          .node("a", () => ({}))
+          .end("a").graph,
+    ).toThrow(/used twice/);
+    expect(
+      () =>
+        new Flow("g", { state: State })
+          .node("a", () => ({}))
+          .node("b", () => ({}))
+          .edge("a", "b")
+          .edge("b", "a").graph,
+    ).toThrow(FlowError);
     expect(() => new Flow("g", { state: State }).graph).toThrow(/no nodes/);
   });
 
   it("a Call of a tool that is not registered is FlowError before anything is saved", async () => {
     const store = new MemoryCheckpointStore();
-    await expect(runnerOn(store, new ToolRegistry()).run(ticketsFlow(), ORDER, { runId: "r" })).rejects.toThrow(/not registered/);
+    await expect(runnerOn(store, new ToolRegistry()).run(ticketsFlow(), ORDER, { runId: "r" })).rejects.toThrow(
+      /not registered/,
+    );
     await expect(store.latest("r")).rejects.toThrow(CheckpointNotFound);
   });
 });
@@ -154,7 +191,11 @@ describe("the graph digest", () => {
     const State = z.object({ n: z.number() });
     const one = new Flow("d", { state: State }).node("a", (s) => ({ n: s.n + 1 })).end("a");
     const two = new Flow("d", { state: State }).node("a", (s) => ({ n: s.n + 2 })).end("a");
-    const three = new Flow("d", { state: State }).node("a", (s) => ({ n: s.n + 1 })).node("b", () => ({})).edge("a", "b").end("b");
+    const three = new Flow("d", { state: State })
+      .node("a", (s) => ({ n: s.n + 1 }))
+      .node("b", () => ({}))
+      .edge("a", "b")
+      .end("b");
     expect(one.digest).toBe(two.digest);
     expect(one.digest).not.toBe(three.digest);
     expect(ticketsFlow().digest).toBe(ticketsFlow().digest);

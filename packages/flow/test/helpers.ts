@@ -1,4 +1,10 @@
-import { type CheckpointStore, type DurableEvent, Executor, MemoryCheckpointStore, type ToolRegistry } from "@durable/core";
+import {
+  type CheckpointStore,
+  type DurableEvent,
+  Executor,
+  MemoryCheckpointStore,
+  type ToolRegistry,
+} from "@durable/core";
 import { z } from "zod";
 import { Call, Flow, FlowRunner } from "../src/index.js";
 

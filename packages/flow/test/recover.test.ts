@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { CheckpointConflict, CheckpointNotFound, type DurableEvent, FlowError, IdentityMismatch, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type DurableEvent,
+  FlowError,
+  IdentityMismatch,
+  RecoveryNeedsDecision,
+  ToolRegistry,
+} from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow } from "../src/index.js";
 import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, ticketsFlow } from "./helpers.js";
@@ -9,7 +17,11 @@ const ORDER = { show: "Hamlet", seats: 2 };
 
 /** A run whose worker died right after saving step `step`. */
 async function crashedAfterStep(store: MemoryCheckpointStore, tools: Tools, runId: string, step: number) {
-  void runnerOn(new DyingStore(store, { op: "save", step, when: "after" }), tools.registry()).run(ticketsFlow(), ORDER, { runId });
+  void runnerOn(new DyingStore(store, { op: "save", step, when: "after" }), tools.registry()).run(
+    ticketsFlow(),
+    ORDER,
+    { runId },
+  );
   await settle();
 }
 
@@ -40,7 +52,10 @@ describe("recovery", () => {
         await gate;
         return "charged";
       })
-      .tool("email_tickets", tools.tool("email_tickets", () => "mailed"));
+      .tool(
+        "email_tickets",
+        tools.tool("email_tickets", () => "mailed"),
+      );
     const first = runnerOn(store, registry).run(ticketsFlow(), ORDER, { runId: "r" });
     await settle();
     // Another worker takes the run over: charge_card is in doubt, so it stops there, holding the claim.
@@ -57,9 +72,18 @@ describe("recovery", () => {
     const State = z.object({ a: z.string(), b: z.string(), c: z.string() });
     const tools = new Tools();
     const registry = new ToolRegistry()
-      .tool("ta", tools.tool("ta", () => "A"))
-      .tool("tb", tools.tool("tb", () => "B"))
-      .tool("tc", tools.tool("tc", () => "C"));
+      .tool(
+        "ta",
+        tools.tool("ta", () => "A"),
+      )
+      .tool(
+        "tb",
+        tools.tool("tb", () => "B"),
+      )
+      .tool(
+        "tc",
+        tools.tool("tc", () => "C"),
+      );
     const flow = new Flow("fan", { state: State })
       .node("start", () => ({}))
       .node("a", new Call("ta", { args: () => ({}), into: "a" }))
@@ -72,7 +96,9 @@ describe("recovery", () => {
     void runnerOn(store, registry).run(flow, { a: "", b: "", c: "" }, { runId: "r" });
     await settle();
     tools.hangInside = undefined;
-    const error = await runnerOn(store, registry).recover(flow, "r").catch((e: unknown) => e);
+    const error = await runnerOn(store, registry)
+      .recover(flow, "r")
+      .catch((e: unknown) => e);
     expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "tc", why: "started with no result" }]);
     const events: DurableEvent[] = [];
     const result = await runnerOn(store, registry, events).recover(flow, "r", { rerunInDoubt: true });
@@ -89,7 +115,11 @@ describe("recovery", () => {
       .node("pay", async (_, ctx) => ({ note: String(await ctx.call("charge_card", { seats })) }))
       .end("pay");
     const store = new MemoryCheckpointStore();
-    void runnerOn(new DyingStore(store, { op: "save", step: 1, when: "before" }), tools.registry()).run(flow, { note: "" }, { runId: "r" });
+    void runnerOn(new DyingStore(store, { op: "save", step: 1, when: "before" }), tools.registry()).run(
+      flow,
+      { note: "" },
+      { runId: "r" },
+    );
     await settle();
     seats = 3;
     const events: DurableEvent[] = [];
@@ -97,7 +127,10 @@ describe("recovery", () => {
     expect(result).toMatchObject({ state: { note: "charged 120" } });
     expect(tools.count("charge_card")).toBe(2);
     const saved = events.filter((e) => e.type === "checkpoint.saved").at(-1);
-    expect(saved).toMatchObject({ status: "done", unreplayed: [{ callId: callIdOf(1, "pay", "charge_card", { seats: 2 }), tool: "charge_card" }] });
+    expect(saved).toMatchObject({
+      status: "done",
+      unreplayed: [{ callId: callIdOf(1, "pay", "charge_card", { seats: 2 }), tool: "charge_card" }],
+    });
   });
 
   it("returns a paused run as its paused result, and refuses ended, unknown, changed and foreign runs", async () => {
@@ -109,7 +142,10 @@ describe("recovery", () => {
     await expect(runner.recover(ticketsFlow(), "nope")).rejects.toThrow(CheckpointNotFound);
 
     await crashedAfterStep(store, tools, "cut", 1);
-    const changed = ticketsFlow().node("extra", () => ({})).edge("send", "extra").end("extra");
+    const changed = ticketsFlow()
+      .node("extra", () => ({}))
+      .edge("send", "extra")
+      .end("extra");
     await expect(runner.recover(changed, "cut")).rejects.toThrow(FlowError);
     const other = new Flow("other", { state: z.object({}) }).node("x", () => ({})).end("x");
     await expect(runner.recover(other, "cut")).rejects.toThrow(/belongs to flow "tickets"/);
@@ -126,7 +162,11 @@ describe("identity on recovery", () => {
 
   async function crashed(store: MemoryCheckpointStore, runId: string, ctx: object) {
     const registry = new ToolRegistry().tool("noop", () => null, { idempotent: true });
-    void runnerOn(new DyingStore(store, { op: "save", step: 1, when: "after" }), registry).run(flow, { who: "" }, { runId, ctx });
+    void runnerOn(new DyingStore(store, { op: "save", step: 1, when: "after" }), registry).run(
+      flow,
+      { who: "" },
+      { runId, ctx },
+    );
     await settle();
     return runnerOn(store, registry);
   }
@@ -147,6 +187,8 @@ describe("identity on recovery", () => {
     expect([...all.keys()].sort()).toEqual(["p", "q"]);
     expect(all.get("p")).toBeInstanceOf(IdentityMismatch);
     expect(all.get("q")).toMatchObject({ status: "done", state: { who: "bob/undefined" } });
-    expect(await runner.recover(flow, "p", { ctx: { user: "ada", principal: "svc-1" } })).toMatchObject({ status: "done" });
+    expect(await runner.recover(flow, "p", { ctx: { user: "ada", principal: "svc-1" } })).toMatchObject({
+      status: "done",
+    });
   });
 });

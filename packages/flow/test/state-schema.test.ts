@@ -5,14 +5,24 @@ import { Flow } from "../src/index.js";
 import { DyingStore, MemoryCheckpointStore, runnerOn, settle } from "./helpers.js";
 
 /** Dollars in, cents stored: a transform that changes its own output when it parses it again. */
-const Dollars = z.object({ amount: z.number().transform((dollars) => Math.round(dollars * 100)), note: z.string().default("") });
+const Dollars = z.object({
+  amount: z.number().transform((dollars) => Math.round(dollars * 100)),
+  note: z.string().default(""),
+});
 /** Trimming parses its own output back to itself. */
 const Trimmed = z.object({ name: z.string().trim(), cents: z.number(), note: z.string().default("") });
 
 function chargeFlow<S extends { note: string }>(name: string, schema: z.ZodType<S, unknown>, cents: (s: S) => number) {
   return new Flow<S>(name, { state: schema as never })
-    .node("charge", async (s: S, ctx) => ({ note: String(await ctx.call("charge", { cents: cents(s) })) }) as Partial<S>)
-    .node("mail", async (s: S, ctx) => ({ note: `${s.note}; ${String(await ctx.call("mail", { cents: cents(s) }))}` }) as Partial<S>)
+    .node(
+      "charge",
+      async (s: S, ctx) => ({ note: String(await ctx.call("charge", { cents: cents(s) })) }) as Partial<S>,
+    )
+    .node(
+      "mail",
+      async (s: S, ctx) =>
+        ({ note: `${s.note}; ${String(await ctx.call("mail", { cents: cents(s) }))}` }) as Partial<S>,
+    )
     .edge("charge", "mail")
     .end("mail");
 }
@@ -43,10 +53,17 @@ describe("the state schema", () => {
     const charged: number[] = [];
     const flow = chargeFlow("trimmed", Trimmed, (s) => (s as { cents: number }).cents);
     // The worker dies after the charge's checkpoint, before the mail's.
-    void runnerOn(new DyingStore(store, { op: "save", step: 2, when: "before" }), registry(charged)).run(flow, { name: "  Ada ", cents: 1250 }, { runId: "r" });
+    void runnerOn(new DyingStore(store, { op: "save", step: 2, when: "before" }), registry(charged)).run(
+      flow,
+      { name: "  Ada ", cents: 1250 },
+      { runId: "r" },
+    );
     await settle();
     const result = await runnerOn(store, registry(charged)).recover(flow, "r");
-    expect(result).toMatchObject({ status: "done", state: { name: "Ada", cents: 1250, note: "charged 1250; mailed 1250" } });
+    expect(result).toMatchObject({
+      status: "done",
+      state: { name: "Ada", cents: 1250, note: "charged 1250; mailed 1250" },
+    });
     expect(charged).toEqual([1250]);
   });
 });

@@ -41,7 +41,9 @@ describe("a superstep ends only once every call it made has settled", () => {
 
   it("saves a failure only after the slow sibling of the failing call landed", async () => {
     const store = new MemoryCheckpointStore();
-    await expect(runnerOn(store, registry()).run(flowWith("broken"), { note: "" }, { runId: "r" })).rejects.toThrow("card declined");
+    await expect(runnerOn(store, registry()).run(flowWith("broken"), { note: "" }, { runId: "r" })).rejects.toThrow(
+      "card declined",
+    );
     const latest = await DurableRun.latest(store, Sealer.withKeys(KEY), "r");
     expect(latest.status).toBe("failed");
     expect(latest.calls).toEqual([3]); // broken started, charge started, charge done

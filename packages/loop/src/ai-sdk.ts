@@ -30,7 +30,11 @@ export function aiSdkModel(model: LanguageModel, settings: AiSdkSettings = {}): 
       });
       return {
         text: result.text,
-        toolCalls: result.toolCalls.map((call) => ({ id: call.toolCallId, name: call.toolName, args: call.input as JsonValue })),
+        toolCalls: result.toolCalls.map((call) => ({
+          id: call.toolCallId,
+          name: call.toolName,
+          args: call.input as JsonValue,
+        })),
       };
     },
   };
@@ -58,13 +62,24 @@ function toModelMessage(message: Message): ModelMessage {
         role: "assistant",
         content: [
           ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-          ...(message.toolCalls ?? []).map((call) => ({ type: "tool-call" as const, toolCallId: call.id, toolName: call.name, input: call.args })),
+          ...(message.toolCalls ?? []).map((call) => ({
+            type: "tool-call" as const,
+            toolCallId: call.id,
+            toolName: call.name,
+            input: call.args,
+          })),
         ],
       };
     case "tool": {
       // A tool's error (`isError`) reaches the model as an error result, as the AI SDK gives a tool's own errors.
-      const output = { type: message.isError === true ? ("error-text" as const) : ("text" as const), value: message.content };
-      return { role: "tool", content: [{ type: "tool-result", toolCallId: message.toolCallId, toolName: message.name, output }] };
+      const output = {
+        type: message.isError === true ? ("error-text" as const) : ("text" as const),
+        value: message.content,
+      };
+      return {
+        role: "tool",
+        content: [{ type: "tool-result", toolCallId: message.toolCallId, toolName: message.name, output }],
+      };
     }
   }
 }

@@ -11,13 +11,17 @@ import type { Message } from "./model.js";
  */
 export function checkLoopArgs(where: string, model: unknown, registry: unknown, options: unknown): void {
   if (typeof (model as { reply?: unknown } | null | undefined)?.reply !== "function") {
-    throw new InvalidInput(`${where} takes a model with a reply(messages, tools) method (for example aiSdkModel(…)), not ${describeType(model)}.`);
+    throw new InvalidInput(
+      `${where} takes a model with a reply(messages, tools) method (for example aiSdkModel(…)), not ${describeType(model)}.`,
+    );
   }
   checkRegistry(where, registry);
   checkRunnerOptions(where, options);
   const toolErrors = (options as { toolErrors?: unknown }).toolErrors;
   if (toolErrors !== undefined && toolErrors !== "model" && toolErrors !== "fail") {
-    throw new InvalidInput(`${where}: toolErrors must be "model" or "fail", not ${typeof toolErrors === "string" ? JSON.stringify(toolErrors) : describeType(toolErrors)}.`);
+    throw new InvalidInput(
+      `${where}: toolErrors must be "model" or "fail", not ${typeof toolErrors === "string" ? JSON.stringify(toolErrors) : describeType(toolErrors)}.`,
+    );
   }
 }
 
@@ -27,11 +31,14 @@ export function checkLoopArgs(where: string, model: unknown, registry: unknown, 
  * a known role and a string content. Anything else is `InvalidInput`.
  */
 export function readInputMessages(where: string, messages: unknown): Message[] {
-  if (!Array.isArray(messages)) throw new InvalidInput(`${where}: messages must be a list of messages, not ${describeType(messages)}.`);
+  if (!Array.isArray(messages))
+    throw new InvalidInput(`${where}: messages must be a list of messages, not ${describeType(messages)}.`);
   const copy = canonicalCopy(messages, `${where}: messages`);
   const read = readHistory(Array.isArray(copy) ? copy : []);
   if ("bad" in read) {
-    throw new InvalidInput(`${where}: messages[${read.bad}] must be { role: "system" | "user" | "assistant" | "tool", content: string, … }.`);
+    throw new InvalidInput(
+      `${where}: messages[${read.bad}] must be { role: "system" | "user" | "assistant" | "tool", content: string, … }.`,
+    );
   }
   return read.history;
 }

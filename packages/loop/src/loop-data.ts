@@ -32,7 +32,9 @@ export function loopDataJson(data: LoopData): JsonObject {
 }
 
 /** Every message of a history, read with `readMessage`; or the index of the first that is not a message. */
-export function readHistory(messages: readonly JsonValue[]): { readonly history: Message[] } | { readonly bad: number } {
+export function readHistory(
+  messages: readonly JsonValue[],
+): { readonly history: Message[] } | { readonly bad: number } {
   const history: Message[] = [];
   for (const [index, value] of messages.entries()) {
     const message = readMessage(value);

@@ -16,7 +16,13 @@ export interface ToolCallRequest {
 export type Message =
   | { readonly role: "system" | "user"; readonly content: string }
   | { readonly role: "assistant"; readonly content: string; readonly toolCalls?: readonly ToolCallRequest[] }
-  | { readonly role: "tool"; readonly toolCallId: string; readonly name: string; readonly content: string; readonly isError?: boolean };
+  | {
+      readonly role: "tool";
+      readonly toolCallId: string;
+      readonly name: string;
+      readonly content: string;
+      readonly isError?: boolean;
+    };
 
 /** A tool as the model sees it. */
 export interface ToolSpec {
@@ -58,7 +64,8 @@ export function readMessage(value: JsonValue): Message | undefined {
     }
     case "tool": {
       const { toolCallId, name, isError } = value;
-      if (!isString(toolCallId) || !isString(name) || (isError !== undefined && typeof isError !== "boolean")) return undefined;
+      if (!isString(toolCallId) || !isString(name) || (isError !== undefined && typeof isError !== "boolean"))
+        return undefined;
       return { role, toolCallId, name, content, ...(isError === true ? { isError } : {}) };
     }
     default:
@@ -77,7 +84,9 @@ export function messageJson(message: Message): JsonObject {
   switch (message.role) {
     case "assistant": {
       const { role, content, toolCalls } = message;
-      return toolCalls === undefined ? { role, content } : { role, content, toolCalls: toolCalls.map(({ id, name, args }) => ({ id, name, args })) };
+      return toolCalls === undefined
+        ? { role, content }
+        : { role, content, toolCalls: toolCalls.map(({ id, name, args }) => ({ id, name, args })) };
     }
     case "tool": {
       const { role, toolCallId, name, content, isError } = message;

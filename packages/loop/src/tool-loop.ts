@@ -1,5 +1,27 @@
-import { type ApprovalPort, type CheckpointKeys, CheckpointNotFound, type CheckpointStore, type Decisions, type EventSink, Executor, type Identity, InvalidInput, type PausedResult, type ToolRegistry } from "@durable/core";
-import { type CallRecord, type CallScope, canonicalCopy, faultPoint, RunDriver, type RunProgram, sealerFor, type StepContext, type StepOutcome } from "@durable/core/runner";
+import {
+  type ApprovalPort,
+  type CheckpointKeys,
+  CheckpointNotFound,
+  type CheckpointStore,
+  type Decisions,
+  type EventSink,
+  Executor,
+  type Identity,
+  InvalidInput,
+  type PausedResult,
+  type ToolRegistry,
+} from "@durable/core";
+import {
+  type CallRecord,
+  type CallScope,
+  canonicalCopy,
+  faultPoint,
+  RunDriver,
+  type RunProgram,
+  sealerFor,
+  type StepContext,
+  type StepOutcome,
+} from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import { loopDataJson, readLoopData, type LoopData } from "./loop-data.js";
 import { readMessage, type LoopModel, type Message, type ModelReply, type ToolSpec } from "./model.js";
@@ -59,25 +81,41 @@ export interface ToolLoopOptions extends LoopStoreOptions {
  * each through the call log. With the `runId` of a stored loop, resumes it
  * with `decisions` instead.
  */
-export async function runToolLoop(model: LoopModel, registry: ToolRegistry, messages: readonly Message[], options: ToolLoopOptions): Promise<LoopResult> {
+export async function runToolLoop(
+  model: LoopModel,
+  registry: ToolRegistry,
+  messages: readonly Message[],
+  options: ToolLoopOptions,
+): Promise<LoopResult> {
   checkLoopArgs("runToolLoop", model, registry, options);
   const history = readInputMessages("runToolLoop", messages);
   const driver = loopDriver(model, registry, options);
-  const stored = options.runId === undefined ? undefined : await driver.open(options.runId, options.ctx).catch(ifNotFound);
+  const stored =
+    options.runId === undefined ? undefined : await driver.open(options.runId, options.ctx).catch(ifNotFound);
   if (stored !== undefined) return driver.resume(stored, options.decisions ?? {}, options);
   const maxSteps = options.maxSteps ?? 20;
-  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1) throw new InvalidInput(`maxSteps must be a whole number ≥ 1, not ${maxSteps}.`);
+  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1)
+    throw new InvalidInput(`maxSteps must be a whole number ≥ 1, not ${maxSteps}.`);
   return driver.start({ messages: history, stage: "start", modelCalls: 0, maxSteps }, options);
 }
 
 /** Goes on with a tool loop from its last checkpoint on any worker; a paused loop comes back paused. */
-export async function recoverToolLoop(model: LoopModel, registry: ToolRegistry, runId: string, options: LoopStoreOptions): Promise<LoopResult> {
+export async function recoverToolLoop(
+  model: LoopModel,
+  registry: ToolRegistry,
+  runId: string,
+  options: LoopStoreOptions,
+): Promise<LoopResult> {
   checkLoopArgs("recoverToolLoop", model, registry, options);
   return loopDriver(model, registry, options).recover(runId, options);
 }
 
 /** Recovers every unfinished tool loop of the name (`options.name`), mapping each run id to its result or to the error that stopped it. */
-export async function recoverAllToolLoops(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): Promise<Map<string, LoopResult | Error>> {
+export async function recoverAllToolLoops(
+  model: LoopModel,
+  registry: ToolRegistry,
+  options: LoopStoreOptions,
+): Promise<Map<string, LoopResult | Error>> {
   checkLoopArgs("recoverAllToolLoops", model, registry, options);
   return loopDriver(model, registry, options).recoverAll(options);
 }
@@ -88,9 +126,16 @@ function ifNotFound(error: unknown): undefined {
 }
 
 /** The driver of one loop: one step is a model reply, or the tool round of the last reply. */
-function loopDriver(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): RunDriver<LoopData, LoopDone> {
+function loopDriver(
+  model: LoopModel,
+  registry: ToolRegistry,
+  options: LoopStoreOptions,
+): RunDriver<LoopData, LoopDone> {
   const recordErrors = (options.toolErrors ?? "model") === "model";
-  const executor = new Executor(registry, { ...(options.approvals === undefined ? {} : { approvals: options.approvals }), recordErrors });
+  const executor = new Executor(registry, {
+    ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
+    recordErrors,
+  });
   const specs: ToolSpec[] = registry.list().map(({ name, description, parameters }) => ({
     name,
     ...(description === undefined ? {} : { description }),
@@ -103,14 +148,26 @@ function loopDriver(model: LoopModel, registry: ToolRegistry, options: LoopStore
     read: readLoopData,
     write: loopDataJson,
     claimed: withModelCalls,
-    step: (data, context) => (data.stage === "model-reply" ? toolRound(executor, data, context.scope) : modelReply(model, specs, data, context)),
+    step: (data, context) =>
+      data.stage === "model-reply" ? toolRound(executor, data, context.scope) : modelReply(model, specs, data, context),
     result: (data, { runId, step }) => {
       const last = data.messages.findLast((m) => m.role === "assistant");
-      return { status: "done", runId, step, messages: data.messages, text: last?.content ?? "", stopped: data.stopped ?? "final" };
+      return {
+        status: "done",
+        runId,
+        step,
+        messages: data.messages,
+        text: last?.content ?? "",
+        stopped: data.stopped ?? "final",
+      };
     },
     saved: (data) => ({ stage: data.stage }),
   };
-  return new RunDriver(program, { store: options.checkpoints, sealer: sealerFor(options.checkpoints, options.checkpointKey), events: options.events });
+  return new RunDriver(program, {
+    store: options.checkpoints,
+    sealer: sealerFor(options.checkpoints, options.checkpointKey),
+    events: options.events,
+  });
 }
 
 /**
@@ -123,23 +180,42 @@ function withModelCalls(data: LoopData, records: readonly CallRecord[]): LoopDat
 }
 
 /** Asks the model for its next reply, which opens the round; a reply with no tool call ends the loop, as does `maxSteps`. */
-async function modelReply(model: LoopModel, specs: readonly ToolSpec[], data: LoopData, { log, round }: StepContext): Promise<StepOutcome<LoopData>> {
-  if (data.modelCalls >= data.maxSteps) return { paused: false, data: { ...data, stopped: "max-steps" }, roundOver: false, done: true };
+async function modelReply(
+  model: LoopModel,
+  specs: readonly ToolSpec[],
+  data: LoopData,
+  { log, round }: StepContext,
+): Promise<StepOutcome<LoopData>> {
+  if (data.modelCalls >= data.maxSteps)
+    return { paused: false, data: { ...data, stopped: "max-steps" }, roundOver: false, done: true };
   // Stored before the model is asked, so maxSteps bounds the calls made, crashes included.
   await log.append({ round, callId: `model:${data.modelCalls + 1}`, tool: "model", kind: "model", args: null });
   faultPoint("model.before-call");
   const message = pinned(await model.reply(data.messages, specs));
-  const next: LoopData = { ...data, messages: [...data.messages, message], modelCalls: data.modelCalls + 1, stage: "model-reply" };
-  if (message.role !== "assistant" || message.toolCalls === undefined) return { paused: false, data: { ...next, stopped: "final" }, roundOver: false, done: true };
+  const next: LoopData = {
+    ...data,
+    messages: [...data.messages, message],
+    modelCalls: data.modelCalls + 1,
+    stage: "model-reply",
+  };
+  if (message.role !== "assistant" || message.toolCalls === undefined)
+    return { paused: false, data: { ...next, stopped: "final" }, roundOver: false, done: true };
   return { paused: false, data: next, roundOver: false, done: false };
 }
 
 /** The model's reply as the history keeps it (plain JSON, as replay gives it); a reply of another shape is `InvalidInput`. */
 function pinned(reply: ModelReply): Message {
   const calls: unknown = reply?.toolCalls;
-  const said = { role: "assistant", content: reply?.text, ...(Array.isArray(calls) && calls.length > 0 ? { toolCalls: calls } : {}) };
+  const said = {
+    role: "assistant",
+    content: reply?.text,
+    ...(Array.isArray(calls) && calls.length > 0 ? { toolCalls: calls } : {}),
+  };
   const message = Array.isArray(calls) ? readMessage(canonicalCopy(said, "the model's reply")) : undefined;
-  if (message === undefined) throw new InvalidInput("The model's reply must be { text: string, toolCalls: [{ id: string, name: string, args }] }.");
+  if (message === undefined)
+    throw new InvalidInput(
+      "The model's reply must be { text: string, toolCalls: [{ id: string, name: string, args }] }.",
+    );
   return message;
 }
 
@@ -154,8 +230,15 @@ async function toolRound(executor: Executor, data: LoopData, scope: CallScope): 
   const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
   const round = Promise.all(
     calls.map(async (call): Promise<Message | undefined> => {
-      const reply = (content: string, isError = false): Message => ({ role: "tool", toolCallId: call.id, name: call.name, content, ...(isError ? { isError } : {}) });
-      if (!executor.registry.has(call.name)) return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, true);
+      const reply = (content: string, isError = false): Message => ({
+        role: "tool",
+        toolCallId: call.id,
+        name: call.name,
+        content,
+        ...(isError ? { isError } : {}),
+      });
+      if (!executor.registry.has(call.name))
+        return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, true);
       const outcome = await executor.call(scope, call.id, call.name, call.args);
       switch (outcome.status) {
         case "pending":
@@ -176,5 +259,10 @@ async function toolRound(executor: Executor, data: LoopData, scope: CallScope): 
     await scope.settled(); // a call left running when another threw lands first
   }
   if (!results.every((result) => result !== undefined)) return { paused: true };
-  return { paused: false, data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" }, roundOver: true, done: false };
+  return {
+    paused: false,
+    data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" },
+    roundOver: true,
+    done: false,
+  };
 }

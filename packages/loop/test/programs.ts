@@ -5,10 +5,24 @@
  * for a refund that needs an approval, so the run pauses there.
  */
 import { z } from "zod";
-import { type CheckpointStore, type DurableEvent, Executor, type Identity, type RunKind, ToolRegistry } from "@durable/core";
+import {
+  type CheckpointStore,
+  type DurableEvent,
+  Executor,
+  type Identity,
+  type RunKind,
+  ToolRegistry,
+} from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "@durable/flow";
-import { recoverAllToolLoops, recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
+import {
+  recoverAllToolLoops,
+  recoverToolLoop,
+  runToolLoop,
+  type LoopModel,
+  type Message,
+  type ModelReply,
+} from "../src/index.js";
 import type { Tools } from "@durable/test-utils/tools";
 
 export const KEY = "driver-tests-key-0123456789abcdef-xyz";
@@ -27,7 +41,12 @@ export interface Options {
 }
 
 /** What a run returned, as both programs shape it. */
-export type Outcome = { readonly status: "done" | "paused"; readonly runId: string; readonly step: number; readonly approvals?: ReadonlyArray<{ readonly callId: string }> };
+export type Outcome = {
+  readonly status: "done" | "paused";
+  readonly runId: string;
+  readonly step: number;
+  readonly approvals?: ReadonlyArray<{ readonly callId: string }>;
+};
 
 /** One program's entry points on a store. */
 export interface Worker {
@@ -53,12 +72,21 @@ export interface Program {
 /** The tools of the order, counting their runs; `tools.hangInside` makes one hang, as in a worker that died inside it. */
 export function orderTools(tools: Tools, charge: () => unknown = () => "charged"): ToolRegistry {
   return new ToolRegistry()
-    .tool("hold", tools.tool("hold", () => "held"), { idempotent: true })
+    .tool(
+      "hold",
+      tools.tool("hold", () => "held"),
+      { idempotent: true },
+    )
     .tool("charge", tools.tool("charge", charge))
-    .tool("refund", tools.tool("refund", () => "refunded"), { approval: true });
+    .tool(
+      "refund",
+      tools.tool("refund", () => "refunded"),
+      { approval: true },
+    );
 }
 
-const sink = (options: Options) => (options.events === undefined ? {} : { events: (e: DurableEvent) => void options.events!.push(e) });
+const sink = (options: Options) =>
+  options.events === undefined ? {} : { events: (e: DurableEvent) => void options.events!.push(e) };
 
 const State = z.object({ held: z.string(), charged: z.string(), refunded: z.string() });
 
@@ -80,12 +108,18 @@ export const flowProgram: Program = {
     ["superstep", 1],
   ],
   resumeClaim: 3,
-  ids: { hold: callIdOf(1, "order", "hold", HOLD), charge: callIdOf(1, "order", "charge", CHARGE), refund: callIdOf(2, "refund", "refund", REFUND) },
+  ids: {
+    hold: callIdOf(1, "order", "hold", HOLD),
+    charge: callIdOf(1, "order", "charge", CHARGE),
+    refund: callIdOf(2, "refund", "refund", REFUND),
+  },
   on(store, registry) {
     const flow = (options: Options) => orderFlow(options.name ?? "orders");
-    const runner = (options: Options) => new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, ...sink(options) });
+    const runner = (options: Options) =>
+      new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, ...sink(options) });
     return {
-      start: (runId, options = {}) => runner(options).run(flow(options), { held: "", charged: "", refunded: "" }, { runId, ...options }),
+      start: (runId, options = {}) =>
+        runner(options).run(flow(options), { held: "", charged: "", refunded: "" }, { runId, ...options }),
       recover: (runId, options = {}) => runner(options).recover(flow(options), runId, options),
       recoverAll: (options = {}) => runner(options).recoverAll(flow(options), options),
       resume: (runId, decisions, options = {}) => runner(options).resume(flow(options), runId, decisions, options),
@@ -120,7 +154,11 @@ export const loopProgram: Program = {
     ["model-reply", 3],
   ],
   resumeClaim: 5,
-  ids: { hold: callIdOf(1, "h1", "hold", HOLD), charge: callIdOf(1, "c1", "charge", CHARGE), refund: callIdOf(2, "r1", "refund", REFUND) },
+  ids: {
+    hold: callIdOf(1, "h1", "hold", HOLD),
+    charge: callIdOf(1, "c1", "charge", CHARGE),
+    refund: callIdOf(2, "r1", "refund", REFUND),
+  },
   on(store, registry, failTools = false) {
     const options = (given: Options) => ({
       checkpoints: store,
@@ -136,7 +174,8 @@ export const loopProgram: Program = {
       start: (runId, given = {}) => runToolLoop(orderModel, registry, ask, { ...options(given), runId }),
       recover: (runId, given = {}) => recoverToolLoop(orderModel, registry, runId, options(given)),
       recoverAll: (given = {}) => recoverAllToolLoops(orderModel, registry, options(given)),
-      resume: (runId, decisions, given = {}) => runToolLoop(orderModel, registry, [], { ...options(given), runId, decisions }),
+      resume: (runId, decisions, given = {}) =>
+        runToolLoop(orderModel, registry, [], { ...options(given), runId, decisions }),
     };
   },
 };

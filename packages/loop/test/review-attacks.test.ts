@@ -12,7 +12,13 @@ describe("a model reply with two identical tool calls under one tool-call id", (
     const model: LoopModel = {
       async reply(): Promise<ModelReply> {
         return replies++ === 0
-          ? { text: "", toolCalls: [{ id: "dup", name: "charge", args: { cents: 500 } }, { id: "dup", name: "charge", args: { cents: 500 } }] }
+          ? {
+              text: "",
+              toolCalls: [
+                { id: "dup", name: "charge", args: { cents: 500 } },
+                { id: "dup", name: "charge", args: { cents: 500 } },
+              ],
+            }
           : { text: "done", toolCalls: [] };
       },
     };
@@ -23,7 +29,11 @@ describe("a model reply with two identical tool calls under one tool-call id", (
       if (hangSecond && charges === 2) await forever(); // the worker dies inside the second charge
       return `charge ${charges}`;
     });
-    void runToolLoop(model, registry, [{ role: "user", content: "pay twice" }], { runId: "dup", checkpoints: store, checkpointKey: KEY });
+    void runToolLoop(model, registry, [{ role: "user", content: "pay twice" }], {
+      runId: "dup",
+      checkpoints: store,
+      checkpointKey: KEY,
+    });
     await settle();
     expect(charges).toBe(2);
     hangSecond = false;
@@ -34,7 +44,8 @@ describe("a model reply with two identical tool calls under one tool-call id", (
     const result = await recoverToolLoop(model, registry, "dup", { ...options, rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", text: "done" });
     expect(charges).toBe(3); // two on the first worker, the one in doubt once more
-    const tools = result.status === "done" ? result.messages.filter((m) => m.role === "tool").map((m) => m.content) : [];
+    const tools =
+      result.status === "done" ? result.messages.filter((m) => m.role === "tool").map((m) => m.content) : [];
     expect(tools.sort()).toEqual(["charge 1", "charge 3"]);
   });
 });

@@ -5,7 +5,15 @@
  * which errors fail a run and which leave it for recovery.
  */
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, type CheckpointStore, type DurableEvent, IdentityMismatch, MemoryCheckpointStore, RecoveryNeedsDecision, StoreUnavailable } from "@durable/core";
+import {
+  CheckpointConflict,
+  type CheckpointStore,
+  type DurableEvent,
+  IdentityMismatch,
+  MemoryCheckpointStore,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+} from "@durable/core";
 import { idempotencyKeyFor } from "@durable/core/runner";
 import { DyingStore, settle } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";
@@ -15,8 +23,17 @@ const ofType = <T extends DurableEvent["type"]>(events: readonly DurableEvent[],
   events.filter((e): e is Extract<DurableEvent, { type: T }> => e.type === type);
 
 /** A run whose worker died right after saving `step`. */
-async function crashedAfter(program: Program, store: MemoryCheckpointStore, tools: Tools, runId: string, step: number, ctx?: object) {
-  void program.on(new DyingStore(store, { op: "save", step, when: "after" }), orderTools(tools)).start(runId, ctx === undefined ? {} : { ctx });
+async function crashedAfter(
+  program: Program,
+  store: MemoryCheckpointStore,
+  tools: Tools,
+  runId: string,
+  step: number,
+  ctx?: object,
+) {
+  void program
+    .on(new DyingStore(store, { op: "save", step, when: "after" }), orderTools(tools))
+    .start(runId, ctx === undefined ? {} : { ctx });
   await settle();
 }
 
@@ -38,26 +55,39 @@ function claimOf(events: readonly DurableEvent[]) {
 describe.each(PROGRAMS)("$kind on the run driver", (program) => {
   const other = PROGRAMS.find((p) => p !== program)!;
 
-  it.each(program.checkpoints)("recovers a worker that died right after the %s checkpoint (step %i): run.recovered right after the claim, with its step", async (_, step) => {
-    const store = new MemoryCheckpointStore();
-    const tools = new Tools();
-    await crashedAfter(program, store, tools, "r", step);
-    const events: DurableEvent[] = [];
-    const paused = await program.on(store, orderTools(tools)).recover("r", { events });
-    const claim = claimOf(events);
-    expect(claim.step).toBe(step + 1);
-    expect(claim.next).toMatchObject({ type: "run.recovered", kind: program.kind, step: step + 1, replayed: [], rerun: [] });
-    expect(ofType(events, "run.recovered")).toHaveLength(1);
-    expect(paused).toMatchObject({ status: "paused", approvals: [{ callId: program.ids.refund }] });
-    expect(await program.on(store, orderTools(tools)).resume("r", { [program.ids.refund]: true })).toMatchObject({ status: "done" });
-    expect([tools.count("hold"), tools.count("charge"), tools.count("refund")]).toEqual([1, 1, 1]);
-  });
+  it.each(program.checkpoints)(
+    "recovers a worker that died right after the %s checkpoint (step %i): run.recovered right after the claim, with its step",
+    async (_, step) => {
+      const store = new MemoryCheckpointStore();
+      const tools = new Tools();
+      await crashedAfter(program, store, tools, "r", step);
+      const events: DurableEvent[] = [];
+      const paused = await program.on(store, orderTools(tools)).recover("r", { events });
+      const claim = claimOf(events);
+      expect(claim.step).toBe(step + 1);
+      expect(claim.next).toMatchObject({
+        type: "run.recovered",
+        kind: program.kind,
+        step: step + 1,
+        replayed: [],
+        rerun: [],
+      });
+      expect(ofType(events, "run.recovered")).toHaveLength(1);
+      expect(paused).toMatchObject({ status: "paused", approvals: [{ callId: program.ids.refund }] });
+      expect(await program.on(store, orderTools(tools)).resume("r", { [program.ids.refund]: true })).toMatchObject({
+        status: "done",
+      });
+      expect([tools.count("hold"), tools.count("charge"), tools.count("refund")]).toEqual([1, 1, 1]);
+    },
+  );
 
   it("recovers a worker that died right after a resume's claim: the stored decision is spent, run.recovered has the claim's step", async () => {
     const store = new MemoryCheckpointStore();
     const tools = new Tools();
     await program.on(store, orderTools(tools)).start("r");
-    void program.on(new DyingStore(store, { op: "save", step: program.resumeClaim, when: "after" }), orderTools(tools)).resume("r", { [program.ids.refund]: true });
+    void program
+      .on(new DyingStore(store, { op: "save", step: program.resumeClaim, when: "after" }), orderTools(tools))
+      .resume("r", { [program.ids.refund]: true });
     await settle();
     const events: DurableEvent[] = [];
     expect(await program.on(store, orderTools(tools)).recover("r", { events })).toMatchObject({ status: "done" });
@@ -88,7 +118,9 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const tools = new Tools();
     await crashedAfter(program, store, tools, "r", 1, { user: "ada" });
     const eve = { ctx: { user: "eve" } };
-    await expect(program.on(store, orderTools(tools)).recover("r", { ...eve, name: "another" })).rejects.toThrow(IdentityMismatch);
+    await expect(program.on(store, orderTools(tools)).recover("r", { ...eve, name: "another" })).rejects.toThrow(
+      IdentityMismatch,
+    );
     await expect(other.on(store, orderTools(tools)).recover("r", eve)).rejects.toThrow(IdentityMismatch);
     await expect(program.on(store, orderTools(tools)).resume("r", {}, eve)).rejects.toThrow(IdentityMismatch);
     expect((await store.latest("r")).step).toBe(1);
@@ -98,8 +130,12 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const store = new MemoryCheckpointStore();
     const tools = new Tools();
     await crashedAfter(program, store, tools, "r", 1);
-    await expect(other.on(store, orderTools(tools)).recover("r")).rejects.toThrow(new RegExp(`belongs to ${program.kind} "orders", not ${other.kind} "orders"`));
-    await expect(program.on(store, orderTools(tools)).recover("r", { name: "another" })).rejects.toThrow(CheckpointConflict);
+    await expect(other.on(store, orderTools(tools)).recover("r")).rejects.toThrow(
+      new RegExp(`belongs to ${program.kind} "orders", not ${other.kind} "orders"`),
+    );
+    await expect(program.on(store, orderTools(tools)).recover("r", { name: "another" })).rejects.toThrow(
+      CheckpointConflict,
+    );
     expect((await store.latest("r")).step).toBe(1);
   });
 
@@ -117,12 +153,28 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const tools = new Tools();
     await hungInside(program, store, tools, "charge");
     const events: DurableEvent[] = [];
-    const error = await program.on(store, orderTools(tools)).recover("r", { events }).catch((e: unknown) => e);
+    const error = await program
+      .on(store, orderTools(tools))
+      .recover("r", { events })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RecoveryNeedsDecision);
-    const call = { callId: program.ids.charge, tool: "charge", args: { cents: 4200 }, idempotencyKey: idempotencyKeyFor("r", program.ids.charge), why: "started with no result" };
+    const call = {
+      callId: program.ids.charge,
+      tool: "charge",
+      args: { cents: 4200 },
+      idempotencyKey: idempotencyKeyFor("r", program.ids.charge),
+      why: "started with no result",
+    };
     expect((error as RecoveryNeedsDecision).calls).toEqual([call]);
     const claim = claimOf(events);
-    expect(claim.next).toEqual({ type: "run.needs-decision", runId: "r", kind: program.kind, step: claim.step, calls: [call], at: expect.any(String) });
+    expect(claim.next).toEqual({
+      type: "run.needs-decision",
+      runId: "r",
+      kind: program.kind,
+      step: claim.step,
+      calls: [call],
+      at: expect.any(String),
+    });
     expect(ofType(events, "run.recovered")).toEqual([]);
     expect([tools.count("hold"), tools.count("charge")]).toEqual([1, 1]);
     expect(await store.latest("r")).toMatchObject({ step: claim.step, status: "running" });
@@ -133,8 +185,14 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const tools = new Tools();
     await hungInside(program, store, tools, "charge");
     const events: DurableEvent[] = [];
-    expect(await program.on(store, orderTools(tools)).recover("r", { rerunInDoubt: true, events })).toMatchObject({ status: "paused" });
-    expect(claimOf(events).next).toMatchObject({ type: "run.recovered", replayed: [{ callId: program.ids.hold, tool: "hold" }], rerun: [{ callId: program.ids.charge, tool: "charge" }] });
+    expect(await program.on(store, orderTools(tools)).recover("r", { rerunInDoubt: true, events })).toMatchObject({
+      status: "paused",
+    });
+    expect(claimOf(events).next).toMatchObject({
+      type: "run.recovered",
+      replayed: [{ callId: program.ids.hold, tool: "hold" }],
+      rerun: [{ callId: program.ids.charge, tool: "charge" }],
+    });
     expect([tools.count("hold"), tools.count("charge")]).toEqual([1, 2]);
   });
 
@@ -144,7 +202,11 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     await hungInside(program, store, tools, "hold");
     const events: DurableEvent[] = [];
     expect(await program.on(store, orderTools(tools)).recover("r", { events })).toMatchObject({ status: "paused" });
-    expect(claimOf(events).next).toMatchObject({ type: "run.recovered", replayed: [{ tool: "charge" }], rerun: [{ tool: "hold" }] });
+    expect(claimOf(events).next).toMatchObject({
+      type: "run.recovered",
+      replayed: [{ tool: "charge" }],
+      rerun: [{ tool: "hold" }],
+    });
     expect([tools.count("hold"), tools.count("charge")]).toEqual([2, 1]);
   });
 
@@ -154,12 +216,24 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const worker = program.on(store, orderTools(tools));
     const events: DurableEvent[] = [];
     const paused = await worker.start("r", { events });
-    expect(paused).toEqual({ status: "paused", runId: "r", step: program.resumeClaim - 1, approvals: [{ callId: program.ids.refund, tool: "refund", args: { cents: 1200 } }] });
-    expect(ofType(events, "run.paused")).toMatchObject([{ step: paused.step, approvals: [{ callId: program.ids.refund }] }]);
+    expect(paused).toEqual({
+      status: "paused",
+      runId: "r",
+      step: program.resumeClaim - 1,
+      approvals: [{ callId: program.ids.refund, tool: "refund", args: { cents: 1200 } }],
+    });
+    expect(ofType(events, "run.paused")).toMatchObject([
+      { step: paused.step, approvals: [{ callId: program.ids.refund }] },
+    ]);
     expect(await worker.recover("r")).toEqual(paused);
     const decision = { [program.ids.refund]: true };
-    const results = await Promise.allSettled([worker.resume("r", decision), program.on(store, orderTools(tools)).resume("r", decision)]);
-    expect(results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<unknown>).value)).toMatchObject([{ status: "done" }]);
+    const results = await Promise.allSettled([
+      worker.resume("r", decision),
+      program.on(store, orderTools(tools)).resume("r", decision),
+    ]);
+    expect(
+      results.filter((r) => r.status === "fulfilled").map((r) => (r as PromiseFulfilledResult<unknown>).value),
+    ).toMatchObject([{ status: "done" }]);
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
     await expect(worker.resume("r", decision)).rejects.toThrow(CheckpointConflict);
     expect(tools.count("refund")).toBe(1);
@@ -169,7 +243,9 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const store = new MemoryCheckpointStore();
     const tools = new Tools();
     await crashedAfter(program, store, tools, "r", 1);
-    await expect(program.on(store, orderTools(tools)).resume("r", {})).rejects.toThrow(/the run is running, not paused/);
+    await expect(program.on(store, orderTools(tools)).resume("r", {})).rejects.toThrow(
+      /the run is running, not paused/,
+    );
   });
 
   it("saves the run failed and emits run.failed when a tool fails it", async () => {
@@ -182,7 +258,16 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     await expect(worker.start("r", { events })).rejects.toThrow("card declined");
     const latest = await store.latest("r");
     expect(latest.status).toBe("failed");
-    expect(ofType(events, "run.failed")).toEqual([{ type: "run.failed", runId: "r", kind: program.kind, step: latest.step, error: "Error: card declined", at: expect.any(String) }]);
+    expect(ofType(events, "run.failed")).toEqual([
+      {
+        type: "run.failed",
+        runId: "r",
+        kind: program.kind,
+        step: latest.step,
+        error: "Error: card declined",
+        at: expect.any(String),
+      },
+    ]);
     await expect(worker.recover("r")).rejects.toThrow(/the run ended \(failed\)/);
   });
 
@@ -191,7 +276,8 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const tools = new Tools();
     const last = program.checkpoints.at(-1)![1];
     const unavailable: CheckpointStore = {
-      save: (runId, step, row) => (step === last ? Promise.reject(new StoreUnavailable("the store did not answer")) : store.save(runId, step, row)),
+      save: (runId, step, row) =>
+        step === last ? Promise.reject(new StoreUnavailable("the store did not answer")) : store.save(runId, step, row),
       latest: (runId) => store.latest(runId),
       listUnfinished: (flow) => store.listUnfinished(flow),
       delete: (runId) => store.delete(runId),
@@ -212,7 +298,12 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const tools = new Tools();
     const events: DurableEvent[] = [];
-    const first = program.on(store, orderTools(tools, async () => gate.then(() => "charged"))).start("r", { events });
+    const first = program
+      .on(
+        store,
+        orderTools(tools, async () => gate.then(() => "charged")),
+      )
+      .start("r", { events });
     await settle();
     // Another worker takes the run over; charge is in doubt, so it stops there, holding the claim.
     await expect(program.on(store, orderTools(tools)).recover("r")).rejects.toThrow(RecoveryNeedsDecision);

@@ -14,7 +14,9 @@ function bookingModel() {
     async reply(messages): Promise<ModelReply> {
       seen.push(messages);
       const result = messages.find((m) => m.role === "tool");
-      return result === undefined ? { text: "", toolCalls: [{ id: "b1", name: "book", args: { seats: 2 } }] } : { text: `the tool said: ${result.content}`, toolCalls: [] };
+      return result === undefined
+        ? { text: "", toolCalls: [{ id: "b1", name: "book", args: { seats: 2 } }] }
+        : { text: `the tool said: ${result.content}`, toolCalls: [] };
     },
   };
   return { model, seen };
@@ -37,37 +39,58 @@ describe("a tool error in the tool loop", () => {
     const { model, seen } = bookingModel();
     const { ran, registry } = failing(() => new RangeError("only 1 seat left"));
     const events: DurableEvent[] = [];
-    const result = await runToolLoop(model, registry, ask, { checkpoints: new MemoryCheckpointStore(), events: (e) => void events.push(e) });
+    const result = await runToolLoop(model, registry, ask, {
+      checkpoints: new MemoryCheckpointStore(),
+      events: (e) => void events.push(e),
+    });
     expect(result).toMatchObject({ status: "done", text: "the tool said: error: RangeError: only 1 seat left" });
-    expect(toolMessage(seen[1]!)).toEqual({ role: "tool", toolCallId: "b1", name: "book", content: "error: RangeError: only 1 seat left", isError: true });
+    expect(toolMessage(seen[1]!)).toEqual({
+      role: "tool",
+      toolCallId: "b1",
+      name: "book",
+      content: "error: RangeError: only 1 seat left",
+      isError: true,
+    });
     expect(ran.book).toBe(1);
-    expect(events.filter((e) => e.type === "call.failed")).toMatchObject([{ call: { tool: "book" }, error: "RangeError: only 1 seat left" }]);
+    expect(events.filter((e) => e.type === "call.failed")).toMatchObject([
+      { call: { tool: "book" }, error: "RangeError: only 1 seat left" },
+    ]);
     expect(events.filter((e) => e.type === "run.failed")).toEqual([]);
   });
 
   it.each([
     ["after its error record is stored", { op: "recordCall", kind: "error", tool: "book", when: "after" }],
     ["before the tool results are saved", { op: "save", step: 2, when: "before" }],
-  ] as const)("is replayed to the model after a worker dies %s: the tool does not run again, nothing is in doubt", async (_, crash) => {
-    const store = new MemoryCheckpointStore();
-    const first = bookingModel();
-    const { ran, registry } = failing(() => new Error("the booking system is down"));
-    void runToolLoop(first.model, registry, ask, { runId: "chat", checkpoints: new DyingStore(store, crash), checkpointKey: KEY });
-    await settle();
-    expect(ran.book).toBe(1);
-    const records = await readCallLog(store, sealerFor(store, KEY), "chat", []);
-    expect(records.map((r) => [r.kind, r.tool])).toEqual([
-      ["model", "model"],
-      ["started", "book"],
-      ["error", "book"],
-    ]);
+  ] as const)(
+    "is replayed to the model after a worker dies %s: the tool does not run again, nothing is in doubt",
+    async (_, crash) => {
+      const store = new MemoryCheckpointStore();
+      const first = bookingModel();
+      const { ran, registry } = failing(() => new Error("the booking system is down"));
+      void runToolLoop(first.model, registry, ask, {
+        runId: "chat",
+        checkpoints: new DyingStore(store, crash),
+        checkpointKey: KEY,
+      });
+      await settle();
+      expect(ran.book).toBe(1);
+      const records = await readCallLog(store, sealerFor(store, KEY), "chat", []);
+      expect(records.map((r) => [r.kind, r.tool])).toEqual([
+        ["model", "model"],
+        ["started", "book"],
+        ["error", "book"],
+      ]);
 
-    const second = bookingModel();
-    const result = await recoverToolLoop(second.model, registry, "chat", { checkpoints: store, checkpointKey: KEY });
-    expect(result).toMatchObject({ status: "done", text: "the tool said: error: Error: the booking system is down" });
-    expect(ran.book).toBe(1);
-    expect(toolMessage(second.seen[0]!)).toMatchObject({ content: "error: Error: the booking system is down", isError: true });
-  });
+      const second = bookingModel();
+      const result = await recoverToolLoop(second.model, registry, "chat", { checkpoints: store, checkpointKey: KEY });
+      expect(result).toMatchObject({ status: "done", text: "the tool said: error: Error: the booking system is down" });
+      expect(ran.book).toBe(1);
+      expect(toolMessage(second.seen[0]!)).toMatchObject({
+        content: "error: Error: the booking system is down",
+        isError: true,
+      });
+    },
+  );
 
   it.each([
     ["a string", () => "just a string", "error: just a string"],
@@ -90,7 +113,9 @@ describe("a tool error in the tool loop", () => {
   ])("thrown as %s still gives the model a text", async (_, thrown, content) => {
     const { model, seen } = bookingModel();
     const { registry } = failing(thrown);
-    expect(await runToolLoop(model, registry, ask, { checkpoints: new MemoryCheckpointStore() })).toMatchObject({ status: "done" });
+    expect(await runToolLoop(model, registry, ask, { checkpoints: new MemoryCheckpointStore() })).toMatchObject({
+      status: "done",
+    });
     expect(toolMessage(seen[1]!)).toMatchObject({ content, isError: true });
   });
 
@@ -98,7 +123,9 @@ describe("a tool error in the tool loop", () => {
     const { model, seen } = bookingModel();
     const { registry } = failing(() => new Error("x".repeat(5_000_000)));
     const store = new MemoryCheckpointStore();
-    expect(await runToolLoop(model, registry, ask, { runId: "chat", checkpoints: store })).toMatchObject({ status: "done" });
+    expect(await runToolLoop(model, registry, ask, { runId: "chat", checkpoints: store })).toMatchObject({
+      status: "done",
+    });
     const content = toolMessage(seen[1]!)!.content;
     expect(content.length).toBeLessThanOrEqual("error: ".length + MAX_ERROR_TEXT);
     expect(content).toMatch(/^error: Error: x+ … \(\d+ more characters\)$/);
@@ -110,7 +137,9 @@ describe("a tool error in the tool loop", () => {
     const { model } = bookingModel();
     const { registry } = failing(() => new Error("card declined"));
     const store = new MemoryCheckpointStore();
-    await expect(runToolLoop(model, registry, ask, { runId: "chat", checkpoints: store, toolErrors: "fail" })).rejects.toThrow("card declined");
+    await expect(
+      runToolLoop(model, registry, ask, { runId: "chat", checkpoints: store, toolErrors: "fail" }),
+    ).rejects.toThrow("card declined");
     expect((await store.latest("chat")).status).toBe("failed");
   });
 });

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, type DurableEvent, IdentityMismatch, InvalidInput, MemoryCheckpointStore, type RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import {
+  CheckpointConflict,
+  type DurableEvent,
+  IdentityMismatch,
+  InvalidInput,
+  MemoryCheckpointStore,
+  type RecoveryNeedsDecision,
+  ToolRegistry,
+} from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
 // The store through which a worker dies at a chosen point, shared with the flow tests.
@@ -19,7 +27,13 @@ class ScriptedModel implements LoopModel {
 
 const twoToolsThenDone = (call: number): ModelReply =>
   call === 0
-    ? { text: "working", toolCalls: [{ id: "a", name: "hold_seats", args: { seats: 2 } }, { id: "b", name: "charge_card", args: { cents: 8000 } }] }
+    ? {
+        text: "working",
+        toolCalls: [
+          { id: "a", name: "hold_seats", args: { seats: 2 } },
+          { id: "b", name: "charge_card", args: { cents: 8000 } },
+        ],
+      }
     : { text: "booked", toolCalls: [] };
 
 function tools(hang?: string) {
@@ -36,8 +50,19 @@ function tools(hang?: string) {
   return { ran, registry };
 }
 
-function crashed(store: MemoryCheckpointStore, model: LoopModel, registry: ToolRegistry, crash: CrashPoint | undefined, maxSteps = 20) {
-  void runToolLoop(model, registry, ask, { runId: "chat", checkpoints: new DyingStore(store, crash), checkpointKey: KEY, maxSteps });
+function crashed(
+  store: MemoryCheckpointStore,
+  model: LoopModel,
+  registry: ToolRegistry,
+  crash: CrashPoint | undefined,
+  maxSteps = 20,
+) {
+  void runToolLoop(model, registry, ask, {
+    runId: "chat",
+    checkpoints: new DyingStore(store, crash),
+    checkpointKey: KEY,
+    maxSteps,
+  });
   return settle();
 }
 
@@ -53,7 +78,13 @@ describe("runToolLoop", () => {
       events: (e) => void events.push(e),
     });
     expect(result).toMatchObject({ status: "done", text: "booked", stopped: "final", step: 3 });
-    expect(result.status === "done" && result.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect(result.status === "done" && result.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "tool",
+      "assistant",
+    ]);
     expect([...ran.values()]).toEqual([1, 1]);
     const saved = events.filter((e) => e.type === "checkpoint.saved");
     expect(saved.map((e) => [e.kind, e.stage, e.status])).toEqual([
@@ -76,7 +107,9 @@ describe("recoverToolLoop", () => {
     const { ran, registry } = tools();
     const options = { checkpoints: store, checkpointKey: KEY };
     const error = await recoverToolLoop(model, registry, "chat", options).catch((e: unknown) => e);
-    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "charge_card", why: "started with no result" }]);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([
+      { tool: "charge_card", why: "started with no result" },
+    ]);
     expect(model.calls).toBe(1);
     const result = await recoverToolLoop(model, registry, "chat", { ...options, rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", text: "booked" });
@@ -98,7 +131,10 @@ describe("recoverToolLoop", () => {
 
   it("counts maxSteps over the whole run: a run that used 3 of 5 before dying gets 2 more", async () => {
     const store = new MemoryCheckpointStore();
-    const always = new ScriptedModel((n) => ({ text: `step ${n}`, toolCalls: [{ id: `c${n}`, name: "hold_seats", args: { n } }] }));
+    const always = new ScriptedModel((n) => ({
+      text: `step ${n}`,
+      toolCalls: [{ id: `c${n}`, name: "hold_seats", args: { n } }],
+    }));
     // Steps: 0 start; then per model call a reply and a tool-results checkpoint. Die after the 3rd call's results (step 6).
     await crashed(store, always, tools().registry, { op: "save", step: 6, when: "after" }, 5);
     expect(always.calls).toBe(3);
@@ -111,12 +147,19 @@ describe("recoverToolLoop", () => {
     const R = callIdOf(1, "r", "refund", { cents: 500 });
     const store = new MemoryCheckpointStore();
     const model = new ScriptedModel((n) =>
-      n === 0 ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] } : { text: "refunded", toolCalls: [] },
+      n === 0
+        ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] }
+        : { text: "refunded", toolCalls: [] },
     );
     const { ran, registry } = tools();
     const options = { runId: "chat", checkpoints: store, checkpointKey: KEY, ctx: { user: "ada" } };
     const paused = await runToolLoop(model, registry, ask, options);
-    expect(paused).toEqual({ status: "paused", runId: "chat", step: 2, approvals: [{ callId: R, tool: "refund", args: { cents: 500 } }] });
+    expect(paused).toEqual({
+      status: "paused",
+      runId: "chat",
+      step: 2,
+      approvals: [{ callId: R, tool: "refund", args: { cents: 500 } }],
+    });
     expect(await recoverToolLoop(model, registry, "chat", options)).toEqual(paused);
 
     const results = await Promise.allSettled([
@@ -127,7 +170,9 @@ describe("recoverToolLoop", () => {
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
     expect(ran.get("refund")).toBe(1);
     expect(model.calls).toBe(2);
-    await expect(runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } })).rejects.toThrow(CheckpointConflict);
+    await expect(runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } })).rejects.toThrow(
+      CheckpointConflict,
+    );
   });
 });
 
@@ -139,41 +184,70 @@ describe("decisions over several pauses of one round", () => {
     const store = new MemoryCheckpointStore();
     const model = new ScriptedModel((n) =>
       n === 0
-        ? { text: "", toolCalls: [{ id: "a", name: "refund", args: { cents: 1 } }, { id: "b", name: "refund", args: { cents: 2 } }] }
+        ? {
+            text: "",
+            toolCalls: [
+              { id: "a", name: "refund", args: { cents: 1 } },
+              { id: "b", name: "refund", args: { cents: 2 } },
+            ],
+          }
         : { text: "done", toolCalls: [] },
     );
     const { ran, registry } = tools();
     const options = { runId: "chat", checkpoints: store, checkpointKey: KEY };
     const first = await runToolLoop(model, registry, ask, options);
     expect(first.status === "paused" && first.approvals.map((a) => a.callId)).toEqual([A, B]);
-    const second = await runToolLoop(model, registry, [], { ...options, decisions: { [A]: { approved: false, reason: "no" } } });
+    const second = await runToolLoop(model, registry, [], {
+      ...options,
+      decisions: { [A]: { approved: false, reason: "no" } },
+    });
     expect(second.status === "paused" && second.approvals.map((a) => a.callId)).toEqual([B]);
     const done = await runToolLoop(model, registry, [], { ...options, decisions: { [B]: true } });
-    expect(done.status === "done" && done.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["denied: no", "refunded"]);
+    expect(done.status === "done" && done.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual([
+      "denied: no",
+      "refunded",
+    ]);
     expect(ran.get("refund")).toBe(1);
   });
 });
 
 describe("a paused loop's decisions and identity", () => {
   const refundOnce = (n: number): ModelReply =>
-    n === 0 ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] } : { text: "done", toolCalls: [] };
+    n === 0
+      ? { text: "", toolCalls: [{ id: "r", name: "refund", args: { cents: 500 } }] }
+      : { text: "done", toolCalls: [] };
 
-  it.each([["false"], ["no"], [{ approved: "false" }]])("refuses the decision %j: nothing is refunded, the loop stays paused", async (given) => {
-    const store = new MemoryCheckpointStore();
-    const { ran, registry } = tools();
-    const options = { runId: "chat", checkpoints: store, checkpointKey: KEY };
-    const paused = await runToolLoop(new ScriptedModel(refundOnce), registry, ask, options);
-    const callId = paused.status === "paused" ? paused.approvals[0]!.callId : "";
-    await expect(runToolLoop(new ScriptedModel(refundOnce), registry, [], { ...options, decisions: { [callId]: given as never } })).rejects.toThrow(InvalidInput);
-    expect(ran.get("refund")).toBeUndefined();
-    expect((await store.latest("chat")).status).toBe("paused");
-  });
+  it.each([["false"], ["no"], [{ approved: "false" }]])(
+    "refuses the decision %j: nothing is refunded, the loop stays paused",
+    async (given) => {
+      const store = new MemoryCheckpointStore();
+      const { ran, registry } = tools();
+      const options = { runId: "chat", checkpoints: store, checkpointKey: KEY };
+      const paused = await runToolLoop(new ScriptedModel(refundOnce), registry, ask, options);
+      const callId = paused.status === "paused" ? paused.approvals[0]!.callId : "";
+      await expect(
+        runToolLoop(new ScriptedModel(refundOnce), registry, [], {
+          ...options,
+          decisions: { [callId]: given as never },
+        }),
+      ).rejects.toThrow(InvalidInput);
+      expect(ran.get("refund")).toBeUndefined();
+      expect((await store.latest("chat")).status).toBe("paused");
+    },
+  );
 
   it("checks the caller's identity before telling whose loop it is", async () => {
     const store = new MemoryCheckpointStore();
     const { registry } = tools();
-    await runToolLoop(new ScriptedModel(refundOnce), registry, ask, { runId: "chat", checkpoints: store, checkpointKey: KEY, ctx: { user: "ada" } });
+    await runToolLoop(new ScriptedModel(refundOnce), registry, ask, {
+      runId: "chat",
+      checkpoints: store,
+      checkpointKey: KEY,
+      ctx: { user: "ada" },
+    });
     const intruder = { checkpoints: store, checkpointKey: KEY, ctx: { user: "eve" }, name: "another-loop" };
-    await expect(recoverToolLoop(new ScriptedModel(refundOnce), registry, "chat", intruder)).rejects.toThrow(IdentityMismatch);
+    await expect(recoverToolLoop(new ScriptedModel(refundOnce), registry, "chat", intruder)).rejects.toThrow(
+      IdentityMismatch,
+    );
   });
 });

@@ -19,9 +19,14 @@ async function peer<T>(provider: Provider, load: () => Promise<T>): Promise<T> {
     return await load();
   } catch (error) {
     // Only the peer itself: a package missing further down is another failure.
-    const missing = (error as { code?: unknown }).code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${name}'`);
+    const missing =
+      (error as { code?: unknown }).code === "ERR_MODULE_NOT_FOUND" &&
+      String((error as Error).message).includes(`'${name}'`);
     if (!missing) throw error;
-    throw new InvalidInput(`A ${provider === "postgresql" ? "postgresql://" : "file:"} URL needs ${name}, which is not installed: npm install ${name}`, { cause: error });
+    throw new InvalidInput(
+      `A ${provider === "postgresql" ? "postgresql://" : "file:"} URL needs ${name}, which is not installed: npm install ${name}`,
+      { cause: error },
+    );
   }
 }
 
@@ -44,7 +49,12 @@ export async function openPostgres(url: string, pool: PostgresPool): Promise<Cli
     socket.once("close", () => pool.sockets.delete(socket));
     return socket;
   };
-  const adapter = new PrismaPg({ connectionString: url, max: pool.poolSize, connectionTimeoutMillis: pool.timeoutMs, stream });
+  const adapter = new PrismaPg({
+    connectionString: url,
+    max: pool.poolSize,
+    connectionTimeoutMillis: pool.timeoutMs,
+    stream,
+  });
   return new PrismaClient({ adapter }) as unknown as Client;
 }
 
@@ -52,5 +62,7 @@ export async function openPostgres(url: string, pool: PostgresPool): Promise<Cli
 export async function openSqlite(path: string, busyTimeoutMs: number): Promise<Client> {
   const { PrismaBetterSqlite3 } = await peer("sqlite", () => import("@prisma/adapter-better-sqlite3"));
   const { PrismaClient } = await import("./generated/sqlite/client.js");
-  return new PrismaClient({ adapter: new PrismaBetterSqlite3({ url: path, timeout: busyTimeoutMs }) }) as unknown as Client;
+  return new PrismaClient({
+    adapter: new PrismaBetterSqlite3({ url: path, timeout: busyTimeoutMs }),
+  }) as unknown as Client;
 }

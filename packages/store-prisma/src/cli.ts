@@ -29,7 +29,8 @@ function parse(): { url: string; schema: string | undefined; tablePrefix: string
   const { values, positionals } = readArgs();
   if (values.help === true) return "help";
   const [command, url, ...rest] = positionals;
-  if (command !== "migrate") throw new Usage(command === undefined ? USAGE : `Unknown command ${JSON.stringify(command)}. ${USAGE}`);
+  if (command !== "migrate")
+    throw new Usage(command === undefined ? USAGE : `Unknown command ${JSON.stringify(command)}. ${USAGE}`);
   if (url === undefined) throw new Usage(`migrate needs the database URL. ${USAGE}`);
   if (rest.length > 0) throw new Usage(`Unexpected argument ${JSON.stringify(rest[0])}. ${USAGE}`);
   return { url, schema: values.schema, tablePrefix: values["table-prefix"] };
@@ -40,7 +41,11 @@ function readArgs() {
   try {
     return parseArgs({
       allowPositionals: true,
-      options: { schema: { type: "string" }, "table-prefix": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        schema: { type: "string" },
+        "table-prefix": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
     });
   } catch (error) {
     // The first sentence of parseArgs's message, e.g. "Unknown option '--x'.".

@@ -54,7 +54,11 @@ export interface Connection extends Tables {
  * disconnects it only if it was opened; `discard` forgets it, so the next use
  * opens a new one, and disconnects it in the background.
  */
-function lazy(open: () => Promise<Client>): { get: () => Promise<Client>; close: () => Promise<void>; discard: () => void } {
+function lazy(open: () => Promise<Client>): {
+  get: () => Promise<Client>;
+  close: () => Promise<void>;
+  discard: () => void;
+} {
   let opened: Promise<Client> | undefined;
   return {
     get: () =>
@@ -77,7 +81,8 @@ function lazy(open: () => Promise<Client>): { get: () => Promise<Client>; close:
 /** The `operationTimeoutMs` option, checked: a whole number of ms > 0 (`InvalidInput` otherwise). */
 function timeoutOf(options: { readonly operationTimeoutMs?: number | undefined }): number {
   const timeout = options.operationTimeoutMs ?? 5000;
-  if (!Number.isSafeInteger(timeout) || timeout <= 0) throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
+  if (!Number.isSafeInteger(timeout) || timeout <= 0)
+    throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
   return timeout;
 }
 
@@ -142,18 +147,38 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
   }
   if (url.startsWith("file:")) {
     const tables = tablesOf("sqlite", options);
-    if (options.operationTimeoutMs !== undefined) throw new InvalidInput("operationTimeoutMs is for PostgreSQL; a SQLite store waits at most busyTimeoutMs for a lock.");
-    return { ...tables, borrowed: false, ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000), timeoutMs: undefined, discard: () => {} };
+    if (options.operationTimeoutMs !== undefined)
+      throw new InvalidInput(
+        "operationTimeoutMs is for PostgreSQL; a SQLite store waits at most busyTimeoutMs for a lock.",
+      );
+    return {
+      ...tables,
+      borrowed: false,
+      ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000),
+      timeoutMs: undefined,
+      discard: () => {},
+    };
   }
-  throw new InvalidInput(`PrismaCheckpointStore takes a postgresql://… or file:… URL, not ${JSON.stringify(url.replace(/\/\/[^@]*@/, "//…@"))}.`);
+  throw new InvalidInput(
+    `PrismaCheckpointStore takes a postgresql://… or file:… URL, not ${JSON.stringify(url.replace(/\/\/[^@]*@/, "//…@"))}.`,
+  );
 }
 
 /** A connection over a client the user owns: the store neither sets it up nor disconnects it. */
 export function borrow(client: Client, options: PrismaClientStoreOptions): Connection {
   if (options.provider !== "postgresql" && options.provider !== "sqlite") {
-    throw new InvalidInput(`fromClient needs provider "postgresql" or "sqlite", not ${JSON.stringify(options.provider)}.`);
+    throw new InvalidInput(
+      `fromClient needs provider "postgresql" or "sqlite", not ${JSON.stringify(options.provider)}.`,
+    );
   }
   const tables = tablesOf(options.provider, options);
   const timeoutMs = options.provider === "postgresql" ? timeoutOf(options) : undefined;
-  return { ...tables, borrowed: true, client: () => Promise.resolve(client), release: () => Promise.resolve(), timeoutMs, discard: () => {} };
+  return {
+    ...tables,
+    borrowed: true,
+    client: () => Promise.resolve(client),
+    release: () => Promise.resolve(),
+    timeoutMs,
+    discard: () => {},
+  };
 }

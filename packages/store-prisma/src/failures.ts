@@ -26,7 +26,9 @@ function missingTable(error: unknown): string | undefined {
 function oneLine(error: unknown): string {
   const driver = driverFailure(error);
   if (typeof driver?.originalMessage === "string") {
-    return typeof driver.originalCode === "string" ? `${driver.originalMessage} (${driver.originalCode})` : driver.originalMessage;
+    return typeof driver.originalCode === "string"
+      ? `${driver.originalMessage} (${driver.originalCode})`
+      : driver.originalMessage;
   }
   return (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim();
 }
@@ -44,7 +46,9 @@ export function wrap(error: unknown, what: string, borrowed: boolean): Error {
     const name = table === "" ? "A table of the store" : `Table ${table}`;
     return new StoreNotReady(
       `${name} does not exist: the database was never migrated. Run \`await store.migrate()\` (or \`durable-prisma migrate <url>\`) once before using the store` +
-        (borrowed ? ", or apply your own Prisma migrations with the store's models (prisma/models.prisma of @durable/store-prisma)." : "."),
+        (borrowed
+          ? ", or apply your own Prisma migrations with the store's models (prisma/models.prisma of @durable/store-prisma)."
+          : "."),
       { cause: error },
     );
   }

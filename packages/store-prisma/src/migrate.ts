@@ -55,7 +55,8 @@ export async function migrate(db: Tables, client: Client): Promise<string[]> {
       return await run();
     } catch (error) {
       // SQLite: a process that lost the race for the write lock tries again.
-      if (db.provider !== "sqlite" || attempt >= 50 || !/locked|busy/i.test(String((error as Error).message))) throw error;
+      if (db.provider !== "sqlite" || attempt >= 50 || !/locked|busy/i.test(String((error as Error).message)))
+        throw error;
       await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
     }
   }
@@ -74,7 +75,9 @@ async function applyPending(db: Tables, tx: Sql): Promise<string[]> {
     for (const statement of statements) await tx.$executeRawUnsafe(statement);
     const checksum = createHash("sha256").update(migration.sql).digest("hex");
     await tx.$executeRawUnsafe(
-      db.sql(`INSERT INTO ${db.tables.migrations} ("id", "checksum", "finished_at", "migration_name", "applied_steps_count") VALUES (?, ?, CURRENT_TIMESTAMP, ?, ?)`),
+      db.sql(
+        `INSERT INTO ${db.tables.migrations} ("id", "checksum", "finished_at", "migration_name", "applied_steps_count") VALUES (?, ?, CURRENT_TIMESTAMP, ?, ?)`,
+      ),
       randomUUID(),
       checksum,
       migration.name,

@@ -1,6 +1,27 @@
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, type DurableError, isEnded, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable, UNFINISHED } from "@durable/core/store";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type CheckpointRow,
+  type CheckpointStore,
+  type DurableError,
+  isEnded,
+  recordRefusal,
+  type RunKind,
+  type RunStatus,
+  saveRefusal,
+  type StoredCall,
+  type StoredCheckpoint,
+  StoreUnavailable,
+  UNFINISHED,
+} from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
-import { borrow, connect, type Connection, type PrismaClientStoreOptions, type PrismaStoreOptions } from "./connection.js";
+import {
+  borrow,
+  connect,
+  type Connection,
+  type PrismaClientStoreOptions,
+  type PrismaStoreOptions,
+} from "./connection.js";
 import { wrap } from "./failures.js";
 import { migrate } from "./migrate.js";
 import type { Tables } from "./tables.js";
@@ -71,19 +92,48 @@ export class PrismaCheckpointStore implements CheckpointStore {
     await this.#tx("save", async (tx) => {
       const moved =
         step === 0
-          ? await this.#exec(tx, `INSERT INTO ${t.runs} ("run_id", "flow", "kind", "step", "status", "segment", "segment_calls") VALUES (?, ?, ?, 0, ?, ?, 0) ON CONFLICT ("run_id") DO NOTHING`, runId, flow, kind, status, segment)
+          ? await this.#exec(
+              tx,
+              `INSERT INTO ${t.runs} ("run_id", "flow", "kind", "step", "status", "segment", "segment_calls") VALUES (?, ?, ?, 0, ?, ?, 0) ON CONFLICT ("run_id") DO NOTHING`,
+              runId,
+              flow,
+              kind,
+              status,
+              segment,
+            )
           : await this.#exec(
               tx,
               `UPDATE ${t.runs} SET "step" = ?, "status" = ?, "segment_calls" = CASE WHEN "segment" = ? THEN "segment_calls" ELSE 0 END, "segment" = ?
                WHERE "run_id" = ? AND "step" = ? AND "status" IN ${UNFINISHED_IN} AND "flow" = ? AND "kind" = ? AND "segment" <= ?`,
-              step, status, segment, segment, runId, step - 1, flow, kind, segment,
+              step,
+              status,
+              segment,
+              segment,
+              runId,
+              step - 1,
+              flow,
+              kind,
+              segment,
             );
       if (moved === 0) {
         const run = await this.#run(tx, runId);
         // Another transaction may have moved the row between the UPDATE and this read: then it took the step.
-        return saveRefusal(runId, step, checkpoint, run) ?? new CheckpointConflict(runId, `step ${step} was taken by another worker.`);
+        return (
+          saveRefusal(runId, step, checkpoint, run) ??
+          new CheckpointConflict(runId, `step ${step} was taken by another worker.`)
+        );
       }
-      await this.#exec(tx, `INSERT INTO ${t.checkpoints} ("run_id", "step", "status", "segment", "flow", "kind", "sealed") VALUES (?, ?, ?, ?, ?, ?, ?)`, runId, step, status, segment, flow, kind, sealed);
+      await this.#exec(
+        tx,
+        `INSERT INTO ${t.checkpoints} ("run_id", "step", "status", "segment", "flow", "kind", "sealed") VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        runId,
+        step,
+        status,
+        segment,
+        flow,
+        kind,
+        sealed,
+      );
       return undefined;
     });
   }
@@ -118,7 +168,8 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async delete(runId: string): Promise<void> {
     const t = this.#db.tables;
     await this.#tx("delete", async (tx) => {
-      for (const table of [t.calls, t.checkpoints, t.runs]) await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
+      for (const table of [t.calls, t.checkpoints, t.runs])
+        await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
       return undefined;
     });
   }
@@ -129,10 +180,19 @@ export class PrismaCheckpointStore implements CheckpointStore {
       const moved = await this.#exec(
         tx,
         `UPDATE ${t.runs} SET "segment_calls" = "segment_calls" + 1 WHERE "run_id" = ? AND "segment" = ? AND "segment_calls" = ? AND "status" IN ${UNFINISHED_IN}`,
-        runId, segment, seq,
+        runId,
+        segment,
+        seq,
       );
       if (moved === 1) {
-        await this.#exec(tx, `INSERT INTO ${t.calls} ("run_id", "segment", "seq", "sealed") VALUES (?, ?, ?, ?)`, runId, segment, seq, sealed);
+        await this.#exec(
+          tx,
+          `INSERT INTO ${t.calls} ("run_id", "segment", "seq", "sealed") VALUES (?, ?, ?, ?)`,
+          runId,
+          segment,
+          seq,
+          sealed,
+        );
         return undefined;
       }
       const run = await this.#run(tx, runId);
@@ -141,7 +201,13 @@ export class PrismaCheckpointStore implements CheckpointStore {
         new CheckpointConflict(runId, `call record ${seq} of segment ${segment} was taken by another worker.`);
       // A retry of a record that was applied is applied once.
       if (run !== undefined && run.segment === segment && seq < run.segment_calls && !isEnded(run.status)) {
-        const same = await tx.$queryRawUnsafe<unknown[]>(this.#db.sql(`SELECT 1 FROM ${t.calls} WHERE "run_id" = ? AND "segment" = ? AND "seq" = ? AND "sealed" = ?`), runId, segment, seq, sealed);
+        const same = await tx.$queryRawUnsafe<unknown[]>(
+          this.#db.sql(`SELECT 1 FROM ${t.calls} WHERE "run_id" = ? AND "segment" = ? AND "seq" = ? AND "sealed" = ?`),
+          runId,
+          segment,
+          seq,
+          sealed,
+        );
         if (same.length > 0) return undefined;
       }
       return refused;
@@ -164,11 +230,15 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async #run(tx: Sql, runId: string): Promise<RunRow | undefined> {
     const rows = await tx.$queryRawUnsafe<RunRow[]>(
-      this.#db.sql(`SELECT "flow", "kind", "step", "status", "segment", "segment_calls" FROM ${this.#db.tables.runs} WHERE "run_id" = ?`),
+      this.#db.sql(
+        `SELECT "flow", "kind", "step", "status", "segment", "segment_calls" FROM ${this.#db.tables.runs} WHERE "run_id" = ?`,
+      ),
       runId,
     );
     const row = rows[0];
-    return row === undefined ? undefined : { ...row, step: Number(row.step), segment: Number(row.segment), segment_calls: Number(row.segment_calls) };
+    return row === undefined
+      ? undefined
+      : { ...row, step: Number(row.step), segment: Number(row.segment), segment_calls: Number(row.segment_calls) };
   }
 
   #exec(tx: Sql, query: string, ...values: unknown[]): Promise<number> {
@@ -181,12 +251,16 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * so driver failures and refusals stay apart.
    */
   async #tx(what: string, fn: (tx: Sql) => Promise<DurableError | undefined>): Promise<void> {
-    const refused = await this.#bounded(what, async () => (await this.#db.client()).$transaction(fn, { maxWait: 10_000, timeout: 10_000 }));
+    const refused = await this.#bounded(what, async () =>
+      (await this.#db.client()).$transaction(fn, { maxWait: 10_000, timeout: 10_000 }),
+    );
     if (refused !== undefined) throw refused;
   }
 
   #query<T>(what: string, query: string, ...values: unknown[]): Promise<T[]> {
-    return this.#bounded(what, async () => (await this.#db.client()).$queryRawUnsafe<T[]>(this.#db.sql(query), ...values));
+    return this.#bounded(what, async () =>
+      (await this.#db.client()).$queryRawUnsafe<T[]>(this.#db.sql(query), ...values),
+    );
   }
 
   /**
@@ -205,7 +279,11 @@ export class PrismaCheckpointStore implements CheckpointStore {
         : new Promise<never>((_, reject) => {
             timer = setTimeout(() => {
               this.#db.discard();
-              reject(new StoreUnavailable(`The database did not answer ${what} within ${timeoutMs} ms; whether the operation was applied is unknown.`));
+              reject(
+                new StoreUnavailable(
+                  `The database did not answer ${what} within ${timeoutMs} ms; whether the operation was applied is unknown.`,
+                ),
+              );
             }, timeoutMs);
           });
     try {

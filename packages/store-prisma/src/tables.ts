@@ -8,7 +8,12 @@ export type Provider = "postgresql" | "sqlite";
 export interface Tables {
   readonly provider: Provider;
   /** The quoted names of the store's tables. */
-  readonly tables: { readonly runs: string; readonly checkpoints: string; readonly calls: string; readonly migrations: string };
+  readonly tables: {
+    readonly runs: string;
+    readonly checkpoints: string;
+    readonly calls: string;
+    readonly migrations: string;
+  };
   /** PostgreSQL: the schema of the tables; SQLite: `main`. */
   readonly schema: string;
   readonly prefix: string;
@@ -21,12 +26,16 @@ export interface Tables {
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
 function checkName(option: string, value: string): string {
-  if (!NAME.test(value)) throw new InvalidInput(`${option} ${JSON.stringify(value)} must be letters, digits and _ (not first a digit).`);
+  if (!NAME.test(value))
+    throw new InvalidInput(`${option} ${JSON.stringify(value)} must be letters, digits and _ (not first a digit).`);
   return value;
 }
 
 /** The names of the tables of one provider, schema and prefix; throws `InvalidInput` for a name that is not plain. */
-export function tablesOf(provider: Provider, options: { readonly schema?: string | undefined; readonly tablePrefix?: string | undefined }): Tables {
+export function tablesOf(
+  provider: Provider,
+  options: { readonly schema?: string | undefined; readonly tablePrefix?: string | undefined },
+): Tables {
   const prefix = checkName("tablePrefix", options.tablePrefix ?? "durable_");
   if (provider === "sqlite" && options.schema !== undefined) {
     throw new InvalidInput("schema is for PostgreSQL; give SQLite tenants a tablePrefix or a file each.");
@@ -35,7 +44,12 @@ export function tablesOf(provider: Provider, options: { readonly schema?: string
   const table = (name: string) => (schema === undefined ? `"${prefix}${name}"` : `"${schema}"."${prefix}${name}"`);
   return {
     provider,
-    tables: { runs: table("runs"), checkpoints: table("checkpoints"), calls: table("calls"), migrations: table("migrations") },
+    tables: {
+      runs: table("runs"),
+      checkpoints: table("checkpoints"),
+      calls: table("calls"),
+      migrations: table("migrations"),
+    },
     schema: schema ?? "main",
     prefix,
     sql:

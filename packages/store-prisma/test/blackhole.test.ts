@@ -43,7 +43,12 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connec
     await store.latest("r");
     proxy.silence();
     const operations = { ...everyOperation(store), migrate: () => store.migrate() };
-    await expectEachTimesOut(operations, new RegExp(`did not answer .* within ${TIMEOUT} ms; whether the operation was applied is unknown`), TIMEOUT, MARGIN);
+    await expectEachTimesOut(
+      operations,
+      new RegExp(`did not answer .* within ${TIMEOUT} ms; whether the operation was applied is unknown`),
+      TIMEOUT,
+      MARGIN,
+    );
     // No connection stays stuck: the store destroyed the silent ones.
     await expect.poll(() => proxy.connections, { timeout: 2000 }).toBe(0);
     proxy.restore();

@@ -36,14 +36,30 @@ describe("durable-prisma migrate", () => {
 
   it.each([
     ["an unknown option", ["migrate", "file:x.db", "--nope"], /^Unknown option '--nope'\./],
-    ["an option without its value", ["migrate", "file:x.db", "--schema"], /^Option '--schema <value>' argument missing\./],
+    [
+      "an option without its value",
+      ["migrate", "file:x.db", "--schema"],
+      /^Option '--schema <value>' argument missing\./,
+    ],
     ["no command", [], /^Usage: durable-prisma migrate/],
     ["another command", ["push", "file:x.db"], /^Unknown command "push"\./],
     ["no URL", ["migrate"], /^migrate needs the database URL\./],
-    ["a URL of another database", ["migrate", "mysql://app@db/app"], /^PrismaCheckpointStore takes a postgresql:\/\/… or file:… URL, not "mysql:\/\/…@db\/app"\./],
-    ["a schema that is not a plain name", ["migrate", "postgresql://app@db/app", "--schema", "a;b"], /^schema "a;b" must be letters/],
+    [
+      "a URL of another database",
+      ["migrate", "mysql://app@db/app"],
+      /^PrismaCheckpointStore takes a postgresql:\/\/… or file:… URL, not "mysql:\/\/…@db\/app"\./,
+    ],
+    [
+      "a schema that is not a plain name",
+      ["migrate", "postgresql://app@db/app", "--schema", "a;b"],
+      /^schema "a;b" must be letters/,
+    ],
     ["a schema for SQLite", ["migrate", "file:x.db", "--schema", "tenant"], /^schema is for PostgreSQL/],
-    ["a table prefix that is not a plain name", ["migrate", "file:x.db", "--table-prefix", "1x"], /^tablePrefix "1x" must be letters/],
+    [
+      "a table prefix that is not a plain name",
+      ["migrate", "file:x.db", "--table-prefix", "1x"],
+      /^tablePrefix "1x" must be letters/,
+    ],
   ])("%s is one line on stderr and exit code 2", (_, args, message) => {
     const { code, out, err } = run(...args);
     expect(err).toHaveLength(1);

@@ -7,5 +7,6 @@ const db = testDatabase();
 if (await postgresAnswers()) {
   runConformance({ ...initializer("prisma, PostgreSQL", () => db.url), beforeAll: db.create, afterAll: db.drop });
 } else {
-  describe("prisma on PostgreSQL", () => it("needs PostgreSQL at DATABASE_URL", (ctx) => ctx.skip("PostgreSQL is not running")));
+  describe("prisma on PostgreSQL", () =>
+    it("needs PostgreSQL at DATABASE_URL", (ctx) => ctx.skip("PostgreSQL is not running")));
 }

@@ -61,11 +61,35 @@ function raw(store: PrismaCheckpointStore): RawAccess {
     return rows[0].sealed;
   };
   return {
-    readCheckpoint: async (runId, step) => one(await run(`SELECT "sealed" FROM ${t.checkpoints} WHERE "run_id" = $1 AND "step" = $2`, [runId, step])),
-    writeCheckpoint: async (runId, step, sealed) => void (await run(`UPDATE ${t.checkpoints} SET "sealed" = $1 WHERE "run_id" = $2 AND "step" = $3`, [sealed, runId, step])),
-    readCall: async (runId, segment, seq) => one(await run(`SELECT "sealed" FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [runId, segment, seq])),
-    writeCall: async (runId, segment, seq, sealed) => void (await run(`UPDATE ${t.calls} SET "sealed" = $1 WHERE "run_id" = $2 AND "segment" = $3 AND "seq" = $4`, [sealed, runId, segment, seq])),
-    deleteCall: async (runId, segment, seq) => void (await run(`DELETE FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [runId, segment, seq])),
+    readCheckpoint: async (runId, step) =>
+      one(await run(`SELECT "sealed" FROM ${t.checkpoints} WHERE "run_id" = $1 AND "step" = $2`, [runId, step])),
+    writeCheckpoint: async (runId, step, sealed) =>
+      void (await run(`UPDATE ${t.checkpoints} SET "sealed" = $1 WHERE "run_id" = $2 AND "step" = $3`, [
+        sealed,
+        runId,
+        step,
+      ])),
+    readCall: async (runId, segment, seq) =>
+      one(
+        await run(`SELECT "sealed" FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [
+          runId,
+          segment,
+          seq,
+        ]),
+      ),
+    writeCall: async (runId, segment, seq, sealed) =>
+      void (await run(`UPDATE ${t.calls} SET "sealed" = $1 WHERE "run_id" = $2 AND "segment" = $3 AND "seq" = $4`, [
+        sealed,
+        runId,
+        segment,
+        seq,
+      ])),
+    deleteCall: async (runId, segment, seq) =>
+      void (await run(`DELETE FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [
+        runId,
+        segment,
+        seq,
+      ])),
   };
 }
 
@@ -87,7 +111,8 @@ export function initializer(name: string, url: () => string): ConformanceInitial
         return open(same, prefix);
       },
       plainHead: {
-        endByHand: async (store, runId) => void (await sqlOn(store, `UPDATE ${store.tables.runs} SET "status" = 'done' WHERE "run_id" = $1`, [runId])),
+        endByHand: async (store, runId) =>
+          void (await sqlOn(store, `UPDATE ${store.tables.runs} SET "status" = 'done' WHERE "run_id" = $1`, [runId])),
       },
     },
     raw,

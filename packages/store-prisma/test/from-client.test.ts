@@ -36,7 +36,10 @@ const targets = [...(hasPostgres ? (["postgresql"] as const) : []), "sqlite"] as
 
 /** A store on the user's client of `provider`, on tables of a prefix of its own, migrated. */
 async function storeOn(provider: (typeof targets)[number]): Promise<PrismaCheckpointStore> {
-  const store = PrismaCheckpointStore.fromClient(clients[provider]!, { provider, tablePrefix: `c${randomUUID().slice(0, 8)}_` });
+  const store = PrismaCheckpointStore.fromClient(clients[provider]!, {
+    provider,
+    tablePrefix: `c${randomUUID().slice(0, 8)}_`,
+  });
   await store.migrate();
   return store;
 }
@@ -45,13 +48,28 @@ describe.each(targets)("PrismaCheckpointStore.fromClient on %s", (provider) => {
   it("runs on the user's PrismaClient, and close() leaves that client connected", async () => {
     const store = await storeOn(provider);
     expect(store.provider).toBe(provider);
-    const row = sealCheckpoint(sealer, { runId: "r1", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: [0], data: {} });
+    const row = sealCheckpoint(sealer, {
+      runId: "r1",
+      step: 0,
+      status: "running",
+      segment: 0,
+      flow: "f",
+      kind: "flow",
+      identity: {},
+      calls: [0],
+      data: {},
+    });
     await store.save("r1", 0, row);
     expect((await store.latest("r1")).step).toBe(0);
     await store.close();
     const client = clients[provider]!;
-    expect(await client.$queryRawUnsafe<Array<{ one: number | bigint }>>("SELECT 1 AS one")).toEqual([{ one: expect.anything() }]);
-    const again = PrismaCheckpointStore.fromClient(client, { provider, tablePrefix: store.tables.runs.match(/"(c\w+_)runs"/)![1]! });
+    expect(await client.$queryRawUnsafe<Array<{ one: number | bigint }>>("SELECT 1 AS one")).toEqual([
+      { one: expect.anything() },
+    ]);
+    const again = PrismaCheckpointStore.fromClient(client, {
+      provider,
+      tablePrefix: store.tables.runs.match(/"(c\w+_)runs"/)![1]!,
+    });
     expect((await again.latest("r1")).step).toBe(0);
   });
 
@@ -64,9 +82,14 @@ describe.each(targets)("PrismaCheckpointStore.fromClient on %s", (provider) => {
 describe.each(targets)("fromClient on %s without the store's tables", (provider) => {
   it("says to migrate with the store or with the user's own Prisma migrations, on one line", async () => {
     const store = PrismaCheckpointStore.fromClient(clients[provider]!, { provider, tablePrefix: "never_" });
-    const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+    const error = await store.latest("r").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StoreNotReady);
-    expect((error as Error).message).toMatch(/^Table \S*never_checkpoints does not exist: .*`await store\.migrate\(\)`.*, or apply your own Prisma migrations with the store's models \(prisma\/models\.prisma of @durable\/store-prisma\)\.$/);
+    expect((error as Error).message).toMatch(
+      /^Table \S*never_checkpoints does not exist: .*`await store\.migrate\(\)`.*, or apply your own Prisma migrations with the store's models \(prisma\/models\.prisma of @durable\/store-prisma\)\.$/,
+    );
     expect((error as Error).message).not.toContain("\n");
   });
 });
@@ -75,6 +98,8 @@ describe("fromClient bad input", () => {
   it("a provider the store does not speak, and a schema for SQLite, are InvalidInput", () => {
     const client = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: ":memory:" }) });
     expect(() => PrismaCheckpointStore.fromClient(client, { provider: "mysql" as "sqlite" })).toThrow(InvalidInput);
-    expect(() => PrismaCheckpointStore.fromClient(client, { provider: "sqlite", schema: "tenant" })).toThrow(/schema is for PostgreSQL/);
+    expect(() => PrismaCheckpointStore.fromClient(client, { provider: "sqlite", schema: "tenant" })).toThrow(
+      /schema is for PostgreSQL/,
+    );
   });
 });

@@ -20,7 +20,10 @@ afterAll(async () => {
 });
 
 /** Every database the tests run on: PostgreSQL (when it answers) and a SQLite file. */
-const targets: Array<[string, () => string]> = [...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []), ["SQLite", sqliteUrl]];
+const targets: Array<[string, () => string]> = [
+  ...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []),
+  ["SQLite", sqliteUrl],
+];
 
 /** The tables and columns the shipped models declare (by their @@map and @map names). */
 function modelColumns(): Record<string, string[]> {
@@ -51,7 +54,9 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     if (provider === "sqlite") {
       const file = new Database(target.slice(5));
       for (const table of ["durable_runs", "durable_checkpoints", "durable_calls"]) {
-        found[table] = (file.prepare(`PRAGMA table_info("${table}")`).all() as Array<{ name: string }>).map((c) => c.name).sort();
+        found[table] = (file.prepare(`PRAGMA table_info("${table}")`).all() as Array<{ name: string }>)
+          .map((c) => c.name)
+          .sort();
       }
       file.close();
     } else {
@@ -69,7 +74,10 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
   it("four processes migrating one fresh database at once all succeed, and the schema is applied once", async () => {
     const target = provider === "sqlite" ? url() : await freshDatabase();
     const runs = await Promise.all(Array.from({ length: 4 }, () => runScript(MIGRATE, [target])));
-    expect(runs.map((r) => r.code), runs.map((r) => r.stderr).join("\n")).toEqual([0, 0, 0, 0]);
+    expect(
+      runs.map((r) => r.code),
+      runs.map((r) => r.stderr).join("\n"),
+    ).toEqual([0, 0, 0, 0]);
     const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
     expect(applied).toEqual(['applied ["0001_init"]', "applied []", "applied []", "applied []"]);
   }, 120_000);
@@ -78,7 +86,17 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     const store = new PrismaCheckpointStore(url(), { poolSize: 2, tablePrefix: "pool_" });
     await store.migrate();
     const row = (runId: string, step: number) =>
-      sealCheckpoint(sealer, { runId, step, status: "running", segment: 0, flow: "pool", kind: "flow", identity: {}, calls: [0], data: { step } });
+      sealCheckpoint(sealer, {
+        runId,
+        step,
+        status: "running",
+        segment: 0,
+        flow: "pool",
+        kind: "flow",
+        identity: {},
+        calls: [0],
+        data: { step },
+      });
     await Promise.all(
       Array.from({ length: 50 }, async (_, i) => {
         for (let step = 0; step < 5; step++) await store.save(`pool-${i}`, step, row(`pool-${i}`, step));
@@ -90,20 +108,40 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
 
   it("a store whose tables were never made says to migrate, on one line, and not to wait for the database", async () => {
     const store = new PrismaCheckpointStore(url(), { tablePrefix: "never_" });
-    const row = sealCheckpoint(sealer, { runId: "r", step: 0, status: "running", segment: 0, flow: "f", kind: "flow", identity: {}, calls: [0], data: {} });
+    const row = sealCheckpoint(sealer, {
+      runId: "r",
+      step: 0,
+      status: "running",
+      segment: 0,
+      flow: "f",
+      kind: "flow",
+      identity: {},
+      calls: [0],
+      data: {},
+    });
     const attempts: Array<[string, () => Promise<unknown>]> = [
       ["save", () => store.save("r", 0, row)],
       ["latest", () => store.latest("r")],
       ["recordCall", () => store.recordCall("r", 0, 0, "sealed")],
       ["calls", () => store.calls("r")],
       ["delete", () => store.delete("r")],
-      ["listUnfinished", async () => { for await (const _ of store.listUnfinished("f")) void _; }],
+      [
+        "listUnfinished",
+        async () => {
+          for await (const _ of store.listUnfinished("f")) void _;
+        },
+      ],
     ];
     for (const [what, attempt] of attempts) {
-      const error = await attempt().then(() => undefined, (e: unknown) => e);
+      const error = await attempt().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error, what).toBeInstanceOf(StoreNotReady);
       expect(error, what).not.toBeInstanceOf(StoreUnavailable);
-      expect((error as Error).message, what).toMatch(/^Table \S*never_\w+ does not exist: .*Run `await store\.migrate\(\)` \(or `durable-prisma migrate <url>`\)/);
+      expect((error as Error).message, what).toMatch(
+        /^Table \S*never_\w+ does not exist: .*Run `await store\.migrate\(\)` \(or `durable-prisma migrate <url>`\)/,
+      );
       expect((error as Error).message, what).not.toContain("\n");
     }
     await store.close();

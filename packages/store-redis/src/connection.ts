@@ -89,7 +89,13 @@ export class Connection {
       const late = new Promise<"late">((resolve) => {
         timer = setTimeout(() => resolve("late"), timeoutMs);
       });
-      const closed = await Promise.race([this.#client.close().then(() => "closed" as const, () => "late" as const), late]);
+      const closed = await Promise.race([
+        this.#client.close().then(
+          () => "closed" as const,
+          () => "late" as const,
+        ),
+        late,
+      ]);
       clearTimeout(timer);
       if (closed === "closed") return;
     }

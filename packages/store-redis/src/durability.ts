@@ -17,7 +17,10 @@ function durabilityGap(config: Readonly<Record<string, string>>): string | undef
     return `Redis runs with appendonly ${appendonly ?? "unknown"}: a restart loses every write since the last RDB snapshot (all of them without one); set appendonly yes and appendfsync always`;
   }
   if (appendfsync !== "always") {
-    const loss = appendfsync === "everysec" ? "the last second of acknowledged writes" : "acknowledged writes the OS had not yet flushed (up to ~30 s)";
+    const loss =
+      appendfsync === "everysec"
+        ? "the last second of acknowledged writes"
+        : "acknowledged writes the OS had not yet flushed (up to ~30 s)";
     return `Redis runs with appendfsync ${appendfsync ?? "unknown"}: a crash of Redis or its host can lose ${loss}; set appendfsync always`;
   }
   return undefined;

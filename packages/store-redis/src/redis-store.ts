@@ -1,7 +1,30 @@
-import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type CheckpointStore, CheckpointStoreCorrupt, DurableError, InvalidInput, type RunKind, type RunStatus, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type CheckpointRow,
+  type CheckpointStore,
+  CheckpointStoreCorrupt,
+  DurableError,
+  InvalidInput,
+  type RunKind,
+  type RunStatus,
+  type StoredCall,
+  type StoredCheckpoint,
+  StoreUnavailable,
+} from "@durable/core/store";
 import { Connection, type RedisLikeClient } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
-import { BUCKETS, checkPrefix, hex, indexKeys, indexMember, keyPattern, runIdOf, runKeys, type RunKeys } from "./keys.js";
+import {
+  BUCKETS,
+  checkPrefix,
+  hex,
+  indexKeys,
+  indexMember,
+  keyPattern,
+  runIdOf,
+  runKeys,
+  type RunKeys,
+} from "./keys.js";
 import { SCRIPTS, type Script } from "./scripts.js";
 
 /** Options of `RedisCheckpointStore`. */
@@ -42,11 +65,14 @@ export class RedisCheckpointStore implements CheckpointStore {
   #closing: Promise<void> = Promise.resolve();
 
   constructor(client: () => RedisLikeClient, options: RedisStoreOptions = {}) {
-    if (typeof client !== "function") throw new InvalidInput("RedisCheckpointStore takes a function that makes a client: () => createClient({ url }).");
+    if (typeof client !== "function")
+      throw new InvalidInput("RedisCheckpointStore takes a function that makes a client: () => createClient({ url }).");
     const ttl = options.ttlSeconds ?? 0;
-    if (!Number.isSafeInteger(ttl) || ttl < 0) throw new InvalidInput(`ttlSeconds must be a whole number ≥ 0, not ${ttl}.`);
+    if (!Number.isSafeInteger(ttl) || ttl < 0)
+      throw new InvalidInput(`ttlSeconds must be a whole number ≥ 0, not ${ttl}.`);
     const timeout = options.operationTimeoutMs ?? 5000;
-    if (!Number.isSafeInteger(timeout) || timeout <= 0) throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
+    if (!Number.isSafeInteger(timeout) || timeout <= 0)
+      throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
     this.#factory = client;
     this.prefix = checkPrefix(options.prefix ?? "durable");
     this.ttlSeconds = ttl;
@@ -56,7 +82,16 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
     const { status, segment, flow, kind, sealed } = checkpoint;
-    const args = [indexMember(flow, runId), String(step), status, String(segment), flow, kind, sealed, String(this.ttlSeconds)];
+    const args = [
+      indexMember(flow, runId),
+      String(step),
+      status,
+      String(segment),
+      flow,
+      kind,
+      sealed,
+      String(this.ttlSeconds),
+    ];
     this.#verdict(runId, await this.#eval(SCRIPTS.save, this.#all(runId), args));
   }
 
@@ -81,7 +116,11 @@ export class RedisCheckpointStore implements CheckpointStore {
       const pages = await Promise.all(
         [...cursors].map(async ([bucket, after]) => {
           const { unfinished, expiring } = indexKeys(this.prefix, bucket);
-          const reply = (await this.#eval(SCRIPTS.page, [unfinished, expiring], [hex(flow), after, String(PAGE)])) as [string, string[], number];
+          const reply = (await this.#eval(SCRIPTS.page, [unfinished, expiring], [hex(flow), after, String(PAGE)])) as [
+            string,
+            string[],
+            number,
+          ];
           return { bucket, reply };
         }),
       );
@@ -177,7 +216,12 @@ export class RedisCheckpointStore implements CheckpointStore {
       timer = setTimeout(() => {
         const cause = connection?.lastError;
         const why = cause === undefined ? "" : ` (last connection error: ${describe(cause)})`;
-        reject(new StoreUnavailable(`Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`, { cause }));
+        reject(
+          new StoreUnavailable(
+            `Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`,
+            { cause },
+          ),
+        );
         // A connection that went silent stays silent: the next operation makes a new one.
         if (connection !== undefined) this.#abandon(connection);
       }, this.#timeoutMs);
@@ -191,7 +235,9 @@ export class RedisCheckpointStore implements CheckpointStore {
       return await Promise.race([ready.then(op), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;
-      throw new StoreUnavailable(`Redis failed: ${describe(error)}; whether the operation was applied is unknown.`, { cause: error });
+      throw new StoreUnavailable(`Redis failed: ${describe(error)}; whether the operation was applied is unknown.`, {
+        cause: error,
+      });
     } finally {
       clearTimeout(timer);
     }

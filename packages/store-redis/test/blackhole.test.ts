@@ -23,10 +23,18 @@ describe("RedisCheckpointStore behind a connection that goes silent", () => {
   });
 
   it("fails every operation with StoreUnavailable within operationTimeoutMs, and works again once the network does", async () => {
-    const store = new RedisCheckpointStore(() => createClient({ url: `redis://127.0.0.1:${proxy.port}` }), { prefix: "blackhole", operationTimeoutMs: TIMEOUT });
+    const store = new RedisCheckpointStore(() => createClient({ url: `redis://127.0.0.1:${proxy.port}` }), {
+      prefix: "blackhole",
+      operationTimeoutMs: TIMEOUT,
+    });
     await store.save("r", 0, row());
     proxy.silence();
-    await expectEachTimesOut(everyOperation(store), new RegExp(`did not answer within ${TIMEOUT} ms; whether the operation was applied is unknown`), TIMEOUT, MARGIN);
+    await expectEachTimesOut(
+      everyOperation(store),
+      new RegExp(`did not answer within ${TIMEOUT} ms; whether the operation was applied is unknown`),
+      TIMEOUT,
+      MARGIN,
+    );
     proxy.restore();
     await expectWorksAgain(store);
     await store.close();

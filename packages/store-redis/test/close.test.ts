@@ -28,12 +28,16 @@ async function within<T>(ms: number, promise: Promise<T>): Promise<number> {
   return Date.now() - start;
 }
 
-const storeAt = (url: string, operationTimeoutMs = TIMEOUT) => new RedisCheckpointStore(() => createClient({ url }), { prefix: "close-test", operationTimeoutMs });
+const storeAt = (url: string, operationTimeoutMs = TIMEOUT) =>
+  new RedisCheckpointStore(() => createClient({ url }), { prefix: "close-test", operationTimeoutMs });
 
 describe("RedisCheckpointStore against a Redis that never answered", () => {
   it("fails an operation after the timeout with the connection error as cause, and closes within the timeout", async () => {
     const store = storeAt(`redis://127.0.0.1:${await freePort()}`);
-    const error = await store.save("r", 0, row()).then(() => undefined, (e: unknown) => e);
+    const error = await store.save("r", 0, row()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StoreUnavailable);
     expect((error as StoreUnavailable).cause).toMatchObject({ code: "ECONNREFUSED" });
     expect((error as StoreUnavailable).message).toMatch(/ECONNREFUSED/);
@@ -43,7 +47,10 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
 
   it("closes while an operation still waits for the connection, which then fails", async () => {
     const store = storeAt(`redis://127.0.0.1:${await freePort()}`);
-    const pending = store.latest("r").then(() => undefined, (e: unknown) => e);
+    const pending = store.latest("r").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((r) => setTimeout(r, 50));
     await within(TIMEOUT + MARGIN, store.close());
     expect(await pending).toBeInstanceOf(StoreUnavailable);
@@ -58,7 +65,10 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
       const store = new RedisCheckpointStore(() => createClient({ url: "redis://127.0.0.1:${await freePort()}" }), { operationTimeoutMs: ${TIMEOUT} });
       await store.latest("r").catch(() => {});
       await store.close();`;
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "inherit" });
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      stdio: "inherit",
+    });
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
       await within(TIMEOUT + 4000, exited);
@@ -72,7 +82,10 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
     const store = new RedisCheckpointStore(() => {
       throw new Error("no client today");
     });
-    const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+    const error = await store.latest("r").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StoreUnavailable);
     expect((error as StoreUnavailable).cause).toMatchObject({ message: "no client today" });
     await within(MARGIN, store.close());
@@ -106,7 +119,10 @@ describe("RedisCheckpointStore when its Redis stops", () => {
     const store = storeAt(url);
     await store.save("r", 0, row());
     await server.stop();
-    const error = await store.save("r", 1, row()).then(() => undefined, (e: unknown) => e);
+    const error = await store.save("r", 1, row()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StoreUnavailable);
     expect((error as StoreUnavailable).cause).toBeInstanceOf(Error);
     await within(TIMEOUT + MARGIN, store.close());
@@ -124,7 +140,10 @@ describe("RedisCheckpointStore when its Redis stops", () => {
     // node-redis retries with a backoff of up to about 2 s; the fresh server holds nothing, which only an answer can say.
     const deadline = Date.now() + 5000;
     for (;;) {
-      const error = await store.latest("r").then(() => undefined, (e: unknown) => e);
+      const error = await store.latest("r").then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       if (error instanceof CheckpointNotFound) break;
       if (Date.now() > deadline) throw error;
     }

@@ -7,5 +7,6 @@ if (await redisAnswers()) {
   runConformance(redis);
   runConformance(redisWithTtl, { groups: ["ttl"] });
 } else {
-  describe("redis conformance", () => it("needs Redis at REDIS_URL (see the warning above)", (ctx) => ctx.skip("Redis is not running")));
+  describe("redis conformance", () =>
+    it("needs Redis at REDIS_URL (see the warning above)", (ctx) => ctx.skip("Redis is not running")));
 }

@@ -11,7 +11,11 @@ const NONE = ["--save", "", "--appendonly", "no"];
 
 const servers: Record<string, OwnRedis> = {};
 beforeAll(async () => {
-  [servers["always"], servers["everysec"], servers["none"]] = await Promise.all([OwnRedis.start(undefined, AOF_ALWAYS), OwnRedis.start(undefined, AOF_EVERYSEC), OwnRedis.start(undefined, NONE)]);
+  [servers["always"], servers["everysec"], servers["none"]] = await Promise.all([
+    OwnRedis.start(undefined, AOF_ALWAYS),
+    OwnRedis.start(undefined, AOF_EVERYSEC),
+    OwnRedis.start(undefined, NONE),
+  ]);
 }, 30_000);
 afterAll(async () => {
   await Promise.all(Object.values(servers).map((server) => server.stop()));
@@ -41,15 +45,23 @@ describe("RedisCheckpointStore checks the server's persistence on connect", () =
     for (const id of ["a", "b"]) await storeOn(servers["none"]!).save(id, 0, row());
     expect(warn).toHaveBeenCalledTimes(1);
     const [line] = warn.mock.calls[0] as [string];
-    expect(line).toMatch(/appendonly no: a restart loses every write since the last RDB snapshot.*set appendonly yes and appendfsync always/);
+    expect(line).toMatch(
+      /appendonly no: a restart loses every write since the last RDB snapshot.*set appendonly yes and appendfsync always/,
+    );
     expect(line).not.toMatch(/\n/);
   });
 
   it("requireDurable refuses a Redis with appendfsync everysec, or without AOF, with StoreNotReady naming the setting", async () => {
-    const everysec = await storeOn(servers["everysec"]!, { requireDurable: true }).latest("r").catch((e: unknown) => e);
+    const everysec = await storeOn(servers["everysec"]!, { requireDurable: true })
+      .latest("r")
+      .catch((e: unknown) => e);
     expect(everysec).toBeInstanceOf(StoreNotReady);
-    expect((everysec as Error).message).toMatch(/appendfsync everysec: a crash .* can lose the last second of acknowledged writes; set appendfsync always/);
-    const none = await storeOn(servers["none"]!, { requireDurable: true }).save("r", 0, row()).catch((e: unknown) => e);
+    expect((everysec as Error).message).toMatch(
+      /appendfsync everysec: a crash .* can lose the last second of acknowledged writes; set appendfsync always/,
+    );
+    const none = await storeOn(servers["none"]!, { requireDurable: true })
+      .save("r", 0, row())
+      .catch((e: unknown) => e);
     expect(none).toBeInstanceOf(StoreNotReady);
     expect((none as Error).message).toMatch(/set appendonly yes and appendfsync always/);
     expect((none as Error).message).not.toMatch(/\n/);

@@ -6,18 +6,31 @@ import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
 
-const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}", ...over });
+const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
+  status: "running",
+  segment: 0,
+  flow: "f",
+  kind: "flow",
+  sealed: "d1.-.{}",
+  ...over,
+});
 
 describe("RedisCheckpointStore prefix", () => {
-  it.each(["", "a*", "a?", "[a]", "{a}", "a}", "a b", "a\n", "é", "x".repeat(65)])("refuses %j with InvalidInput naming the option", (prefix) => {
-    expect(() => new RedisCheckpointStore(() => createClient(), { prefix })).toThrow(InvalidInput);
-    expect(() => new RedisCheckpointStore(() => createClient(), { prefix })).toThrow(/^prefix must be/);
-  });
+  it.each(["", "a*", "a?", "[a]", "{a}", "a}", "a b", "a\n", "é", "x".repeat(65)])(
+    "refuses %j with InvalidInput naming the option",
+    (prefix) => {
+      expect(() => new RedisCheckpointStore(() => createClient(), { prefix })).toThrow(InvalidInput);
+      expect(() => new RedisCheckpointStore(() => createClient(), { prefix })).toThrow(/^prefix must be/);
+    },
+  );
 
-  it.each(["durable", "app:tenant-a", "A.b_c-9:", "x".repeat(64)])("takes %j, and every key of a run starts with it", (prefix) => {
-    const store = new RedisCheckpointStore(() => createClient(), { prefix });
-    for (const key of Object.values(store.keysOf("run {x}:*"))) expect(key.startsWith(`${prefix}:{`)).toBe(true);
-  });
+  it.each(["durable", "app:tenant-a", "A.b_c-9:", "x".repeat(64)])(
+    "takes %j, and every key of a run starts with it",
+    (prefix) => {
+      const store = new RedisCheckpointStore(() => createClient(), { prefix });
+      for (const key of Object.values(store.keysOf("run {x}:*"))) expect(key.startsWith(`${prefix}:{`)).toBe(true);
+    },
+  );
 
   it("gives a key pattern that matches no key of a longer prefix", () => {
     const pattern = RedisCheckpointStore.keyPattern("app");
@@ -40,7 +53,8 @@ describe("RedisCheckpointStore scripts", () => {
   it.each(Object.entries(SCRIPTS))("%s touches only the keys it declares", (_, script) => {
     const calls = [...script.source.matchAll(/redis\.call\('(\w+)'(?:, ([^,)]+))?/g)];
     expect(calls.length).toBeGreaterThan(0);
-    for (const [, command, key] of calls) if (command !== "TIME") expect(key, `${command} ${key}`).toMatch(/^KEYS\[(\d+|[a-z])\]$/);
+    for (const [, command, key] of calls)
+      if (command !== "TIME") expect(key, `${command} ${key}`).toMatch(/^KEYS\[(\d+|[a-z])\]$/);
   });
 });
 
@@ -63,7 +77,11 @@ describe("RedisCheckpointStore keys in Redis", () => {
     const all = new Map<string, string>();
     for await (const keys of admin.scanIterator({ MATCH: "*", COUNT: 1000 })) {
       for (const key of keys) {
-        const [type, pttl, dump] = await Promise.all([admin.type(key), admin.pTTL(key), admin.sendCommand(["DUMP", key])]);
+        const [type, pttl, dump] = await Promise.all([
+          admin.type(key),
+          admin.pTTL(key),
+          admin.sendCommand(["DUMP", key]),
+        ]);
         all.set(key, `${type} ${pttl < 0 ? pttl : "expires"} ${JSON.stringify(dump)}`);
       }
     }
@@ -98,14 +116,20 @@ describe("RedisCheckpointStore keys in Redis", () => {
     await new Promise((r) => setTimeout(r, 1100));
     // A save after the expiry drops the expired runs' index entries.
     await stores[1]!.save("late", 0, row());
-    expect(await collect(stores[1]!.listUnfinished("f"))).toEqual([...Array.from({ length: 10 }, (_, i) => `run ${i * 4 + 1} {*}`), "late"].sort());
+    expect(await collect(stores[1]!.listUnfinished("f"))).toEqual(
+      [...Array.from({ length: 10 }, (_, i) => `run ${i * 4 + 1} {*}`), "late"].sort(),
+    );
     const keys = [...(await snapshot()).keys()];
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) expect(key).toMatch(/^app:tenant-[ab]:\{app:tenant-[ab]\.\d+\}:/);
     for (const store of stores) {
       const own = keys.filter((k) => k.startsWith(`${store.prefix}:`));
       const matched: string[] = [];
-      for await (const found of admin.scanIterator({ MATCH: RedisCheckpointStore.keyPattern(store.prefix), COUNT: 1000 })) matched.push(...found);
+      for await (const found of admin.scanIterator({
+        MATCH: RedisCheckpointStore.keyPattern(store.prefix),
+        COUNT: 1000,
+      }))
+        matched.push(...found);
       // Keys with a TTL may expire between the snapshot and the scan: the scan may then find fewer, never others.
       if (store.ttlSeconds === 0) expect(matched.sort()).toEqual(own.sort());
       else expect(matched.filter((k) => !own.includes(k))).toEqual([]);
@@ -117,7 +141,10 @@ describe("RedisCheckpointStore keys in Redis", () => {
     await admin.flushAll();
     // The kept runs never expire; the gone ones do, after them, so no save drops their index entries before the listing.
     const kept = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list" });
-    const expiring = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list", ttlSeconds: 1 });
+    const expiring = new RedisCheckpointStore(() => createClient({ url: server.url }), {
+      prefix: "list",
+      ttlSeconds: 1,
+    });
     for (let i = 0; i < 30; i++) await kept.save(`kept ${i}`, 0, row({ status: i % 2 === 0 ? "paused" : "running" }));
     for (let i = 0; i < 30; i++) await expiring.save(`gone ${i}`, 0, row());
     await new Promise((r) => setTimeout(r, 1100));
@@ -147,7 +174,10 @@ describe("RedisCheckpointStore keys in Redis", () => {
     expect(await store.calls("r")).toHaveLength(1);
     await store.delete("r");
     const other = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a:x" });
-    const refused = await other.save("r", 0, row()).then(() => undefined, (e: unknown) => e);
+    const refused = await other.save("r", 0, row()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(refused).toBeInstanceOf(StoreUnavailable);
     expect(String(refused)).toMatch(/NOPERM|No permissions/i);
     await store.close();

@@ -17,7 +17,9 @@ export class OwnRedis {
   private constructor(port: number, persistence: readonly string[]) {
     this.url = `redis://127.0.0.1:${port}`;
     const dir = mkdtempSync(join(tmpdir(), "durable-redis-"));
-    this.#child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, ...persistence], { stdio: "ignore" });
+    this.#child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, ...persistence], {
+      stdio: "ignore",
+    });
     this.#exited = new Promise((resolve) =>
       this.#child.once("exit", () => {
         rmSync(dir, { recursive: true, force: true });
@@ -30,7 +32,10 @@ export class OwnRedis {
    * Starts one (on `port`, or a free one) and waits until it answers PING.
    * `persistence`: its settings, by default none (`--save "" --appendonly no`).
    */
-  static async start(port?: number, persistence: readonly string[] = ["--save", "", "--appendonly", "no"]): Promise<OwnRedis> {
+  static async start(
+    port?: number,
+    persistence: readonly string[] = ["--save", "", "--appendonly", "no"],
+  ): Promise<OwnRedis> {
     const server = new OwnRedis(port ?? (await freePort()), persistence);
     const deadline = Date.now() + 10_000;
     for (;;) {

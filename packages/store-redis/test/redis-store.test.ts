@@ -5,7 +5,14 @@ import { type CheckpointRow, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers } from "./redis.js";
 
-const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}", ...over });
+const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
+  status: "running",
+  segment: 0,
+  flow: "f",
+  kind: "flow",
+  sealed: "d1.-.{}",
+  ...over,
+});
 
 async function admin() {
   const c = createClient({ url: REDIS_URL });
@@ -24,7 +31,11 @@ if (await redisAnswers()) {
     return [base, `${base}:`, `${base}:x`, `${base}.x`, `${base}-x`, `${base}_x`, `${base}::x`][i % 7]!;
   };
   runConformance(
-    { ...redis, name: "redis, prefixes that start with one another", createStore: () => new RedisCheckpointStore(client, { prefix: nested(n++) }) },
+    {
+      ...redis,
+      name: "redis, prefixes that start with one another",
+      createStore: () => new RedisCheckpointStore(client, { prefix: nested(n++) }),
+    },
     { groups: ["isolation"] },
   );
 
@@ -57,13 +68,19 @@ if (await redisAnswers()) {
 
     it("gives StoreUnavailable when its connection is killed mid-operation, never a silent success, and reconnects", async () => {
       let own: ReturnType<typeof client> | undefined;
-      const store = new RedisCheckpointStore(() => (own = client()), { prefix: `kill:${Math.random()}`, operationTimeoutMs: 3000 });
+      const store = new RedisCheckpointStore(() => (own = client()), {
+        prefix: `kill:${Math.random()}`,
+        operationTimeoutMs: 3000,
+      });
       await store.save("r", 0, row());
       const id = String(await own!.sendCommand(["CLIENT", "ID"]));
       const c = await admin();
       // Writes wait while paused, so the store's record is in flight when its connection dies.
       await c.sendCommand(["CLIENT", "PAUSE", "2000", "WRITE"]);
-      const inFlight = store.recordCall("r", 0, 0, "x").then(() => "applied", (error: unknown) => error);
+      const inFlight = store.recordCall("r", 0, 0, "x").then(
+        () => "applied",
+        (error: unknown) => error,
+      );
       await new Promise((r) => setTimeout(r, 100));
       await c.sendCommand(["CLIENT", "KILL", "ID", id]);
       expect(await inFlight).toBeInstanceOf(StoreUnavailable);
@@ -78,5 +95,6 @@ if (await redisAnswers()) {
     });
   });
 } else {
-  describe("redis store", () => it("needs Redis at REDIS_URL (see the warning above)", (ctx) => ctx.skip("Redis is not running")));
+  describe("redis store", () =>
+    it("needs Redis at REDIS_URL (see the warning above)", (ctx) => ctx.skip("Redis is not running")));
 }

@@ -20,7 +20,9 @@ export interface Tables {
 
 export function tablesFor(prefix: string): Tables {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,47}$/.test(prefix)) {
-    throw new InvalidInput(`tablePrefix ${JSON.stringify(prefix)} must be letters, digits and _ (not first a digit), at most 48 characters.`);
+    throw new InvalidInput(
+      `tablePrefix ${JSON.stringify(prefix)} must be letters, digits and _ (not first a digit), at most 48 characters.`,
+    );
   }
   return { meta: `${prefix}meta`, runs: `${prefix}runs`, checkpoints: `${prefix}checkpoints`, calls: `${prefix}calls` };
 }

@@ -1,7 +1,19 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { CheckpointNotFound, type CheckpointRow, type CheckpointStore, InvalidInput, recordRefusal, type RunKind, type RunStatus, saveRefusal, type StoredCall, type StoredCheckpoint, StoreUnavailable } from "@durable/core/store";
+import {
+  CheckpointNotFound,
+  type CheckpointRow,
+  type CheckpointStore,
+  InvalidInput,
+  recordRefusal,
+  type RunKind,
+  type RunStatus,
+  saveRefusal,
+  type StoredCall,
+  type StoredCheckpoint,
+  StoreUnavailable,
+} from "@durable/core/store";
 import { storeError } from "./errors.js";
 import { UNFINISHED_IN, migrate, tablesFor, type Tables } from "./schema.js";
 
@@ -45,7 +57,8 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   readonly #sql: ReturnType<typeof prepare>;
 
   constructor(path: string, options: SQLiteStoreOptions = {}) {
-    if (typeof path !== "string" || path.length === 0) throw new InvalidInput("SQLiteCheckpointStore needs the path of its database file.");
+    if (typeof path !== "string" || path.length === 0)
+      throw new InvalidInput("SQLiteCheckpointStore needs the path of its database file.");
     this.path = path;
     this.tables = tablesFor(options.tablePrefix ?? "durable_");
     this.#where = `SQLite database ${JSON.stringify(path)}`;
@@ -155,7 +168,9 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 function prepare(db: Database.Database, t: Tables) {
   return {
     run: db.prepare(`SELECT flow, kind, step, status, segment, segment_calls FROM ${t.runs} WHERE run_id = ?`),
-    insertCheckpoint: db.prepare(`INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    insertCheckpoint: db.prepare(
+      `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
     upsertRun: db.prepare(
       `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, status = excluded.status,
@@ -164,22 +179,28 @@ function prepare(db: Database.Database, t: Tables) {
     latest: db.prepare(
       `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
     ),
-    unfinished: db.prepare(
-      `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
-    ).pluck(),
+    unfinished: db
+      .prepare(
+        `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
+      )
+      .pluck(),
     deleteCalls: db.prepare(`DELETE FROM ${t.calls} WHERE run_id = ?`),
     deleteCheckpoints: db.prepare(`DELETE FROM ${t.checkpoints} WHERE run_id = ?`),
     deleteRun: db.prepare(`DELETE FROM ${t.runs} WHERE run_id = ?`),
     insertCall: db.prepare(`INSERT INTO ${t.calls} (run_id, segment, seq, sealed) VALUES (?, ?, ?, ?)`),
     countCall: db.prepare(`UPDATE ${t.runs} SET segment_calls = segment_calls + 1 WHERE run_id = ?`),
-    calls: db.prepare(`SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`),
+    calls: db.prepare(
+      `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`,
+    ),
   };
 }
 
 /** Typed errors for a path that cannot work, before better-sqlite3 gives a vaguer one. */
 function checkPath(path: string, where: string): void {
-  if (path === ":memory:") throw new InvalidInput(`${where}: an in-memory database is one connection's only; use @durable/store-memory.`);
-  if (!existsSync(dirname(resolve(path)))) throw new InvalidInput(`${where}: the folder ${dirname(resolve(path))} does not exist.`);
+  if (path === ":memory:")
+    throw new InvalidInput(`${where}: an in-memory database is one connection's only; use @durable/store-memory.`);
+  if (!existsSync(dirname(resolve(path))))
+    throw new InvalidInput(`${where}: the folder ${dirname(resolve(path))} does not exist.`);
   if (existsSync(path)) {
     const stat = statSync(path);
     if (!stat.isFile()) throw new InvalidInput(`${where} is not a file.`);

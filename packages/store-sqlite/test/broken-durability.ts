@@ -1,6 +1,12 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { MemoryCheckpointStore, type MemoryData } from "@durable/core";
-import { type CheckpointRow, type CheckpointStore, recordRefusal, type StoredCall, type StoredCheckpoint } from "@durable/core/store";
+import {
+  type CheckpointRow,
+  type CheckpointStore,
+  recordRefusal,
+  type StoredCall,
+  type StoredCheckpoint,
+} from "@durable/core/store";
 import type { ConformanceInitializer } from "@durable/conformance";
 import { SQLiteCheckpointStore } from "../src/index.js";
 import sqlite, { newDatabasePath, removeDatabase } from "./conformance.js";
@@ -31,7 +37,10 @@ abstract class AckedAhead implements CheckpointStore {
   abstract recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
   /** Applies `write` once the queue before it is applied and `ACK_AHEAD_MS` have passed. */
   protected later(write: () => Promise<void>): void {
-    this.queue = this.queue.then(() => delay(ACK_AHEAD_MS)).then(write).catch(() => {});
+    this.queue = this.queue
+      .then(() => delay(ACK_AHEAD_MS))
+      .then(write)
+      .catch(() => {});
   }
   async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
     await this.queue;
@@ -102,7 +111,11 @@ class CheckOutsideTransactionStore extends MemoryCheckpointStore {
 
 const OPENER = new URL("./open-broken-sqlite.ts", import.meta.url).href;
 
-function brokenSqlite(name: string, kind: string, open: (path: string) => AckedAhead): ConformanceInitializer<AckedAhead> {
+function brokenSqlite(
+  name: string,
+  kind: string,
+  open: (path: string) => AckedAhead,
+): ConformanceInitializer<AckedAhead> {
   return {
     name,
     createStore: () => open(newDatabasePath()),
@@ -114,8 +127,16 @@ function brokenSqlite(name: string, kind: string, open: (path: string) => AckedA
   };
 }
 
-export const writeBehind = brokenSqlite("acknowledges recordCall before writing it", "write-behind", (path) => new WriteBehindStore(path));
-export const deferredCommit = brokenSqlite("commits recordCall 25 ms after resolving", "deferred-commit", (path) => new DeferredCommitStore(path));
+export const writeBehind = brokenSqlite(
+  "acknowledges recordCall before writing it",
+  "write-behind",
+  (path) => new WriteBehindStore(path),
+);
+export const deferredCommit = brokenSqlite(
+  "commits recordCall 25 ms after resolving",
+  "deferred-commit",
+  (path) => new DeferredCommitStore(path),
+);
 export const checkOutsideTransaction: ConformanceInitializer = {
   name: "checks recordCall's segment outside its transaction",
   createStore: () => new CheckOutsideTransactionStore(),

@@ -35,19 +35,40 @@ function raw(store: SQLiteCheckpointStore): RawAccess {
   };
   return {
     async readCheckpoint(runId, step) {
-      return one(on((db) => db.prepare(`SELECT sealed FROM ${checkpoints} WHERE run_id = ? AND step = ?`).pluck().get(runId, step)), "checkpoint");
+      return one(
+        on((db) =>
+          db.prepare(`SELECT sealed FROM ${checkpoints} WHERE run_id = ? AND step = ?`).pluck().get(runId, step),
+        ),
+        "checkpoint",
+      );
     },
     async writeCheckpoint(runId, step, sealed) {
-      on((db) => db.prepare(`UPDATE ${checkpoints} SET sealed = ? WHERE run_id = ? AND step = ?`).run(sealed, runId, step));
+      on((db) =>
+        db.prepare(`UPDATE ${checkpoints} SET sealed = ? WHERE run_id = ? AND step = ?`).run(sealed, runId, step),
+      );
     },
     async readCall(runId, segment, seq) {
-      return one(on((db) => db.prepare(`SELECT sealed FROM ${calls} WHERE run_id = ? AND segment = ? AND seq = ?`).pluck().get(runId, segment, seq)), "call");
+      return one(
+        on((db) =>
+          db
+            .prepare(`SELECT sealed FROM ${calls} WHERE run_id = ? AND segment = ? AND seq = ?`)
+            .pluck()
+            .get(runId, segment, seq),
+        ),
+        "call",
+      );
     },
     async writeCall(runId, segment, seq, sealed) {
-      on((db) => db.prepare(`UPDATE ${calls} SET sealed = ? WHERE run_id = ? AND segment = ? AND seq = ?`).run(sealed, runId, segment, seq));
+      on((db) =>
+        db
+          .prepare(`UPDATE ${calls} SET sealed = ? WHERE run_id = ? AND segment = ? AND seq = ?`)
+          .run(sealed, runId, segment, seq),
+      );
     },
     async deleteCall(runId, segment, seq) {
-      on((db) => db.prepare(`DELETE FROM ${calls} WHERE run_id = ? AND segment = ? AND seq = ?`).run(runId, segment, seq));
+      on((db) =>
+        db.prepare(`DELETE FROM ${calls} WHERE run_id = ? AND segment = ? AND seq = ?`).run(runId, segment, seq),
+      );
     },
   };
 }

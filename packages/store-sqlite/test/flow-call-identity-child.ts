@@ -10,7 +10,16 @@ import { CheckpointNotFound } from "@durable/core/store";
 import { DurableRun, readEnvelope, sealerFor } from "@durable/core/runner";
 import { FlowRunner } from "@durable/flow";
 import { SQLiteCheckpointStore } from "../src/index.js";
-import { INPUT, KEY, RUN_ID, casePaths, flowOf, toolsFor, type CallCase, type Recovered } from "./flow-call-identity.js";
+import {
+  INPUT,
+  KEY,
+  RUN_ID,
+  casePaths,
+  flowOf,
+  toolsFor,
+  type CallCase,
+  type Recovered,
+} from "./flow-call-identity.js";
 
 const [mode, dir] = process.argv.slice(2);
 if ((mode !== "run" && mode !== "recover") || dir === undefined) {
@@ -44,7 +53,12 @@ async function recover(): Promise<Recovered> {
     return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt: [] };
   }
   // Killed after the last checkpoint: the run is done and there is nothing to recover.
-  if (latest.status === "done") return { status: "done", state: readEnvelope(RUN_ID, latest.data).program["state"] as Recovered["state"], inDoubt: [] };
+  if (latest.status === "done")
+    return {
+      status: "done",
+      state: readEnvelope(RUN_ID, latest.data).program["state"] as Recovered["state"],
+      inDoubt: [],
+    };
   let inDoubt: Recovered["inDoubt"] = [];
   const result = await runner.recover(flow, RUN_ID).catch((error: unknown) => {
     if (!(error instanceof RecoveryNeedsDecision)) throw error;

@@ -25,19 +25,34 @@ const call: fc.Arbitrary<CallSpec> = fc.record({ tool, n: fc.integer({ min: 0, m
 // Chains and items more often: their later calls are issued in an order that depends on latency.
 const block: fc.Arbitrary<Block> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("call"), call }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("all"), calls: fc.array(call, { minLength: 2, maxLength: 3 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("all"), calls: fc.array(call, { minLength: 2, maxLength: 3 }) }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("chain"), first: call, next: tool }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("items"), items: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 2, maxLength: 3 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("items"),
+      items: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 2, maxLength: 3 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("twice"), call }) },
 );
-const shape: fc.Arbitrary<NodeShape> = fc.array(fc.array(block, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 2 });
+const shape: fc.Arbitrary<NodeShape> = fc.array(fc.array(block, { minLength: 1, maxLength: 3 }), {
+  minLength: 1,
+  maxLength: 2,
+});
 const later = fc.array(fc.array(shape, { minLength: 1, maxLength: 3 }), { maxLength: 1 });
 const ms = fc.array(fc.integer({ min: 0, max: 15 }), { minLength: 1, maxLength: 4 });
 const latencies: fc.Arbitrary<Latencies> = fc.record({ price: ms, lookup: ms, charge: ms, mail: ms });
 // Mostly the points of a call, which every case reaches several times.
 const point: fc.Arbitrary<FaultPoint> = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom<FaultPoint>("call.before-started", ...IN_CALL_POINTS, "call.after-done") },
-  { weight: 2, arbitrary: fc.constantFrom<FaultPoint>("checkpoint.before-save", "checkpoint.after-save", "claim.before-log-read") },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<FaultPoint>("checkpoint.before-save", "checkpoint.after-save", "claim.before-log-read"),
+  },
 );
 /** A case whose kill says when as a share (in thousandths) of the times its point is reached, so late kills are as likely as early ones. */
 type Generated = Omit<CallCase, "kill"> & { readonly kill: { readonly point: FaultPoint; readonly at: number } };
@@ -55,29 +70,28 @@ async function resolve(g: Generated): Promise<CallCase> {
 }
 
 describe("a flow killed at a random fault point and recovered in another process", () => {
-  it(
-    "every finished call replays its own result, whatever order calls are issued or finish in",
-    async () => {
-      const tally = { cases: 0, killed: 0, killedInCall: 0 };
-      const started = Date.now();
-      await fc.assert(
-        fc.asyncProperty(generated, async (g) => {
-          const c = await resolve(g);
-          const outcome = await crashAndRecover(c);
-          tally.cases += 1;
-          if (outcome.killed) tally.killed += 1;
-          if (outcome.killed && IN_CALL_POINTS.includes(c.kill.point)) tally.killedInCall += 1;
-          const problems = await problemsOf(c, outcome);
-          if (problems.length > 0) throw new Error([`killed at ${c.kill.point}@${c.kill.hit}: ${outcome.killed}`, ...problems].join("\n"));
-        }),
-        // The time limit bounds shrinking once a case failed; a pass must still run every case (checked below).
-        { seed: SEED, numRuns: NUM_RUNS, interruptAfterTimeLimit: 400_000 },
-      );
-      console.log(`seed ${SEED}: ${tally.cases} cases in ${((Date.now() - started) / 1000).toFixed(1)} s, ${tally.killed} killed, ${tally.killedInCall} inside a call`);
-      expect(tally.cases).toBe(NUM_RUNS);
-      expect(tally.killed).toBeGreaterThanOrEqual(NUM_RUNS / 2);
-      expect(tally.killedInCall).toBeGreaterThan(0);
-    },
-    450_000,
-  );
+  it("every finished call replays its own result, whatever order calls are issued or finish in", async () => {
+    const tally = { cases: 0, killed: 0, killedInCall: 0 };
+    const started = Date.now();
+    await fc.assert(
+      fc.asyncProperty(generated, async (g) => {
+        const c = await resolve(g);
+        const outcome = await crashAndRecover(c);
+        tally.cases += 1;
+        if (outcome.killed) tally.killed += 1;
+        if (outcome.killed && IN_CALL_POINTS.includes(c.kill.point)) tally.killedInCall += 1;
+        const problems = await problemsOf(c, outcome);
+        if (problems.length > 0)
+          throw new Error([`killed at ${c.kill.point}@${c.kill.hit}: ${outcome.killed}`, ...problems].join("\n"));
+      }),
+      // The time limit bounds shrinking once a case failed; a pass must still run every case (checked below).
+      { seed: SEED, numRuns: NUM_RUNS, interruptAfterTimeLimit: 400_000 },
+    );
+    console.log(
+      `seed ${SEED}: ${tally.cases} cases in ${((Date.now() - started) / 1000).toFixed(1)} s, ${tally.killed} killed, ${tally.killedInCall} inside a call`,
+    );
+    expect(tally.cases).toBe(NUM_RUNS);
+    expect(tally.killed).toBeGreaterThanOrEqual(NUM_RUNS / 2);
+    expect(tally.killedInCall).toBeGreaterThan(0);
+  }, 450_000);
 });

@@ -36,24 +36,27 @@ describe("calls issued in an order that depends on latency, then a crash", () =>
   it.each([
     ["call.after-started", [LOOKUP, PRICE, CHARGE, MAIL]],
     ["tool.inside", [LOOKUP, PRICE, CHARGE, MAIL, LAST_MAIL]],
-  ] as const)("killed at %s of the last call: each finished call replays its own result, nothing runs twice, keys unchanged", async (point, ranFirst) => {
-    const c = checkout(point);
-    const outcome = await crashAndRecover(c);
-    expect(outcome.killed).toBe(true);
+  ] as const)(
+    "killed at %s of the last call: each finished call replays its own result, nothing runs twice, keys unchanged",
+    async (point, ranFirst) => {
+      const c = checkout(point);
+      const outcome = await crashAndRecover(c);
+      expect(outcome.killed).toBe(true);
 
-    const first = outcome.effects.filter((e) => e.pid === outcome.firstPid);
-    const second = outcome.effects.filter((e) => e.pid !== outcome.firstPid);
-    expect(first.map(text)).toEqual(ranFirst);
-    // Only the last mail, the one call in doubt, runs again; under its first run's key when it had one.
-    expect(outcome.recovered.inDoubt).toEqual([["mail", "started with no result"]]);
-    expect(second.map(text)).toEqual([LAST_MAIL]);
-    const lastMailFirstKey = first.find((e) => text(e) === LAST_MAIL)?.key;
-    if (lastMailFirstKey !== undefined) expect(second[0]!.key).toBe(lastMailFirstKey);
+      const first = outcome.effects.filter((e) => e.pid === outcome.firstPid);
+      const second = outcome.effects.filter((e) => e.pid !== outcome.firstPid);
+      expect(first.map(text)).toEqual(ranFirst);
+      // Only the last mail, the one call in doubt, runs again; under its first run's key when it had one.
+      expect(outcome.recovered.inDoubt).toEqual([["mail", "started with no result"]]);
+      expect(second.map(text)).toEqual([LAST_MAIL]);
+      const lastMailFirstKey = first.find((e) => text(e) === LAST_MAIL)?.key;
+      if (lastMailFirstKey !== undefined) expect(second[0]!.key).toBe(lastMailFirstKey);
 
-    expect(outcome.recovered.status).toBe("done");
-    expect(outcome.recovered.state.seen.s0n0).toEqual(await expectedOf(c.layers[0]![0]!));
-    expect(await problemsOf(c, outcome)).toEqual([]);
-  });
+      expect(outcome.recovered.status).toBe("done");
+      expect(outcome.recovered.state.seen.s0n0).toEqual(await expectedOf(c.layers[0]![0]!));
+      expect(await problemsOf(c, outcome)).toEqual([]);
+    },
+  );
 });
 
 describe("node code that reads a result's key order, then a crash", () => {

@@ -51,7 +51,11 @@ export type Latencies = Readonly<Record<Tool, readonly number[]>>;
 /** Fault points at which the killed call is in doubt: it started, and its result was not recorded. */
 export const IN_CALL_POINTS: readonly FaultPoint[] = ["call.after-started", "tool.inside", "call.before-done"];
 /** Fault points reached while no call is in flight (a superstep saves once its calls settled): nothing can be in doubt. */
-const BETWEEN_SUPERSTEPS: readonly FaultPoint[] = ["checkpoint.before-save", "checkpoint.after-save", "claim.before-log-read"];
+const BETWEEN_SUPERSTEPS: readonly FaultPoint[] = [
+  "checkpoint.before-save",
+  "checkpoint.after-save",
+  "claim.before-log-read",
+];
 
 export interface CallCase {
   /** The supersteps, each the nodes that run in it; the first holds only the entry node. */
@@ -84,7 +88,10 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
     case "twice":
       return Promise.all([ask(block.call.tool, { n: block.call.n }), ask(block.call.tool, { n: block.call.n })]);
     case "chain":
-      return ask(block.first.tool, { n: block.first.n }).then(async (first) => [first, await ask(block.next, { from: first.got })]);
+      return ask(block.first.tool, { n: block.first.n }).then(async (first) => [
+        first,
+        await ask(block.next, { from: first.got }),
+      ]);
     case "firstKey": {
       const offers = await ask("lookup", { n: block.n });
       return [offers, await ask("charge", { product: Object.keys(offers.got as object)[0]! })];
@@ -102,10 +109,14 @@ async function runBlock(ask: Ask, block: Block): Promise<Seen[]> {
 }
 
 /** Runs a node's shape, listing every call in the order the shape names them (not the order they finish in). */
-async function runShape(shape: NodeShape, call: (tool: string, args: JsonValue) => Promise<JsonValue>): Promise<Seen[]> {
+async function runShape(
+  shape: NodeShape,
+  call: (tool: string, args: JsonValue) => Promise<JsonValue>,
+): Promise<Seen[]> {
   const ask: Ask = async (tool, args) => ({ tool, args, got: await call(tool, args) });
   const seen: Seen[] = [];
-  for (const step of shape) for (const calls of await Promise.all(step.map((b) => runBlock(ask, b)))) seen.push(...calls);
+  for (const step of shape)
+    for (const calls of await Promise.all(step.map((b) => runBlock(ask, b)))) seen.push(...calls);
   return seen;
 }
 
@@ -114,7 +125,9 @@ export function expectedOf(shape: NodeShape): Promise<Seen[]> {
   return runShape(shape, async (tool, args) => JSON.parse(canonicalJson(resultOf(tool, args))) as JsonValue);
 }
 
-const State = z.object({ seen: z.record(z.string(), z.array(z.object({ tool: z.string(), args: z.json(), got: z.json() }))) });
+const State = z.object({
+  seen: z.record(z.string(), z.array(z.object({ tool: z.string(), args: z.json(), got: z.json() }))),
+});
 type State = z.infer<typeof State>;
 export const INPUT: State = { seen: {} };
 export const RUN_ID = "call-identity-1";
@@ -127,7 +140,9 @@ export function flowOf(c: CallCase): Flow<State> {
   for (const [i, layer] of c.layers.entries()) {
     for (const [j, shape] of layer.entries()) {
       const name = nodeName(i, j);
-      flow.node(name, async (_state, ctx: NodeContext) => ({ seen: { [name]: await runShape(shape, (tool, args) => ctx.call(tool, args)) } }));
+      flow.node(name, async (_state, ctx: NodeContext) => ({
+        seen: { [name]: await runShape(shape, (tool, args) => ctx.call(tool, args)) },
+      }));
     }
   }
   for (const [i, layer] of c.layers.entries()) {
@@ -191,7 +206,11 @@ const PACKAGE = fileURLToPath(new URL("..", import.meta.url));
 const CHILD_TIMEOUT_MS = 30_000;
 
 /** Paths of one case's temp dir, as the child reads them. */
-export const casePaths = (dir: string) => ({ case: join(dir, "case.json"), db: join(dir, "runs.db"), effects: join(dir, "effects.jsonl") });
+export const casePaths = (dir: string) => ({
+  case: join(dir, "case.json"),
+  db: join(dir, "runs.db"),
+  effects: join(dir, "effects.jsonl"),
+});
 
 /** Runs the case in a child killed at its fault point, then recovers it in a second child. */
 export async function crashAndRecover(c: CallCase): Promise<Outcome> {
@@ -200,17 +219,22 @@ export async function crashAndRecover(c: CallCase): Promise<Outcome> {
     const paths = casePaths(dir);
     writeFileSync(paths.case, JSON.stringify(c));
     const first = await child("run", dir, `${c.kill.point}@${c.kill.hit}`);
-    if (first.signal !== "SIGKILL" && first.code !== 0) throw new Error(`the first process failed (${first.code}): ${first.stderr}`);
+    if (first.signal !== "SIGKILL" && first.code !== 0)
+      throw new Error(`the first process failed (${first.code}): ${first.stderr}`);
     const unfinished = await unfinishedCalls(paths.db);
     const second = await child("recover", dir, undefined);
-    if (second.code !== 0) throw new Error(`the recovering process failed (${second.code ?? second.signal}): ${second.stderr}`);
+    if (second.code !== 0)
+      throw new Error(`the recovering process failed (${second.code ?? second.signal}): ${second.stderr}`);
     const effects = existsSync(paths.effects) ? readFileSync(paths.effects, "utf8") : "";
     return {
       killed: first.signal === "SIGKILL",
       firstPid: first.pid,
       unfinished,
       recovered: JSON.parse(second.stdout.trim().split("\n").at(-1)!) as Recovered,
-      effects: effects.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Effect),
+      effects: effects
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Effect),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -247,7 +271,11 @@ function child(mode: "run" | "recover", dir: string, faultPointValue: string | u
   const env = { ...process.env };
   delete env.DURABLE_FAULT_POINT;
   if (faultPointValue !== undefined) env.DURABLE_FAULT_POINT = faultPointValue;
-  const proc = spawn(process.execPath, ["--import", "tsx", CHILD, mode, dir], { cwd: PACKAGE, env, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, ["--import", "tsx", CHILD, mode, dir], {
+    cwd: PACKAGE,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -278,7 +306,8 @@ export async function problemsOf(c: CallCase, outcome: Outcome): Promise<string[
       const expected = await expectedOf(shape);
       for (const call of expected) countUp(asked, callText(call.tool, call.args));
       const seen = outcome.recovered.state.seen[nodeName(i, j)];
-      if (canonicalJson(seen ?? null) !== canonicalJson(expected)) problems.push(`node ${nodeName(i, j)} got ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
+      if (canonicalJson(seen ?? null) !== canonicalJson(expected))
+        problems.push(`node ${nodeName(i, j)} got ${JSON.stringify(seen)}, expected ${JSON.stringify(expected)}`);
     }
   }
   const inDoubt = new Map<string, number>();
@@ -287,7 +316,11 @@ export async function problemsOf(c: CallCase, outcome: Outcome): Promise<string[
 }
 
 /** Each call ran under one key of its own; a call that is not idempotent ran once, and again only when recovery reported its tool in doubt. */
-function effectProblems({ effects, firstPid }: Outcome, asked: ReadonlyMap<string, number>, inDoubt: ReadonlyMap<string, number>): string[] {
+function effectProblems(
+  { effects, firstPid }: Outcome,
+  asked: ReadonlyMap<string, number>,
+  inDoubt: ReadonlyMap<string, number>,
+): string[] {
   const problems: string[] = [];
   const byKey = new Map<string, Effect[]>();
   const keysOf = new Map<string, Set<string>>();
@@ -299,7 +332,8 @@ function effectProblems({ effects, firstPid }: Outcome, asked: ReadonlyMap<strin
   }
   for (const [text, times] of asked) {
     const keys = keysOf.get(text)?.size ?? 0;
-    if (keys !== times) problems.push(`${text} was asked for ${times} time(s) but ran under ${keys} idempotency key(s)`);
+    if (keys !== times)
+      problems.push(`${text} was asked for ${times} time(s) but ran under ${keys} idempotency key(s)`);
   }
   const extraRuns = new Map<string, number>();
   for (const [key, runs] of byKey) {
@@ -309,12 +343,17 @@ function effectProblems({ effects, firstPid }: Outcome, asked: ReadonlyMap<strin
     if (TOOLS[tool] || runs.length === 1) continue;
     countUp(extraRuns, tool, runs.length - 1);
     if (runs.length > 2 || runs[0]!.pid !== firstPid || runs[1]!.pid === firstPid) {
-      problems.push(`${callText(tool, args)} (key ${key.slice(0, 8)}) ran ${runs.length} times, in processes ${runs.map((e) => e.pid).join(", ")}`);
+      problems.push(
+        `${callText(tool, args)} (key ${key.slice(0, 8)}) ran ${runs.length} times, in processes ${runs.map((e) => e.pid).join(", ")}`,
+      );
     }
   }
   for (const [tool, extra] of extraRuns) {
     const reported = inDoubt.get(tool) ?? 0;
-    if (extra > reported) problems.push(`${tool} ran ${extra} more time(s) than once per call, but recovery reported ${reported} ${tool} call(s) in doubt`);
+    if (extra > reported)
+      problems.push(
+        `${tool} ran ${extra} more time(s) than once per call, but recovery reported ${reported} ${tool} call(s) in doubt`,
+      );
   }
   return problems;
 }
@@ -324,24 +363,38 @@ function effectProblems({ effects, firstPid }: Outcome, asked: ReadonlyMap<strin
  * no result. A call may have run and still be in doubt, so the log, not the
  * effects, says which: any kill can catch other calls in flight.
  */
-function inDoubtProblems(c: CallCase, { killed, unfinished, effects, firstPid, recovered }: Outcome, inDoubt: ReadonlyMap<string, number>): string[] {
+function inDoubtProblems(
+  c: CallCase,
+  { killed, unfinished, effects, firstPid, recovered }: Outcome,
+  inDoubt: ReadonlyMap<string, number>,
+): string[] {
   const problems: string[] = [];
   for (const tool of TOOL_NAMES.filter((t) => !TOOLS[t])) {
     const reported = inDoubt.get(tool) ?? 0;
     const left = unfinished.get(tool) ?? 0;
-    if (reported !== left) problems.push(`recovery reported ${reported} ${tool} call(s) in doubt; the first process left ${left} with no result`);
+    if (reported !== left)
+      problems.push(
+        `recovery reported ${reported} ${tool} call(s) in doubt; the first process left ${left} with no result`,
+      );
   }
-  for (const tool of inDoubt.keys()) if (TOOLS[tool as Tool] !== false) problems.push(`recovery reported ${tool} in doubt, which is idempotent or unknown`);
+  for (const tool of inDoubt.keys())
+    if (TOOLS[tool as Tool] !== false)
+      problems.push(`recovery reported ${tool} in doubt, which is idempotent or unknown`);
   if (inDoubt.size > 0 && (!killed || BETWEEN_SUPERSTEPS.includes(c.kill.point))) {
-    problems.push(`recovery reported ${JSON.stringify(recovered.inDoubt)} in doubt after ${killed ? `a kill at ${c.kill.point}, when no call is in flight` : "no kill"}`);
+    problems.push(
+      `recovery reported ${JSON.stringify(recovered.inDoubt)} in doubt after ${killed ? `a kill at ${c.kill.point}, when no call is in flight` : "no kill"}`,
+    );
   }
   // The call killed inside its tool is the one whose effect the first process wrote last; it runs again under its own key.
   if (killed && c.kill.point === "tool.inside") {
     const victim = effects.filter((e) => e.pid === firstPid)[c.kill.hit - 1];
-    if (victim === undefined) return [...problems, `the process was killed inside tool execution ${c.kill.hit}, which left no effect`];
+    if (victim === undefined)
+      return [...problems, `the process was killed inside tool execution ${c.kill.hit}, which left no effect`];
     const text = callText(victim.tool, victim.args);
-    if (!TOOLS[victim.tool] && !inDoubt.has(victim.tool)) problems.push(`${text} was killed inside its tool, but recovery reported no ${victim.tool} call in doubt`);
-    if (!effects.some((e) => e.pid !== firstPid && e.key === victim.key)) problems.push(`${text} was killed inside its tool and did not run again under its own idempotency key`);
+    if (!TOOLS[victim.tool] && !inDoubt.has(victim.tool))
+      problems.push(`${text} was killed inside its tool, but recovery reported no ${victim.tool} call in doubt`);
+    if (!effects.some((e) => e.pid !== firstPid && e.key === victim.key))
+      problems.push(`${text} was killed inside its tool and did not run again under its own idempotency key`);
   }
   return problems;
 }

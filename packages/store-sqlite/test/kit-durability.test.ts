@@ -24,12 +24,18 @@ describe("the crash group judges from what the tools did, not from the store und
     expect([...(await failingCases(sqlite, "crash"))]).toEqual([]);
   }, 120_000);
 
-  it.each([writeBehind, deferredCommit].map((init) => [init.name, init] as const))("fails a store that %s", async (_, init) => {
-    const failed = await failingCases(init, "crash");
-    expect([...failed.keys()]).toEqual([CRASH_CASE]);
-    expect(failed.get(CRASH_CASE)).toMatch(/8 of 8 crash trials failed/);
-    expect(failed.get(CRASH_CASE)).toMatch(/the store had acknowledged its `done` record before the crash|non-idempotent tool ran 2 times .* without being reported/);
-  }, 120_000);
+  it.each([writeBehind, deferredCommit].map((init) => [init.name, init] as const))(
+    "fails a store that %s",
+    async (_, init) => {
+      const failed = await failingCases(init, "crash");
+      expect([...failed.keys()]).toEqual([CRASH_CASE]);
+      expect(failed.get(CRASH_CASE)).toMatch(/8 of 8 crash trials failed/);
+      expect(failed.get(CRASH_CASE)).toMatch(
+        /the store had acknowledged its `done` record before the crash|non-idempotent tool ran 2 times .* without being reported/,
+      );
+    },
+    120_000,
+  );
 });
 
 describe("the call-log race case forces the fencing race", () => {

@@ -19,7 +19,10 @@ const model: LoopModel = {
   async reply(messages) {
     appendFileSync(effects, `model ${process.pid}\n`);
     faultPoint("model.inside");
-    return { text: "looking", toolCalls: [{ id: `look-${messages.length}`, name: "lookup", args: { n: messages.length } }] };
+    return {
+      text: "looking",
+      toolCalls: [{ id: `look-${messages.length}`, name: "lookup", args: { n: messages.length } }],
+    };
   },
 };
 const registry = new ToolRegistry().tool("lookup", (a: { n: number }) => `found ${a.n}`, { idempotent: true });
@@ -29,8 +32,9 @@ const stored = await DurableRun.latest(store, Sealer.withKeys(KEY), runId).catch
   if (error instanceof CheckpointNotFound) return undefined;
   throw error;
 });
-const result = stored === undefined
-  ? await runToolLoop(model, registry, [{ role: "user", content: "look it up" }], options)
-  : await recoverToolLoop(model, registry, runId, options);
+const result =
+  stored === undefined
+    ? await runToolLoop(model, registry, [{ role: "user", content: "look it up" }], options)
+    : await recoverToolLoop(model, registry, runId, options);
 console.log(JSON.stringify({ status: result.status, stopped: result.status === "done" ? result.stopped : undefined }));
 await store.close();

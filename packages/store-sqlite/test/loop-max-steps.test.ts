@@ -26,21 +26,24 @@ function modelCalls(dir: string): number {
 }
 
 describe("the tool loop's maxSteps", () => {
-  it.each([1, 2])("bounds the model calls made, each worker SIGKILLed inside a model call (maxSteps %i)", (maxSteps) => {
-    const dir = mkdtempSync(join(tmpdir(), "durable-max-steps-"));
-    dirs.push(dir);
-    // Every worker dies inside its first model call; the next one recovers the loop.
-    const outcomes = [];
-    for (let attempt = 0; attempt < maxSteps + 2; attempt++) {
-      const out = worker(dir, maxSteps, "model.inside@1");
-      outcomes.push(out);
-      if (out.signal === null) break;
-      expect(out.signal, out.stderr).toBe("SIGKILL");
-    }
-    const last = outcomes.at(-1)!;
-    expect(last.signal, last.stderr).toBeNull();
-    expect(JSON.parse(last.stdout)).toEqual({ status: "done", stopped: "max-steps" });
-    expect(modelCalls(dir)).toBe(maxSteps);
-    expect(outcomes.filter((o) => o.signal === "SIGKILL")).toHaveLength(maxSteps);
-  });
+  it.each([1, 2])(
+    "bounds the model calls made, each worker SIGKILLed inside a model call (maxSteps %i)",
+    (maxSteps) => {
+      const dir = mkdtempSync(join(tmpdir(), "durable-max-steps-"));
+      dirs.push(dir);
+      // Every worker dies inside its first model call; the next one recovers the loop.
+      const outcomes = [];
+      for (let attempt = 0; attempt < maxSteps + 2; attempt++) {
+        const out = worker(dir, maxSteps, "model.inside@1");
+        outcomes.push(out);
+        if (out.signal === null) break;
+        expect(out.signal, out.stderr).toBe("SIGKILL");
+      }
+      const last = outcomes.at(-1)!;
+      expect(last.signal, last.stderr).toBeNull();
+      expect(JSON.parse(last.stdout)).toEqual({ status: "done", stopped: "max-steps" });
+      expect(modelCalls(dir)).toBe(maxSteps);
+      expect(outcomes.filter((o) => o.signal === "SIGKILL")).toHaveLength(maxSteps);
+    },
+  );
 });

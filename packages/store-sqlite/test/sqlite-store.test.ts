@@ -18,7 +18,9 @@ const row = { status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d
 
 describe("bad input gets a typed error", () => {
   it("a path in a missing folder", () => {
-    expect(() => new SQLiteCheckpointStore("/nonexistent-folder/runs.db")).toThrow(/the folder \/nonexistent-folder does not exist/);
+    expect(() => new SQLiteCheckpointStore("/nonexistent-folder/runs.db")).toThrow(
+      /the folder \/nonexistent-folder does not exist/,
+    );
   });
 
   it("a file that is not a SQLite database", () => {
@@ -78,7 +80,9 @@ describe("schema versions", () => {
     expect((await store.latest("r")).step).toBe(0);
     await store.close();
     const check = new Database(p);
-    expect(check.prepare("SELECT value FROM durable_meta WHERE key = 'schema_version'").pluck().get()).toBe(String(SCHEMA_VERSION));
+    expect(check.prepare("SELECT value FROM durable_meta WHERE key = 'schema_version'").pluck().get()).toBe(
+      String(SCHEMA_VERSION),
+    );
     check.close();
   });
 
@@ -106,6 +110,11 @@ describe("durability settings", () => {
 // Tenants sharing one file by table prefix see nothing of each other.
 const shared = path();
 runConformance(
-  { ...sqlite, name: "sqlite, one file, a table prefix per tenant", createStore: () => new SQLiteCheckpointStore(shared, { tablePrefix: `t${Math.random().toString(36).slice(2)}_` }), destroyStore: (s) => s.close() },
+  {
+    ...sqlite,
+    name: "sqlite, one file, a table prefix per tenant",
+    createStore: () => new SQLiteCheckpointStore(shared, { tablePrefix: `t${Math.random().toString(36).slice(2)}_` }),
+    destroyStore: (s) => s.close(),
+  },
   { groups: ["isolation"] },
 );

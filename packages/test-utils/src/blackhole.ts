@@ -82,7 +82,10 @@ export class BlackholeProxy {
 /** The error an operation failed with (undefined if it did not) and how long it took, in ms. */
 async function failure(operation: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
   const start = Date.now();
-  const error = await operation().then(() => undefined, (e: unknown) => e);
+  const error = await operation().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   return { error, ms: Date.now() - start };
 }
 
@@ -115,7 +118,12 @@ export async function expectWorksAgain(store: CheckpointStore): Promise<void> {
 }
 
 /** Checks each operation fails with `StoreUnavailable` saying `message`, within `timeoutMs` plus a busy machine's `marginMs`. */
-export async function expectEachTimesOut(operations: Record<string, () => Promise<unknown>>, message: RegExp, timeoutMs: number, marginMs: number): Promise<void> {
+export async function expectEachTimesOut(
+  operations: Record<string, () => Promise<unknown>>,
+  message: RegExp,
+  timeoutMs: number,
+  marginMs: number,
+): Promise<void> {
   for (const [name, operation] of Object.entries(operations)) {
     const { error, ms } = await failure(operation);
     expect(error, name).toBeInstanceOf(StoreUnavailable);

@@ -7,7 +7,12 @@ export const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgresql://postgre
 
 /** Whether PostgreSQL answers at `DATABASE_URL`; in CI a missing server fails loudly, locally the tests are skipped. */
 export function postgresAnswers(): Promise<boolean> {
-  return serverAnswers("PostgreSQL", DATABASE_URL, () => adminQuery(DATABASE_URL, "SELECT 1"), "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start");
+  return serverAnswers(
+    "PostgreSQL",
+    DATABASE_URL,
+    () => adminQuery(DATABASE_URL, "SELECT 1"),
+    "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start",
+  );
 }
 
 /** Runs one statement on a connection of its own to `url`, then closes it. */

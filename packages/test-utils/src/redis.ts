@@ -39,7 +39,8 @@ export async function redisAdmin(url: string = REDIS_URL) {
 export async function dropKeys(pattern: string, url: string = REDIS_URL): Promise<void> {
   const client = await redisAdmin(url);
   try {
-    for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 })) if (keys.length > 0) await client.del(keys);
+    for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 }))
+      if (keys.length > 0) await client.del(keys);
   } finally {
     await client.close();
   }

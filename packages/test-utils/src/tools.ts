@@ -20,8 +20,18 @@ export class Tools {
 
   registry(): ToolRegistry {
     return new ToolRegistry()
-      .tool("hold_seats", this.tool("hold_seats", (a: { seats: number }) => `held ${a.seats}`), { idempotent: true })
-      .tool("charge_card", this.tool("charge_card", (a: { seats: number }) => `charged ${a.seats * 40}`))
-      .tool("email_tickets", this.tool("email_tickets", (a: { show: string }) => `mailed ${a.show}`));
+      .tool(
+        "hold_seats",
+        this.tool("hold_seats", (a: { seats: number }) => `held ${a.seats}`),
+        { idempotent: true },
+      )
+      .tool(
+        "charge_card",
+        this.tool("charge_card", (a: { seats: number }) => `charged ${a.seats * 40}`),
+      )
+      .tool(
+        "email_tickets",
+        this.tool("email_tickets", (a: { show: string }) => `mailed ${a.show}`),
+      );
   }
 }

@@ -26,7 +26,8 @@ function settled<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
 
 export const callLogGroup: ConformanceGroup = {
   name: "call-log",
-  proves: "call records are kept numbered and in order, duplicates and gaps are refused, and a cut-off worker is fenced",
+  proves:
+    "call records are kept numbered and in order, duplicates and gaps are refused, and a cut-off worker is fenced",
   cases: [
     {
       name: "keeps every record, numbered and in order, across 12 segments and past seq 9",
@@ -41,8 +42,14 @@ export const callLogGroup: ConformanceGroup = {
         }
         const calls = await h.store.calls(runId);
         const operation = `calls(runId) after records in segments 0–${SEGMENTS - 1}, seqs 0–${recordsIn(0) - 1}`;
-        expect(numbers(calls), rule(operation, "every [segment, seq], ordered by segment then seq, as numbers")).toEqual(expected);
-        expect(calls.map((c) => c.sealed), rule(operation, "each record's sealed text as recorded")).toEqual(expected.map(([segment, seq]) => h.call(runId, segment, seq)));
+        expect(
+          numbers(calls),
+          rule(operation, "every [segment, seq], ordered by segment then seq, as numbers"),
+        ).toEqual(expected);
+        expect(
+          calls.map((c) => c.sealed),
+          rule(operation, "each record's sealed text as recorded"),
+        ).toEqual(expected.map(([segment, seq]) => h.call(runId, segment, seq)));
         for (const call of calls) expect(call.runId, rule(operation, "the runId on every record")).toBe(runId);
       },
     },
@@ -63,10 +70,10 @@ export const callLogGroup: ConformanceGroup = {
           h.store.recordCall(runId, 0, 3, h.call(runId, 0, 3)),
         );
         const calls = await h.store.calls(runId);
-        expect(calls.map((c) => c.sealed), rule("calls(runId) after the refused duplicate and gap", "the two first records only, unchanged")).toEqual([
-          h.call(runId, 0, 0),
-          h.call(runId, 0, 1),
-        ]);
+        expect(
+          calls.map((c) => c.sealed),
+          rule("calls(runId) after the refused duplicate and gap", "the two first records only, unchanged"),
+        ).toEqual([h.call(runId, 0, 0), h.call(runId, 0, 1)]);
       },
     },
     {
@@ -87,7 +94,10 @@ export const callLogGroup: ConformanceGroup = {
           h.store.recordCall(runId, 2, 0, h.call(runId, 2, 0)),
         );
         await h.recordCalls(runId, 1, 0, 1);
-        expect(numbers(await h.store.calls(runId)), rule("calls(runId) after the refused records", "[[0, 0], [0, 1], [1, 0]]")).toEqual([
+        expect(
+          numbers(await h.store.calls(runId)),
+          rule("calls(runId) after the refused records", "[[0, 0], [0, 1], [1, 0]]"),
+        ).toEqual([
           [0, 0],
           [0, 1],
           [1, 0],
@@ -116,14 +126,27 @@ export const callLogGroup: ConformanceGroup = {
             expect(
               readAfterClaim,
               `trial ${trial}: recordCall of segment 0 resolved, but the log read right after the claim of segment 1 did not hold it: the record landed after the claim, so it must be refused with CheckpointConflict (docs/protocol.md, Recovery: the claim fences the cut-off worker; check the segment in the record's own transaction)`,
-            ).toEqual([[0, 0], [0, 1], [0, 2]]);
-            expect(stored).toEqual([[0, 0], [0, 1], [0, 2]]);
+            ).toEqual([
+              [0, 0],
+              [0, 1],
+              [0, 2],
+            ]);
+            expect(stored).toEqual([
+              [0, 0],
+              [0, 1],
+              [0, 2],
+            ]);
           } else {
             expect(outcome.reason).toBeInstanceOf(CheckpointConflict);
-            expect(stored).toEqual([[0, 0], [0, 1]]);
+            expect(stored).toEqual([
+              [0, 0],
+              [0, 1],
+            ]);
           }
           const next = stored.length;
-          await expect(h.store.recordCall(runId, 0, next, h.call(runId, 0, next))).rejects.toBeInstanceOf(CheckpointConflict);
+          await expect(h.store.recordCall(runId, 0, next, h.call(runId, 0, next))).rejects.toBeInstanceOf(
+            CheckpointConflict,
+          );
         }
       },
     },
@@ -159,11 +182,15 @@ export const callLogGroup: ConformanceGroup = {
         await h.saveSteps(runId, 1);
         await h.recordCalls(runId, 0, 0, 3);
         await h.reopen();
-        const reopened = (operation: string, expected: string) => rule(`${operation} after closing and reopening the store`, expected);
-        expect((await h.store.latest(runId)).sealed, reopened("latest(runId)", "step 1's row")).toBe(h.row(runId, 1).sealed);
-        expect((await h.store.calls(runId)).map((c) => c.sealed), reopened("calls(runId)", "the 3 records")).toEqual(
-          [0, 1, 2].map((i) => h.call(runId, 0, i)),
+        const reopened = (operation: string, expected: string) =>
+          rule(`${operation} after closing and reopening the store`, expected);
+        expect((await h.store.latest(runId)).sealed, reopened("latest(runId)", "step 1's row")).toBe(
+          h.row(runId, 1).sealed,
         );
+        expect(
+          (await h.store.calls(runId)).map((c) => c.sealed),
+          reopened("calls(runId)", "the 3 records"),
+        ).toEqual([0, 1, 2].map((i) => h.call(runId, 0, i)));
         await h.recordCalls(runId, 0, 3, 4);
       },
     },

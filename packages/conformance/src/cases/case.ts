@@ -2,7 +2,17 @@ import type { ConformanceInitializer } from "../initializer.js";
 import type { Harness } from "../harness.js";
 
 /** The groups of the kit, in the order they run. */
-export type GroupName = "save" | "read" | "call-log" | "integrity" | "tamper" | "isolation" | "ttl" | "scale" | "race" | "crash";
+export type GroupName =
+  | "save"
+  | "read"
+  | "call-log"
+  | "integrity"
+  | "tamper"
+  | "isolation"
+  | "ttl"
+  | "scale"
+  | "race"
+  | "crash";
 
 /** One named promise of the protocol, checked against a store. */
 export interface ConformanceCase {

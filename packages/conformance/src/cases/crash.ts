@@ -5,7 +5,14 @@ import { canonicalJson, FAULT_POINTS, type FaultPoint } from "@durable/core/runn
 import type { Harness } from "../harness.js";
 import { acknowledged, acknowledgmentsFile, type CallWitness } from "../process/acknowledgments.js";
 import { executions, type Child } from "../process/child.js";
-import { CALLS, IDEMPOTENT_TOOLS, SCENARIOS, ScenarioDriver, finalData, type ScenarioName } from "../process/scenarios.js";
+import {
+  CALLS,
+  IDEMPOTENT_TOOLS,
+  SCENARIOS,
+  ScenarioDriver,
+  finalData,
+  type ScenarioName,
+} from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceGroup } from "./case.js";
 
@@ -39,13 +46,18 @@ export const crashGroup: ConformanceGroup = {
           for (const scenario of SCENARIOS) {
             references.set(scenario, await referenceOutcome(h, scenario, join(dir, "reference")));
             const hits = await traceHits(h, scenario, join(dir, "trace"));
-            for (const point of points) for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
+            for (const point of points)
+              for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
           }
-          const failures = await inPool(trials, CONCURRENT_TRIALS, (trial) => crashAndRecover(h, recoverer, effects, trial, references.get(trial.scenario)!));
+          const failures = await inPool(trials, CONCURRENT_TRIALS, (trial) =>
+            crashAndRecover(h, recoverer, effects, trial, references.get(trial.scenario)!),
+          );
           console.log(crashTable(h.init.name, trials, failures));
           const failed = [...failures].filter(([, message]) => message !== undefined);
           if (failed.length > 0) {
-            throw new Error(`${failed.length} of ${trials.length} crash trials failed:\n${failed.map(([t, m]) => `- ${t.scenario} at ${t.point}@${t.hit}: ${m}`).join("\n")}`);
+            throw new Error(
+              `${failed.length} of ${trials.length} crash trials failed:\n${failed.map(([t, m]) => `- ${t.scenario} at ${t.point}@${t.hit}: ${m}`).join("\n")}`,
+            );
           }
         } finally {
           recoverer.kill();
@@ -64,7 +76,10 @@ function chosenPoints(): readonly FaultPoint[] {
   if (value === undefined || value.trim() === "") return FAULT_POINTS;
   const points = value.split(",").map((p) => p.trim());
   const unknown = points.filter((p) => !(FAULT_POINTS as readonly string[]).includes(p));
-  if (unknown.length > 0) throw new TypeError(`${CRASH_POINTS_VARIABLE}=${value} names no fault point ${unknown.join(", ")}: use a comma-separated list of ${FAULT_POINTS.join(", ")}.`);
+  if (unknown.length > 0)
+    throw new TypeError(
+      `${CRASH_POINTS_VARIABLE}=${value} names no fault point ${unknown.join(", ")}: use a comma-separated list of ${FAULT_POINTS.join(", ")}.`,
+    );
   return points as FaultPoint[];
 }
 
@@ -94,7 +109,10 @@ function comparable(final: Awaited<ReturnType<typeof finalData>>): string {
 
 /** How many times a clean run of the scenario reaches each fault point, traced in a worker process. */
 async function traceHits(h: Harness, scenario: ScenarioName, effects: string): Promise<Map<string, number>> {
-  const child = spawnWorker(h.init, h.store, effects, ["run", scenario, h.runId(`trace-${scenario}`)], { ...process.env, DURABLE_FAULT_POINT: "trace" });
+  const child = spawnWorker(h.init, h.store, effects, ["run", scenario, h.runId(`trace-${scenario}`)], {
+    ...process.env,
+    DURABLE_FAULT_POINT: "trace",
+  });
   const { code } = await child.exited();
   if (code !== 0) throw new Error(`the traced worker failed (exit ${code}): ${child.stderr}`);
   const hits = new Map<string, number>();
@@ -105,10 +123,19 @@ async function traceHits(h: Harness, scenario: ScenarioName, effects: string): P
 }
 
 /** One trial: a worker dies at the point, another process recovers the run. Returns what went wrong, or undefined. */
-async function crashAndRecover(h: Harness, recoverer: Child, effects: string, trial: Trial, reference: Reference): Promise<string | undefined> {
+async function crashAndRecover(
+  h: Harness,
+  recoverer: Child,
+  effects: string,
+  trial: Trial,
+  reference: Reference,
+): Promise<string | undefined> {
   const runId = h.runId(`crash-${trial.scenario}`);
   const faultPoint = `${trial.point}@${trial.hit}`;
-  const worker = spawnWorker(h.init, h.store, effects, ["run", trial.scenario, runId], { ...process.env, DURABLE_FAULT_POINT: faultPoint });
+  const worker = spawnWorker(h.init, h.store, effects, ["run", trial.scenario, runId], {
+    ...process.env,
+    DURABLE_FAULT_POINT: faultPoint,
+  });
   const exit = await worker.exited();
   if (exit.signal !== "SIGKILL") return `the worker was not killed there (exit ${exit.code}): ${worker.stderr.trim()}`;
 
@@ -187,15 +214,19 @@ function callVerdict(tool: string, seen: CallObservation): string | undefined {
   if (before + after === 0) return "never ran, yet the run ended";
   if (reported && idempotent) return "recovery reported it in doubt, but an idempotent tool reruns without a decision";
   if (witness.doneAcked) {
-    if (reported) return "recovery reported it in doubt, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
-    if (after > 0) return "ran again after the crash, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
+    if (reported)
+      return "recovery reported it in doubt, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
+    if (after > 0)
+      return "ran again after the crash, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
     return undefined;
   }
-  if (reported && !witness.startedIssued) return "recovery reported it in doubt, but the killed worker never issued its `started` record";
+  if (reported && !witness.startedIssued)
+    return "recovery reported it in doubt, but the killed worker never issued its `started` record";
   if (!idempotent && witness.startedAcked && !witness.doneIssued && !reported) {
     return `recovery did not report it in doubt, but the store had acknowledged its \`started\` record and no \`done\` was ever issued (it ran ${before} times before the crash, ${after} after)`;
   }
-  if (reported && after !== 1) return `recovery reported it in doubt and the trial reran it, yet it ran ${after} times after the crash`;
+  if (reported && after !== 1)
+    return `recovery reported it in doubt and the trial reran it, yet it ran ${after} times after the crash`;
   if (!idempotent && !reported && before + after !== 1) {
     return `a non-idempotent tool ran ${before + after} times (${before} before the crash, ${after} after) without being reported in doubt`;
   }
@@ -224,7 +255,11 @@ function crashTable(store: string, trials: readonly Trial[], failures: ReadonlyM
     return at.length === 0 ? "-" : `${ok}/${at.length}`;
   };
   const width = Math.max(...FAULT_POINTS.map((p) => p.length));
-  const lines = [`crash trials on ${store} (recovered correctly / worker killed there):`, `${"fault point".padEnd(width)}  ${SCENARIOS.map((s) => s.padStart(6)).join("")}`];
-  for (const point of FAULT_POINTS) lines.push(`${point.padEnd(width)}  ${SCENARIOS.map((s) => cell(s, point).padStart(6)).join("")}`);
+  const lines = [
+    `crash trials on ${store} (recovered correctly / worker killed there):`,
+    `${"fault point".padEnd(width)}  ${SCENARIOS.map((s) => s.padStart(6)).join("")}`,
+  ];
+  for (const point of FAULT_POINTS)
+    lines.push(`${point.padEnd(width)}  ${SCENARIOS.map((s) => cell(s, point).padStart(6)).join("")}`);
   return lines.join("\n");
 }

@@ -6,7 +6,11 @@ import { breaks, expectRejects } from "./rule.js";
 
 /** What a read through core must say of the stored bytes a case changed. */
 const corrupt = (read: string, change: string) =>
-  breaks("what-each-read-verifies", `${read} after ${change} past the store's API`, "CheckpointStoreCorrupt (the store must keep the bytes as given)");
+  breaks(
+    "what-each-read-verifies",
+    `${read} after ${change} past the store's API`,
+    "CheckpointStoreCorrupt (the store must keep the bytes as given)",
+  );
 
 /** At most this many positions of a row are flipped, spread evenly: enough to cover every field. */
 const MAX_FLIPS = 400;
@@ -37,8 +41,10 @@ async function runWithLog(h: Harness): Promise<string> {
 
 export const integrityGroup: ConformanceGroup = {
   name: "integrity",
-  proves: "whatever is changed, swapped, deleted or put back in the stored bytes, a read through core is CheckpointStoreCorrupt",
-  skipUnless: (init) => (init.raw === undefined ? "the initializer gives no `raw` oracle to change stored bytes" : undefined),
+  proves:
+    "whatever is changed, swapped, deleted or put back in the stored bytes, a read through core is CheckpointStoreCorrupt",
+  skipUnless: (init) =>
+    init.raw === undefined ? "the initializer gives no `raw` oracle to change stored bytes" : undefined,
   cases: [
     {
       name: "flipping any byte of a checkpoint row",
@@ -48,7 +54,11 @@ export const integrityGroup: ConformanceGroup = {
         const original = await h.raw.readCheckpoint(runId, 2);
         for (const at of positions(original.length)) {
           await h.raw.writeCheckpoint(runId, 2, flip(original, at));
-          await expectRejects(CheckpointStoreCorrupt, corrupt("DurableRun.latest", `flipping byte ${at} of the latest checkpoint row`), readLatest(h, runId));
+          await expectRejects(
+            CheckpointStoreCorrupt,
+            corrupt("DurableRun.latest", `flipping byte ${at} of the latest checkpoint row`),
+            readLatest(h, runId),
+          );
         }
         await h.raw.writeCheckpoint(runId, 2, original);
         await readLatest(h, runId);
@@ -62,7 +72,11 @@ export const integrityGroup: ConformanceGroup = {
         const original = await h.raw.readCall(runId, 0, 1);
         for (const at of positions(original.length)) {
           await h.raw.writeCall(runId, 0, 1, flip(original, at));
-          await expectRejects(CheckpointStoreCorrupt, corrupt("readCallLog", `flipping byte ${at} of call record 0/1`), readLog(h, runId));
+          await expectRejects(
+            CheckpointStoreCorrupt,
+            corrupt("readCallLog", `flipping byte ${at} of call record 0/1`),
+            readLog(h, runId),
+          );
         }
       },
     },
@@ -73,8 +87,16 @@ export const integrityGroup: ConformanceGroup = {
         const [rowA, rowB] = [await h.raw.readCheckpoint(a, 2), await h.raw.readCheckpoint(b, 2)];
         await h.raw.writeCheckpoint(a, 2, rowB);
         await h.raw.writeCheckpoint(b, 2, rowA);
-        await expectRejects(CheckpointStoreCorrupt, corrupt("DurableRun.latest", "swapping checkpoint rows between two runs"), readLatest(h, a));
-        await expectRejects(CheckpointStoreCorrupt, corrupt("DurableRun.latest", "swapping checkpoint rows between two runs"), readLatest(h, b));
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("DurableRun.latest", "swapping checkpoint rows between two runs"),
+          readLatest(h, a),
+        );
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("DurableRun.latest", "swapping checkpoint rows between two runs"),
+          readLatest(h, b),
+        );
       },
     },
     {
@@ -82,7 +104,11 @@ export const integrityGroup: ConformanceGroup = {
       async run(h) {
         const [a, b] = [await runWithLog(h), await runWithLog(h)];
         await h.raw.writeCall(a, 0, 1, await h.raw.readCall(b, 0, 1));
-        await expectRejects(CheckpointStoreCorrupt, corrupt("readCallLog", "swapping call records between runs"), readLog(h, a));
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("readCallLog", "swapping call records between runs"),
+          readLog(h, a),
+        );
       },
     },
     {
@@ -92,7 +118,11 @@ export const integrityGroup: ConformanceGroup = {
         const [first, second] = [await h.raw.readCall(runId, 0, 0), await h.raw.readCall(runId, 0, 1)];
         await h.raw.writeCall(runId, 0, 0, second);
         await h.raw.writeCall(runId, 0, 1, first);
-        await expectRejects(CheckpointStoreCorrupt, corrupt("readCallLog", "swapping two call records of one run"), readLog(h, runId));
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("readCallLog", "swapping two call records of one run"),
+          readLog(h, runId),
+        );
       },
     },
     {
@@ -100,7 +130,11 @@ export const integrityGroup: ConformanceGroup = {
       async run(h) {
         const runId = await runWithLog(h);
         await h.raw.deleteCall(runId, 0, 1);
-        await expectRejects(CheckpointStoreCorrupt, corrupt("readCallLog", "deleting a middle call record"), readLog(h, runId));
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("readCallLog", "deleting a middle call record"),
+          readLog(h, runId),
+        );
       },
     },
     {
@@ -108,7 +142,11 @@ export const integrityGroup: ConformanceGroup = {
       async run(h) {
         const runId = await runWithLog(h);
         await h.raw.deleteCall(runId, 0, 2);
-        await expectRejects(CheckpointStoreCorrupt, corrupt("readCallLog", "deleting the last counted call record"), readLog(h, runId));
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("readCallLog", "deleting the last counted call record"),
+          readLog(h, runId),
+        );
       },
     },
     {
@@ -116,7 +154,11 @@ export const integrityGroup: ConformanceGroup = {
       async run(h) {
         const runId = await runWithLog(h);
         await h.raw.writeCheckpoint(runId, 2, await h.raw.readCheckpoint(runId, 1));
-        await expectRejects(CheckpointStoreCorrupt, corrupt("DurableRun.latest", "putting back an older checkpoint row"), readLatest(h, runId));
+        await expectRejects(
+          CheckpointStoreCorrupt,
+          corrupt("DurableRun.latest", "putting back an older checkpoint row"),
+          readLatest(h, runId),
+        );
       },
     },
   ],

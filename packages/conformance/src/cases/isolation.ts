@@ -8,7 +8,24 @@ const rule = (operation: string, expected: string) => breaks("the-store-rules", 
 const byId = (operation: string, expected: string) => breaks("run-ids-and-names", operation, expected);
 
 /** Run ids that glob patterns, key separators and hash tags could confuse. */
-const AWKWARD_IDS = ["a", "a*", "*", "a?", "a[b]", "[", "{a}", "a}{", "a:b", ":", "a b", " ", "a\\b", "%", "a_", "ä€😀"];
+const AWKWARD_IDS = [
+  "a",
+  "a*",
+  "*",
+  "a?",
+  "a[b]",
+  "[",
+  "{a}",
+  "a}{",
+  "a:b",
+  ":",
+  "a b",
+  " ",
+  "a\\b",
+  "%",
+  "a_",
+  "ä€😀",
+];
 
 export const isolationGroup: ConformanceGroup = {
   name: "isolation",
@@ -23,18 +40,37 @@ export const isolationGroup: ConformanceGroup = {
         await h.saveSteps(runId, 1, { flow });
         await h.recordCalls(runId, 0, 0, 2);
 
-        await expectRejects(CheckpointNotFound, rule("latest(runId) on a second store of a run saved in the first", "CheckpointNotFound"), other.latest(runId));
-        expect(await other.calls(runId), rule("calls(runId) on a second store of a run recorded in the first", "[]")).toEqual([]);
-        expect(await unfinished(other, flow), rule("listUnfinished(flow) on a second store of a flow saved in the first", "no id")).toEqual([]);
+        await expectRejects(
+          CheckpointNotFound,
+          rule("latest(runId) on a second store of a run saved in the first", "CheckpointNotFound"),
+          other.latest(runId),
+        );
+        expect(
+          await other.calls(runId),
+          rule("calls(runId) on a second store of a run recorded in the first", "[]"),
+        ).toEqual([]);
+        expect(
+          await unfinished(other, flow),
+          rule("listUnfinished(flow) on a second store of a flow saved in the first", "no id"),
+        ).toEqual([]);
 
         // The same run id in the other store is another run.
         await other.save(runId, 0, h.row(runId, 0, { flow, data: { other: true } }));
         await other.recordCall(runId, 0, 0, h.call(runId, 0, 0, { callId: "other" }));
         await other.delete(runId);
-        const untouched = rule("latest(runId) after a second store saved and deleted that run id", "the first store's step 1");
+        const untouched = rule(
+          "latest(runId) after a second store saved and deleted that run id",
+          "the first store's step 1",
+        );
         expect((await expectResolves(untouched, h.store.latest(runId))).step, untouched).toBe(1);
-        expect(await h.store.calls(runId), rule("calls(runId) after a second store recorded and deleted that run id", "the first store's 2 records")).toHaveLength(2);
-        expect(await unfinished(h.store, flow), rule("listUnfinished(flow) after a second store deleted that run id", "the first store's run")).toEqual([runId]);
+        expect(
+          await h.store.calls(runId),
+          rule("calls(runId) after a second store recorded and deleted that run id", "the first store's 2 records"),
+        ).toHaveLength(2);
+        expect(
+          await unfinished(h.store, flow),
+          rule("listUnfinished(flow) after a second store deleted that run id", "the first store's run"),
+        ).toEqual([runId]);
       },
     },
     {
@@ -48,18 +84,32 @@ export const isolationGroup: ConformanceGroup = {
           await h.recordCalls(runId, 0, 0, 1);
         }
         for (const runId of ids) {
-          expect((await h.store.latest(runId)).sealed, byId(`latest(${JSON.stringify(runId)})`, "the row saved under exactly that id")).toBe(h.row(runId, 0, { flow, data: { id: runId } }).sealed);
-          expect((await h.store.calls(runId)).map((c) => c.sealed), byId(`calls(${JSON.stringify(runId)})`, "the record of exactly that id")).toEqual([h.call(runId, 0, 0)]);
+          expect(
+            (await h.store.latest(runId)).sealed,
+            byId(`latest(${JSON.stringify(runId)})`, "the row saved under exactly that id"),
+          ).toBe(h.row(runId, 0, { flow, data: { id: runId } }).sealed);
+          expect(
+            (await h.store.calls(runId)).map((c) => c.sealed),
+            byId(`calls(${JSON.stringify(runId)})`, "the record of exactly that id"),
+          ).toEqual([h.call(runId, 0, 0)]);
         }
-        expect(await unfinished(h.store, flow), byId("listUnfinished(flow) over awkward ids", "every id once")).toEqual([...ids].sort());
+        expect(await unfinished(h.store, flow), byId("listUnfinished(flow) over awkward ids", "every id once")).toEqual(
+          [...ids].sort(),
+        );
         const [first, ...rest] = ids;
         await h.store.delete(first!);
         await h.store.delete(`${prefix}*`);
         for (const runId of rest.filter((id) => id !== `${prefix}*`)) {
-          const kept = byId(`latest(${JSON.stringify(runId)}) after delete of "<prefix>a" and "<prefix>*"`, "step 0: delete removes only the exact id");
+          const kept = byId(
+            `latest(${JSON.stringify(runId)}) after delete of "<prefix>a" and "<prefix>*"`,
+            "step 0: delete removes only the exact id",
+          );
           expect((await expectResolves(kept, h.store.latest(runId))).step, kept).toBe(0);
         }
-        expect(await unfinished(h.store, flow), byId('listUnfinished(flow) after delete of "<prefix>a" and "<prefix>*"', "every other id")).toEqual(rest.filter((id) => id !== `${prefix}*`).sort());
+        expect(
+          await unfinished(h.store, flow),
+          byId('listUnfinished(flow) after delete of "<prefix>a" and "<prefix>*"', "every other id"),
+        ).toEqual(rest.filter((id) => id !== `${prefix}*`).sort());
       },
     },
   ],

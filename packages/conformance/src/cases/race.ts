@@ -22,7 +22,9 @@ export const raceGroup: ConformanceGroup = {
       async run(h) {
         const dir = mkdtempSync(join(tmpdir(), "durable-race-"));
         const effects = join(dir, "effects");
-        const workers = Array.from({ length: WORKERS }, () => spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint()));
+        const workers = Array.from({ length: WORKERS }, () =>
+          spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint()),
+        );
         try {
           await Promise.all(workers.map((w) => w.waitFor((l) => l === "ready")));
           // This worker loses its connection before the calls after the first ones: the run is left for recovery.
@@ -37,8 +39,13 @@ export const raceGroup: ConformanceGroup = {
             for (const w of workers) w.send(`race ${scenario} ${runId}`);
             await Promise.all(workers.map((w) => w.waitFor((l) => l === `at-claim ${runId}`)));
             for (const w of workers) w.send(`go ${runId}`);
-            const answers = await Promise.all(workers.map((w) => w.waitFor((l) => l.split(" ")[1] === runId && !l.startsWith("at-claim"))));
-            expect(answers.filter((a) => a.startsWith("won")), answers.join("; ")).toEqual([`won ${runId} paused`]);
+            const answers = await Promise.all(
+              workers.map((w) => w.waitFor((l) => l.split(" ")[1] === runId && !l.startsWith("at-claim"))),
+            );
+            expect(
+              answers.filter((a) => a.startsWith("won")),
+              answers.join("; "),
+            ).toEqual([`won ${runId} paused`]);
             expect(answers.filter((a) => a.startsWith("conflict"))).toHaveLength(WORKERS - 1);
           }
           const counts = executions(effects);

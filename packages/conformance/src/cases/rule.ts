@@ -25,7 +25,11 @@ function described(outcome: { error: unknown } | { value: unknown }): string {
 }
 
 /** Expects the operation to reject with an error of `type`; the failure says the rule and what came back. */
-export async function expectRejects(type: abstract new (...args: never[]) => Error, rule: string, operation: Promise<unknown>): Promise<void> {
+export async function expectRejects(
+  type: abstract new (...args: never[]) => Error,
+  rule: string,
+  operation: Promise<unknown>,
+): Promise<void> {
   const outcome = await operation.then(
     (value: unknown) => ({ value }),
     (error: unknown) => ({ error }),

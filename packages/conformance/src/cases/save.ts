@@ -4,7 +4,8 @@ import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects } from "./rule.js";
 
-const refusal = (operation: string) => breaks("the-store-rules", operation, "CheckpointConflict, and the latest row unchanged");
+const refusal = (operation: string) =>
+  breaks("the-store-rules", operation, "CheckpointConflict, and the latest row unchanged");
 
 /** Expects a save to be refused with `CheckpointConflict` and the latest row to stay as it was. */
 async function expectRefused(h: Harness, runId: string, operation: string, save: () => Promise<void>): Promise<void> {
@@ -26,7 +27,11 @@ export const saveGroup: ConformanceGroup = {
         await h.store.save(runId, 0, row);
         expect(
           await h.store.latest(runId),
-          breaks("the-store-rules", "latest(runId) after save(runId, 0, row)", "every column of the row saved, with runId and step 0"),
+          breaks(
+            "the-store-rules",
+            "latest(runId) after save(runId, 0, row)",
+            "every column of the row saved, with runId and step 0",
+          ),
         ).toEqual({ runId, step: 0, ...row });
       },
     },
@@ -34,8 +39,16 @@ export const saveGroup: ConformanceGroup = {
       name: "refuses a first step other than 0",
       async run(h) {
         const runId = h.runId();
-        await expectRejects(CheckpointConflict, refusal("save(runId, 1) of a new run"), h.store.save(runId, 1, h.row(runId, 1)));
-        await expectRejects(CheckpointNotFound, breaks("the-store-rules", "latest(runId) after the refused save", "CheckpointNotFound"), h.store.latest(runId));
+        await expectRejects(
+          CheckpointConflict,
+          refusal("save(runId, 1) of a new run"),
+          h.store.save(runId, 1, h.row(runId, 1)),
+        );
+        await expectRejects(
+          CheckpointNotFound,
+          breaks("the-store-rules", "latest(runId) after the refused save", "CheckpointNotFound"),
+          h.store.latest(runId),
+        );
       },
     },
     {
@@ -43,7 +56,10 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.saveSteps(runId, 3);
-        expect((await h.store.latest(runId)).step, breaks("the-store-rules", "latest(runId) after saving steps 0–3", "step 3")).toBe(3);
+        expect(
+          (await h.store.latest(runId)).step,
+          breaks("the-store-rules", "latest(runId) after saving steps 0–3", "step 3"),
+        ).toBe(3);
       },
     },
     {
@@ -51,9 +67,15 @@ export const saveGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.saveSteps(runId, 2);
-        await expectRefused(h, runId, "save(runId, 0) of a run at step 2", () => h.store.save(runId, 0, h.row(runId, 0)));
-        await expectRefused(h, runId, "save(runId, 4) of a run at step 2 (a skipped step)", () => h.store.save(runId, 4, h.row(runId, 4)));
-        await expectRefused(h, runId, "save(runId, 2) of a run at step 2 (a step already taken)", () => h.store.save(runId, 2, h.row(runId, 2)));
+        await expectRefused(h, runId, "save(runId, 0) of a run at step 2", () =>
+          h.store.save(runId, 0, h.row(runId, 0)),
+        );
+        await expectRefused(h, runId, "save(runId, 4) of a run at step 2 (a skipped step)", () =>
+          h.store.save(runId, 4, h.row(runId, 4)),
+        );
+        await expectRefused(h, runId, "save(runId, 2) of a run at step 2 (a step already taken)", () =>
+          h.store.save(runId, 2, h.row(runId, 2)),
+        );
       },
     },
     ...(["done", "failed"] as const).map((status) => ({
@@ -62,7 +84,9 @@ export const saveGroup: ConformanceGroup = {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
         await h.store.save(runId, 1, h.row(runId, 1, { status }));
-        await expectRefused(h, runId, `save(runId, 2) after a ${status} step 1 (an ended run)`, () => h.store.save(runId, 2, h.row(runId, 2)));
+        await expectRefused(h, runId, `save(runId, 2) after a ${status} step 1 (an ended run)`, () =>
+          h.store.save(runId, 2, h.row(runId, 2)),
+        );
       },
     })),
     {
@@ -101,15 +125,22 @@ export const saveGroup: ConformanceGroup = {
           const runId = h.runId();
           await h.store.save(runId, 0, h.row(runId, 0));
           const rows = Array.from({ length: 8 }, (_, i) => h.row(runId, 1, { segment: i, data: { client: i } }));
-          const results = await Promise.allSettled(rows.map((row, i) => clients[i % clients.length]!.save(runId, 1, row)));
-          const winners = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
-          expect(winners, breaks("the-store-rules", operation, "exactly one to resolve (the clients that won listed)")).toHaveLength(1);
-          for (const r of results) {
-            if (r.status === "rejected") expect(r.reason, refusal(`each losing save of ${operation}`)).toBeInstanceOf(CheckpointConflict);
-          }
-          expect((await h.store.latest(runId)).sealed, breaks("the-store-rules", `latest(runId) after ${operation}`, "the winner's row")).toBe(
-            rows[winners[0]!]!.sealed,
+          const results = await Promise.allSettled(
+            rows.map((row, i) => clients[i % clients.length]!.save(runId, 1, row)),
           );
+          const winners = results.flatMap((r, i) => (r.status === "fulfilled" ? [i] : []));
+          expect(
+            winners,
+            breaks("the-store-rules", operation, "exactly one to resolve (the clients that won listed)"),
+          ).toHaveLength(1);
+          for (const r of results) {
+            if (r.status === "rejected")
+              expect(r.reason, refusal(`each losing save of ${operation}`)).toBeInstanceOf(CheckpointConflict);
+          }
+          expect(
+            (await h.store.latest(runId)).sealed,
+            breaks("the-store-rules", `latest(runId) after ${operation}`, "the winner's row"),
+          ).toBe(rows[winners[0]!]!.sealed);
         }
       },
     },

@@ -23,8 +23,14 @@ export const scaleGroup: ConformanceGroup = {
         const runId = h.runId();
         const data = { items: Array.from({ length: 1024 }, (_, i) => ({ i, text: "x".repeat(1000) })) };
         await h.store.save(runId, 0, h.row(runId, 0, { data }));
-        expect((await h.store.latest(runId)).sealed.length, rule("latest(runId) of a 1 MB state", "the whole sealed row")).toBeGreaterThan(1_000_000);
-        expect((await DurableRun.latest(h.store, h.sealer, runId)).data, rule("latest(runId) of a 1 MB state", "the state saved")).toEqual(data);
+        expect(
+          (await h.store.latest(runId)).sealed.length,
+          rule("latest(runId) of a 1 MB state", "the whole sealed row"),
+        ).toBeGreaterThan(1_000_000);
+        expect(
+          (await DurableRun.latest(h.store, h.sealer, runId)).data,
+          rule("latest(runId) of a 1 MB state", "the state saved"),
+        ).toEqual(data);
       },
     },
     {
@@ -37,7 +43,10 @@ export const scaleGroup: ConformanceGroup = {
         await h.store.save(runId, 1, h.row(runId, 1, { calls: [RECORDS] }));
         const records = await readCallLog(h.store, h.sealer, runId, [RECORDS]);
         expect(records, rule(`calls(runId) of a run with ${RECORDS} records`, "every record")).toHaveLength(RECORDS);
-        expect(records.at(-1)?.seq, rule(`calls(runId) of a run with ${RECORDS} records`, `the last one seq ${RECORDS - 1}`)).toBe(RECORDS - 1);
+        expect(
+          records.at(-1)?.seq,
+          rule(`calls(runId) of a run with ${RECORDS} records`, `the last one seq ${RECORDS - 1}`),
+        ).toBe(RECORDS - 1);
       },
     },
     {
@@ -56,10 +65,17 @@ export const scaleGroup: ConformanceGroup = {
         // A full listing first: it checks every id, and warms the store (connections, loaded scripts, caches),
         // so the heap measured below is what listing itself holds.
         const listed = await unfinished(h.store, flow);
-        expect(listed, rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, `${RUNS} ids`)).toHaveLength(RUNS);
-        expect(listed, rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, "every unfinished id once, not the ended one")).toEqual(
-          [...ids].sort(),
-        );
+        expect(
+          listed,
+          rule(`listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`, `${RUNS} ids`),
+        ).toHaveLength(RUNS);
+        expect(
+          listed,
+          rule(
+            `listUnfinished(flow) of ${RUNS} unfinished runs and an ended one`,
+            "every unfinished id once, not the ended one",
+          ),
+        ).toEqual([...ids].sort());
 
         // Streaming, judged by the heap the store holds once it gave its first id: a store that read every id
         // first holds at least RUNS × ID_LENGTH bytes of them, one that reads a page at a time a page's worth.
@@ -79,7 +95,6 @@ export const scaleGroup: ConformanceGroup = {
             `under ${bound} bytes, half of what holding every id costs: it streams, a page at a time`,
           ),
         ).toBeLessThan(bound);
-
       },
     },
   ],

@@ -28,7 +28,8 @@ export const tamperGroup: ConformanceGroup = {
   name: "tamper",
   proves:
     "a recovery meets every changed, removed, swapped, forged, moved or deleted field and row of a run with CheckpointStoreCorrupt before any tool runs; clean runs never raise it",
-  skipUnless: (init) => (init.raw === undefined ? "the initializer gives no `raw` oracle to change stored bytes" : undefined),
+  skipUnless: (init) =>
+    init.raw === undefined ? "the initializer gives no `raw` oracle to change stored bytes" : undefined,
   cases: [
     {
       name: "each field of the latest checkpoint changed or removed; the row forged, swapped, moved or replaced: CheckpointStoreCorrupt",
@@ -42,7 +43,8 @@ export const tamperGroup: ConformanceGroup = {
     },
     {
       name: "the store's plain head set to done by hand while the sealed latest checkpoint says running: recovery is CheckpointStoreCorrupt, no tool runs",
-      skipUnless: (init) => (init.capabilities?.plainHead === undefined ? "the store declares no `plainHead` capability" : undefined),
+      skipUnless: (init) =>
+        init.capabilities?.plainHead === undefined ? "the store declares no `plainHead` capability" : undefined,
       async run(h) {
         const dir = mkdtempSync(join(tmpdir(), "durable-head-"));
         const effects = join(dir, "effects");
@@ -50,7 +52,9 @@ export const tamperGroup: ConformanceGroup = {
           const runId = await cutRun(h, effects);
           const before = executions(effects, `${runId} `);
           await h.init.capabilities!.plainHead!.endByHand(h.store, runId);
-          await expect(new ScenarioDriver(h.store, effects).recoverOnce("flow", runId, true)).rejects.toThrow(CheckpointStoreCorrupt);
+          await expect(new ScenarioDriver(h.store, effects).recoverOnce("flow", runId, true)).rejects.toThrow(
+            CheckpointStoreCorrupt,
+          );
           expect(executions(effects, `${runId} `)).toEqual(before);
         } finally {
           rmSync(dir, { recursive: true, force: true });
@@ -70,8 +74,12 @@ export const tamperGroup: ConformanceGroup = {
         const dir = mkdtempSync(join(tmpdir(), "durable-clean-"));
         try {
           const driver = new ScenarioDriver(h.store, join(dir, "effects"));
-          const ids = Array.from({ length: CLEAN_RUNS }, (_, i) => [h.runId(`clean-${i}`), SCENARIOS[i % SCENARIOS.length]!] as const);
-          for (let i = 0; i < ids.length; i += 16) await Promise.all(ids.slice(i, i + 16).map(([id, scenario]) => driver.run(scenario, id)));
+          const ids = Array.from(
+            { length: CLEAN_RUNS },
+            (_, i) => [h.runId(`clean-${i}`), SCENARIOS[i % SCENARIOS.length]!] as const,
+          );
+          for (let i = 0; i < ids.length; i += 16)
+            await Promise.all(ids.slice(i, i + 16).map(([id, scenario]) => driver.run(scenario, id)));
           for (const [id] of ids) {
             const latest = await DurableRun.latest(h.store, kitSealer, id);
             expect(latest.status).toBe("done");
@@ -99,11 +107,22 @@ async function countedRecordsDeleted(h: Harness): Promise<void> {
   const runId = h.runId("segments");
   const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
   try {
-    const worker = spawnWorker(h.init, h.store, effects, ["run", "charge-with-refund", runId], { ...process.env, DURABLE_FAULT_POINT: "call.after-done@2" });
+    const worker = spawnWorker(h.init, h.store, effects, ["run", "charge-with-refund", runId], {
+      ...process.env,
+      DURABLE_FAULT_POINT: "call.after-done@2",
+    });
     expect((await worker.exited()).signal, worker.stderr).toBe("SIGKILL");
     const calls = CALLS["charge-with-refund"];
-    const layout = (await readCallLog(h.store, kitSealer, runId, [])).map((r) => `${r.segment}.${r.seq} ${calls.get(r.callId)} ${r.kind}`);
-    expect(layout).toEqual(["0.0 refund pending", "0.1 charge started", "0.2 charge done", "1.0 refund started", "1.1 refund done"]);
+    const layout = (await readCallLog(h.store, kitSealer, runId, [])).map(
+      (r) => `${r.segment}.${r.seq} ${calls.get(r.callId)} ${r.kind}`,
+    );
+    expect(layout).toEqual([
+      "0.0 refund pending",
+      "0.1 charge started",
+      "0.2 charge done",
+      "1.0 refund started",
+      "1.1 refund done",
+    ]);
     await h.raw.deleteCall(runId, 0, 2);
     await h.raw.deleteCall(runId, 0, 1);
     await recoverer.waitFor((l) => l === "ready");
@@ -147,7 +166,9 @@ async function sweep(h: Harness, tampers: readonly Tamper[]): Promise<void> {
 
 async function cutRun(h: Harness, effects: string): Promise<string> {
   const runId = h.runId("tamper");
-  await expect(new ScenarioDriver(cutShort(h.store, new Set(["refund"])), effects).run("flow", runId)).rejects.toThrow(StoreUnavailable);
+  await expect(new ScenarioDriver(cutShort(h.store, new Set(["refund"])), effects).run("flow", runId)).rejects.toThrow(
+    StoreUnavailable,
+  );
   return runId;
 }
 
@@ -174,7 +195,13 @@ function changed(value: JsonValue | undefined): JsonValue {
 /** For each field of a sealed body: its value changed, and the field removed, keeping the signature. */
 function fieldTampers(kind: string, sample: JsonObject, read: RowIO["read"], write: RowIO["write"]): Tamper[] {
   return Object.keys(sample).flatMap((field): Tamper[] => [
-    { name: `${kind}: ${field} changed`, apply: (raw, id) => rewrite(raw, id, read, write, (p) => envelope(p.version, p.mac, { ...p.body, [field]: changed(p.body[field]) })) },
+    {
+      name: `${kind}: ${field} changed`,
+      apply: (raw, id) =>
+        rewrite(raw, id, read, write, (p) =>
+          envelope(p.version, p.mac, { ...p.body, [field]: changed(p.body[field]) }),
+        ),
+    },
     {
       name: `${kind}: ${field} removed`,
       apply: (raw, id) =>
@@ -192,7 +219,13 @@ interface RowIO {
   write(raw: RawAccess, runId: string, sealed: string): Promise<void>;
 }
 
-async function rewrite(raw: RawAccess, runId: string, read: RowIO["read"], write: RowIO["write"], change: (p: ReturnType<typeof parts>) => string): Promise<void> {
+async function rewrite(
+  raw: RawAccess,
+  runId: string,
+  read: RowIO["read"],
+  write: RowIO["write"],
+  change: (p: ReturnType<typeof parts>) => string,
+): Promise<void> {
   await write(raw, runId, change(parts(await read(raw, runId))));
 }
 
@@ -201,11 +234,14 @@ function checkpointTampers(): Tamper[] {
   const read: RowIO["read"] = (raw, id) => raw.readCheckpoint(id, LATEST_STEP);
   const write: RowIO["write"] = (raw, id, sealed) => raw.writeCheckpoint(id, LATEST_STEP, sealed);
   const sample = { runId: "", step: 0, status: "", segment: 0, flow: "", kind: "", identity: {}, calls: [0], data: {} };
-  return [...fieldTampers("checkpoint", sample, read, write), ...rowTampers("checkpoint", read, write, {
-    "the row of step 1 in its place": async (raw, id) => write(raw, id, await raw.readCheckpoint(id, 1)),
-    "the same step of another run in its place": async (raw, id, other) => write(raw, id, await read(raw, other)),
-    "a call record in its place": async (raw, id) => write(raw, id, await raw.readCall(id, 0, RECORDS - 1)),
-  })];
+  return [
+    ...fieldTampers("checkpoint", sample, read, write),
+    ...rowTampers("checkpoint", read, write, {
+      "the row of step 1 in its place": async (raw, id) => write(raw, id, await raw.readCheckpoint(id, 1)),
+      "the same step of another run in its place": async (raw, id, other) => write(raw, id, await read(raw, other)),
+      "a call record in its place": async (raw, id) => write(raw, id, await raw.readCall(id, 0, RECORDS - 1)),
+    }),
+  ];
 }
 
 /** Every way the kit changes the run's call log. */
@@ -213,7 +249,10 @@ function callTampers(): Tamper[] {
   const read: RowIO["read"] = (raw, id) => raw.readCall(id, 0, 1);
   const write: RowIO["write"] = (raw, id, sealed) => raw.writeCall(id, 0, 1, sealed);
   const sample = { runId: "", segment: 0, seq: 0, round: 0, callId: "", tool: "", kind: "", args: {}, result: "" };
-  const deleted = (seq: number): Tamper => ({ name: `call log: record ${seq} of ${RECORDS} deleted`, apply: (raw, id) => raw.deleteCall(id, 0, seq) });
+  const deleted = (seq: number): Tamper => ({
+    name: `call log: record ${seq} of ${RECORDS} deleted`,
+    apply: (raw, id) => raw.deleteCall(id, 0, seq),
+  });
   return [
     ...fieldTampers("call record", sample, read, write),
     ...rowTampers("call record", read, write, {
@@ -240,13 +279,20 @@ function rowTampers(
   swaps: Record<string, (raw: RawAccess, runId: string, other: string) => Promise<void>>,
 ): Tamper[] {
   const purpose = kind === "checkpoint" ? "checkpoint" : "call";
-  const change = (name: string, fn: (p: ReturnType<typeof parts>) => string): Tamper => ({ name: `${kind}: ${name}`, apply: (raw, id) => rewrite(raw, id, read, write, fn) });
+  const change = (name: string, fn: (p: ReturnType<typeof parts>) => string): Tamper => ({
+    name: `${kind}: ${name}`,
+    apply: (raw, id) => rewrite(raw, id, read, write, fn),
+  });
   return [
-    change("signature changed", (p) => envelope(p.version, `${p.mac.startsWith("A") ? "B" : "A"}${p.mac.slice(1)}`, p.body)),
+    change("signature changed", (p) =>
+      envelope(p.version, `${p.mac.startsWith("A") ? "B" : "A"}${p.mac.slice(1)}`, p.body),
+    ),
     change("signature removed", (p) => envelope(p.version, "", p.body)),
     change("version changed", (p) => envelope("d2", p.mac, p.body)),
     change("body re-sealed with another key", (p) => FORGER.seal(purpose, p.body)),
-    change("body changed and re-sealed with another key", (p) => FORGER.seal(purpose, { ...p.body, runId: `${String(p.body["runId"])}x` })),
+    change("body changed and re-sealed with another key", (p) =>
+      FORGER.seal(purpose, { ...p.body, runId: `${String(p.body["runId"])}x` }),
+    ),
     change("body cut off", (p) => envelope(p.version, p.mac, p.body).slice(0, -5)),
     change("not an envelope", () => "tampered"),
     ...Object.entries(swaps).map(([name, apply]) => ({ name: `${kind}: ${name}`, apply })),

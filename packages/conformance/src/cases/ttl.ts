@@ -12,7 +12,10 @@ async function keepRecording(h: Harness, runId: string, ttl: number, until: numb
   let seq = 0;
   while (Date.now() < until) {
     const operation = `recordCall(runId, 0, ${seq}) of a running run recording every ${ttl / 4} ms and saving nothing`;
-    await expectResolves(rule(operation, "accepted: each record refreshes the run's TTL"), h.store.recordCall(runId, 0, seq, h.call(runId, 0, seq)));
+    await expectResolves(
+      rule(operation, "accepted: each record refreshes the run's TTL"),
+      h.store.recordCall(runId, 0, seq, h.call(runId, 0, seq)),
+    );
     seq += 1;
     await sleep(Math.min(ttl / 4, Math.max(0, until - Date.now())));
   }
@@ -20,13 +23,18 @@ async function keepRecording(h: Harness, runId: string, ttl: number, until: numb
 }
 
 async function expectGone(h: Harness, runId: string, what: string): Promise<void> {
-  await expectRejects(CheckpointNotFound, rule(`latest(runId) of ${what}`, "CheckpointNotFound: expired"), h.store.latest(runId));
+  await expectRejects(
+    CheckpointNotFound,
+    rule(`latest(runId) of ${what}`, "CheckpointNotFound: expired"),
+    h.store.latest(runId),
+  );
   expect(await h.store.calls(runId), rule(`calls(runId) of ${what}`, "[]: expired with its checkpoints")).toEqual([]);
 }
 
 export const ttlGroup: ConformanceGroup = {
   name: "ttl",
-  proves: "a run's rows expire ttlSeconds after its last write (a checkpoint or a call record), except while it is paused",
+  proves:
+    "a run's rows expire ttlSeconds after its last write (a checkpoint or a call record), except while it is paused",
   skipUnless: (init) => (init.capabilities?.ttl === undefined ? "the store declares no `ttl` capability" : undefined),
   cases: [
     {
@@ -49,12 +57,27 @@ export const ttlGroup: ConformanceGroup = {
         const recorded = await keepRecording(h, recording, ttl, Date.now() + wait);
         await expectGone(h, finished, `a done run ${wait} ms after its last write`);
         const aliveAfter = `${wait} ms of records every ${ttl / 4} ms and no save`;
-        const alive = rule(`latest(runId) of a running run after ${aliveAfter}`, "step 0: each record refreshes the run's TTL");
+        const alive = rule(
+          `latest(runId) of a running run after ${aliveAfter}`,
+          "step 0: each record refreshes the run's TTL",
+        );
         expect((await expectResolves(alive, h.store.latest(recording))).step, alive).toBe(0);
-        expect(await h.store.calls(recording), rule(`calls(runId) of a running run after ${aliveAfter}`, `all ${recorded} records`)).toHaveLength(recorded);
-        const kept = rule(`latest(runId) of a paused run ${wait} ms after its last write`, "the paused row: a paused run never expires");
+        expect(
+          await h.store.calls(recording),
+          rule(`calls(runId) of a running run after ${aliveAfter}`, `all ${recorded} records`),
+        ).toHaveLength(recorded);
+        const kept = rule(
+          `latest(runId) of a paused run ${wait} ms after its last write`,
+          "the paused row: a paused run never expires",
+        );
         expect((await expectResolves(kept, h.store.latest(paused))).status, kept).toBe("paused");
-        expect(await h.store.calls(paused), rule(`calls(runId) of a paused run ${wait} ms after its last write`, "its 2 records: a paused run never expires")).toHaveLength(2);
+        expect(
+          await h.store.calls(paused),
+          rule(
+            `calls(runId) of a paused run ${wait} ms after its last write`,
+            "its 2 records: a paused run never expires",
+          ),
+        ).toHaveLength(2);
 
         // Going on restores the expiry of every key of the run.
         await h.store.save(paused, 2, h.row(paused, 2, { status: "running" }));

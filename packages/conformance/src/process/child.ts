@@ -19,7 +19,10 @@ export class Child {
   constructor(script: URL, args: readonly string[], options: { env?: NodeJS.ProcessEnv; typescript?: boolean } = {}) {
     const path = fileURLToPath(script);
     const loader = options.typescript === true || TYPESCRIPT.test(path) ? ["--import", "tsx"] : [];
-    this.process = spawn(process.execPath, [...loader, path, ...args], { stdio: ["pipe", "pipe", "pipe"], env: options.env ?? process.env });
+    this.process = spawn(process.execPath, [...loader, path, ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: options.env ?? process.env,
+    });
     this.process.stderr.on("data", (chunk: Buffer) => {
       this.stderr += chunk.toString();
     });
@@ -36,8 +39,16 @@ export class Child {
     const seen = this.lines.find(match);
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching line in ${timeoutMs} ms; stdout: ${this.lines.join(" | ")}; stderr: ${this.stderr}`)), timeoutMs);
-      this.#waiters.push({ match, resolve: (line) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(`no matching line in ${timeoutMs} ms; stdout: ${this.lines.join(" | ")}; stderr: ${this.stderr}`),
+          ),
+        timeoutMs,
+      );
+      this.#waiters.push({
+        match,
+        resolve: (line) => {
           clearTimeout(timer);
           resolve(line);
         },

@@ -1,8 +1,33 @@
 import { appendFileSync } from "node:fs";
-import { CheckpointNotFound, type CheckpointStore, Executor, type JsonValue, RecoveryNeedsDecision, StoreUnavailable, type ToolContext, ToolRegistry } from "@durable/core";
-import { callIdOf, type CallRecord, canonicalJson, DurableRun, faultPoint, readEnvelope, type RunEnvelope, Sealer } from "@durable/core/runner";
+import {
+  CheckpointNotFound,
+  type CheckpointStore,
+  Executor,
+  type JsonValue,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+  type ToolContext,
+  ToolRegistry,
+} from "@durable/core";
+import {
+  callIdOf,
+  type CallRecord,
+  canonicalJson,
+  DurableRun,
+  faultPoint,
+  readEnvelope,
+  type RunEnvelope,
+  Sealer,
+} from "@durable/core/runner";
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
-import { recoverToolLoop, runToolLoop, type LoopModel, type LoopResult, type Message, type ModelReply } from "@durable/loop";
+import {
+  recoverToolLoop,
+  runToolLoop,
+  type LoopModel,
+  type LoopResult,
+  type Message,
+  type ModelReply,
+} from "@durable/loop";
 import { KIT_KEY } from "../harness.js";
 import { intercepted } from "./intercepted.js";
 
@@ -95,10 +120,15 @@ const crashFlow: Flow<CrashState> = new Flow("conformance-flow", { state })
  * One superstep that asks for a refund's approval and charges at once: the
  * run pauses with the charge done and counted, in the round it resumes.
  */
-const chargeWithRefundFlow: Flow<CrashState> = new Flow("conformance-charge-with-refund", { state }).node("order", async (s, ctx) => {
-  const [refunded, charged] = await Promise.all([ctx.call("refund", { order: s.order, cents: 1200 }), ctx.call("charge", { order: s.order, cents: 4200 })]);
-  return { refunded: String(refunded), charged: String(charged) };
-}).end("order");
+const chargeWithRefundFlow: Flow<CrashState> = new Flow("conformance-charge-with-refund", { state })
+  .node("order", async (s, ctx) => {
+    const [refunded, charged] = await Promise.all([
+      ctx.call("refund", { order: s.order, cents: 1200 }),
+      ctx.call("charge", { order: s.order, cents: 4200 }),
+    ]);
+    return { refunded: String(refunded), charged: String(charged) };
+  })
+  .end("order");
 
 /** Answers from the history alone, so a model asked again in another process says the same. */
 const crashModel: LoopModel = {
@@ -113,7 +143,11 @@ const crashModel: LoopModel = {
         ],
       };
     }
-    if (turns === 1) return { text: "refunding", toolCalls: [{ id: "refund-1", name: "refund", args: { order: ORDER, cents: 1200 } }] };
+    if (turns === 1)
+      return {
+        text: "refunding",
+        toolCalls: [{ id: "refund-1", name: "refund", args: { order: ORDER, cents: 1200 } }],
+      };
     const results = messages.filter((m) => m.role === "tool").map((m) => m.content);
     return { text: `done: ${results.join("; ")}`, toolCalls: [] };
   },
@@ -139,14 +173,17 @@ export class ScenarioDriver {
       const flow = flowOf(scenario);
       await this.#finishFlow(flow, await this.#runner.run(flow, { order: ORDER }, { runId }));
     } else {
-      await this.#finishLoop(await runToolLoop(crashModel, this.#tools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)));
+      await this.#finishLoop(
+        await runToolLoop(crashModel, this.#tools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)),
+      );
     }
   }
 
   /** Recovers a run as far as it gets without deciding on calls in doubt (the result only, no approvals). */
   async recoverOnce(scenario: ScenarioName, runId: string, rerunInDoubt = false): Promise<string> {
     if (scenario !== "loop") return (await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt })).status;
-    return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt })).status;
+    return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }))
+      .status;
   }
 
   /**
@@ -185,8 +222,12 @@ export class ScenarioDriver {
   async #recoverAndFinish(scenario: ScenarioName, runId: string, rerunInDoubt: boolean): Promise<void> {
     const latest = await DurableRun.latest(this.#store, sealer, runId);
     if (latest.status === "done") return;
-    if (scenario !== "loop") await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt }));
-    else await this.#finishLoop(await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }));
+    if (scenario !== "loop")
+      await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt }));
+    else
+      await this.#finishLoop(
+        await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }),
+      );
   }
 
   async #finishFlow(flow: Flow<CrashState>, result: FlowResult<CrashState>): Promise<void> {

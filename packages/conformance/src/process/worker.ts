@@ -21,9 +21,17 @@ import { acknowledging, acknowledgmentsFile } from "./acknowledgments.js";
 import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
 
-const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) as [string, string, string, string, ScenarioName, string];
+const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  ScenarioName,
+  string,
+];
 const url = isAbsolute(opener) ? pathToFileURL(opener).href : opener;
-const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> }).default;
+const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> })
+  .default;
 const store = claimBarrier(acknowledging(await open(handle), acknowledgmentsFile(effects)));
 const driver = new ScenarioDriver(store, effects);
 
@@ -49,7 +57,8 @@ if (mode === "run") {
       };
       driver.recoverOnce(name, id).then(
         (status) => console.log(`won ${id} ${status}`),
-        (error: unknown) => console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${oneLine(error)}`),
+        (error: unknown) =>
+          console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${oneLine(error)}`),
       );
     }
   }

@@ -26,7 +26,10 @@ export function spawnWorker(
   const multi = init.capabilities?.multiProcess;
   if (multi === undefined) throw new Error("this test needs the `multiProcess` capability");
   assertFreshOnce(multi.opener);
-  return new Child(WORKER, [multi.opener, multi.handle(store), effects, ...args], { env, typescript: isTypeScript(multi.opener) });
+  return new Child(WORKER, [multi.opener, multi.handle(store), effects, ...args], {
+    env,
+    typescript: isTypeScript(multi.opener),
+  });
 }
 
 const fresh = new Set<string>();
