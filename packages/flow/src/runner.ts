@@ -10,16 +10,8 @@ import {
   type PausedResult,
   type RecoverOptions,
 } from "@durable/core";
-import {
-  checkExecutor,
-  checkRunnerOptions,
-  type DriverOptions,
-  RunDriver,
-  type RunProgram,
-  sealerFor,
-  type StepContext,
-  type StepOutcome,
-} from "@durable/core/runner";
+import { checkExecutor, checkRunnerOptions, RunDriver, sealerFor } from "@durable/core/runner";
+import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
 import { checkStoredState, settleState } from "./schema.js";
