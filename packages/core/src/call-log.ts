@@ -111,11 +111,17 @@ export class CallLog {
   }
 }
 
+/** The kinds that end a call: no record of the call may follow one. */
+const OUTCOMES: ReadonlySet<CallRecordKind> = new Set(["done", "error"]);
+
 /**
  * Reads and verifies a run's whole call log: every seal, the numbering (each
- * segment 0, 1, 2, … in order, segments rising) and that each record is this
- * run's. `sealed` is what the latest checkpoint counts per segment: fewer
- * records in any segment means some were deleted. Any failure is `CheckpointStoreCorrupt`.
+ * segment 0, 1, 2, … in order, segments rising), that each record is this
+ * run's, and that no record of a call follows its outcome (`done` or `error`:
+ * a finished call is never made again, so a later record would make its last
+ * record, which recovery goes by, another outcome or in doubt). `sealed` is
+ * what the latest checkpoint counts per segment: fewer records in any segment
+ * means some were deleted. Any failure is `CheckpointStoreCorrupt`.
  */
 export async function readCallLog(
   store: CheckpointStore,
@@ -126,6 +132,7 @@ export async function readCallLog(
   const rows = await store.calls(runId);
   const records: CallRecord[] = [];
   const found: number[] = [];
+  const finished = new Set<string>();
   let segment = -1;
   let expected = 0;
   for (const row of rows) {
@@ -150,6 +157,12 @@ export async function readCallLog(
         runId,
         `call-log segment ${segment} has record ${body.seq} where record ${expected} belongs: records are missing or out of order.`,
       );
+    }
+    if (body.kind !== "model") {
+      if (finished.has(body.callId)) {
+        throw new CheckpointStoreCorrupt(runId, `call ${JSON.stringify(body.callId)} has a ${body.kind} record after its outcome: a finished call is never made again.`);
+      }
+      if (OUTCOMES.has(body.kind)) finished.add(body.callId);
     }
     expected += 1;
     found[segment] = expected;

@@ -1,8 +1,8 @@
-import { type CheckpointStore, Executor, StoreUnavailable, ToolRegistry } from "@durable/core";
+import { type CheckpointStore, CheckpointConflict, type DurableEvent, Executor, RecoveryNeedsDecision, StoreUnavailable, ToolRegistry } from "@durable/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";
-import { KEY, MemoryCheckpointStore } from "./helpers.js";
+import { DyingStore, KEY, MemoryCheckpointStore, settle } from "./helpers.js";
 
 /** A memory store whose `recordCall` fails once, as a store that did not answer would. */
 class FlakyRecordStore extends MemoryCheckpointStore {
@@ -165,5 +165,56 @@ describe("maxVisits", () => {
     await expect(
       runner(new MemoryCheckpointStore(), new ToolRegistry()).run(flow, {}, { runId: "spin-1" }),
     ).rejects.toThrow(/ran more than 3 times/);
+  });
+});
+
+describe("a flow whose executor records tool errors", () => {
+  it("fails the run with the recorded error, replayed after a worker died before the failed checkpoint: the tool runs once", async () => {
+    const store = new MemoryCheckpointStore();
+    let bookings = 0;
+    const registry = new ToolRegistry().tool("book", () => {
+      bookings++;
+      throw new Error("sold out");
+    });
+    const flow = new Flow("booking", { state: z.object({ note: z.string() }) }).node("book", async (_s, ctx) => ({ note: String(await ctx.call("book", { seats: 2 })) })).end("book");
+    const recording = (on: CheckpointStore) => new FlowRunner(new Executor(registry, { recordErrors: true }), { checkpoints: on, checkpointKey: KEY });
+    void recording(new DyingStore(store, { op: "save", step: 1, when: "before" })).run(flow, { note: "" }, { runId: "b" });
+    await settle();
+    expect(bookings).toBe(1);
+    await expect(runner(store, registry).recover(flow, "b")).rejects.toThrow("Error: sold out");
+    expect(await store.latest("b")).toMatchObject({ status: "failed", step: 2 });
+    expect(bookings).toBe(1);
+  });
+});
+
+describe("a resume whose round holds a call in doubt (a node swallowed its tool's error, then waited on an approval)", () => {
+  it("stores the decision with its claim, stops with RecoveryNeedsDecision and run.needs-decision; a second resume is refused; the recovery that reruns the call spends the decision once", async () => {
+    const store = new MemoryCheckpointStore();
+    const ran = { lookup: 0, refund: 0 };
+    const registry = new ToolRegistry()
+      .tool("lookup", () => {
+        ran.lookup++;
+        throw new Error("timeout");
+      })
+      .tool("refund", () => ++ran.refund, { approval: true });
+    const flow = new Flow("refunds", { state: z.object({ note: z.string() }) })
+      .node("refund", async (_s, ctx) => {
+        await ctx.call("lookup", { order: 7 }).catch(() => undefined);
+        return { note: `refund ${String(await ctx.call("refund", { order: 7 }))}` };
+      })
+      .end("refund");
+    const events: DurableEvent[] = [];
+    const worker = new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, events: (e) => void events.push(e) });
+    const paused = await worker.run(flow, { note: "" }, { runId: "r" });
+    if (paused.status !== "paused") throw new Error("expected a pause");
+    const refund = paused.approvals[0]!.callId;
+    const error = await worker.resume(flow, "r", { [refund]: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RecoveryNeedsDecision);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "lookup", why: "started with no result" }]);
+    const claim = await store.latest("r");
+    expect(events.at(-1)).toMatchObject({ type: "run.needs-decision", step: claim.step, calls: [{ tool: "lookup" }] });
+    await expect(worker.resume(flow, "r", { [refund]: false })).rejects.toThrow(CheckpointConflict);
+    expect(await worker.recover(flow, "r", { rerunInDoubt: true })).toMatchObject({ status: "done", state: { note: "refund 1" } });
+    expect(ran).toEqual({ lookup: 2, refund: 1 });
   });
 });

@@ -45,6 +45,27 @@ async function hungInside(program: Program, store: CheckpointStore, tools: Tools
   tools.hangInside = undefined;
 }
 
+/** The store with a delay of 0–3 ms, drawn from `seed`, before and after each read and write: another interleaving of racing workers per seed. */
+function jittery(inner: CheckpointStore, seed: number): CheckpointStore {
+  let state = seed;
+  const pause = () => new Promise((resolve) => setTimeout(resolve, (state = (state * 1103515245 + 12345) % 2 ** 31) % 4));
+  const delayed = async <T>(op: () => Promise<T>): Promise<T> => {
+    await pause();
+    const value = await op();
+    await pause();
+    return value;
+  };
+  return {
+    save: (runId, step, row) => delayed(() => inner.save(runId, step, row)),
+    recordCall: (runId, segment, seq, sealed) => delayed(() => inner.recordCall(runId, segment, seq, sealed)),
+    latest: (runId) => delayed(() => inner.latest(runId)),
+    calls: (runId) => delayed(() => inner.calls(runId)),
+    listUnfinished: (flow) => inner.listUnfinished(flow),
+    delete: (runId) => inner.delete(runId),
+    close: () => inner.close(),
+  };
+}
+
 /** The events of a recovery start with its claim's checkpoint.saved, then run.recovered or run.needs-decision with the same step. */
 function claimOf(events: readonly DurableEvent[]) {
   const [saved, next] = events;
@@ -111,6 +132,17 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     expect(all.get("paused")).toEqual(paused);
     expect(all.get("someone-else")).toBeInstanceOf(IdentityMismatch);
     expect(ofType(events, "run.recovered").map((e) => e.runId)).toEqual(["crashed"]);
+  });
+
+  it("recoverAll leaves a run of the other kind under the same name as it stands: an error for it, nothing written, no tool run", async () => {
+    const store = new MemoryCheckpointStore();
+    const tools = new Tools();
+    await crashedAfter(other, store, tools, "theirs", 1);
+    const ran = tools.count("hold") + tools.count("charge");
+    const all = await program.on(store, orderTools(tools)).recoverAll();
+    expect(all.get("theirs")).toBeInstanceOf(CheckpointConflict);
+    expect(await store.latest("theirs")).toMatchObject({ step: 1, segment: 0 });
+    expect(tools.count("hold") + tools.count("charge")).toBe(ran);
   });
 
   it("checks the caller's identity before anything else: another user of a run of another kind or name learns nothing", async () => {
@@ -237,6 +269,29 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
     await expect(worker.resume("r", decision)).rejects.toThrow(CheckpointConflict);
     expect(tools.count("refund")).toBe(1);
+  });
+
+  it("a resume racing two recoveries, at every interleaving the store's delays make: the approved call runs once at most, the others never again", async () => {
+    for (let seed = 1; seed <= 24; seed++) {
+      const store = new MemoryCheckpointStore();
+      const tools = new Tools();
+      await program.on(store, orderTools(tools)).start("r");
+      const racers = [
+        program.on(jittery(store, seed), orderTools(tools)).resume("r", { [program.ids.refund]: true }),
+        program.on(jittery(store, seed * 7), orderTools(tools)).recover("r"),
+        program.on(jittery(store, seed * 13), orderTools(tools)).recover("r"),
+      ];
+      for (const result of await Promise.allSettled(racers)) {
+        if (result.status === "rejected") expect([CheckpointConflict, RecoveryNeedsDecision].some((type) => result.reason instanceof type), String(result.reason)).toBe(true);
+      }
+      const latest = await store.latest("r");
+      if (latest.status !== "done" && latest.status !== "paused") {
+        // A claim fenced the resume: the refund is in doubt or runs on this recovery, once.
+        await program.on(store, orderTools(tools)).recover("r").catch((e: unknown) => expect(e).toBeInstanceOf(RecoveryNeedsDecision));
+      }
+      expect([tools.count("hold"), tools.count("charge")], `seed ${seed}`).toEqual([1, 1]);
+      expect(tools.count("refund"), `seed ${seed}`).toBeLessThanOrEqual(1);
+    }
   });
 
   it("refuses to resume a run that is not paused", async () => {
