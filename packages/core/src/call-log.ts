@@ -160,7 +160,10 @@ export async function readCallLog(
     }
     if (body.kind !== "model") {
       if (finished.has(body.callId)) {
-        throw new CheckpointStoreCorrupt(runId, `call ${JSON.stringify(body.callId)} has a ${body.kind} record after its outcome: a finished call is never made again.`);
+        throw new CheckpointStoreCorrupt(
+          runId,
+          `call ${JSON.stringify(body.callId)} has a ${body.kind} record after its outcome: a finished call is never made again.`,
+        );
       }
       if (OUTCOMES.has(body.kind)) finished.add(body.callId);
     }

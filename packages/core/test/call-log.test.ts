@@ -85,14 +85,17 @@ describe("call log", () => {
     ["a done record after an error", failed, entry("a", "done")],
     ["a second done record", entry("a", "done"), entry("a", "done")],
     ["a started record after a done", entry("a", "done"), entry("a")],
-  ])("finds %s of one call, though sealed with the key: a finished call is never made again", async (_, outcome, after) => {
-    const store = new TamperedStore();
-    const { run } = await startRun(store);
-    for (const record of [entry("a"), outcome, after]) await run.log.append(record);
-    const read = readCallLog(store, sealer, "run-1", []);
-    await expect(read).rejects.toThrow(CheckpointStoreCorrupt);
-    await expect(read).rejects.toThrow(/record after its outcome/);
-  });
+  ])(
+    "finds %s of one call, though sealed with the key: a finished call is never made again",
+    async (_, outcome, after) => {
+      const store = new TamperedStore();
+      const { run } = await startRun(store);
+      for (const record of [entry("a"), outcome, after]) await run.log.append(record);
+      const read = readCallLog(store, sealer, "run-1", []);
+      await expect(read).rejects.toThrow(CheckpointStoreCorrupt);
+      await expect(read).rejects.toThrow(/record after its outcome/);
+    },
+  );
 
   it("finds a record of another run in the log", async () => {
     const { store } = await runWithCalls();

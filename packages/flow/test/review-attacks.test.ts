@@ -1,4 +1,12 @@
-import { type CheckpointStore, CheckpointConflict, type DurableEvent, Executor, RecoveryNeedsDecision, StoreUnavailable, ToolRegistry } from "@durable/core";
+import {
+  type CheckpointStore,
+  CheckpointConflict,
+  type DurableEvent,
+  Executor,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+  ToolRegistry,
+} from "@durable/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";
@@ -176,9 +184,16 @@ describe("a flow whose executor records tool errors", () => {
       bookings++;
       throw new Error("sold out");
     });
-    const flow = new Flow("booking", { state: z.object({ note: z.string() }) }).node("book", async (_s, ctx) => ({ note: String(await ctx.call("book", { seats: 2 })) })).end("book");
-    const recording = (on: CheckpointStore) => new FlowRunner(new Executor(registry, { recordErrors: true }), { checkpoints: on, checkpointKey: KEY });
-    void recording(new DyingStore(store, { op: "save", step: 1, when: "before" })).run(flow, { note: "" }, { runId: "b" });
+    const flow = new Flow("booking", { state: z.object({ note: z.string() }) })
+      .node("book", async (_s, ctx) => ({ note: String(await ctx.call("book", { seats: 2 })) }))
+      .end("book");
+    const recording = (on: CheckpointStore) =>
+      new FlowRunner(new Executor(registry, { recordErrors: true }), { checkpoints: on, checkpointKey: KEY });
+    void recording(new DyingStore(store, { op: "save", step: 1, when: "before" })).run(
+      flow,
+      { note: "" },
+      { runId: "b" },
+    );
     await settle();
     expect(bookings).toBe(1);
     await expect(runner(store, registry).recover(flow, "b")).rejects.toThrow("Error: sold out");
@@ -204,7 +219,11 @@ describe("a resume whose round holds a call in doubt (a node swallowed its tool'
       })
       .end("refund");
     const events: DurableEvent[] = [];
-    const worker = new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, events: (e) => void events.push(e) });
+    const worker = new FlowRunner(new Executor(registry), {
+      checkpoints: store,
+      checkpointKey: KEY,
+      events: (e) => void events.push(e),
+    });
     const paused = await worker.run(flow, { note: "" }, { runId: "r" });
     if (paused.status !== "paused") throw new Error("expected a pause");
     const refund = paused.approvals[0]!.callId;
@@ -214,7 +233,10 @@ describe("a resume whose round holds a call in doubt (a node swallowed its tool'
     const claim = await store.latest("r");
     expect(events.at(-1)).toMatchObject({ type: "run.needs-decision", step: claim.step, calls: [{ tool: "lookup" }] });
     await expect(worker.resume(flow, "r", { [refund]: false })).rejects.toThrow(CheckpointConflict);
-    expect(await worker.recover(flow, "r", { rerunInDoubt: true })).toMatchObject({ status: "done", state: { note: "refund 1" } });
+    expect(await worker.recover(flow, "r", { rerunInDoubt: true })).toMatchObject({
+      status: "done",
+      state: { note: "refund 1" },
+    });
     expect(ran).toEqual({ lookup: 2, refund: 1 });
   });
 });

@@ -48,7 +48,8 @@ async function hungInside(program: Program, store: CheckpointStore, tools: Tools
 /** The store with a delay of 0–3 ms, drawn from `seed`, before and after each read and write: another interleaving of racing workers per seed. */
 function jittery(inner: CheckpointStore, seed: number): CheckpointStore {
   let state = seed;
-  const pause = () => new Promise((resolve) => setTimeout(resolve, (state = (state * 1103515245 + 12345) % 2 ** 31) % 4));
+  const pause = () =>
+    new Promise((resolve) => setTimeout(resolve, (state = (state * 1103515245 + 12345) % 2 ** 31) % 4));
   const delayed = async <T>(op: () => Promise<T>): Promise<T> => {
     await pause();
     const value = await op();
@@ -282,12 +283,19 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
         program.on(jittery(store, seed * 13), orderTools(tools)).recover("r"),
       ];
       for (const result of await Promise.allSettled(racers)) {
-        if (result.status === "rejected") expect([CheckpointConflict, RecoveryNeedsDecision].some((type) => result.reason instanceof type), String(result.reason)).toBe(true);
+        if (result.status === "rejected")
+          expect(
+            [CheckpointConflict, RecoveryNeedsDecision].some((type) => result.reason instanceof type),
+            String(result.reason),
+          ).toBe(true);
       }
       const latest = await store.latest("r");
       if (latest.status !== "done" && latest.status !== "paused") {
         // A claim fenced the resume: the refund is in doubt or runs on this recovery, once.
-        await program.on(store, orderTools(tools)).recover("r").catch((e: unknown) => expect(e).toBeInstanceOf(RecoveryNeedsDecision));
+        await program
+          .on(store, orderTools(tools))
+          .recover("r")
+          .catch((e: unknown) => expect(e).toBeInstanceOf(RecoveryNeedsDecision));
       }
       expect([tools.count("hold"), tools.count("charge")], `seed ${seed}`).toEqual([1, 1]);
       expect(tools.count("refund"), `seed ${seed}`).toBeLessThanOrEqual(1);

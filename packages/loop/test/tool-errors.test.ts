@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type CheckpointStore, type DurableEvent, MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import {
+  type CheckpointStore,
+  type DurableEvent,
+  MemoryCheckpointStore,
+  RecoveryNeedsDecision,
+  ToolRegistry,
+} from "@durable/core";
 import { MAX_ERROR_TEXT, readCallLog, sealerFor } from "@durable/core/runner";
 import { DyingStore, settle } from "@durable/test-utils/stores";
 import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ModelReply } from "../src/index.js";
@@ -134,10 +140,20 @@ describe("a tool error in the tool loop", () => {
   });
 
   it('is its call\'s outcome whatever toolErrors the recovering worker has: recorded under "model", it replays to the model under "fail"; thrown under "fail" before the failed checkpoint, it is in doubt under "model"', async () => {
-    const options = (store: CheckpointStore, toolErrors: "model" | "fail") => ({ runId: "chat", checkpoints: store, checkpointKey: KEY, toolErrors });
+    const options = (store: CheckpointStore, toolErrors: "model" | "fail") => ({
+      runId: "chat",
+      checkpoints: store,
+      checkpointKey: KEY,
+      toolErrors,
+    });
     const recorded = new MemoryCheckpointStore();
     const first = failing(() => new Error("the booking system is down"));
-    void runToolLoop(bookingModel().model, first.registry, ask, options(new DyingStore(recorded, { op: "recordCall", kind: "error", tool: "book", when: "after" }), "model"));
+    void runToolLoop(
+      bookingModel().model,
+      first.registry,
+      ask,
+      options(new DyingStore(recorded, { op: "recordCall", kind: "error", tool: "book", when: "after" }), "model"),
+    );
     await settle();
     const replayed = await recoverToolLoop(bookingModel().model, first.registry, "chat", options(recorded, "fail"));
     expect(replayed).toMatchObject({ status: "done", text: "the tool said: error: Error: the booking system is down" });
@@ -145,9 +161,19 @@ describe("a tool error in the tool loop", () => {
 
     const unrecorded = new MemoryCheckpointStore();
     const second = failing(() => new Error("card declined"));
-    void runToolLoop(bookingModel().model, second.registry, ask, options(new DyingStore(unrecorded, { op: "save", step: 2, when: "before" }), "fail"));
+    void runToolLoop(
+      bookingModel().model,
+      second.registry,
+      ask,
+      options(new DyingStore(unrecorded, { op: "save", step: 2, when: "before" }), "fail"),
+    );
     await settle();
-    const error = await recoverToolLoop(bookingModel().model, second.registry, "chat", options(unrecorded, "model")).catch((e: unknown) => e);
+    const error = await recoverToolLoop(
+      bookingModel().model,
+      second.registry,
+      "chat",
+      options(unrecorded, "model"),
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RecoveryNeedsDecision);
     expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "book", why: "started with no result" }]);
     expect(second.ran.book).toBe(1);

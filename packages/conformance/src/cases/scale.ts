@@ -81,12 +81,17 @@ export const scaleGroup: ConformanceGroup = {
         // first holds at least RUNS × ID_LENGTH bytes of them, one that reads a page at a time a page's worth.
         // Retained heap after a full collection is deterministic, unlike timings on a busy machine, and the
         // bound (half of every id) leaves room for a page of up to RUNS / 2 ids and the driver's buffers.
-        const before = retainedHeap();
-        const iterator = h.store.listUnfinished(flow)[Symbol.asyncIterator]();
-        const first = await iterator.next();
-        const held = retainedHeap() - before;
-        await iterator.return?.();
-        expect(first.done, rule("listUnfinished(flow) of 10,000 unfinished runs", "a first id")).toBe(false);
+        // The least of three tries: code the engine compiles in the background on a busy machine lands
+        // on the heap at any moment, once; a store that holds every id holds them every time.
+        let held = Number.POSITIVE_INFINITY;
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const before = retainedHeap();
+          const iterator = h.store.listUnfinished(flow)[Symbol.asyncIterator]();
+          const first = await iterator.next();
+          held = Math.min(held, retainedHeap() - before);
+          await iterator.return?.();
+          expect(first.done, rule("listUnfinished(flow) of 10,000 unfinished runs", "a first id")).toBe(false);
+        }
         const bound = (RUNS * ID_LENGTH) / 2;
         expect(
           held,
