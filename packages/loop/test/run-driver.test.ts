@@ -48,8 +48,10 @@ async function hungInside(program: Program, store: CheckpointStore, tools: Tools
 /** The store with a delay of 0–3 ms, drawn from `seed`, before and after each read and write: another interleaving of racing workers per seed. */
 function jittery(inner: CheckpointStore, seed: number): CheckpointStore {
   let state = seed;
-  const pause = () =>
-    new Promise((resolve) => setTimeout(resolve, (state = (state * 1103515245 + 12345) % 2 ** 31) % 4));
+  const pause = () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return new Promise((resolve) => setTimeout(resolve, state % 4));
+  };
   const delayed = async <T>(op: () => Promise<T>): Promise<T> => {
     await pause();
     const value = await op();
