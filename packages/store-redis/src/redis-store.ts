@@ -46,7 +46,8 @@ export interface RedisStoreOptions {
   readonly requireDurable?: boolean;
 }
 
-const PAGE = 500;
+// Ids per bucket per round trip: a listing holds up to BUCKETS × PAGE ids at once, a small part of 10,000.
+const PAGE = 100;
 
 /**
  * A `CheckpointStore` on Redis, for workers on many hosts. Each operation is
