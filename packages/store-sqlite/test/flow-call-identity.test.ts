@@ -3,9 +3,10 @@ import { canonicalJson, type FaultPoint } from "@durable/core/runner";
 import { crashAndRecover, expectedOf, problemsOf, type CallCase, type Latencies } from "./flow-call-identity.js";
 
 // The first process: the mail branch is slow and the charge branch fast, so charge is issued before mail.
-const SLOW_MAIL: Latencies = { lookup: [40], price: [0], charge: [0], mail: [40, 0] };
+// 250 ms, not less: on a busy machine a SQLite write of the fast branch can take longer than a short delay.
+const SLOW_MAIL: Latencies = { lookup: [250], price: [0], charge: [0], mail: [250, 0] };
 // The recovering process: swapped.
-const SLOW_CHARGE: Latencies = { lookup: [0], price: [40], charge: [40], mail: [0] };
+const SLOW_CHARGE: Latencies = { lookup: [0], price: [250], charge: [250], mail: [0] };
 
 /**
  * One node: `Promise.all([lookup().then(mail), price().then(charge)])`, then a
