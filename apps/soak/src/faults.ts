@@ -20,6 +20,8 @@ export interface FaultSoakOptions {
   /** How many times the schedule goes through every fault (default: again and again until the workers finish). */
   readonly rounds?: number;
   readonly log?: (line: string) => void;
+  /** Told each store's report as soon as that store is done, so a later store's failure loses none. */
+  readonly onReport?: (result: FaultSoakReport) => void;
 }
 
 /** One fault as it happened: when, how many runs were in flight, and what the workers saw until the next one. */
@@ -55,7 +57,13 @@ interface Fault {
 
 /** Soaks Redis, then PostgreSQL, each its own server under its own faults. */
 export async function faultSoak(options: FaultSoakOptions): Promise<FaultSoakReport[]> {
-  return [await redisFaults(options), await postgresFaults(options)];
+  const results: FaultSoakReport[] = [];
+  for (const store of [redisFaults, postgresFaults]) {
+    const result = await store(options);
+    options.onReport?.(result);
+    results.push(result);
+  }
+  return results;
 }
 
 async function redisFaults(options: FaultSoakOptions): Promise<FaultSoakReport> {

@@ -7,7 +7,7 @@
  */
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
-import { FAULT_DEFAULTS, faultSoak, faultTable } from "./faults.js";
+import { FAULT_DEFAULTS, type FaultSoakReport, faultSoak, faultTable } from "./faults.js";
 import { SOAK_DEFAULTS, soak } from "./soak.js";
 import { soakStoreKind } from "./store.js";
 import { vacuousSoak } from "./verdict.js";
@@ -118,16 +118,8 @@ async function soakUnderFaults(
   console.log(
     `fault soak: ${runs} runs, ${workers} workers, on its own Redis and PostgreSQL; freezes of ${freezeSeconds} s`,
   );
-  const results = await faultSoak({
-    ...FAULT_DEFAULTS,
-    runs,
-    workers,
-    deadlineSeconds,
-    freezeMs: freezeSeconds * 1000,
-    log: (line) => console.log(`  ${line}`),
-  });
   let failed = false;
-  for (const { report, rows, violations } of results) {
+  const printReport = ({ report, rows, violations }: FaultSoakReport): void => {
     console.log(
       `\n${report.store}: ${report.runs} runs done in ${report.seconds.toFixed(1)} s; ${report.unavailable} StoreUnavailable met and retried; longest operation ${Math.round(report.maxOpMs)} ms; ` +
         `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ${violations.length} violations`,
@@ -135,6 +127,15 @@ async function soakUnderFaults(
     for (const line of faultTable(rows)) console.log(`  ${line}`);
     for (const violation of violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
     failed ||= violations.length > 0;
-  }
+  };
+  await faultSoak({
+    ...FAULT_DEFAULTS,
+    runs,
+    workers,
+    deadlineSeconds,
+    freezeMs: freezeSeconds * 1000,
+    log: (line) => console.log(`  ${line}`),
+    onReport: printReport,
+  });
   process.exitCode = failed ? 1 : 0;
 }
