@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { faultSoak, faultTable, OPERATION_TIMEOUT_MS } from "../src/faults.js";
+import { faultSoak, faultTable } from "../src/faults.js";
 
 /** Whether redis-server and PostgreSQL's initdb are installed; CI needs them, locally the test is skipped. */
 function serversInstalled(): boolean {
@@ -36,7 +36,6 @@ describe("the fault soak: the soak's own Redis and PostgreSQL restarted, frozen 
           ].join("\n"),
         );
         expect(violations).toEqual([]);
-        expect(report.maxOpMs).toBeLessThan(OPERATION_TIMEOUT_MS);
       }
       const faults = results.flatMap(({ rows }) => rows.map((row) => row.fault));
       expect(faults).toEqual([
