@@ -44,7 +44,7 @@ export interface FaultSoakReport {
 export const FAULT_DEFAULTS = { runs: 500, workers: 4, freezeMs: 10_000, toolMs: 300, deadlineSeconds: 900 } as const;
 
 /** The store's operation timeout the soak holds every operation to (Redis's default; PostgreSQL is held to the same). */
-export const OPERATION_TIMEOUT_MS = 5_000;
+const OPERATION_TIMEOUT_MS = 5_000;
 /** What a busy machine adds to a timed-out operation before its rejection is seen. */
 const TIMEOUT_MARGIN_MS = 1_000;
 /** The pause after each fault, so the workers meet it and recover before the next. */
