@@ -44,6 +44,39 @@ export interface StoredCall {
   readonly sealed: string;
 }
 
+/** Who holds a run, and until when by the store's clock. */
+export interface Lease {
+  /** The worker holding the run (`workerId()` of its process, unless the runner names another). */
+  readonly owner: string;
+  /** When the lease runs out: milliseconds since the epoch, by the store's clock. */
+  readonly expiresAt: number;
+}
+
+/** A run's lease as `leaseOf` reads it, with the store's clock at the read. */
+export interface LeaseView extends Lease {
+  /** The store's clock when it read the lease (ms since the epoch): the lease is live while `expiresAt > now`. */
+  readonly now: number;
+}
+
+/** What a worker asks of a run's lease when it saves or renews. */
+export interface LeaseTerms {
+  readonly owner: string;
+  /** How long the lease lasts from the store's now, in ms. 0 takes no lease: the run is claimable at once. */
+  readonly ms: number;
+}
+
+/** What a save asks of the run's lease. */
+export interface LeaseClaim extends LeaseTerms {
+  /** Claim even while another owner's lease is live (an operator's takeover; the old owner is fenced by the segment). */
+  readonly takeOver?: boolean;
+}
+
+/** Options of `listUnfinished`. */
+export interface ListOptions {
+  /** Only runs a worker may claim now: `running`, with no lease or one that ran out by the store's clock. Paused runs wait for a resume. */
+  readonly claimable?: boolean;
+}
+
 /**
  * The protocol every store keeps. All methods are async and atomic; a store
  * never holds the signing key. `@durable/conformance` checks every rule below.
@@ -58,17 +91,41 @@ export interface CheckpointStore {
    * row's `segment` is not lower than the latest row's. A raised segment is a
    * claim: from then on `recordCall` refuses records of lower segments.
    * Every other save is refused with `CheckpointConflict` and writes nothing.
+   *
+   * Leases (see docs/protocol.md, "Leases"): a claim (a raised segment) of a run
+   * whose lease is live by the store's clock and held by another owner is
+   * refused with `LeaseHeld`, unless `lease.takeOver`. An accepted `running`
+   * save with `lease.ms > 0` sets the lease to `lease.owner` until the store's
+   * now + `lease.ms`; any other accepted save (paused, ended, no lease) releases
+   * it. No `lease` is the same as `{ owner: "", ms: 0 }`.
    */
-  save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void>;
+  save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void>;
+
+  /**
+   * Extends the lease of the worker that holds the run to the store's now +
+   * `terms.ms`, and returns it. Refused with `CheckpointConflict` unless the
+   * latest checkpoint is `running`, its segment is `segment`, and the lease is
+   * `terms.owner`'s (live or run out, but not released); an unknown run is
+   * `CheckpointNotFound`.
+   */
+  renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease>;
+
+  /** Releases the lease when `segment` is the latest checkpoint's and `owner` holds it; otherwise does nothing. */
+  release(runId: string, segment: number, owner: string): Promise<void>;
+
+  /** The run's lease with the store's clock, or undefined when the run is unknown or holds none. */
+  leaseOf(runId: string): Promise<LeaseView | undefined>;
 
   /** The row with the highest step. `CheckpointNotFound` when nothing is stored for the run. */
   latest(runId: string): Promise<StoredCheckpoint>;
 
   /**
    * The ids of every run of `flow` whose latest row is `running` or `paused`,
-   * each once, in no set order. Streams, so memory stays flat however many runs there are.
+   * each once, in no set order; with `claimable`, only `running` runs with no
+   * lease or one run out by the store's clock. Streams, so memory stays flat
+   * however many runs there are, and reads one index per page.
    */
-  listUnfinished(flow: string): AsyncIterable<string>;
+  listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string>;
 
   /** Removes every checkpoint and call record of the run, and nothing of any other run. Unknown runs are a no-op. */
   delete(runId: string): Promise<void>;

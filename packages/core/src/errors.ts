@@ -12,7 +12,8 @@ export type DurableErrorCode =
   | "STORE_UNAVAILABLE"
   | "STORE_NOT_READY"
   | "INVALID_INPUT"
-  | "UNRECORDABLE_RESULT";
+  | "UNRECORDABLE_RESULT"
+  | "LEASE_HELD";
 
 /**
  * Marks every `DurableError` of every copy of this package: registered with
@@ -76,6 +77,30 @@ export class CheckpointConflict extends DurableError {
   constructor(runId: string, reason: string) {
     super("CHECKPOINT_CONFLICT", `Run ${JSON.stringify(runId)}: ${reason}`);
     this.runId = runId;
+  }
+}
+
+/**
+ * A claim of a run another worker holds: its lease is live by the store's
+ * clock. Nothing was written. Leave the run to its owner, or claim it with
+ * `takeOver: true` when that worker is known to be gone.
+ */
+export class LeaseHeld extends DurableError {
+  readonly runId: string;
+  readonly owner: string;
+  /** When the lease runs out, by the store's clock (ms since the epoch). */
+  readonly expiresAt: number;
+
+  constructor(runId: string, owner: string, expiresAt: number, now: number) {
+    super(
+      "LEASE_HELD",
+      `Run ${JSON.stringify(runId)} is held by worker ${JSON.stringify(owner)} until ${new Date(expiresAt).toISOString()} ` +
+        `(${Math.max(0, Math.round(expiresAt - now))} ms from now by the store's clock); ` +
+        "it is claimable once the lease runs out, or now with { takeOver: true }.",
+    );
+    this.runId = runId;
+    this.owner = owner;
+    this.expiresAt = expiresAt;
   }
 }
 

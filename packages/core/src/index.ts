@@ -13,6 +13,7 @@ export {
   ApprovalDenied,
   StoreUnavailable,
   StoreNotReady,
+  LeaseHeld,
   type DurableErrorCode,
   type InDoubtReason,
   type InDoubtCall,
@@ -48,5 +49,5 @@ export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
 export { newRunId } from "./run-id.js";
 export type { Identity } from "./identity.js";
 export type { CheckpointKey, CheckpointKeys } from "./seal.js";
-export type { CheckpointStore, RunKind, RunStatus } from "./checkpoint-store.js";
+export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./checkpoint-store.js";
 export type { JsonValue, JsonObject } from "./canonical.js";

@@ -1,9 +1,22 @@
 import { CheckpointNotFound, InvalidInput } from "./errors.js";
-import { recordRefusal, saveRefusal } from "./protocol.js";
+import {
+  checkLeaseTerms,
+  claimRefusal,
+  isClaimable,
+  leaseAfterSave,
+  recordRefusal,
+  renewRefusal,
+  saveRefusal,
+} from "./protocol.js";
 import {
   isEnded,
   type CheckpointRow,
   type CheckpointStore,
+  type Lease,
+  type LeaseClaim,
+  type LeaseTerms,
+  type LeaseView,
+  type ListOptions,
   type StoredCall,
   type StoredCheckpoint,
 } from "./checkpoint-store.js";
@@ -14,6 +27,8 @@ export interface MemoryRun {
   readonly calls: StoredCall[];
   /** Records per segment, to check that each `seq` is the next one. */
   readonly counts: Map<number, number>;
+  /** Who holds the run, by this process's clock; undefined when released. */
+  lease: Lease | undefined;
 }
 
 /** Everything a memory store holds, by run id. */
@@ -42,14 +57,46 @@ export class MemoryCheckpointStore implements CheckpointStore {
     this.#runs = options.data ?? new Map();
   }
 
-  async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
+  async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     checkRow(step, checkpoint);
+    checkLeaseTerms(lease);
     const entry = this.#runs.get(runId);
-    const refused = saveRefusal(runId, step, checkpoint, entry?.checkpoints.at(-1));
+    const head = entry?.checkpoints.at(-1);
+    const now = storeClock();
+    const refused =
+      saveRefusal(runId, step, checkpoint, head) ?? claimRefusal(runId, checkpoint, head, entry?.lease, lease, now);
     if (refused !== undefined) throw refused;
+    const held = leaseAfterSave(checkpoint, lease, now);
     if (entry === undefined)
-      this.#runs.set(runId, { checkpoints: [stored(runId, step, checkpoint)], calls: [], counts: new Map() });
-    else entry.checkpoints.push(stored(runId, step, checkpoint));
+      this.#runs.set(runId, {
+        checkpoints: [stored(runId, step, checkpoint)],
+        calls: [],
+        counts: new Map(),
+        lease: held,
+      });
+    else {
+      entry.checkpoints.push(stored(runId, step, checkpoint));
+      entry.lease = held;
+    }
+  }
+
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    checkLeaseTerms(terms);
+    const entry = this.#runs.get(runId);
+    const refused = renewRefusal(runId, segment, terms.owner, entry?.checkpoints.at(-1), entry?.lease);
+    if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
+    entry.lease = { owner: terms.owner, expiresAt: storeClock() + terms.ms };
+    return entry.lease;
+  }
+
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    const entry = this.#runs.get(runId);
+    if (entry?.checkpoints.at(-1)?.segment === segment && entry.lease?.owner === owner) entry.lease = undefined;
+  }
+
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    const lease = this.#runs.get(runId)?.lease;
+    return lease === undefined ? undefined : { ...lease, now: storeClock() };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
@@ -58,10 +105,11 @@ export class MemoryCheckpointStore implements CheckpointStore {
     return latest;
   }
 
-  async *listUnfinished(flow: string): AsyncIterable<string> {
+  async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
     for (const [runId, entry] of [...this.#runs]) {
       const latest = entry.checkpoints.at(-1);
-      if (latest !== undefined && latest.flow === flow && !isEnded(latest.status)) yield runId;
+      if (latest === undefined || latest.flow !== flow || isEnded(latest.status)) continue;
+      if (options.claimable !== true || isClaimable(latest.status, entry.lease, storeClock())) yield runId;
     }
   }
 
@@ -84,6 +132,14 @@ export class MemoryCheckpointStore implements CheckpointStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * The memory store's clock: this process's monotonic clock on the epoch's
+ * scale. It ignores changes to `Date.now`, as another store's server clock would.
+ */
+function storeClock(): number {
+  return Math.floor(performance.timeOrigin + performance.now());
 }
 
 function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoint {

@@ -12,7 +12,17 @@ const EXPECTED: Readonly<Record<OptionType, string>> = {
 };
 
 /** The methods every `CheckpointStore` has. */
-const STORE_METHODS = ["save", "latest", "listUnfinished", "delete", "recordCall", "calls"] as const;
+const STORE_METHODS = [
+  "save",
+  "latest",
+  "listUnfinished",
+  "delete",
+  "recordCall",
+  "calls",
+  "renew",
+  "release",
+  "leaseOf",
+] as const;
 
 /**
  * The options every runner takes (`FlowRunner`, `runToolLoop`,

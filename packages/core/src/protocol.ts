@@ -1,5 +1,13 @@
-import { CheckpointConflict, CheckpointNotFound } from "./errors.js";
-import { isEnded, type CheckpointRow, type RunKind, type RunStatus } from "./checkpoint-store.js";
+import { CheckpointConflict, CheckpointNotFound, InvalidInput, LeaseHeld } from "./errors.js";
+import {
+  isEnded,
+  type CheckpointRow,
+  type Lease,
+  type LeaseClaim,
+  type LeaseTerms,
+  type RunKind,
+  type RunStatus,
+} from "./checkpoint-store.js";
 
 /** Where a run stands, as a store's latest row for it says: what the protocol's rules read. */
 export interface RunHead {
@@ -67,4 +75,73 @@ export function recordRefusal(
   if (seq !== next)
     return new CheckpointConflict(runId, `call record ${seq} of segment ${segment} is not the next one (${next}).`);
   return undefined;
+}
+
+/** The longest lease owner a store must keep, in UTF-16 code units. */
+export const MAX_OWNER_LENGTH = 200;
+
+/** Checks lease terms before a store reads anything: an owner of 1–200 characters (or "" with no lease) and a whole number of ms ≥ 0. */
+export function checkLeaseTerms(terms: LeaseTerms | undefined): void {
+  if (terms === undefined) return;
+  if (typeof terms.owner !== "string" || terms.owner.length > MAX_OWNER_LENGTH || (terms.owner === "" && terms.ms > 0))
+    throw new InvalidInput(`a lease owner must be a string of 1 to ${MAX_OWNER_LENGTH} characters.`);
+  if (!Number.isSafeInteger(terms.ms) || terms.ms < 0)
+    throw new InvalidInput(`a lease length must be a whole number of ms ≥ 0, not ${terms.ms}.`);
+}
+
+/**
+ * The lease rule of `save`, checked after `saveRefusal` accepted it: a claim
+ * (a raised segment) of a run whose lease is live at `now` and held by
+ * another owner is `LeaseHeld`, unless the claim takes it over.
+ */
+export function claimRefusal(
+  runId: string,
+  row: CheckpointRow,
+  head: RunHead | undefined,
+  held: Lease | undefined,
+  claim: LeaseClaim | undefined,
+  now: number,
+): LeaseHeld | undefined {
+  if (head === undefined || row.segment <= head.segment || held === undefined || held.expiresAt <= now)
+    return undefined;
+  if (held.owner === (claim?.owner ?? "") || claim?.takeOver === true) return undefined;
+  return new LeaseHeld(runId, held.owner, held.expiresAt, now);
+}
+
+/** The lease an accepted save leaves: the claimer's until `now` + its length for a `running` row, else none (released). */
+export function leaseAfterSave(row: CheckpointRow, claim: LeaseClaim | undefined, now: number): Lease | undefined {
+  return row.status === "running" && claim !== undefined && claim.ms > 0
+    ? { owner: claim.owner, expiresAt: now + claim.ms }
+    : undefined;
+}
+
+/** The rules of `renew`: why `owner` may not extend the lease of `segment` over `head` and the lease `held`. */
+export function renewRefusal(
+  runId: string,
+  segment: number,
+  owner: string,
+  head: RunHead | undefined,
+  held: Lease | undefined,
+): CheckpointNotFound | CheckpointConflict | undefined {
+  if (head === undefined) return new CheckpointNotFound(runId);
+  if (head.status !== "running")
+    return new CheckpointConflict(runId, `the run is ${head.status}: it holds no lease to renew.`);
+  if (segment !== head.segment)
+    return new CheckpointConflict(
+      runId,
+      `segment ${segment} is not the run's current one (${head.segment}): this worker was cut off.`,
+    );
+  if (held === undefined || held.owner !== owner)
+    return new CheckpointConflict(
+      runId,
+      held === undefined
+        ? "its lease was released."
+        : `its lease is held by ${JSON.stringify(held.owner)}, not ${JSON.stringify(owner)}.`,
+    );
+  return undefined;
+}
+
+/** True when a worker may claim the run now: `running`, with no lease or one that ran out at `now`. */
+export function isClaimable(status: RunStatus, held: Lease | undefined, now: number): boolean {
+  return status === "running" && (held === undefined || held.expiresAt <= now);
 }
