@@ -2,7 +2,7 @@ import type { JsonObject } from "./canonical.js";
 import type { CallLog, CallRecord } from "./call-log.js";
 import type { CheckpointBody } from "./checkpoint.js";
 import { envelopeJson, readEnvelope, type RunEnvelope } from "./envelope.js";
-import { CheckpointConflict, RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "./errors.js";
+import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "./errors.js";
 import { emit, type CallRef, type EventSink, type LoopStage } from "./events.js";
 import { CallScope, bindDecisions, type Decisions } from "./executor.js";
 import { faultPoint } from "./fault-points.js";
@@ -11,7 +11,9 @@ import { freshPlan, planReplay, type PendingCall, type ReplayPlan } from "./repl
 import { newRunId } from "./run-id.js";
 import { DurableRun } from "./run.js";
 import type { Sealer } from "./seal.js";
-import { isEnded, type CheckpointStore, type RunKind } from "./checkpoint-store.js";
+import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "./checkpoint-store.js";
+import { eachConcurrently, type Settled } from "./concurrent.js";
+import { leaseTerms } from "./lease.js";
 import type { ToolRegistry } from "./tools.js";
 
 /** A run paused for decisions on its pending approvals: what `run`, `recover` and `resume` return then. */
@@ -81,6 +83,8 @@ export interface DriverOptions {
   readonly store: CheckpointStore;
   readonly sealer: Sealer;
   readonly events?: EventSink | undefined;
+  /** The worker's lease terms (default: this process's worker id, 30 s). */
+  readonly lease?: LeaseTerms | undefined;
 }
 
 /** Options of `recover`, `recoverAll` and `resume`. */
@@ -89,7 +93,24 @@ export interface RecoverOptions {
   readonly ctx?: Identity;
   /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
   readonly rerunInDoubt?: boolean;
+  /** Claim the run even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
+  readonly takeOver?: boolean;
+  /**
+   * Gives the run up when aborted: its lease is released at once, and the
+   * drive stops before its next save, rejecting with the signal's reason. The
+   * worker aborts so when its stop deadline passes.
+   */
+  readonly signal?: AbortSignal;
 }
+
+/** Options of `recoverEach` and `recoverAll`. */
+export interface RecoverEachOptions extends RecoverOptions {
+  /** How many runs are recovered at once (default 8). */
+  readonly concurrency?: number;
+}
+
+/** One run's outcome in `recoverEach`: its result, or the error that stopped it. */
+export type Recovered<R> = Settled<string, R | PausedResult>;
 
 /** A run's latest checkpoint, checked for this program and caller, with its data read. */
 export interface OpenedRun<D> {
@@ -108,12 +129,28 @@ export class RunDriver<D, R> {
   readonly #store: CheckpointStore;
   readonly #sealer: Sealer;
   readonly #events: EventSink | undefined;
+  readonly #lease: LeaseTerms;
 
   constructor(program: RunProgram<D, R>, options: DriverOptions) {
     this.#program = program;
     this.#store = options.store;
     this.#sealer = options.sealer;
     this.#events = options.events;
+    this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
+  }
+
+  /** What the driver drives: a flow's or a loop's runs of one name. */
+  get kind(): RunKind {
+    return this.#program.kind;
+  }
+
+  get name(): string {
+    return this.#program.name;
+  }
+
+  /** The store the driver keeps its runs in. */
+  get store(): CheckpointStore {
+    return this.#store;
   }
 
   /** Saves step 0 of a new run with `data`, then drives it until it is done or paused. */
@@ -130,9 +167,10 @@ export class RunDriver<D, R> {
       kind: this.#program.kind,
       identity: identityOf(options.ctx),
       data: this.#json(envelope),
+      lease: this.#lease,
     });
     await this.#saved(checkpoint, data);
-    return this.#drive(run, envelope, freshPlan(envelope.round));
+    return this.#drive(run, envelope, freshPlan(envelope.round), undefined);
   }
 
   /**
@@ -164,7 +202,8 @@ export class RunDriver<D, R> {
   async recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
     const { latest, envelope } = await this.open(runId, options.ctx);
     if (latest.status === "paused") return { status: "paused", runId, step: latest.step, approvals: envelope.pending };
-    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest);
+    const claim = { lease: this.#lease, takeOver: options.takeOver };
+    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     await this.#saved(checkpoint, envelope.program);
     const plan = await this.#plan(run, records, envelope.round, options);
     await emit(this.#events, {
@@ -172,22 +211,31 @@ export class RunDriver<D, R> {
       runId,
       kind: this.#program.kind,
       step: checkpoint.step,
+      owner: this.#lease.owner,
       replayed: refs(plan.finished.values()),
       rerun: refs(plan.inDoubt.values()),
     });
-    return this.#drive(run, this.#claimed(envelope, records), plan);
+    return this.#drive(run, this.#claimed(envelope, records), plan, options.signal);
   }
 
-  /** Recovers every unfinished run of the program's name, mapping each run id to its result or to the error that stopped it. */
-  async recoverAll(options: RecoverOptions = {}): Promise<Map<string, R | PausedResult | Error>> {
+  /**
+   * Recovers the program's claimable runs (running, with no live lease: never
+   * one another worker holds), several at once, and yields each outcome as it
+   * settles. Reads the store's listing as it goes, so memory stays flat.
+   */
+  recoverEach(options: RecoverEachOptions = {}): AsyncGenerator<Recovered<R>> {
+    const { concurrency = 8, ...recover } = options;
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+      throw new InvalidInput(`recoverEach: concurrency must be a whole number ≥ 1, not ${String(concurrency)}.`);
+    const listing = this.#store.listUnfinished(this.#program.name, { claimable: true });
+    return eachConcurrently(listing, concurrency, (runId) => this.recover(runId, recover));
+  }
+
+  /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. For small numbers of runs. */
+  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, R | PausedResult | Error>> {
     const results = new Map<string, R | PausedResult | Error>();
-    for await (const runId of this.#store.listUnfinished(this.#program.name)) {
-      try {
-        results.set(runId, await this.recover(runId, options));
-      } catch (error) {
-        results.set(runId, error instanceof Error ? error : new Error(errorText(error)));
-      }
-    }
+    for await (const settled of this.recoverEach(options))
+      results.set(settled.item, settled.ok ? settled.value : asError(settled.error));
     return results;
   }
 
@@ -206,16 +254,48 @@ export class RunDriver<D, R> {
     const bound = bindDecisions(latest.runId, envelope.pending, decisions);
     const decided: RunEnvelope<D> = { ...envelope, pending: [], decisions: [...envelope.decisions, ...bound] };
     faultPoint("resume.before-decision-save");
-    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, this.#json(decided));
+    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#json(decided) };
+    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-decision-save");
     await this.#saved(checkpoint, decided.program);
     const plan = await this.#plan(run, records, decided.round, options);
-    return this.#drive(run, this.#claimed(decided, records), plan);
+    return this.#drive(run, this.#claimed(decided, records), plan, options.signal);
+  }
+
+  /**
+   * Drives the run, and gives up its lease when the drive stops short (the
+   * store failed, a call is in doubt, the signal aborted): another worker
+   * may claim it at once. A run that paused or ended released it with its save.
+   */
+  async #drive(
+    run: DurableRun,
+    envelope: RunEnvelope<D>,
+    plan: ReplayPlan,
+    signal: AbortSignal | undefined,
+  ): Promise<R | PausedResult> {
+    const giveUp = (): void => void run.stopLease(true);
+    signal?.addEventListener("abort", giveUp, { once: true });
+    try {
+      const result = await this.#steps(run, envelope, plan, signal);
+      await run.stopLease(false);
+      return result;
+    } catch (error) {
+      await run.stopLease(true);
+      throw error;
+    } finally {
+      signal?.removeEventListener("abort", giveUp);
+    }
   }
 
   /** Takes steps until the run is done or paused; saves it as failed when the program fails. */
-  async #drive(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult> {
+  async #steps(
+    run: DurableRun,
+    envelope: RunEnvelope<D>,
+    plan: ReplayPlan,
+    signal: AbortSignal | undefined,
+  ): Promise<R | PausedResult> {
     for (;;) {
+      signal?.throwIfAborted();
       const decisions = new Map(envelope.decisions.map((d) => [d.callId, d]));
       const scope = new CallScope({
         kind: this.#program.kind,
@@ -238,6 +318,8 @@ export class RunDriver<D, R> {
       } catch (error) {
         throw await this.#fail(run, envelope, error);
       }
+      // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
+      signal?.throwIfAborted();
       if (outcome.paused) return this.#pause(run, envelope, scope);
       const next: RunEnvelope<D> = outcome.roundOver
         ? { round: envelope.round + 1, pending: [], decisions: [], program: outcome.data }
@@ -274,6 +356,8 @@ export class RunDriver<D, R> {
     try {
       return planReplay(run.runId, records, round, this.#program.registry, options);
     } catch (error) {
+      // The run waits for someone to decide: another worker (or the operator's recover) may claim it at once.
+      await run.stopLease(true);
       if (error instanceof RecoveryNeedsDecision) {
         await emit(this.#events, {
           type: "run.needs-decision",
@@ -351,6 +435,10 @@ export class RunDriver<D, R> {
       unreplayed,
     });
   }
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(errorText(error));
 }
 
 function refs(calls: Iterable<CallRef>): CallRef[] {

@@ -41,6 +41,8 @@ export interface RunRecovered extends EventBase {
   readonly type: "run.recovered";
   /** The step the claim was saved as. */
   readonly step: number;
+  /** The worker that claimed the run: the owner of its lease. */
+  readonly owner: string;
   /**
    * Finished calls of the rerun round: their results (or recorded errors)
    * come from the log, the tool does not run again. A listed call the round

@@ -42,7 +42,9 @@ export type {
   RunPaused,
   RunEnded,
 } from "./events.js";
-export type { PausedResult, RecoverOptions } from "./driver.js";
+export type { PausedResult, RecoverOptions, RecoverEachOptions, Recovered } from "./driver.js";
+export { workerId, DEFAULT_LEASE_MS, type LeaseOptions } from "./lease.js";
+export { RunWorker, startWorker, type WorkerOptions, type WorkerStatus, type ServedRuns } from "./worker.js";
 export type { PendingCall } from "./replay.js";
 export { MemoryCheckpointStore, type MemoryData, type MemoryRun, type MemoryStoreOptions } from "./memory-store.js";
 export { jsonlEventSink, readJsonlEvents } from "./event-log.js";

@@ -33,6 +33,8 @@ const RUNNER_OPTIONS: Readonly<Record<string, OptionType>> = {
   events: "function",
   approvals: "function",
   rerunInDoubt: "boolean",
+  takeOver: "boolean",
+  lease: "object",
   decisions: "object",
   name: "string",
   runId: "string",

@@ -7,7 +7,8 @@ import type { Identity } from "./identity.js";
 import { faultPoint } from "./fault-points.js";
 import { assertRunId, assertRunName } from "./run-id.js";
 import type { Sealer } from "./seal.js";
-import type { CheckpointRow, CheckpointStore, RunKind, RunStatus } from "./checkpoint-store.js";
+import { LeaseKeeper, leaseTerms } from "./lease.js";
+import type { CheckpointRow, CheckpointStore, LeaseTerms, RunKind, RunStatus } from "./checkpoint-store.js";
 
 /** What a new run starts from. */
 export interface RunStart {
@@ -18,6 +19,17 @@ export interface RunStart {
   readonly kind: RunKind;
   readonly identity: Identity;
   readonly data: JsonValue;
+  /** The worker's lease terms: each running save takes or renews the lease (default: this process's worker, 30 s). */
+  readonly lease?: LeaseTerms | undefined;
+}
+
+/** What a claim is given besides the latest checkpoint. */
+export interface ClaimOptions {
+  readonly lease?: LeaseTerms | undefined;
+  /** Claim even while another worker's lease is live (that worker is fenced). */
+  readonly takeOver?: boolean | undefined;
+  /** Replaces the checkpoint's data (a resume stores its decisions so). */
+  readonly data?: JsonValue | undefined;
 }
 
 /**
@@ -33,6 +45,8 @@ export class DurableRun {
   readonly kind: RunKind;
   readonly identity: Identity;
   readonly log: CallLog;
+  readonly lease: LeaseTerms;
+  readonly #keeper: LeaseKeeper;
   #step: number;
 
   private constructor(init: RunStart, step: number, log: CallLog) {
@@ -43,6 +57,8 @@ export class DurableRun {
     this.kind = init.kind;
     this.identity = init.identity;
     this.log = log;
+    this.lease = init.lease ?? leaseTerms("DurableRun", undefined);
+    this.#keeper = new LeaseKeeper(init.store, init.runId, this.lease, () => this.segment);
     this.#step = step;
   }
 
@@ -77,18 +93,18 @@ export class DurableRun {
    * call-log segment (of two racing workers one wins, the other gets
    * `CheckpointConflict`), then reads the whole call log. Reading after the
    * claim matters: the fenced worker can add no record once the claim is stored.
-   * `data` replaces the checkpoint's data (a resume stores its decisions so).
+   * A run whose lease another worker holds is `LeaseHeld`, unless `takeOver`.
    */
   static async claim(
     store: CheckpointStore,
     sealer: Sealer,
     latest: CheckpointBody,
-    data: JsonValue = latest.data,
+    options: ClaimOptions = {},
   ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
-    const init: RunStart = { ...latest, store, sealer };
+    const init: RunStart = { ...latest, store, sealer, lease: options.lease };
     const log = new CallLog(store, sealer, latest.runId, latest.segment + 1, latest.calls);
     const run = new DurableRun(init, latest.step, log);
-    const checkpoint = await run.#write(latest.step + 1, "running", data);
+    const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
     faultPoint("claim.before-log-read");
     const records = await readCallLog(store, sealer, latest.runId, latest.calls);
     log.learn(records);
@@ -100,7 +116,12 @@ export class DurableRun {
     return this.#write(this.#step + 1, status, data);
   }
 
-  async #write(step: number, status: RunStatus, data: JsonValue): Promise<CheckpointBody> {
+  /** Stops keeping the lease; with `release`, the run is claimable at once (a worker that gives it up). */
+  stopLease(release: boolean): Promise<void> {
+    return this.#keeper.stop(release);
+  }
+
+  async #write(step: number, status: RunStatus, data: JsonValue, takeOver?: boolean): Promise<CheckpointBody> {
     const body: CheckpointBody = {
       runId: this.runId,
       step,
@@ -115,13 +136,15 @@ export class DurableRun {
     const row = sealCheckpoint(this.sealer, body);
     faultPoint("checkpoint.before-save");
     try {
-      await this.store.save(this.runId, step, row);
+      await this.store.save(this.runId, step, row, takeOver === true ? { ...this.lease, takeOver } : this.lease);
     } catch (error) {
       if (error instanceof CheckpointConflict) await this.#checkRefusal(step, row);
       throw error;
     }
     faultPoint("checkpoint.after-save");
     this.#step = step;
+    if (status === "running") this.#keeper.renewed();
+    else void this.#keeper.stop(false);
     return body;
   }
 

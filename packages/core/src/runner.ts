@@ -1,6 +1,8 @@
 // `@durable/core/runner`: what a runner package (flow, loop, a third party's) builds on. It takes
 // the application's names (tools, executor, events, errors) from `@durable/core`.
-export { DurableRun, type RunStart } from "./run.js";
+export { DurableRun, type RunStart, type ClaimOptions } from "./run.js";
+export { leaseTerms, LeaseKeeper } from "./lease.js";
+export { eachConcurrently, type Settled } from "./concurrent.js";
 export { CallScope, bindDecisions, type CallScopeInit, type CallOutcome, type BoundDecision } from "./executor.js";
 export {
   classifyCalls,

@@ -50,6 +50,7 @@ describe("entry points", () => {
       "CheckpointStoreCorrupt",
       "DurableError",
       "InvalidInput",
+      "LeaseHeld",
       "StoreNotReady",
       "StoreUnavailable",
     ]);

@@ -28,6 +28,7 @@ function samplesOf(copy: Copy) {
     new copy.ApprovalDenied("refund", "too much"),
     new copy.StoreUnavailable("the store did not answer."),
     new copy.StoreNotReady("the tables are missing; run migrate."),
+    new copy.LeaseHeld("r", "host:1:ab", 1_000_000, 999_000),
   ];
 }
 

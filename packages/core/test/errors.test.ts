@@ -10,6 +10,7 @@ import {
   FlowError,
   IdentityMismatch,
   InvalidInput,
+  LeaseHeld,
   RecoveryNeedsDecision,
   StoreNotReady,
   StoreUnavailable,
@@ -38,6 +39,7 @@ const samples: readonly DurableError[] = [
   new ApprovalDenied("refund", "too much"),
   new StoreUnavailable("the store did not answer."),
   new StoreNotReady("the tables are missing; run migrate."),
+  new LeaseHeld("r", "host:1:ab", 1_000_000, 999_000),
 ];
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");

@@ -23,6 +23,7 @@ describe("jsonlEventSink", () => {
     });
     await emit(sink, {
       type: "run.recovered",
+      owner: "w1",
       runId: "r",
       kind: "flow",
       step: 2,

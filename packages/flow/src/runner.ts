@@ -7,10 +7,13 @@ import {
   FlowError,
   type Identity,
   type JsonObject,
+  type LeaseOptions,
   type PausedResult,
+  type RecoverEachOptions,
+  type Recovered,
   type RecoverOptions,
 } from "@durable/core";
-import { checkExecutor, checkRunnerOptions, RunDriver, sealerFor } from "@durable/core/runner";
+import { checkExecutor, checkRunnerOptions, leaseTerms, RunDriver, sealerFor } from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
@@ -34,6 +37,8 @@ export interface FlowRunnerOptions {
   /** At least 32 bytes, the same on every worker; a list rotates keys (the first signs). Required unless the store is in-process only. */
   readonly checkpointKey?: CheckpointKeys;
   readonly events?: EventSink;
+  /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
+  readonly lease?: LeaseOptions;
 }
 
 /** Options of `run`. */
@@ -63,6 +68,7 @@ export class FlowRunner {
       store: options.checkpoints,
       sealer: sealerFor(options.checkpoints, options.checkpointKey),
       events: options.events,
+      lease: leaseTerms("FlowRunner", options.lease),
     };
   }
 
@@ -82,9 +88,23 @@ export class FlowRunner {
     return this.#driver(flow).recover(runId, options);
   }
 
-  /** Recovers every unfinished run of the flow, mapping each run id to its result or to the error that stopped it. */
-  async recoverAll<S>(flow: Flow<S>, options: RecoverOptions = {}): Promise<Map<string, FlowResult<S> | Error>> {
+  /**
+   * Recovers the flow's claimable runs (never one whose lease another worker
+   * holds), `concurrency` at once (default 8), yielding each outcome as it
+   * settles; memory stays flat however many runs there are.
+   */
+  recoverEach<S>(flow: Flow<S>, options: RecoverEachOptions = {}): AsyncGenerator<Recovered<FlowDone<S>>> {
+    return this.#driver(flow).recoverEach(options);
+  }
+
+  /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. */
+  async recoverAll<S>(flow: Flow<S>, options: RecoverEachOptions = {}): Promise<Map<string, FlowResult<S> | Error>> {
     return this.#driver(flow).recoverAll(options);
+  }
+
+  /** The flow's runs as a `Worker` serves them: its driver. */
+  served<S>(flow: Flow<S>): RunDriver<FlowData<S>, FlowDone<S>> {
+    return this.#driver(flow);
   }
 
   /**

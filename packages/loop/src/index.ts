@@ -2,6 +2,7 @@ export {
   runToolLoop,
   recoverToolLoop,
   recoverAllToolLoops,
+  servedToolLoops,
   type LoopResult,
   type LoopDone,
   type ToolLoopOptions,

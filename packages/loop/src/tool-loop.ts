@@ -8,6 +8,7 @@ import {
   Executor,
   type Identity,
   InvalidInput,
+  type LeaseOptions,
   type PausedResult,
   type ToolRegistry,
 } from "@durable/core";
@@ -16,6 +17,7 @@ import {
   type CallScope,
   canonicalCopy,
   faultPoint,
+  leaseTerms,
   RunDriver,
   type RunProgram,
   sealerFor,
@@ -51,6 +53,8 @@ export interface LoopStoreOptions {
   /** The end user, thread and principal; sealed in, and checked on recovery and resume. */
   readonly ctx?: Identity;
   readonly events?: EventSink;
+  /** This worker's leases on the loops it drives: its id (default `workerId()`) and their length (default 30 s). */
+  readonly lease?: LeaseOptions;
   /** A synchronous approval port for `approval: true` tools, instead of pausing. */
   readonly approvals?: ApprovalPort;
   /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
@@ -110,14 +114,24 @@ export async function recoverToolLoop(
   return loopDriver(model, registry, options).recover(runId, options);
 }
 
-/** Recovers every unfinished tool loop of the name (`options.name`), mapping each run id to its result or to the error that stopped it. */
+/** Recovers every claimable tool loop of the name (`options.name`; never one another worker holds), mapping each run id to its result or to the error that stopped it. */
 export async function recoverAllToolLoops(
   model: LoopModel,
   registry: ToolRegistry,
-  options: LoopStoreOptions,
+  options: LoopStoreOptions & { readonly concurrency?: number },
 ): Promise<Map<string, LoopResult | Error>> {
   checkLoopArgs("recoverAllToolLoops", model, registry, options);
   return loopDriver(model, registry, options).recoverAll(options);
+}
+
+/** The tool loops of the name (`options.name`) as a `Worker` serves them: their driver. */
+export function servedToolLoops(
+  model: LoopModel,
+  registry: ToolRegistry,
+  options: LoopStoreOptions,
+): RunDriver<LoopData, LoopDone> {
+  checkLoopArgs("servedToolLoops", model, registry, options);
+  return loopDriver(model, registry, options);
 }
 
 function ifNotFound(error: unknown): undefined {
@@ -167,6 +181,7 @@ function loopDriver(
     store: options.checkpoints,
     sealer: sealerFor(options.checkpoints, options.checkpointKey),
     events: options.events,
+    lease: leaseTerms("tool loop", options.lease),
   });
 }
 

@@ -1,0 +1,268 @@
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  InvalidInput,
+  LeaseHeld,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+} from "./errors.js";
+import type { RecoverOptions } from "./driver.js";
+import { checkOptionTypes, isObject } from "./options.js";
+import type { CheckpointStore, RunKind } from "./checkpoint-store.js";
+
+/** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */
+export interface ServedRuns {
+  readonly kind: RunKind;
+  readonly name: string;
+  readonly store: CheckpointStore;
+  recover(runId: string, options: RecoverOptions): Promise<unknown>;
+}
+
+/** Options of `startWorker`. */
+export interface WorkerOptions {
+  readonly serve: readonly ServedRuns[];
+  /** How many runs it drives at once (default 8). */
+  readonly concurrency?: number;
+  /** How often it looks for claimable runs while it finds some, in ms (default 1,000); jittered, and doubled up to `maxPollMs` while it finds none. */
+  readonly pollMs?: number;
+  /** The longest wait between looks while idle (default 10,000). */
+  readonly maxPollMs?: number;
+  /** How long `stop()` lets the runs it drives go on before it gives them up (default 10,000). */
+  readonly stopDeadlineMs?: number;
+  /** Run calls in doubt again instead of waiting for a decision. */
+  readonly rerunInDoubt?: boolean;
+  /** Stop on SIGTERM and SIGINT, then let the signal end the process (default true). */
+  readonly stopOnSignals?: boolean;
+  /** Told once per run and step of each run it cannot go on with (a call in doubt, a changed graph, a corrupt row). */
+  readonly onStuck?: (runId: string, error: unknown) => void;
+}
+
+/** What a worker is doing. */
+export interface WorkerStatus {
+  /** Runs it drives now. */
+  readonly running: number;
+  /** Runs it left because a call of theirs is in doubt: they wait for a decision. */
+  readonly waitingForDecision: number;
+  /** Runs it left for another reason it reported through `onStuck`. */
+  readonly stuck: number;
+  /** Runs it took and drove until they were done, paused or failed. */
+  readonly finished: number;
+  /** Claims it lost to another worker. */
+  readonly lost: number;
+  readonly stopping: boolean;
+}
+
+/**
+ * A worker a service starts once and forgets: it looks for claimable runs of
+ * what it serves (running, no live lease: their worker died or gave them up),
+ * recovers them up to its concurrency, and keeps their leases alive while it
+ * drives them. A run that needs a decision is reported once and left until
+ * its step changes. `stop()` (or SIGTERM) stops taking runs, lets the ones it
+ * drives go on until the deadline, then releases them for another worker.
+ */
+export class RunWorker {
+  readonly #options: ResolvedOptions;
+  readonly #running = new Map<string, Promise<void>>();
+  /** Runs left at a step: skipped until their latest step moves on. */
+  readonly #left = new Map<string, { step: number; decision: boolean }>();
+  readonly #giveUp = new AbortController();
+  #finished = 0;
+  #lost = 0;
+  #stopping = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #stopped: Promise<void> | undefined;
+  readonly #onSignal = (signal: NodeJS.Signals): void => void this.#stopOnSignal(signal);
+
+  constructor(options: WorkerOptions) {
+    this.#options = checkWorkerOptions(options);
+  }
+
+  /** Starts looking for runs; returns the worker. */
+  start(): this {
+    if (this.#loop !== undefined) return this;
+    if (this.#options.stopOnSignals) for (const signal of SIGNALS) process.once(signal, this.#onSignal);
+    this.#loop = this.#poll();
+    return this;
+  }
+
+  status(): WorkerStatus {
+    const left = [...this.#left.values()];
+    return {
+      running: this.#running.size,
+      waitingForDecision: left.filter((entry) => entry.decision).length,
+      stuck: left.filter((entry) => !entry.decision).length,
+      finished: this.#finished,
+      lost: this.#lost,
+      stopping: this.#stopping,
+    };
+  }
+
+  /**
+   * Stops taking runs, waits for the ones it drives up to the deadline, then
+   * gives the rest up: their leases are released at once and each stops
+   * before its next save, so another worker claims them without waiting.
+   */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  async #stop(): Promise<void> {
+    this.#stopping = true;
+    for (const signal of SIGNALS) process.removeListener(signal, this.#onSignal);
+    this.#wake?.();
+    await this.#loop;
+    const settled = Promise.allSettled(this.#running.values());
+    if (!(await within(settled, this.#options.stopDeadlineMs))) {
+      this.#giveUp.abort();
+      // A tool still running is not waited for: its run is released, and its call is in doubt if it never records.
+      await within(settled, 1_000);
+    }
+  }
+
+  async #stopOnSignal(signal: NodeJS.Signals): Promise<void> {
+    await this.stop();
+    // Nothing else listens: the signal does what it would have done without the worker.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  }
+
+  async #poll(): Promise<void> {
+    let wait = this.#options.pollMs;
+    while (!this.#stopping) {
+      let took = 0;
+      try {
+        for (const served of this.#options.serve) took += await this.#take(served);
+        wait = took > 0 ? this.#options.pollMs : Math.min(wait * 2, this.#options.maxPollMs);
+      } catch (error) {
+        if (!(error instanceof StoreUnavailable)) throw error;
+        wait = Math.min(wait * 2, this.#options.maxPollMs);
+      }
+      // A full worker looks again as soon as a run ends; an idle one after the jittered wait.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, jitter(wait));
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** Takes claimable runs of one served name while it has free slots; returns how many it took. */
+  async #take(served: ServedRuns): Promise<number> {
+    let took = 0;
+    for await (const runId of served.store.listUnfinished(served.name, { claimable: true })) {
+      if (this.#stopping || this.#running.size >= this.#options.concurrency) break;
+      if (this.#running.has(runId) || (await this.#stillLeft(served.store, runId))) continue;
+      this.#running.set(runId, this.#drive(served, runId));
+      took += 1;
+    }
+    return took;
+  }
+
+  async #drive(served: ServedRuns, runId: string): Promise<void> {
+    try {
+      await served.recover(runId, { rerunInDoubt: this.#options.rerunInDoubt, signal: this.#giveUp.signal });
+      this.#finished += 1;
+      this.#left.delete(runId);
+    } catch (error) {
+      if (error instanceof LeaseHeld || error instanceof CheckpointConflict || error instanceof CheckpointNotFound)
+        this.#lost += 1;
+      else if (!this.#giveUp.signal.aborted && !(error instanceof StoreUnavailable))
+        await this.#leave(served, runId, error);
+    } finally {
+      this.#running.delete(runId);
+      this.#wake?.();
+    }
+  }
+
+  /** Remembers a run it cannot go on with at its latest step, and reports it once. */
+  async #leave(served: ServedRuns, runId: string, error: unknown): Promise<void> {
+    const step = await served.store.latest(runId).then(
+      (row) => row.step,
+      () => -1,
+    );
+    this.#left.set(runId, { step, decision: error instanceof RecoveryNeedsDecision });
+    this.#options.onStuck?.(runId, error);
+  }
+
+  /** True while a run it left is still at the step it left it at. */
+  async #stillLeft(store: CheckpointStore, runId: string): Promise<boolean> {
+    const left = this.#left.get(runId);
+    if (left === undefined) return false;
+    const step = await store.latest(runId).then(
+      (row) => row.step,
+      () => left.step,
+    );
+    if (step === left.step) return true;
+    this.#left.delete(runId);
+    return false;
+  }
+}
+
+/** Starts a worker for the runs it serves (see `RunWorker`). */
+export function startWorker(options: WorkerOptions): RunWorker {
+  return new RunWorker(options).start();
+}
+
+const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
+
+type ResolvedOptions = Required<Omit<WorkerOptions, "onStuck">> & Pick<WorkerOptions, "onStuck">;
+
+/** The options with their defaults, checked: `InvalidInput` before the worker starts. */
+function checkWorkerOptions(options: WorkerOptions): ResolvedOptions {
+  checkOptionTypes("startWorker", options, {
+    rerunInDoubt: "boolean",
+    stopOnSignals: "boolean",
+    onStuck: "function",
+  });
+  const serve: unknown = options.serve;
+  if (!Array.isArray(serve) || serve.length === 0 || !serve.every(isServed))
+    throw new InvalidInput(
+      "startWorker: serve must list what it serves, each runner.served(flow) or servedToolLoops(…).",
+    );
+  const resolved: ResolvedOptions = {
+    serve: options.serve,
+    concurrency: options.concurrency ?? 8,
+    pollMs: options.pollMs ?? 1_000,
+    maxPollMs: options.maxPollMs ?? 10_000,
+    stopDeadlineMs: options.stopDeadlineMs ?? 10_000,
+    rerunInDoubt: options.rerunInDoubt ?? false,
+    stopOnSignals: options.stopOnSignals ?? true,
+    onStuck: options.onStuck,
+  };
+  for (const name of ["concurrency", "pollMs", "maxPollMs", "stopDeadlineMs"] as const) {
+    const value = resolved[name];
+    if (!Number.isSafeInteger(value) || value < (name === "stopDeadlineMs" ? 0 : 1))
+      throw new InvalidInput(`startWorker: ${name} must be a whole number ≥ 1, not ${String(value)}.`);
+  }
+  return resolved;
+}
+
+function isServed(value: unknown): value is ServedRuns {
+  return (
+    isObject(value) &&
+    typeof value["name"] === "string" &&
+    typeof value["recover"] === "function" &&
+    isObject(value["store"])
+  );
+}
+
+/** `ms` give or take a quarter, so workers started together do not poll together. */
+function jitter(ms: number): number {
+  return Math.round(ms * (0.75 + Math.random() * 0.5));
+}
+
+/** True when `promise` settled within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,198 @@
+import {
+  type CheckpointStore,
+  CheckpointConflict,
+  Executor,
+  LeaseHeld,
+  MemoryCheckpointStore,
+  type MemoryData,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+  startWorker,
+  ToolRegistry,
+} from "@durable/core";
+import { describe, expect, it } from "vitest";
+import { FlowRunner } from "../src/index.js";
+import { KEY, Tools, forever, ticketsFlow } from "./helpers.js";
+
+const flow = ticketsFlow();
+const order = { show: "Hamlet", seats: 2 };
+
+/** A connection to a shared memory store that can be cut: from then on every call fails as a dead network would. */
+class Cuttable extends MemoryCheckpointStore {
+  cut = false;
+
+  constructor(data: MemoryData) {
+    super({ data });
+    for (const method of ["save", "renew", "release", "recordCall", "latest", "calls"] as const) {
+      const own = this[method].bind(this) as (...args: unknown[]) => Promise<unknown>;
+      (this as Record<string, unknown>)[method] = (...args: unknown[]) =>
+        this.cut ? Promise.reject(new StoreUnavailable("the connection was cut.")) : own(...args);
+    }
+  }
+}
+
+function worker(store: CheckpointStore, owner: string, tools: Tools, ms = 5_000): FlowRunner {
+  return new FlowRunner(new Executor(tools.registry()), {
+    checkpoints: store,
+    checkpointKey: KEY,
+    lease: { owner, ms },
+  });
+}
+
+/** Waits until `check` holds, polling every 10 ms (at most 5 s). */
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i += 1) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error("timed out waiting");
+}
+
+/** Worker A starts a run and is inside `tool` (it hangs there); returns A's connection. */
+async function insideTool(data: MemoryData, tool: string, tools: Tools, ms: number): Promise<Cuttable> {
+  const store = new Cuttable(data);
+  tools.hangInside = tool;
+  void worker(store, "a", tools, ms)
+    .run(flow, order, { runId: "r" })
+    .catch(() => undefined);
+  await until(() => tools.count(tool) === 1);
+  tools.hangInside = undefined;
+  return store;
+}
+
+describe("leases: a live worker's run is never claimed by another", () => {
+  it("refuses another worker's recover with LeaseHeld naming the owner, recoverAll skips it, and the tool runs once", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await insideTool(data, "charge_card", tools, 5_000);
+    const b = worker(new MemoryCheckpointStore({ data }), "b", tools);
+    const refused = await b.recover(flow, "r").catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(LeaseHeld);
+    expect(refused).toMatchObject({ owner: "a" });
+    expect((refused as LeaseHeld).expiresAt).toBeGreaterThan(Date.now());
+    expect(await b.recoverAll(flow)).toEqual(new Map());
+    expect(tools.count("charge_card")).toBe(1);
+  });
+
+  it("keeps the lease alive past its length while a tool runs long: no other worker claims it", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await insideTool(data, "charge_card", tools, 300);
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    const b = worker(new MemoryCheckpointStore({ data }), "b", tools, 300);
+    await expect(b.recover(flow, "r")).rejects.toThrow(LeaseHeld);
+    expect(await b.recoverAll(flow)).toEqual(new Map());
+  });
+
+  it("takeOver claims a live run; the old worker is fenced", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    const a = await insideTool(data, "hold_seats", tools, 5_000);
+    const b = worker(new MemoryCheckpointStore({ data }), "b", tools);
+    expect(await b.recover(flow, "r", { takeOver: true })).toMatchObject({ status: "done" });
+    await expect(a.renew("r", 0, { owner: "a", ms: 5_000 })).rejects.toThrow(CheckpointConflict);
+    expect(tools.count("charge_card")).toBe(1);
+  });
+
+  it("a worker cut off from its store loses the run once its lease runs out; the call in doubt then waits for a decision, with the lease released", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    const a = await insideTool(data, "charge_card", tools, 300);
+    a.cut = true;
+    const store = new MemoryCheckpointStore({ data });
+    const b = worker(store, "b", tools, 300);
+    await expect(b.recover(flow, "r")).rejects.toThrow(LeaseHeld);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await expect(b.recover(flow, "r")).rejects.toThrow(RecoveryNeedsDecision);
+    expect(await store.leaseOf("r")).toBeUndefined();
+    expect(await b.recover(flow, "r", { rerunInDoubt: true })).toMatchObject({ status: "done" });
+    expect(tools.count("charge_card")).toBe(2);
+  });
+});
+
+describe("the worker", () => {
+  it("takes over a dead worker's run once its lease runs out, reports a run in doubt once, and stops", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    // Run "r" dies inside an idempotent tool, run "s" inside a non-idempotent one.
+    (await insideTool(data, "hold_seats", tools, 200)).cut = true;
+    const s = new Cuttable(data);
+    tools.hangInside = "charge_card";
+    void worker(s, "a", tools, 200)
+      .run(flow, order, { runId: "s" })
+      .catch(() => undefined);
+    await until(() => tools.count("charge_card") === 1);
+    tools.hangInside = undefined;
+    s.cut = true;
+
+    const store = new MemoryCheckpointStore({ data });
+    const stuck: string[] = [];
+    const w = startWorker({
+      serve: [worker(store, "b", tools, 200).served(flow)],
+      pollMs: 20,
+      maxPollMs: 40,
+      stopOnSignals: false,
+      onStuck: (runId, error) => stuck.push(`${runId}: ${(error as Error).name}`),
+    });
+    await until(async () => (await store.latest("r")).status === "done" && stuck.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(stuck).toEqual(["s: RecoveryNeedsDecision"]);
+    expect(w.status()).toMatchObject({ running: 0, waitingForDecision: 1, finished: 1 });
+    // hold_seats: r's first call and its rerun (idempotent, in doubt), and s's; charge_card: s's, never rerun.
+    expect(tools.count("hold_seats")).toBe(3);
+    expect(tools.count("charge_card")).toBe(1);
+    await w.stop();
+  });
+
+  it("on stop, gives up a run still inside a tool after the deadline: its lease is released at once", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    (await insideTool(data, "hold_seats", tools, 200)).cut = true;
+    const store = new MemoryCheckpointStore({ data });
+    tools.hangInside = "hold_seats";
+    const w = startWorker({
+      serve: [worker(store, "b", tools, 5_000).served(flow)],
+      pollMs: 20,
+      stopDeadlineMs: 100,
+      stopOnSignals: false,
+    });
+    await until(() => tools.count("hold_seats") === 2);
+    expect(await store.leaseOf("r")).toMatchObject({ owner: "b" });
+    await w.stop();
+    expect(await store.leaseOf("r")).toBeUndefined();
+    tools.hangInside = undefined;
+    const c = worker(store, "c", tools);
+    expect(await c.recover(flow, "r")).toMatchObject({ status: "done" });
+  });
+
+  it("recoverEach recovers runs concurrently: one run whose tool hangs does not hold up the others", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    for (const seats of [1, 2, 3]) {
+      const a = new Cuttable(data);
+      tools.hangInside = "charge_card";
+      void worker(a, "a", tools, 100)
+        .run(flow, { show: "Hamlet", seats }, { runId: `r${seats}` })
+        .catch(() => undefined);
+      await until(() => tools.count("charge_card") === seats);
+      a.cut = true;
+    }
+    tools.hangInside = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    // On recovery the charge of one seat hangs forever.
+    const registry = new ToolRegistry()
+      .tool("hold_seats", async () => "held", { idempotent: true })
+      .tool("charge_card", async (a: { seats: number }) => (a.seats === 1 ? forever() : "charged"))
+      .tool("email_tickets", async () => "mailed");
+    const b = new FlowRunner(new Executor(registry), {
+      checkpoints: new MemoryCheckpointStore({ data }),
+      checkpointKey: KEY,
+    });
+    const done: string[] = [];
+    void (async () => {
+      for await (const settled of b.recoverEach(flow, { rerunInDoubt: true, concurrency: 3 })) done.push(settled.item);
+    })();
+    await until(() => done.length === 2);
+    expect(done.sort()).toEqual(["r2", "r3"]);
+  });
+});
