@@ -42,21 +42,24 @@ export function fanFlow(calls: number): Flow<{ n: number }> {
 
 /** The writes a store is asked for, by kind and size. */
 export interface WriteLog {
-  readonly writes: Array<{ kind: "save" | "record"; bytes: number }>;
+  readonly writes: Array<{ kind: "save" | "record" | "renew" | "release"; bytes: number }>;
 }
 
-/** The store with its writes passed through `save` and `recordCall` where given. */
+/** The store with its writes passed through `save`, `recordCall`, `renew` and `release` where given. */
 function intercepted(
   store: CheckpointStore,
-  writes: Partial<Pick<CheckpointStore, "save" | "recordCall">>,
+  writes: Partial<Pick<CheckpointStore, "save" | "recordCall" | "renew" | "release">>,
 ): CheckpointStore {
   return {
-    save: writes.save ?? ((id, step, row) => store.save(id, step, row)),
+    save: writes.save ?? ((id, step, row, lease) => store.save(id, step, row, lease)),
     latest: (id) => store.latest(id),
-    listUnfinished: (flow) => store.listUnfinished(flow),
+    listUnfinished: (flow, options) => store.listUnfinished(flow, options),
     delete: (id) => store.delete(id),
     recordCall: writes.recordCall ?? ((id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed)),
     calls: (id) => store.calls(id),
+    renew: writes.renew ?? ((id, segment, terms) => store.renew(id, segment, terms)),
+    release: writes.release ?? ((id, segment, owner) => store.release(id, segment, owner)),
+    leaseOf: (id) => store.leaseOf(id),
     close: () => store.close(),
   };
 }
@@ -64,13 +67,21 @@ function intercepted(
 /** The store, noting each write's size. */
 export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
   return intercepted(store, {
-    save: (id, step, row: CheckpointRow) => {
+    save: (id, step, row: CheckpointRow, lease) => {
       log.writes.push({ kind: "save", bytes: row.sealed.length });
-      return store.save(id, step, row);
+      return store.save(id, step, row, lease);
     },
     recordCall: (id, segment, seq, sealed) => {
       log.writes.push({ kind: "record", bytes: sealed.length });
       return store.recordCall(id, segment, seq, sealed);
+    },
+    renew: (id, segment, terms) => {
+      log.writes.push({ kind: "renew", bytes: 0 });
+      return store.renew(id, segment, terms);
+    },
+    release: (id, segment, owner) => {
+      log.writes.push({ kind: "release", bytes: 0 });
+      return store.release(id, segment, owner);
     },
   });
 }
@@ -79,7 +90,9 @@ export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
 export function cutAtSave(store: CheckpointStore, n: number): CheckpointStore {
   let saves = 0;
   return intercepted(store, {
-    save: (id, step, row) =>
-      ++saves >= n ? Promise.reject(new StoreUnavailable("cut off for the benchmark")) : store.save(id, step, row),
+    save: (id, step, row, lease) =>
+      ++saves >= n
+        ? Promise.reject(new StoreUnavailable("cut off for the benchmark"))
+        : store.save(id, step, row, lease),
   });
 }

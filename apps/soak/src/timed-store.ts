@@ -18,10 +18,13 @@ export function timedStore(store: CheckpointStore, report: (ms: number) => void)
     }
   };
   return {
-    save: (runId, step, checkpoint) => time(() => store.save(runId, step, checkpoint)),
+    save: (runId, step, checkpoint, lease) => time(() => store.save(runId, step, checkpoint, lease)),
     latest: (runId) => time(() => store.latest(runId)),
-    async *listUnfinished(flow) {
-      const ids = store.listUnfinished(flow)[Symbol.asyncIterator]();
+    renew: (runId, segment, terms) => time(() => store.renew(runId, segment, terms)),
+    release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),
+    leaseOf: (runId) => time(() => store.leaseOf(runId)),
+    async *listUnfinished(flow, options) {
+      const ids = store.listUnfinished(flow, options)[Symbol.asyncIterator]();
       for (;;) {
         const next = await time(() => ids.next());
         if (next.done === true) return;

@@ -113,10 +113,13 @@ describe("the run viewer", () => {
     // The first worker loses its store at the save after hold_seats: the call is done in the log, the step is not saved.
     let saves = 0;
     const cutOff: CheckpointStore = {
-      save: (id, step, row) =>
-        ++saves === 2 ? Promise.reject(new StoreUnavailable("cut off")) : store.save(id, step, row),
+      save: (id, step, row, lease) =>
+        ++saves === 2 ? Promise.reject(new StoreUnavailable("cut off")) : store.save(id, step, row, lease),
       latest: (id) => store.latest(id),
-      listUnfinished: (flow) => store.listUnfinished(flow),
+      listUnfinished: (flow, options) => store.listUnfinished(flow, options),
+      renew: (id, segment, terms) => store.renew(id, segment, terms),
+      release: (id, segment, owner) => store.release(id, segment, owner),
+      leaseOf: (id) => store.leaseOf(id),
       delete: (id) => store.delete(id),
       recordCall: (id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed),
       calls: (id) => store.calls(id),
