@@ -40,13 +40,14 @@ const runner = new FlowRunner(new Executor(soakTools(ledger, toolMs)), {
 });
 const flow = soakFlow(slot);
 
-// A restart: finish what this slot left. Calls in doubt run again: the card and the
-// mail provider take the idempotency key, so a second execution has no second effect.
+// A restart: finish what this slot left, taking over the leases of the slot's worker that was
+// killed. Calls in doubt run again: the card and the mail provider take the idempotency key,
+// so a second execution has no second effect.
 async function recoverMine(): Promise<void> {
-  for (const [runId, result] of await runner.recoverAll(flow)) {
+  for (const [runId, result] of await runner.recoverAll(flow, { takeOver: true })) {
     if (result instanceof RecoveryNeedsDecision) {
       appendFileSync(inDoubtLog, `${runId} ${result.calls.map(({ tool }) => tool).join(",")}\n`);
-      await runner.recover(flow, runId, { rerunInDoubt: true });
+      await runner.recover(flow, runId, { rerunInDoubt: true, takeOver: true });
     } else if (result instanceof Error) {
       throw result;
     }

@@ -220,14 +220,16 @@ export class RunDriver<D, R> {
 
   /**
    * Recovers the program's claimable runs (running, with no live lease: never
-   * one another worker holds), several at once, and yields each outcome as it
-   * settles. Reads the store's listing as it goes, so memory stays flat.
+   * one another worker holds; with `takeOver`, every unfinished run), several
+   * at once, and yields each outcome as it settles. Reads the store's listing
+   * as it goes, so memory stays flat.
    */
   recoverEach(options: RecoverEachOptions = {}): AsyncGenerator<Recovered<R>> {
     const { concurrency = 8, ...recover } = options;
     if (!Number.isSafeInteger(concurrency) || concurrency < 1)
       throw new InvalidInput(`recoverEach: concurrency must be a whole number ≥ 1, not ${String(concurrency)}.`);
-    const listing = this.#store.listUnfinished(this.#program.name, { claimable: true });
+    // An operator's takeover goes on with every unfinished run, held or not, paused ones as their paused results.
+    const listing = this.#store.listUnfinished(this.#program.name, { claimable: recover.takeOver !== true });
     return eachConcurrently(listing, concurrency, (runId) => this.recover(runId, recover));
   }
 

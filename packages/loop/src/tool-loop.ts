@@ -59,6 +59,8 @@ export interface LoopStoreOptions {
   readonly approvals?: ApprovalPort;
   /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
   readonly rerunInDoubt?: boolean;
+  /** Claim the loop even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
+  readonly takeOver?: boolean;
   /**
    * What a tool that throws does: `"model"` (the default) stores its error as
    * the call's outcome and gives it to the model as the tool's result

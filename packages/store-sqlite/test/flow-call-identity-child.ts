@@ -60,10 +60,11 @@ async function recover(): Promise<Recovered> {
       inDoubt: [],
     };
   let inDoubt: Recovered["inDoubt"] = [];
-  const result = await runner.recover(flow, RUN_ID).catch((error: unknown) => {
+  // The first process was killed: this one takes its lease over.
+  const result = await runner.recover(flow, RUN_ID, { takeOver: true }).catch((error: unknown) => {
     if (!(error instanceof RecoveryNeedsDecision)) throw error;
     inDoubt = error.calls.map(({ tool, why }) => [tool, why] as const);
-    return runner.recover(flow, RUN_ID, { rerunInDoubt: true });
+    return runner.recover(flow, RUN_ID, { rerunInDoubt: true, takeOver: true });
   });
   return { status: result.status, state: result.status === "done" ? result.state : INPUT, inDoubt };
 }

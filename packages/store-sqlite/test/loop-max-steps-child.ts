@@ -35,6 +35,7 @@ const stored = await DurableRun.latest(store, Sealer.withKeys(KEY), runId).catch
 const result =
   stored === undefined
     ? await runToolLoop(model, registry, [{ role: "user", content: "look it up" }], options)
-    : await recoverToolLoop(model, registry, runId, options);
+    : // The first process was killed: this one takes its lease over.
+      await recoverToolLoop(model, registry, runId, { ...options, takeOver: true });
 console.log(JSON.stringify({ status: result.status, stopped: result.status === "done" ? result.stopped : undefined }));
 await store.close();
