@@ -12,6 +12,16 @@ export const PREFIX_PATTERN: RegExp = /^[A-Za-z0-9_.:-]{1,64}$/;
 /** How many hash tags (and index keys) a prefix spreads its runs over: `listUnfinished` reads each. */
 export const BUCKETS = 16;
 
+/**
+ * The version of a bucket's indexes, kept in its `schema` key. Absent: written
+ * before leases, so its `claimable` index may lack running runs until a
+ * claimable listing backfills it and sets this.
+ */
+export const INDEX_VERSION = "2";
+
+/** Digits of a lease expiry in a `claimable` member: ms since the epoch up to 2^53, zero-padded so they sort as numbers. */
+export const EXPIRY_DIGITS = 16;
+
 /** The keys of one run, all under one hash tag. */
 export interface RunKeys {
   /** HASH: flow, kind, step, status, segment, segcalls. */
@@ -24,6 +34,12 @@ export interface RunKeys {
   readonly unfinished: string;
   /** ZSET of the bucket: the unfinished runs that expire, scored by when (ms since the epoch). */
   readonly expiring: string;
+  /** ZSET of the bucket (score 0): "<hex flow>:<lease expiry, 0 when released>:<hex run id>" of every running run. */
+  readonly claimable: string;
+  /** HASH of the bucket: index member → the run's `claimable` member, to move or drop it. */
+  readonly claimableOf: string;
+  /** STRING of the bucket: the version of its indexes (`INDEX_VERSION`), absent before leases. */
+  readonly schema: string;
 }
 
 /** Checks a prefix option, naming it in the error. */
@@ -51,10 +67,19 @@ export function runKeys(prefix: string, runId: string): RunKeys {
   return { meta: `${run}:meta`, cps: `${run}:cps`, calls: `${run}:calls`, ...indexKeys(prefix, bucketOf(runId)) };
 }
 
-/** The two index keys of a bucket. */
-export function indexKeys(prefix: string, bucket: number): Pick<RunKeys, "unfinished" | "expiring"> {
+/** The index keys of a bucket. */
+export type IndexKeys = Pick<RunKeys, "unfinished" | "expiring" | "claimable" | "claimableOf" | "schema">;
+
+/** The index keys of a bucket. */
+export function indexKeys(prefix: string, bucket: number): IndexKeys {
   const base = bucketBase(prefix, bucket);
-  return { unfinished: `${base}unfinished`, expiring: `${base}expiring` };
+  return {
+    unfinished: `${base}unfinished`,
+    expiring: `${base}expiring`,
+    claimable: `${base}claimable`,
+    claimableOf: `${base}claimable-of`,
+    schema: `${base}schema`,
+  };
 }
 
 /** The index member of a run: flows sort together, so a flow's runs are one lexicographic range. */

@@ -4,27 +4,26 @@ import {
   type CheckpointRow,
   type CheckpointStore,
   CheckpointStoreCorrupt,
+  checkLeaseTerms,
   DurableError,
   InvalidInput,
+  type Lease,
+  type LeaseClaim,
+  LeaseHeld,
+  type LeaseTerms,
+  type LeaseView,
+  type ListOptions,
   type RunKind,
   type RunStatus,
+  renewRefusal,
   type StoredCall,
   type StoredCheckpoint,
   StoreUnavailable,
 } from "@durable/core/store";
 import { Connection, type RedisLikeClient } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
-import {
-  BUCKETS,
-  checkPrefix,
-  hex,
-  indexKeys,
-  indexMember,
-  keyPattern,
-  runIdOf,
-  runKeys,
-  type RunKeys,
-} from "./keys.js";
+import { checkPrefix, hex, indexMember, keyPattern, runKeys, type RunKeys } from "./keys.js";
+import { listRuns } from "./listing.js";
 import { SCRIPTS, type Script } from "./scripts.js";
 
 /** Options of `RedisCheckpointStore`. */
@@ -46,15 +45,12 @@ export interface RedisStoreOptions {
   readonly requireDurable?: boolean;
 }
 
-// Ids per bucket per round trip: a listing holds up to BUCKETS × PAGE ids at once, a small part of 10,000.
-const PAGE = 100;
-
 /**
  * A `CheckpointStore` on Redis, for workers on many hosts. Each operation is
  * one server-side script: compare-and-set `save`, the fenced and numbered
- * `recordCall`, and the per-flow index `listUnfinished` reads (no `KEYS` or
- * `SCAN` anywhere). Every key starts with the prefix; the keys of a run share
- * one hash tag.
+ * `recordCall`, leases by the server's clock (`TIME` inside the script), and
+ * the per-flow indexes `listUnfinished` reads (no `KEYS` or `SCAN` anywhere).
+ * Every key starts with the prefix; the keys of a run share one hash tag.
  */
 export class RedisCheckpointStore implements CheckpointStore {
   readonly prefix: string;
@@ -81,7 +77,8 @@ export class RedisCheckpointStore implements CheckpointStore {
     this.#durability = new DurabilityCheck(options.requireDurable === true);
   }
 
-  async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
+  async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    checkLeaseTerms(lease);
     const { status, segment, flow, kind, sealed } = checkpoint;
     const args = [
       indexMember(flow, runId),
@@ -92,8 +89,49 @@ export class RedisCheckpointStore implements CheckpointStore {
       kind,
       sealed,
       String(this.ttlSeconds),
+      lease?.owner ?? "",
+      String(lease?.ms ?? 0),
+      lease?.takeOver === true ? "1" : "",
     ];
     this.#verdict(runId, await this.#eval(SCRIPTS.save, this.#all(runId), args));
+  }
+
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    checkLeaseTerms(terms);
+    const args = [String(segment), terms.owner, String(terms.ms), String(this.ttlSeconds), hex(runId)];
+    const reply = (await this.#eval(SCRIPTS.renew, this.#all(runId), args)) as string[];
+    if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
+    if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
+    // The script refused; the protocol's own rule names why, from what the script read.
+    const [, step, status, flow, kind, headSegment, owner, expiresAt] = reply;
+    const head = {
+      step: Number(step),
+      status: status as RunStatus,
+      flow: String(flow),
+      kind: kind as RunKind,
+      segment: Number(headSegment),
+    };
+    const held = owner ? { owner, expiresAt: Number(expiresAt) } : undefined;
+    throw (
+      renewRefusal(runId, segment, terms.owner, head, held) ??
+      new CheckpointConflict(runId, "the lease was not renewed.")
+    );
+  }
+
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    const keys = this.keysOf(runId);
+    await this.#eval(
+      SCRIPTS.release,
+      [keys.meta, keys.claimable, keys.claimableOf],
+      [String(segment), owner, hex(runId)],
+    );
+  }
+
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    const reply = (await this.#eval(SCRIPTS.lease, [this.keysOf(runId).meta], [])) as [string, string, string] | null;
+    if (reply === null) return undefined;
+    const [owner, expiresAt, now] = reply;
+    return { owner, expiresAt: Number(expiresAt), now: Number(now) };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
@@ -110,28 +148,18 @@ export class RedisCheckpointStore implements CheckpointStore {
     return { runId, step: Number(reply[0]), status, segment: Number(segment), flow, kind, sealed };
   }
 
-  /** Reads only: entries of runs that expired are skipped (a later `save` in their bucket drops them). */
-  async *listUnfinished(flow: string): AsyncIterable<string> {
-    const cursors = new Map<number, string>(Array.from({ length: BUCKETS }, (_, b) => [b, ""]));
-    while (cursors.size > 0) {
-      const pages = await Promise.all(
-        [...cursors].map(async ([bucket, after]) => {
-          const { unfinished, expiring } = indexKeys(this.prefix, bucket);
-          const reply = (await this.#eval(SCRIPTS.page, [unfinished, expiring], [hex(flow), after, String(PAGE)])) as [
-            string,
-            string[],
-            number,
-          ];
-          return { bucket, reply };
-        }),
-      );
-      for (const { bucket, reply } of pages) {
-        const [last, members, scanned] = reply;
-        for (const member of members) yield runIdOf(member);
-        if (Number(scanned) < PAGE) cursors.delete(bucket);
-        else cursors.set(bucket, last);
-      }
-    }
+  /**
+   * Reads only (but for a one-time backfill of indexes written before
+   * leases, on the first claimable listing of each bucket): entries of runs
+   * that expired are skipped (a later `save` in their bucket drops them).
+   */
+  listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+    return listRuns(
+      (script, keys, args) => this.#eval(script, keys, args),
+      this.prefix,
+      flow,
+      options.claimable === true,
+    );
   }
 
   async delete(runId: string): Promise<void> {
@@ -183,13 +211,15 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   #all(runId: string): string[] {
     const keys = this.keysOf(runId);
-    return [keys.meta, keys.cps, keys.calls, keys.unfinished, keys.expiring];
+    return [keys.meta, keys.cps, keys.calls, keys.unfinished, keys.expiring, keys.claimable, keys.claimableOf];
   }
 
   #verdict(runId: string, reply: unknown): void {
-    const [verdict, reason] = reply as [string, string | undefined];
+    // {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner, expiresAt, now}.
+    const [verdict, reason, expiresAt, now] = reply as [string, string | undefined, string?, string?];
     if (verdict === "ok") return;
     if (verdict === "notfound") throw new CheckpointNotFound(runId);
+    if (verdict === "leaseheld") throw new LeaseHeld(runId, String(reason), Number(expiresAt), Number(now));
     throw new CheckpointConflict(runId, reason ?? "refused.");
   }
 

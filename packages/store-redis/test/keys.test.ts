@@ -94,7 +94,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
     return out.sort();
   }
 
-  it("writes only keys that start with the prefix through save, recordCall, listUnfinished, delete and ttl", async () => {
+  it("writes only keys that start with the prefix through save, recordCall, leases, listUnfinished, delete and ttl", async () => {
     const stores = [
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-a" }),
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-b", ttlSeconds: 1 }),
@@ -102,8 +102,11 @@ describe("RedisCheckpointStore keys in Redis", () => {
     for (const store of stores) {
       for (let i = 0; i < 40; i++) {
         const id = `run ${i} {*}`;
-        await store.save(id, 0, row());
+        await store.save(id, 0, row(), { owner: "w", ms: 60_000 });
         await store.recordCall(id, 0, 0, "sealed");
+        await store.renew(id, 0, { owner: "w", ms: 60_000 });
+        if (i % 8 === 0) await store.release(id, 0, "w");
+        await store.leaseOf(id);
         if (i % 4 === 1) await store.save(id, 1, row({ status: "paused" }));
         if (i % 4 === 2) await store.save(id, 1, row({ status: "done" }));
         if (i % 4 === 3) await store.delete(id);
@@ -111,6 +114,8 @@ describe("RedisCheckpointStore keys in Redis", () => {
       // Runs of the store with a TTL may expire meanwhile on a slow machine: count only the other's.
       const unfinished = await collect(store.listUnfinished("f"));
       if (store.ttlSeconds === 0) expect(unfinished.length).toBe(20);
+      const claimable = await collect(store.listUnfinished("f", { claimable: true }));
+      if (store.ttlSeconds === 0) expect(claimable.length).toBe(5);
       await store.calls("run 0 {*}");
     }
     await new Promise((r) => setTimeout(r, 1100));
@@ -150,9 +155,15 @@ describe("RedisCheckpointStore keys in Redis", () => {
     await new Promise((r) => setTimeout(r, 1100));
     const hex = (text: string) => Buffer.from(text).toString("hex");
     expect(await admin.zScore(kept.keysOf("gone 0").unfinished, `${hex("f")}:${hex("gone 0")}`)).toBe(0);
+    // The first claimable listing backfills the indexes of a prefix written before leases; later ones only read.
+    const running = Array.from({ length: 15 }, (_, i) => `kept ${i * 2 + 1}`).sort();
+    expect(await collect(kept.listUnfinished("f", { claimable: true }))).toEqual(running);
     const before = await snapshot();
     expect(await collect(kept.listUnfinished("f"))).toEqual(Array.from({ length: 30 }, (_, i) => `kept ${i}`).sort());
     expect(await collect(kept.listUnfinished("another flow"))).toEqual([]);
+    expect(await collect(kept.listUnfinished("f", { claimable: true }))).toEqual(running);
+    expect(await collect(kept.listUnfinished("another flow", { claimable: true }))).toEqual([]);
+    expect(await kept.leaseOf("kept 1")).toBeUndefined();
     expect(await snapshot()).toEqual(before);
     await kept.close();
     await expiring.close();
@@ -165,11 +176,15 @@ describe("RedisCheckpointStore keys in Redis", () => {
     await admin.sendCommand(rule!.split(" "));
     const url = server.url.replace("redis://", "redis://tenant-a:secret-a@");
     const store = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a", ttlSeconds: 60 });
-    await store.save("r", 0, row());
+    await store.save("r", 0, row(), { owner: "w", ms: 60_000 });
     await store.recordCall("r", 0, 0, "sealed");
+    await store.renew("r", 0, { owner: "w", ms: 60_000 });
+    expect((await store.leaseOf("r"))?.owner).toBe("w");
     await store.save("r", 1, row({ status: "paused" }));
-    await store.save("r", 2, row());
+    await store.save("r", 2, row(), { owner: "w", ms: 60_000 });
+    await store.release("r", 0, "w");
     expect(await collect(store.listUnfinished("f"))).toEqual(["r"]);
+    expect(await collect(store.listUnfinished("f", { claimable: true }))).toEqual(["r"]);
     expect((await store.latest("r")).step).toBe(2);
     expect(await store.calls("r")).toHaveLength(1);
     await store.delete("r");
