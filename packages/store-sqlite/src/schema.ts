@@ -2,10 +2,13 @@ import type Database from "better-sqlite3";
 import { InvalidInput, UNFINISHED } from "@durable/core/store";
 
 /** The schema version this code writes. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
 export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
+
+/** The only status a worker may claim: the claimable index's condition, which a query must repeat to use it. */
+export const CLAIMABLE_STATUS = "status = 'running'";
 
 /** Marks the tables as ours, so a database holding another application's tables of the same names is refused. */
 const OWNER = "@durable/store-sqlite";
@@ -31,8 +34,9 @@ export function tablesFor(prefix: string): Tables {
  * Each migration takes the schema from the version before it to its own.
  * `runs` holds one row per run (its latest step, status, segment and how many
  * records its current segment has) so compare-and-set reads one row.
+ * Exported for tests that build a database of an older version.
  */
-const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
+export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
   (t) => `
     CREATE TABLE ${t.runs} (
       run_id TEXT PRIMARY KEY NOT NULL,
@@ -61,6 +65,12 @@ const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
       sealed TEXT NOT NULL,
       PRIMARY KEY (run_id, segment, seq)
     ) WITHOUT ROWID;`,
+  // Version 2, leases: the holder and expiry (ms by SQLite's clock) beside the head, NULL when released,
+  // so existing runs start claimable; claimable runs of a flow are one range of this index.
+  (t) => `
+    ALTER TABLE ${t.runs} ADD COLUMN lease_owner TEXT;
+    ALTER TABLE ${t.runs} ADD COLUMN lease_expires INTEGER;
+    CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE ${CLAIMABLE_STATUS};`,
 ];
 
 /**

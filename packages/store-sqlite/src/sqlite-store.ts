@@ -5,17 +5,25 @@ import {
   CheckpointNotFound,
   type CheckpointRow,
   type CheckpointStore,
+  checkLeaseTerms,
+  claimRefusal,
   InvalidInput,
+  type Lease,
+  type LeaseClaim,
+  type LeaseTerms,
+  type LeaseView,
+  leaseAfterSave,
+  type ListOptions,
   recordRefusal,
-  type RunKind,
-  type RunStatus,
+  renewRefusal,
   saveRefusal,
   type StoredCall,
   type StoredCheckpoint,
   StoreUnavailable,
 } from "@durable/core/store";
 import { storeError } from "./errors.js";
-import { UNFINISHED_IN, migrate, tablesFor, type Tables } from "./schema.js";
+import { migrate, tablesFor, type Tables } from "./schema.js";
+import { heldLease, type ListedRow, prepare, type RunRow, type Statements } from "./statements.js";
 
 /** Options of `SQLiteCheckpointStore`. */
 export interface SQLiteStoreOptions {
@@ -32,29 +40,20 @@ export interface SQLiteStoreOptions {
   readonly busyTimeoutMs?: number;
 }
 
-interface RunRow {
-  flow: string;
-  kind: RunKind;
-  step: number;
-  status: RunStatus;
-  segment: number;
-  segment_calls: number;
-}
-
 const PAGE = 500;
 
 /**
  * A `CheckpointStore` in a SQLite file (better-sqlite3, WAL), shared by every
  * process on one host. Each operation is one `BEGIN IMMEDIATE` transaction, so
- * compare-and-set, claims and fencing hold across processes; a write is
- * durable before its promise resolves.
+ * compare-and-set, claims, fencing and leases hold across processes; a write
+ * is durable before its promise resolves. Leases run by SQLite's clock.
  */
 export class SQLiteCheckpointStore implements CheckpointStore {
   readonly path: string;
   readonly tables: Tables;
   readonly #db: Database.Database;
   readonly #where: string;
-  readonly #sql: ReturnType<typeof prepare>;
+  readonly #sql: Statements;
 
   constructor(path: string, options: SQLiteStoreOptions = {}) {
     if (typeof path !== "string" || path.length === 0)
@@ -79,16 +78,51 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     }
   }
 
-  async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
+  async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    checkLeaseTerms(lease);
     this.#run(() => {
-      const run = this.#sql.run.get(runId) as RunRow | undefined;
-      const refused = saveRefusal(runId, step, checkpoint, run);
+      const run = this.#head(runId);
+      const now = this.#now();
+      const refused =
+        saveRefusal(runId, step, checkpoint, run) ?? claimRefusal(runId, checkpoint, run, heldLease(run), lease, now);
       if (refused !== undefined) throw refused;
+      const held = leaseAfterSave(checkpoint, lease, now);
       const { status, segment, flow, kind, sealed } = checkpoint;
       const segmentCalls = run !== undefined && run.segment === segment ? run.segment_calls : 0;
       this.#sql.insertCheckpoint.run(runId, step, status, segment, flow, kind, sealed);
-      this.#sql.upsertRun.run(runId, flow, kind, step, status, segment, segmentCalls);
+      this.#sql.upsertRun.run(
+        runId,
+        flow,
+        kind,
+        step,
+        status,
+        segment,
+        segmentCalls,
+        held?.owner ?? null,
+        held?.expiresAt ?? null,
+      );
     });
+  }
+
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    checkLeaseTerms(terms);
+    return this.#run(() => {
+      const run = this.#head(runId);
+      const refused = renewRefusal(runId, segment, terms.owner, run, heldLease(run));
+      if (refused !== undefined) throw refused;
+      const lease = { owner: terms.owner, expiresAt: this.#now() + terms.ms };
+      this.#sql.setLease.run(lease.owner, lease.expiresAt, runId);
+      return lease;
+    });
+  }
+
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    this.#run(() => this.#sql.release.run(runId, segment, owner));
+  }
+
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    const lease = this.#read(() => this.#sql.leaseOf.get(runId) as LeaseView | undefined);
+    return lease === undefined ? undefined : { ...lease };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
@@ -97,15 +131,16 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     return { ...row };
   }
 
-  async *listUnfinished(flow: string): AsyncIterable<string> {
-    let after = "";
-    for (;;) {
-      const page = this.#read(() => this.#sql.unfinished.all(flow, after, PAGE) as string[]);
-      yield* page;
-      const last = page.at(-1);
-      if (page.length < PAGE || last === undefined) return;
-      after = last;
+  async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+    if (options.claimable !== true) {
+      yield* this.#pages((last) => this.#sql.unfinished.all(flow, last?.run_id ?? "", PAGE));
+      return;
     }
+    // Released runs, then those whose lease ran out: two ranges of the claimable index, each read by keyset pages.
+    yield* this.#pages((last) => this.#sql.claimableReleased.all(flow, last?.run_id ?? "", PAGE));
+    yield* this.#pages((last) =>
+      this.#sql.claimableRunOut.all(flow, last?.lease_expires ?? Number.MIN_SAFE_INTEGER, last?.run_id ?? "", PAGE),
+    );
   }
 
   async delete(runId: string): Promise<void> {
@@ -118,7 +153,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     this.#run(() => {
-      const run = this.#sql.run.get(runId) as RunRow | undefined;
+      const run = this.#head(runId);
       const refused = recordRefusal(runId, segment, seq, run, run?.segment_calls ?? 0);
       if (refused !== undefined) throw refused;
       this.#sql.insertCall.run(runId, segment, seq, sealed);
@@ -142,10 +177,10 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   /** One write operation: a `BEGIN IMMEDIATE` transaction, committed durably. */
-  #run(fn: () => void): void {
+  #run<T>(fn: () => T): T {
     this.#checkOpen();
     try {
-      this.#db.transaction(fn).immediate();
+      return this.#db.transaction(fn).immediate();
     } catch (error) {
       throw storeError(error, this.#where);
     }
@@ -160,39 +195,30 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     }
   }
 
+  /** The run's head row and lease, or undefined for an unknown run. */
+  #head(runId: string): RunRow | undefined {
+    return this.#sql.run.get(runId) as RunRow | undefined;
+  }
+
+  /** The store's clock (SQLite's), read inside the caller's transaction. */
+  #now(): number {
+    return (this.#sql.now.get() as { now: number }).now;
+  }
+
+  /** Streams a listing by keyset pages: `page(last)` reads the rows after `last`, the previous page's last row. */
+  async *#pages(page: (last: ListedRow | undefined) => unknown[]): AsyncIterable<string> {
+    let last: ListedRow | undefined;
+    for (;;) {
+      const rows = this.#read(() => page(last) as ListedRow[]);
+      for (const row of rows) yield row.run_id;
+      last = rows.at(-1);
+      if (rows.length < PAGE || last === undefined) return;
+    }
+  }
+
   #checkOpen(): void {
     if (!this.#db.open) throw new StoreUnavailable(`${this.#where}: the store is closed.`);
   }
-}
-
-function prepare(db: Database.Database, t: Tables) {
-  return {
-    run: db.prepare(`SELECT flow, kind, step, status, segment, segment_calls FROM ${t.runs} WHERE run_id = ?`),
-    insertCheckpoint: db.prepare(
-      `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    upsertRun: db.prepare(
-      `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, status = excluded.status,
-         segment = excluded.segment, segment_calls = excluded.segment_calls`,
-    ),
-    latest: db.prepare(
-      `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
-    ),
-    unfinished: db
-      .prepare(
-        `SELECT run_id FROM ${t.runs} WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
-      )
-      .pluck(),
-    deleteCalls: db.prepare(`DELETE FROM ${t.calls} WHERE run_id = ?`),
-    deleteCheckpoints: db.prepare(`DELETE FROM ${t.checkpoints} WHERE run_id = ?`),
-    deleteRun: db.prepare(`DELETE FROM ${t.runs} WHERE run_id = ?`),
-    insertCall: db.prepare(`INSERT INTO ${t.calls} (run_id, segment, seq, sealed) VALUES (?, ?, ?, ?)`),
-    countCall: db.prepare(`UPDATE ${t.runs} SET segment_calls = segment_calls + 1 WHERE run_id = ?`),
-    calls: db.prepare(
-      `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`,
-    ),
-  };
 }
 
 /** Typed errors for a path that cannot work, before better-sqlite3 gives a vaguer one. */

@@ -3,6 +3,11 @@ import { MemoryCheckpointStore, type MemoryData } from "@durable/core";
 import {
   type CheckpointRow,
   type CheckpointStore,
+  type Lease,
+  type LeaseClaim,
+  type LeaseTerms,
+  type LeaseView,
+  type ListOptions,
   recordRefusal,
   type StoredCall,
   type StoredCheckpoint,
@@ -42,17 +47,29 @@ abstract class AckedAhead implements CheckpointStore {
       .then(write)
       .catch(() => {});
   }
-  async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+  async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     await this.queue;
-    return this.inner.save(runId, step, row);
+    return this.inner.save(runId, step, row, lease);
+  }
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    await this.queue;
+    return this.inner.renew(runId, segment, terms);
+  }
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    await this.queue;
+    return this.inner.release(runId, segment, owner);
+  }
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    await this.queue;
+    return this.inner.leaseOf(runId);
   }
   async latest(runId: string): Promise<StoredCheckpoint> {
     await this.queue;
     return this.inner.latest(runId);
   }
-  async *listUnfinished(flow: string): AsyncIterable<string> {
+  async *listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string> {
     await this.queue;
-    yield* this.inner.listUnfinished(flow);
+    yield* this.inner.listUnfinished(flow, options);
   }
   async delete(runId: string): Promise<void> {
     await this.queue;

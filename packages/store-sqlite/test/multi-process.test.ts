@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import { SCHEMA_VERSION } from "../src/index.js";
 import { newDatabasePath, removeDatabase } from "./conformance.js";
 import { runScript } from "@durable/test-utils/processes";
 
@@ -19,7 +20,9 @@ describe("SQLite across processes", () => {
       runs.map((r) => r.stderr).join("\n"),
     ).toEqual([0, 0, 0, 0, 0, 0]);
     const db = new Database(path, { readonly: true });
-    expect(db.prepare("SELECT value FROM durable_meta WHERE key = 'schema_version'").pluck().get()).toBe("1");
+    expect(db.prepare("SELECT value FROM durable_meta WHERE key = 'schema_version'").pluck().get()).toBe(
+      String(SCHEMA_VERSION),
+    );
     expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'durable_runs'").pluck().get()).toBe(1);
     db.close();
   }, 60_000);

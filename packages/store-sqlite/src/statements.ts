@@ -1,0 +1,98 @@
+import type Database from "better-sqlite3";
+import type { Lease, RunKind, RunStatus } from "@durable/core/store";
+import { CLAIMABLE_STATUS, type Tables, UNFINISHED_IN } from "./schema.js";
+
+/**
+ * The store's clock: SQLite's, in ms since the epoch, read by the statement
+ * that uses it. Never this process's `Date.now`, so leases mean the same to
+ * every process sharing the file.
+ */
+export const STORE_NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+/** A run's head row: what compare-and-set and the lease rules read. The lease columns are NULL when released. */
+export interface RunRow {
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly step: number;
+  readonly status: RunStatus;
+  readonly segment: number;
+  readonly segment_calls: number;
+  readonly lease_owner: string | null;
+  readonly lease_expires: number | null;
+}
+
+/** One row of a listing: the run, and where the next keyset page starts (the claimable listing pages by expiry too). */
+export interface ListedRow {
+  readonly run_id: string;
+  readonly lease_expires?: number | null;
+}
+
+/** The lease a head row holds, or undefined when the run is unknown or released. */
+export function heldLease(run: RunRow | undefined): Lease | undefined {
+  if (run === undefined || run.lease_owner === null || run.lease_expires === null) return undefined;
+  return { owner: run.lease_owner, expiresAt: run.lease_expires };
+}
+
+/** The name of each statement the store runs. */
+export type StatementName =
+  | "run"
+  | "now"
+  | "insertCheckpoint"
+  | "upsertRun"
+  | "setLease"
+  | "release"
+  | "leaseOf"
+  | "latest"
+  | "unfinished"
+  | "claimableReleased"
+  | "claimableRunOut"
+  | "deleteCalls"
+  | "deleteCheckpoints"
+  | "deleteRun"
+  | "insertCall"
+  | "countCall"
+  | "calls";
+
+/** The statements of one connection, by name. */
+export type Statements = Readonly<Record<StatementName, Database.Statement>>;
+
+/** Prepares every statement once per connection. */
+export function prepare(db: Database.Database, t: Tables): Statements {
+  return Object.fromEntries(
+    Object.entries(statementSql(t)).map(([name, sql]) => [name, db.prepare(sql)]),
+  ) as Statements;
+}
+
+/** The SQL of every statement the store runs, for tables `t`; tests explain its query plans. */
+export function statementSql(t: Tables): Record<StatementName, string> {
+  return {
+    run: `SELECT flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
+    now: `SELECT ${STORE_NOW} AS now`,
+    insertCheckpoint: `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, status = excluded.status,
+         segment = excluded.segment, segment_calls = excluded.segment_calls,
+         lease_owner = excluded.lease_owner, lease_expires = excluded.lease_expires`,
+    setLease: `UPDATE ${t.runs} SET lease_owner = ?, lease_expires = ? WHERE run_id = ?`,
+    release: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ? AND segment = ? AND lease_owner = ?`,
+    leaseOf: `SELECT lease_owner AS owner, lease_expires AS expiresAt, ${STORE_NOW} AS now
+       FROM ${t.runs} WHERE run_id = ? AND lease_owner IS NOT NULL AND lease_expires IS NOT NULL`,
+    latest: `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
+    // Listings page by key (flow, then past the last row), so each page is one range of an index.
+    unfinished: `SELECT run_id FROM ${t.runs}
+       WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
+    // Claimable runs are two ranges of the claimable index: released (NULL expiry), then run out by now.
+    claimableReleased: `SELECT run_id, lease_expires FROM ${t.runs}
+       WHERE flow = ? AND ${CLAIMABLE_STATUS} AND lease_expires IS NULL AND run_id > ? ORDER BY run_id LIMIT ?`,
+    claimableRunOut: `SELECT run_id, lease_expires FROM ${t.runs}
+       WHERE flow = ? AND ${CLAIMABLE_STATUS} AND lease_expires <= ${STORE_NOW} AND (lease_expires, run_id) > (?, ?)
+       ORDER BY lease_expires, run_id LIMIT ?`,
+    deleteCalls: `DELETE FROM ${t.calls} WHERE run_id = ?`,
+    deleteCheckpoints: `DELETE FROM ${t.checkpoints} WHERE run_id = ?`,
+    deleteRun: `DELETE FROM ${t.runs} WHERE run_id = ?`,
+    insertCall: `INSERT INTO ${t.calls} (run_id, segment, seq, sealed) VALUES (?, ?, ?, ?)`,
+    countCall: `UPDATE ${t.runs} SET segment_calls = segment_calls + 1 WHERE run_id = ?`,
+    calls: `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`,
+  };
+}
