@@ -1,4 +1,13 @@
-import type { CheckpointRow, StoredCall, StoredCheckpoint } from "@durable/core/store";
+import type {
+  CheckpointRow,
+  Lease,
+  LeaseClaim,
+  LeaseTerms,
+  LeaseView,
+  ListOptions,
+  StoredCall,
+  StoredCheckpoint,
+} from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
 import { ForkedMemoryStore } from "./broken-stores.js";
 
@@ -31,10 +40,22 @@ class ExpiringMemoryStore extends ForkedMemoryStore {
       this.#expiresAt.delete(runId);
     }
   }
-  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+  override async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     this.#expire();
-    await super.save(runId, step, row);
+    await super.save(runId, step, row, lease);
     this.#touch(runId);
+  }
+  override async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    this.#expire();
+    return super.renew(runId, segment, terms);
+  }
+  override async release(runId: string, segment: number, owner: string): Promise<void> {
+    this.#expire();
+    return super.release(runId, segment, owner);
+  }
+  override async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    this.#expire();
+    return super.leaseOf(runId);
   }
   override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     this.#expire();
@@ -49,9 +70,9 @@ class ExpiringMemoryStore extends ForkedMemoryStore {
     this.#expire();
     return super.calls(runId);
   }
-  override listUnfinished(flow: string): AsyncIterable<string> {
+  override listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string> {
     this.#expire();
-    return super.listUnfinished(flow);
+    return super.listUnfinished(flow, options);
   }
 }
 

@@ -1,4 +1,14 @@
-import type { CheckpointRow, CheckpointStore, StoredCall, StoredCheckpoint } from "@durable/core/store";
+import type {
+  CheckpointRow,
+  CheckpointStore,
+  Lease,
+  LeaseClaim,
+  LeaseTerms,
+  LeaseView,
+  ListOptions,
+  StoredCall,
+  StoredCheckpoint,
+} from "@durable/core/store";
 
 /** A promise that never settles: what a worker that died inside an operation leaves behind. */
 export function forever(): Promise<never> {
@@ -12,8 +22,9 @@ export type CrashPoint =
 
 /**
  * A store through which a worker dies: at the crash point it stops, writing
- * nothing more (every later operation of this worker hangs). The store under
- * it is what the next worker opens.
+ * nothing more (every later operation of this worker hangs: it renews and
+ * releases no lease either). The store under it is what the next worker opens.
+ * Every argument reaches the store under it as given, leases included.
  */
 export class DyingStore implements CheckpointStore {
   dead = false;
@@ -22,9 +33,21 @@ export class DyingStore implements CheckpointStore {
     readonly crash: CrashPoint | undefined,
   ) {}
 
-  async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+  async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     const hit = this.crash?.op === "save" && this.crash.step === step;
-    await this.#gate(hit, () => this.inner.save(runId, step, row));
+    await this.#gate(hit, () => this.inner.save(runId, step, row, lease));
+  }
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    if (this.dead) await forever();
+    return this.inner.renew(runId, segment, terms);
+  }
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    if (this.dead) await forever();
+    return this.inner.release(runId, segment, owner);
+  }
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    if (this.dead) await forever();
+    return this.inner.leaseOf(runId);
   }
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     const body = JSON.parse(sealed.slice(sealed.indexOf(".", 3) + 1)) as { kind: string; tool: string };
@@ -35,8 +58,8 @@ export class DyingStore implements CheckpointStore {
     if (this.dead) await forever();
     return this.inner.latest(runId);
   }
-  listUnfinished(flow: string): AsyncIterable<string> {
-    return this.inner.listUnfinished(flow);
+  listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string> {
+    return this.inner.listUnfinished(flow, options);
   }
   async delete(runId: string): Promise<void> {
     return this.inner.delete(runId);

@@ -7,11 +7,11 @@ export type ClaimBarrier = CheckpointStore & { hold: (() => Promise<void>) | und
 export function claimBarrier(store: CheckpointStore): ClaimBarrier {
   const barrier: ClaimBarrier = Object.assign(
     intercepted(store, {
-      async save(id, step, row) {
+      async save(id, step, row, lease) {
         const hold = barrier.hold;
         barrier.hold = undefined;
         if (hold !== undefined) await hold();
-        return store.save(id, step, row);
+        return store.save(id, step, row, lease);
       },
     }),
     { hold: undefined },

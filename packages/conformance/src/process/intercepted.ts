@@ -1,14 +1,21 @@
 import type { CheckpointStore } from "@durable/core";
 
-/** The store with its writes passed through `save` and `recordCall` where given; reads go straight to it. */
+/**
+ * The store with its writes passed through `save` and `recordCall` where given;
+ * every other operation goes straight to it, each argument forwarded as given
+ * (a dropped lease or listing option would silently turn leases off).
+ */
 export function intercepted(
   store: CheckpointStore,
   writes: Partial<Pick<CheckpointStore, "save" | "recordCall">>,
 ): CheckpointStore {
   return {
-    save: writes.save ?? ((id, step, row) => store.save(id, step, row)),
+    save: writes.save ?? ((id, step, row, lease) => store.save(id, step, row, lease)),
+    renew: (id, segment, terms) => store.renew(id, segment, terms),
+    release: (id, segment, owner) => store.release(id, segment, owner),
+    leaseOf: (id) => store.leaseOf(id),
     latest: (id) => store.latest(id),
-    listUnfinished: (flow) => store.listUnfinished(flow),
+    listUnfinished: (flow, options) => store.listUnfinished(flow, options),
     delete: (id) => store.delete(id),
     recordCall: writes.recordCall ?? ((id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed)),
     calls: (id) => store.calls(id),
