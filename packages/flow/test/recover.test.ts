@@ -183,7 +183,8 @@ describe("identity on recovery", () => {
     const runner = await crashed(store, "p", { user: "ada", principal: "svc-1" });
     await crashed(store, "q", { user: "bob" });
     await expect(runner.recover(flow, "p")).rejects.toThrow(/principal/);
-    const all = await runner.recoverAll(flow);
+    // The crashed workers' leases are live: an operator who knows they are gone takes them over.
+    const all = await runner.recoverAll(flow, { takeOver: true });
     expect([...all.keys()].sort()).toEqual(["p", "q"]);
     expect(all.get("p")).toBeInstanceOf(IdentityMismatch);
     expect(all.get("q")).toMatchObject({ status: "done", state: { who: "bob/undefined" } });

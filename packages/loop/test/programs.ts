@@ -35,6 +35,7 @@ const REFUND = { cents: 1200 };
 export interface Options {
   readonly ctx?: Identity;
   readonly rerunInDoubt?: boolean;
+  readonly takeOver?: boolean;
   readonly events?: DurableEvent[];
   /** Another flow or loop name than the program's own. */
   readonly name?: string;
@@ -167,6 +168,7 @@ export const loopProgram: Program = {
       toolErrors: failTools ? ("fail" as const) : ("model" as const),
       ...(given.ctx === undefined ? {} : { ctx: given.ctx }),
       ...(given.rerunInDoubt === undefined ? {} : { rerunInDoubt: given.rerunInDoubt }),
+      ...(given.takeOver === undefined ? {} : { takeOver: given.takeOver }),
       ...sink(given),
     });
     const ask: Message[] = [{ role: "user", content: "two seats, then refund 12" }];

@@ -15,7 +15,7 @@ import {
   StoreUnavailable,
 } from "@durable/core";
 import { idempotencyKeyFor } from "@durable/core/runner";
-import { DyingStore, settle } from "@durable/test-utils/stores";
+import { DyingStore, settle, storeWith } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";
 import { PROGRAMS, orderTools, type Program } from "./programs.js";
 
@@ -58,15 +58,12 @@ function jittery(inner: CheckpointStore, seed: number): CheckpointStore {
     await pause();
     return value;
   };
-  return {
-    save: (runId, step, row) => delayed(() => inner.save(runId, step, row)),
+  return storeWith(inner, {
+    save: (runId, step, row, lease) => delayed(() => inner.save(runId, step, row, lease)),
     recordCall: (runId, segment, seq, sealed) => delayed(() => inner.recordCall(runId, segment, seq, sealed)),
     latest: (runId) => delayed(() => inner.latest(runId)),
     calls: (runId) => delayed(() => inner.calls(runId)),
-    listUnfinished: (flow) => inner.listUnfinished(flow),
-    delete: (runId) => inner.delete(runId),
-    close: () => inner.close(),
-  };
+  });
 }
 
 /** The events of a recovery start with its claim's checkpoint.saved, then run.recovered or run.needs-decision with the same step. */
@@ -129,7 +126,8 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     await worker.start("done");
     await worker.resume("done", { [program.ids.refund]: true });
     const events: DurableEvent[] = [];
-    const all = await worker.recoverAll({ events });
+    // The crashed workers' leases are live: an operator who knows they are gone takes them over.
+    const all = await worker.recoverAll({ events, takeOver: true });
     expect([...all.keys()].sort()).toEqual(["crashed", "paused", "someone-else"]);
     expect(all.get("crashed")).toMatchObject({ status: "paused" });
     expect(all.get("paused")).toEqual(paused);
@@ -142,7 +140,7 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const tools = new Tools();
     await crashedAfter(other, store, tools, "theirs", 1);
     const ran = tools.count("hold") + tools.count("charge");
-    const all = await program.on(store, orderTools(tools)).recoverAll();
+    const all = await program.on(store, orderTools(tools)).recoverAll({ takeOver: true });
     expect(all.get("theirs")).toBeInstanceOf(CheckpointConflict);
     expect(await store.latest("theirs")).toMatchObject({ step: 1, segment: 0 });
     expect(tools.count("hold") + tools.count("charge")).toBe(ran);
@@ -340,16 +338,12 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const store = new MemoryCheckpointStore();
     const tools = new Tools();
     const last = program.checkpoints.at(-1)![1];
-    const unavailable: CheckpointStore = {
-      save: (runId, step, row) =>
-        step === last ? Promise.reject(new StoreUnavailable("the store did not answer")) : store.save(runId, step, row),
-      latest: (runId) => store.latest(runId),
-      listUnfinished: (flow) => store.listUnfinished(flow),
-      delete: (runId) => store.delete(runId),
-      recordCall: (runId, segment, seq, sealed) => store.recordCall(runId, segment, seq, sealed),
-      calls: (runId) => store.calls(runId),
-      close: () => store.close(),
-    };
+    const unavailable = storeWith(store, {
+      save: (runId, step, row, lease) =>
+        step === last
+          ? Promise.reject(new StoreUnavailable("the store did not answer"))
+          : store.save(runId, step, row, lease),
+    });
     const events: DurableEvent[] = [];
     await expect(program.on(unavailable, orderTools(tools)).start("r", { events })).rejects.toThrow(StoreUnavailable);
     expect(ofType(events, "run.failed")).toEqual([]);

@@ -88,3 +88,24 @@ export class DyingStore implements CheckpointStore {
 export async function settle(ms = 20): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * `store` with some methods replaced and every other one forwarded as it is
+ * (a lease given to `save`, the options of `listUnfinished`): how a test
+ * breaks one operation without writing a whole store.
+ */
+export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointStore>): CheckpointStore {
+  return {
+    save: (runId, step, row, lease) => store.save(runId, step, row, lease),
+    latest: (runId) => store.latest(runId),
+    listUnfinished: (flow, options) => store.listUnfinished(flow, options),
+    delete: (runId) => store.delete(runId),
+    recordCall: (runId, segment, seq, sealed) => store.recordCall(runId, segment, seq, sealed),
+    calls: (runId) => store.calls(runId),
+    renew: (runId, segment, terms) => store.renew(runId, segment, terms),
+    release: (runId, segment, owner) => store.release(runId, segment, owner),
+    leaseOf: (runId) => store.leaseOf(runId),
+    close: () => store.close(),
+    ...overrides,
+  };
+}
