@@ -3,6 +3,7 @@ import { crashGroup } from "./cases/crash.js";
 import type { ConformanceGroup, GroupName } from "./cases/case.js";
 import { integrityGroup } from "./cases/integrity.js";
 import { isolationGroup } from "./cases/isolation.js";
+import { leaseGroup } from "./cases/lease.js";
 import { raceGroup } from "./cases/race.js";
 import { readGroup } from "./cases/read.js";
 import { saveGroup } from "./cases/save.js";
@@ -15,6 +16,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   saveGroup,
   readGroup,
   callLogGroup,
+  leaseGroup,
   integrityGroup,
   tamperGroup,
   isolationGroup,

@@ -15,6 +15,7 @@ export type { ConformanceCase, ConformanceGroup, GroupName } from "./cases/case.
 export { saveGroup } from "./cases/save.js";
 export { readGroup } from "./cases/read.js";
 export { callLogGroup } from "./cases/call-log.js";
+export { leaseGroup } from "./cases/lease.js";
 export { integrityGroup } from "./cases/integrity.js";
 export { isolationGroup } from "./cases/isolation.js";
 export { ttlGroup } from "./cases/ttl.js";

@@ -1,7 +1,14 @@
 import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
 import {
   type CheckpointRow,
+  checkLeaseTerms,
+  claimRefusal,
+  isClaimable,
   isEnded,
+  type LeaseClaim,
+  type LeaseHeld,
+  type ListOptions,
+  leaseAfterSave,
   recordRefusal,
   saveRefusal,
   type StoredCall,
@@ -16,7 +23,11 @@ import memory from "./memory.js";
  * run its groups against them: a kit that passes a broken store is worth nothing.
  */
 
-/** The memory store with its rows in reach, for a fork to write them its own (wrong) way. */
+/**
+ * The memory store with its rows in reach, for a fork to write them its own (wrong) way.
+ * A fork that writes keeps leases by the memory store's rules (`leaseRefusal`, `append`,
+ * `listable`), so that its one bug is the only one.
+ */
 export class ForkedMemoryStore extends MemoryCheckpointStore {
   protected readonly data: MemoryData;
   constructor(data: MemoryData = new Map()) {
@@ -24,16 +35,34 @@ export class ForkedMemoryStore extends MemoryCheckpointStore {
     this.data = data;
   }
   protected entry(runId: string): MemoryRun {
-    const entry = this.data.get(runId) ?? { checkpoints: [], calls: [], counts: new Map() };
+    const entry = this.data.get(runId) ?? { checkpoints: [], calls: [], counts: new Map(), lease: undefined };
     this.data.set(runId, entry);
     return entry;
   }
   protected head(runId: string): StoredCheckpoint | undefined {
     return this.data.get(runId)?.checkpoints.at(-1);
   }
-  protected append(runId: string, step: number, row: CheckpointRow): void {
+  /** The clock leases are measured by: this process's monotonic clock, which ignores `Date.now`, as the memory store's. */
+  protected clock(): number {
+    return Math.floor(performance.timeOrigin + performance.now());
+  }
+  /** Why saving `row` with `lease` is refused by the lease rule (a claim of another owner's live lease); malformed terms throw. */
+  protected leaseRefusal(runId: string, row: CheckpointRow, lease: LeaseClaim | undefined): LeaseHeld | undefined {
+    checkLeaseTerms(lease);
+    const entry = this.data.get(runId);
+    return claimRefusal(runId, row, entry?.checkpoints.at(-1), entry?.lease, lease, this.clock());
+  }
+  /** Appends the row and leaves the lease the save asks for. */
+  protected append(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): void {
     const { status, segment, flow, kind, sealed } = row;
-    this.entry(runId).checkpoints.push({ runId, step, status, segment, flow, kind, sealed });
+    const entry = this.entry(runId);
+    entry.checkpoints.push({ runId, step, status, segment, flow, kind, sealed });
+    entry.lease = leaseAfterSave(row, lease, this.clock());
+  }
+  /** Whether a listing with `options` gives a run of this flow that is unfinished. */
+  protected listable(entry: MemoryRun, options: ListOptions): boolean {
+    const head = entry.checkpoints.at(-1);
+    return options.claimable !== true || (head !== undefined && isClaimable(head.status, entry.lease, this.clock()));
   }
   protected appendCall(runId: string, segment: number, seq: number, sealed: string): void {
     const entry = this.entry(runId);
@@ -47,28 +76,28 @@ class RelaxedSave extends ForkedMemoryStore {
   constructor(readonly relax: (row: CheckpointRow, head: StoredCheckpoint | undefined) => CheckpointRow) {
     super();
   }
-  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
+  override async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     const head = this.head(runId);
-    const refused = saveRefusal(runId, step, this.relax(row, head), head);
+    const refused = saveRefusal(runId, step, this.relax(row, head), head) ?? this.leaseRefusal(runId, row, lease);
     if (refused !== undefined) throw refused;
-    this.append(runId, step, row);
+    this.append(runId, step, row, lease);
   }
 }
 
 /** Accepts every save: a lost compare-and-set, so two workers both "win" a step. */
 class SavesAnyStep extends ForkedMemoryStore {
-  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
-    this.append(runId, step, row);
+  override async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    this.append(runId, step, row, lease);
   }
 }
 
 /** Checks, then writes after an await (a read and a write in two round trips): concurrent saves all pass the check. */
 class CheckThenWriteSave extends ForkedMemoryStore {
-  override async save(runId: string, step: number, row: CheckpointRow): Promise<void> {
-    const refused = saveRefusal(runId, step, row, this.head(runId));
+  override async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    const refused = saveRefusal(runId, step, row, this.head(runId)) ?? this.leaseRefusal(runId, row, lease);
     if (refused !== undefined) throw refused;
     await new Promise((resolve) => setImmediate(resolve));
-    this.append(runId, step, row);
+    this.append(runId, step, row, lease);
   }
 }
 
@@ -101,18 +130,20 @@ class MisfilteredList extends ForkedMemoryStore {
   constructor(readonly unfinished: (head: StoredCheckpoint) => boolean) {
     super();
   }
-  override async *listUnfinished(flow: string): AsyncIterable<string> {
+  override async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
     for (const [runId, entry] of [...this.data]) {
       const head = entry.checkpoints.at(-1);
-      if (head !== undefined && head.flow === flow && this.unfinished(head)) yield runId;
+      if (head !== undefined && head.flow === flow && this.unfinished(head) && this.listable(entry, options))
+        yield runId;
     }
   }
 }
 
 /** Reads every unfinished run's row into memory before it gives the first id, as `SELECT *` into an array would. */
 class LoadsEveryRun extends ForkedMemoryStore {
-  override async *listUnfinished(flow: string): AsyncIterable<string> {
+  override async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
     const rows = [...this.data.values()]
+      .filter((entry) => this.listable(entry, options))
       .flatMap((entry) => entry.checkpoints.slice(-1))
       .filter((h) => h.flow === flow && !isEnded(h.status));
     const loaded: StoredCheckpoint[] = structuredClone(rows);
@@ -132,7 +163,7 @@ class DeleteKeepsRecords extends ForkedMemoryStore {
   override async delete(runId: string): Promise<void> {
     const entry = this.data.get(runId);
     if (entry === undefined) return;
-    this.data.set(runId, { checkpoints: [], calls: entry.calls, counts: new Map() });
+    this.data.set(runId, { checkpoints: [], calls: entry.calls, counts: new Map(), lease: undefined });
   }
 }
 
@@ -170,7 +201,7 @@ const byText = (key: (c: StoredCall) => string) => (a: StoredCall, b: StoredCall
 const stepsAsText = (rows: readonly StoredCheckpoint[]) =>
   [...rows].sort((a, b) => (String(a.step) < String(b.step) ? -1 : 1)).at(-1);
 
-function broken(name: string, create: () => MemoryCheckpointStore): ConformanceInitializer {
+export function broken(name: string, create: () => MemoryCheckpointStore): ConformanceInitializer {
   return { name, createStore: create };
 }
 

@@ -9,12 +9,15 @@ import {
 } from "../src/index.js";
 import * as broken from "./broken-stores.js";
 import { expiringMemory, ttlOnPaused, ttlOnlyOnSave } from "./expiring-stores.js";
+import * as leases from "./lease-stores.js";
 
 const { memory } = broken;
 
-// The reference store passes every group, and its expiring fork the ttl group.
+// The reference store passes every group, its expiring fork the ttl group, and the lease fork the lease group
+// (so the lease bugs below, each a switch of that fork, are the only ones).
 runConformance(memory);
 runConformance(expiringMemory, { groups: ["ttl"] });
+runConformance(leases.leaseKeepingMemory, { groups: ["lease"] });
 
 /** [store, the group that must catch it, the case that does, what its message must say: the operation and the expectation]. */
 type Caught = [ConformanceInitializer, GroupName, string, string];
@@ -24,6 +27,10 @@ const LIST = "listUnfinished gives the running and paused runs of that flow only
 const DELETE = "delete removes the run's checkpoints and call records and touches no other run";
 const NUMBERING = "keeps every record, numbered and in order, across 12 segments and past seq 9";
 const CLAIM = "refuses a record from an older segment after a claim, and one from a segment not yet claimed";
+const LIVE_LEASE =
+  "a live lease refuses another owner's claim with LeaseHeld naming the owner and the expiry, writing nothing";
+const LEASE_CLOCK = "a lease runs out by the store's clock, not by the worker's Date.now";
+const RENEWAL = "only the owner renews a lease, and its renewal extends it";
 const TTL =
   "a finished run's checkpoints and records are gone after the TTL, a recording run's stay, a paused run's stay until it goes on";
 const CAUGHT: Caught[] = [
@@ -120,6 +127,31 @@ const CAUGHT: Caught[] = [
     "a second store sees nothing of the first, and changes nothing of it",
     "on a second store",
   ],
+  [
+    leases.ignoresLeases,
+    "lease",
+    LIVE_LEASE,
+    "save(runId, 1) from segment 1 by B while A's lease is live: expected LeaseHeld, and nothing written",
+  ],
+  [leases.leaseByWorkerClock, "lease", LEASE_CLOCK, "with Date.now an hour ahead: expected"],
+  [
+    leases.renewsForAnyone,
+    "lease",
+    RENEWAL,
+    "renew(runId, 0, B) while A holds the lease: expected CheckpointConflict: only the owner renews",
+  ],
+  [
+    leases.dropsSaveLease,
+    "lease",
+    LIVE_LEASE,
+    "leaseOf(runId) after save(runId, 0) with a 300000 ms lease for A: expected a lease held by",
+  ],
+  [
+    leases.dropsListOptions,
+    "lease",
+    "a claim after a lease ran out succeeds, and until then the run is not claimable",
+    "listUnfinished(flow, { claimable: true }) right after a 300 ms lease: expected not the run",
+  ],
   [ttlOnPaused, "ttl", TTL, "of a paused run"],
   [ttlOnlyOnSave, "ttl", TTL, "of a running run recording every 75 ms and saving nothing: expected accepted"],
 ];
@@ -158,6 +190,7 @@ describe("the kit catches broken stores", () => {
       "save",
       "read",
       "call-log",
+      "lease",
       "integrity",
       "tamper",
       "isolation",

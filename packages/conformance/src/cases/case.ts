@@ -6,6 +6,7 @@ export type GroupName =
   | "save"
   | "read"
   | "call-log"
+  | "lease"
   | "integrity"
   | "tamper"
   | "isolation"

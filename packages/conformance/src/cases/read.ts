@@ -1,14 +1,15 @@
 import { CheckpointNotFound, type CheckpointStore } from "@durable/core";
+import type { ListOptions } from "@durable/core/store";
 import { expect } from "vitest";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects, expectResolves } from "./rule.js";
 
 const rule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
 
-/** Every id of `listUnfinished`, sorted. */
-export async function unfinished(store: CheckpointStore, flow: string): Promise<string[]> {
+/** Every id of `listUnfinished`, sorted (an id given twice stays twice). */
+export async function unfinished(store: CheckpointStore, flow: string, options?: ListOptions): Promise<string[]> {
   const ids: string[] = [];
-  for await (const id of store.listUnfinished(flow)) ids.push(id);
+  for await (const id of store.listUnfinished(flow, options)) ids.push(id);
   return ids.sort();
 }
 

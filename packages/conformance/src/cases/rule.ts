@@ -2,7 +2,12 @@ import { AssertionError } from "node:assert";
 import { inspect } from "node:util";
 
 /** The sections of docs/protocol.md a case can name; each is that heading's anchor. */
-export type ProtocolSection = "the-store-rules" | "call-records" | "what-each-read-verifies" | "run-ids-and-names";
+export type ProtocolSection =
+  | "the-store-rules"
+  | "leases"
+  | "call-records"
+  | "what-each-read-verifies"
+  | "run-ids-and-names";
 
 /** Where a store author reads the rules the kit checks. */
 const PROTOCOL_DOC = "docs/protocol.md";
@@ -24,17 +29,17 @@ function described(outcome: { error: unknown } | { value: unknown }): string {
   return error instanceof Error ? `it threw ${error.name}: ${error.message}` : `it threw ${inspect(error)}`;
 }
 
-/** Expects the operation to reject with an error of `type`; the failure says the rule and what came back. */
-export async function expectRejects(
-  type: abstract new (...args: never[]) => Error,
+/** Expects the operation to reject with an error of `type`, and gives it; the failure says the rule and what came back. */
+export async function expectRejects<E extends Error>(
+  type: abstract new (...args: never[]) => E,
   rule: string,
   operation: Promise<unknown>,
-): Promise<void> {
+): Promise<E> {
   const outcome = await operation.then(
     (value: unknown) => ({ value }),
     (error: unknown) => ({ error }),
   );
-  if ("error" in outcome && outcome.error instanceof type) return;
+  if ("error" in outcome && outcome.error instanceof type) return outcome.error;
   throw new AssertionError({ message: `${rule}; ${described(outcome)}` });
 }
 

@@ -2,9 +2,9 @@ import { CheckpointNotFound } from "@durable/core";
 import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
+import { sleep } from "./clock.js";
 import { breaks, expectRejects, expectResolves } from "./rule.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const rule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
 
 /** Appends records to a running run, one every quarter TTL, until `until`: a live worker's steady writes. */
