@@ -179,11 +179,15 @@ export class ScenarioDriver {
     }
   }
 
-  /** Recovers a run as far as it gets without deciding on calls in doubt (the result only, no approvals). */
+  /**
+   * Recovers a run as far as it gets without deciding on calls in doubt (the
+   * result only, no approvals). Every recovery here takes over the lease: the
+   * kit killed the worker that held it, as an operator would know.
+   */
   async recoverOnce(scenario: ScenarioName, runId: string, rerunInDoubt = false): Promise<string> {
-    if (scenario !== "loop") return (await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt })).status;
-    return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }))
-      .status;
+    const options = { rerunInDoubt, takeOver: true };
+    if (scenario !== "loop") return (await this.#runner.recover(flowOf(scenario), runId, options)).status;
+    return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), ...options })).status;
   }
 
   /**
@@ -222,11 +226,12 @@ export class ScenarioDriver {
   async #recoverAndFinish(scenario: ScenarioName, runId: string, rerunInDoubt: boolean): Promise<void> {
     const latest = await DurableRun.latest(this.#store, sealer, runId);
     if (latest.status === "done") return;
+    const options = { rerunInDoubt, takeOver: true };
     if (scenario !== "loop")
-      await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, { rerunInDoubt }));
+      await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, options));
     else
       await this.#finishLoop(
-        await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), rerunInDoubt }),
+        await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), ...options }),
       );
   }
 
