@@ -1,0 +1,43 @@
+/**
+ * One worker process of the failover test, on the SQLite file `db`, with leases of `leaseMs`:
+ *   failover-child.ts first <db> <leaseMs> <pollMs>   starts run "r", whose tool never returns: prints "inside <owner>" and renews its lease
+ *   failover-child.ts second <db> <leaseMs> <pollMs>  a RunWorker serving the flow, polling every `pollMs`: prints "claimed <owner> <epoch ms>" when it takes a run over
+ */
+import { Executor, startWorker, ToolRegistry, workerId } from "@durable/core";
+import { Flow, FlowRunner, Call } from "@durable/flow";
+import { z } from "zod";
+import { SQLiteCheckpointStore } from "../src/index.js";
+
+const KEY = "failover-test-key-0123456789abcdef";
+
+const [mode, db, leaseMs, pollMs] = process.argv.slice(2);
+if ((mode !== "first" && mode !== "second") || db === undefined || leaseMs === undefined || pollMs === undefined) {
+  process.stderr.write("usage: failover-child.ts first|second <db> <leaseMs> <pollMs>\n");
+  process.exit(2);
+}
+const store = new SQLiteCheckpointStore(db, { synchronous: "normal" });
+const registry = new ToolRegistry().tool(
+  "wait",
+  async () => {
+    if (mode === "first") {
+      console.log(`inside ${workerId()}`);
+      // A tool waiting on something real (a timer here) keeps its process alive, as a request in flight would.
+      await new Promise(() => setInterval(() => undefined, 60_000));
+    }
+    return "waited";
+  },
+  { idempotent: true },
+);
+const flow = new Flow("failover", { state: z.object({ note: z.string().default("") }) })
+  .node("wait", new Call("wait", { args: () => ({}), into: "note" }))
+  .end("wait");
+const runner = new FlowRunner(new Executor(registry), {
+  checkpoints: store,
+  checkpointKey: KEY,
+  lease: { ms: Number(leaseMs) },
+  events: (event) => {
+    if (event.type === "run.recovered") console.log(`claimed ${event.owner} ${Date.now()}`);
+  },
+});
+if (mode === "first") await runner.run(flow, {}, { runId: "r" });
+else startWorker({ serve: [runner.served(flow)], pollMs: Number(pollMs), maxPollMs: Number(pollMs) });

@@ -1,0 +1,73 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { SQLiteCheckpointStore } from "../src/index.js";
+
+const CHILD = fileURLToPath(new URL("./failover-child.ts", import.meta.url));
+const LEASE_MS = 1_000;
+const POLL_MS = 200;
+/** What a busy machine adds between a lease running out and the poll that finds it (timers, process start, SQLite). */
+const SCHEDULING_MS = 400;
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+});
+
+/** Starts a worker process; resolves each line it prints to whoever waits for a line starting with a word. */
+function worker(mode: "first" | "second", db: string) {
+  const child = spawn(process.execPath, ["--import", "tsx", CHILD, mode, db, String(LEASE_MS), String(POLL_MS)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  const lines: string[] = [];
+  const waiting: Array<() => void> = [];
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+    lines.push(line);
+    for (const wake of waiting.splice(0)) wake();
+  });
+  const line = async (word: string): Promise<string> => {
+    for (;;) {
+      const found = lines.find((l) => l.startsWith(`${word} `));
+      if (found !== undefined) return found;
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    }
+  };
+  return { child, lines, line };
+}
+
+describe("failover between two live worker processes on one SQLite file", () => {
+  it("the second never claims the run while the first renews it, and claims it within lease + one poll after the first is SIGKILLed", {
+    timeout: 60_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "durable-failover-"));
+    try {
+      const db = join(dir, "runs.db");
+      const first = worker("first", db);
+      const owner = (await first.line("inside")).split(" ")[1];
+      const second = worker("second", db);
+      // Three lease lengths: the first renews on its timer; the second polls about fifteen times.
+      await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
+      expect(second.lines.filter((l) => l.startsWith("claimed"))).toEqual([]);
+      const store = new SQLiteCheckpointStore(db);
+      try {
+        expect(await store.leaseOf("r")).toMatchObject({ owner });
+      } finally {
+        await store.close();
+      }
+      const killed = Date.now();
+      first.child.kill("SIGKILL");
+      const [, by, at] = (await second.line("claimed")).split(" ");
+      const afterKill = Number(at) - killed;
+      console.log(`claimed ${afterKill} ms after the SIGKILL (lease ${LEASE_MS} ms, poll ${POLL_MS} ms)`);
+      expect(by).not.toBe(owner);
+      expect(afterKill).toBeLessThan(LEASE_MS + POLL_MS * 1.25 + SCHEDULING_MS);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
