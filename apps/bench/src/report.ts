@@ -37,6 +37,14 @@ export function report(results: readonly StoreResult[]): string {
     "µs per call: what durability adds to each tool call over the same tools called with no store. raw: the same writes, one by one, through the driver.",
   );
   lines.push("");
+  table(
+    ["store", "lease writes per run", "lease µs per run"],
+    results.map(({ store, tickets: t }) => [store, t.lease.writesPerRun, t.lease.usPerRun]),
+  );
+  lines.push(
+    "Leases: each save carries the worker's lease, so a run that saves often writes nothing more for it; µs: the run's median with leases minus without.",
+  );
+  lines.push("");
   for (const { store, sweeps: s } of results) {
     lines.push(`${store}:`);
     table(

@@ -2,7 +2,7 @@ import { Bench } from "tinybench";
 import type { CheckpointStore } from "@durable/core";
 import { latencyOf, round, type Latency } from "./stats.js";
 import type { RawWriter } from "./targets.js";
-import { ORDER, noting, plainTickets, runner, tickets, type WriteLog } from "./workload.js";
+import { ORDER, noting, plainTickets, runner, tickets, unleased, type WriteLog } from "./workload.js";
 
 interface RunFigures {
   readonly runsPerSecond: number;
@@ -21,6 +21,8 @@ export interface TicketsFigures {
   readonly perCallUs: number;
   readonly writesPerRun: number;
   readonly bytesPerRun: number;
+  /** What leases add to a run: the writes of their own (renewals, releases; 0 when each save carries the lease) and the time, medians. */
+  readonly lease: { readonly writesPerRun: number; readonly usPerRun: number };
   /** The same writes (number and sizes) straight through the driver, and durable ÷ raw at the median. */
   readonly raw?: { readonly p50Ms: number; readonly ratio: number };
 }
@@ -40,11 +42,13 @@ export async function measureTickets(
   const log: WriteLog = { writes: [] };
   await runner(noting(store, log)).run(tickets, ORDER, { runId: "sizing" });
   const worker = runner(store);
+  const withoutLeases = runner(unleased(store));
   let n = 0;
 
   const bench = new Bench({ time: budgetMs, iterations: 50, warmupIterations: 10 });
   bench.add("durable", async () => void (await worker.run(tickets, ORDER, { runId: `single-${n++}` })));
   bench.add("plain", plainTickets);
+  bench.add("unleased", async () => void (await withoutLeases.run(tickets, ORDER, { runId: `unleased-${n++}` })));
   if (raw !== undefined) {
     let r = 0;
     const payloads = log.writes.map((w) => "x".repeat(w.bytes));
@@ -83,6 +87,10 @@ export async function measureTickets(
     perCallUs: round(((durable.p50 - plain.p50) * 1000) / 3, 0),
     writesPerRun: log.writes.length,
     bytesPerRun: log.writes.reduce((a, w) => a + w.bytes, 0),
+    lease: {
+      writesPerRun: log.writes.filter((w) => w.kind === "renew" || w.kind === "release").length,
+      usPerRun: round((durable.p50 - latency("unleased").p50) * 1000, 0),
+    },
     ...(raw === undefined
       ? {}
       : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),

@@ -86,6 +86,11 @@ export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
   });
 }
 
+/** The store with every save's lease dropped: the same run as it was before leases, to measure what they cost. */
+export function unleased(store: CheckpointStore): CheckpointStore {
+  return intercepted(store, { save: (id, step, row) => store.save(id, step, row) });
+}
+
 /** The store as a worker sees it that loses its connection at the n-th save: the run is left for recovery. */
 export function cutAtSave(store: CheckpointStore, n: number): CheckpointStore {
   let saves = 0;

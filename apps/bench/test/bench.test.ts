@@ -13,7 +13,11 @@ describe("the bench, on small sizes", () => {
       const figures = await measureTickets(store, raw, 20);
       await raw.close();
       await store.close();
-      expect(figures).toMatchObject({ writesPerRun: 10, raw: { ratio: expect.any(Number) } });
+      expect(figures).toMatchObject({
+        writesPerRun: 10,
+        raw: { ratio: expect.any(Number) },
+        lease: { writesPerRun: 0, usPerRun: expect.any(Number) },
+      });
       expect(figures.single.runsPerSecond).toBeGreaterThan(0);
     } finally {
       await target.cleanup();
