@@ -243,7 +243,7 @@ describe("installing from the packed tarballs with npm", () => {
     copyFileSync(join(fixtures, "my-store.mjs"), join(dir, "my-store.mjs"));
     const out = execFileSync(
       join(dir, "node_modules", ".bin", "durable-conformance"),
-      ["my-store.mjs", "save", "read", "call-log"],
+      ["my-store.mjs", "save", "read", "call-log", "lease"],
       {
         cwd: dir,
         encoding: "utf8",
@@ -252,5 +252,6 @@ describe("installing from the packed tarballs with npm", () => {
     expect(out).toMatch(/PASS {2}save/);
     expect(out).toMatch(/PASS {2}read/);
     expect(out).toMatch(/PASS {2}call-log/);
+    expect(out).toMatch(/PASS {2}lease/);
   }, 600_000);
 });
