@@ -134,8 +134,8 @@ export class RunWorker {
       try {
         for (const served of this.#options.serve) took += await this.#take(served);
         wait = took > 0 ? this.#options.pollMs : Math.min(wait * 2, this.#options.maxPollMs);
-      } catch (error) {
-        if (!(error instanceof StoreUnavailable)) throw error;
+      } catch {
+        // The listing failed (the store did not answer): look again later, as a worker with nothing to do would.
         wait = Math.min(wait * 2, this.#options.maxPollMs);
       }
       // A full worker looks again as soon as a run ends; an idle one after the jittered wait.
