@@ -7,7 +7,7 @@ import { CLAIMABLE_STATUS, type Tables, UNFINISHED_IN } from "./schema.js";
  * that uses it. Never this process's `Date.now`, so leases mean the same to
  * every process sharing the file.
  */
-export const STORE_NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+const STORE_NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 /** A run's head row: what compare-and-set and the lease rules read. The lease columns are NULL when released. */
 export interface RunRow {
