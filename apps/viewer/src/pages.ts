@@ -83,7 +83,8 @@ function eventDetails(e: DurableEvent): string {
     case "checkpoint.saved":
       return `step ${e.step}, ${e.status}${e.stage === undefined ? "" : `, ${e.stage}`}`;
     case "run.recovered":
-      return `claimed at step ${e.step}; replays from the log: ${calls(e.replayed)}; runs again: ${calls(e.rerun)}`;
+      // Event logs written before leases name no owner.
+      return `claimed at step ${e.step}${e.owner === undefined ? "" : ` by worker ${e.owner}`}; replays from the log: ${calls(e.replayed)}; runs again: ${calls(e.rerun)}`;
     case "run.needs-decision":
       return `claimed at step ${e.step}; stopped, in doubt: ${e.calls.map((c) => `${c.tool} (${c.why}; idempotency key ${c.idempotencyKey})`).join(", ")}`;
     case "call.started":
