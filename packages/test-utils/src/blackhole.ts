@@ -97,16 +97,22 @@ export function everyOperation(store: CheckpointStore): Record<string, () => Pro
     listUnfinished: async () => {
       for await (const id of store.listUnfinished("f")) void id;
     },
+    claimableListing: async () => {
+      for await (const id of store.listUnfinished("f", { claimable: true })) void id;
+    },
     recordCall: () => store.recordCall("r", 0, 0, "d1.-.{}"),
     calls: () => store.calls("r"),
     delete: () => store.delete("other"),
+    renew: () => store.renew("r", 0, { owner: "w", ms: 1_000 }),
+    release: () => store.release("r", 0, "w"),
+    leaseOf: () => store.leaseOf("r"),
   };
 }
 
 /** The writes of `everyOperation`: what a store whose file another connection keeps locked must fail. */
 export function writeOperations(store: CheckpointStore): Record<string, () => Promise<unknown>> {
-  const { save, recordCall, delete: remove } = everyOperation(store);
-  return { save: save!, recordCall: recordCall!, delete: remove! };
+  const { save, recordCall, delete: remove, renew, release } = everyOperation(store);
+  return { save: save!, recordCall: recordCall!, delete: remove!, renew: renew!, release: release! };
 }
 
 /** Checks the store works again once the fault is gone: run "r" still at step 0, running, and it takes step 1. */
