@@ -7,7 +7,7 @@ import { InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/sto
 import { sealCheckpoint, Sealer } from "@durable/core/runner";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { runScript } from "@durable/test-utils/processes";
-import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
+import { leaseOperations, postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
 
 const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
 const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");
@@ -131,6 +131,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
           for await (const _ of store.listUnfinished("f")) void _;
         },
       ],
+      ...Object.entries(leaseOperations(store)),
     ];
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
