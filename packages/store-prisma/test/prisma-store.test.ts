@@ -7,7 +7,8 @@ import { InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/sto
 import { sealCheckpoint, Sealer } from "@durable/core/runner";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { runScript } from "@durable/test-utils/processes";
-import { leaseOperations, postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
+import { everyOperation } from "@durable/test-utils/blackhole";
+import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
 
 const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
 const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");
@@ -108,31 +109,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
 
   it("a store whose tables were never made says to migrate, on one line, and not to wait for the database", async () => {
     const store = new PrismaCheckpointStore(url(), { tablePrefix: "never_" });
-    const row = sealCheckpoint(sealer, {
-      runId: "r",
-      step: 0,
-      status: "running",
-      segment: 0,
-      flow: "f",
-      kind: "flow",
-      identity: {},
-      calls: [0],
-      data: {},
-    });
-    const attempts: Array<[string, () => Promise<unknown>]> = [
-      ["save", () => store.save("r", 0, row)],
-      ["latest", () => store.latest("r")],
-      ["recordCall", () => store.recordCall("r", 0, 0, "sealed")],
-      ["calls", () => store.calls("r")],
-      ["delete", () => store.delete("r")],
-      [
-        "listUnfinished",
-        async () => {
-          for await (const _ of store.listUnfinished("f")) void _;
-        },
-      ],
-      ...Object.entries(leaseOperations(store)),
-    ];
+    const attempts = Object.entries(everyOperation(store));
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
         () => undefined,
