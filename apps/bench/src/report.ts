@@ -60,8 +60,8 @@ export function report(results: readonly StoreResult[]): string {
       s.recovery.map((r) => [r.records, r.recoverMs, r.perRecordUs]),
     );
     table(
-      ["unfinished runs", "recoverAll s", "µs per run", "peak heap MB", "retained B per run"],
-      s.recoverAll.map((r) => [r.runs, r.seconds, r.perRunUs, r.peakHeapMb, r.retainedBytesPerRun]),
+      ["unfinished runs", "recoverEach s", "µs per run", "peak heap MB", "retained B per run"],
+      s.recoverEach.map((r) => [r.runs, r.seconds, r.perRunUs, r.peakHeapMb, r.retainedBytesPerRun]),
     );
   }
   return lines.join("\n").trimEnd();

@@ -25,8 +25,8 @@ export interface SweepFigures {
   readonly stateSize: Array<{ bytes: number; saveMs: number }>;
   readonly callsPerSuperstep: Array<{ calls: number; runMs: number; perCallUs: number }>;
   readonly recovery: Array<{ records: number; recoverMs: number; perRecordUs: number }>;
-  /** Peak heap above the start while it runs (garbage included); what the results retain after a collection (with --expose-gc). */
-  readonly recoverAll: Array<{
+  /** `recoverEach`, streaming: peak heap above the start while it runs (garbage included); what stays after a collection (with --expose-gc). */
+  readonly recoverEach: Array<{
     runs: number;
     seconds: number;
     perRunUs: number;
@@ -43,7 +43,7 @@ export async function sweep(store: () => Promise<CheckpointStore>, sizes: SweepS
     stateSize: await stateSizes(await store(), sizes.stateBytes),
     callsPerSuperstep: await superstepCalls(await store(), sizes.callsPerSuperstep),
     recovery: await recoveries(await store(), sizes.recoveredCalls),
-    recoverAll: await recoverAlls(store, sizes.unfinishedRuns),
+    recoverEach: await recoverEaches(store, sizes.unfinishedRuns),
   };
 }
 
@@ -112,8 +112,8 @@ const one = new Flow("one", { state: z.object({ n: z.number() }) })
   .node("work", async (s, ctx) => ({ n: s.n + Number(await ctx.call("work", { i: s.n })) }))
   .end("work");
 
-/** `recoverAll` over runs cut off after their one call: time, and the heap's peak above where it started. */
-async function recoverAlls(store: () => Promise<CheckpointStore>, sizes: readonly number[]) {
+/** `recoverEach` over runs cut off after their one call, 8 at once: time, and the heap's peak above where it started. */
+async function recoverEaches(store: () => Promise<CheckpointStore>, sizes: readonly number[]) {
   const out = [];
   for (const runs of sizes) {
     const own = await store();
@@ -129,14 +129,16 @@ async function recoverAlls(store: () => Promise<CheckpointStore>, sizes: readonl
     let peak = base;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 10);
     const start = performance.now();
-    const results = await runner(own).recoverAll(one);
+    let recovered = 0;
+    for await (const settled of runner(own).recoverEach(one)) {
+      if (!settled.ok) throw new Error(`recoverEach failed run ${settled.item}: ${String(settled.error)}`);
+      recovered += 1;
+    }
     const seconds = (performance.now() - start) / 1000;
     clearInterval(sampler);
     peak = Math.max(peak, process.memoryUsage().heapUsed);
-    const failed = [...results.values()].filter((r) => r instanceof Error).length;
-    if (results.size !== runs || failed > 0)
-      throw new Error(`recoverAll recovered ${results.size - failed} of ${runs} runs`);
-    // What stays once garbage is collected while the results are still held: the map of every run's result.
+    if (recovered !== runs) throw new Error(`recoverEach recovered ${recovered} of ${runs} runs`);
+    // What stays once garbage is collected: nothing of the runs, since no result is held.
     collectGarbage();
     const retained = process.memoryUsage().heapUsed - base;
     out.push({
@@ -146,7 +148,6 @@ async function recoverAlls(store: () => Promise<CheckpointStore>, sizes: readonl
       peakHeapMb: round((peak - base) / 2 ** 20, 1),
       retainedBytesPerRun: round(retained / runs, 0),
     });
-    void results;
     await own.close();
   }
   return out;
