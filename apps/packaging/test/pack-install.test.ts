@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import {
   copyFileSync,
   mkdirSync,
@@ -12,6 +12,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Packs every published package, then installs some of the tarballs with plain npm
@@ -59,15 +60,16 @@ beforeAll(() => {
   }
 }, 120_000);
 
-function project(name: string, packages: string[], extra: string[] = []): string {
+/** Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the tests run at once. */
+async function project(name: string, packages: string[], extra: string[] = []): Promise<string> {
   const dir = join(work, name);
   mkdirSync(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `try-${name}`, private: true, type: "module" }));
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", ...packages.map((p) => tarballs.get(p)!), ...extra], {
-    cwd: dir,
-    stdio: "pipe",
-    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds },
-  });
+  await promisify(execFile)(
+    "npm",
+    ["install", "--no-audit", "--no-fund", ...packages.map((p) => tarballs.get(p)!), ...extra],
+    { cwd: dir, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds } },
+  );
   return dir;
 }
 
@@ -195,11 +197,11 @@ const INSTALLS: Install[] = [
 ];
 
 describe("installing from the packed tarballs with npm", () => {
-  it.each(INSTALLS)(
+  it.concurrent.each(INSTALLS)(
     "@durable/core, @durable/flow and @durable/$name run a durable flow, with only its own driver and types that compile",
-    ({ store, extra, brings, run, other }) => {
+    async ({ store, extra, brings, run, other }) => {
       const types = `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`;
-      const dir = project(run, ["core", "flow", store], ["zod@4.6.7", types, ...extra()]);
+      const dir = await project(run, ["core", "flow", store], ["zod@4.6.7", types, ...extra()]);
       const all = allInstalled(dir);
       for (const driver of DRIVERS) expect(all.has(driver), `${driver} with ${run}`).toBe(brings.includes(driver));
       expect(readdirSync(join(dir, "node_modules", "@durable")).sort()).toEqual(["core", "flow", store].sort());
@@ -228,11 +230,11 @@ describe("installing from the packed tarballs with npm", () => {
     600_000,
   );
 
-  it("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", () => {
+  it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", async () => {
     const ai = `ai@${workspaceVersion("packages/loop", "ai")}`;
     // ai's own declarations import json-schema's types without depending on them: its users add them.
     const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
-    const dir = project("conformance", ["core", "flow", "loop", "conformance"], extra);
+    const dir = await project("conformance", ["core", "flow", "loop", "conformance"], extra);
     compileConsumer(dir, [
       ...CORE_ENTRIES,
       "@durable/flow",
