@@ -14,6 +14,7 @@ import type { Sealer } from "./seal.js";
 import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "./checkpoint-store.js";
 import { eachConcurrently, type Settled } from "./concurrent.js";
 import { leaseTerms } from "./lease.js";
+import { whileDriving } from "./in-flight.js";
 import type { ToolRegistry } from "./tools.js";
 
 /** A run paused for decisions on its pending approvals: what `run`, `recover` and `resume` return then. */
@@ -199,7 +200,11 @@ export class RunDriver<D, R> {
    * replays finished calls, and fails closed on calls in doubt. A paused run
    * comes back as its paused result.
    */
-  async recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+  recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+    return whileDriving(this.#store, runId, () => this.#recover(runId, options));
+  }
+
+  async #recover(runId: string, options: RecoverOptions): Promise<R | PausedResult> {
     const { latest, envelope } = await this.open(runId, options.ctx);
     if (latest.status === "paused") return { status: "paused", runId, step: latest.step, approvals: envelope.pending };
     const claim = { lease: this.#lease, takeOver: options.takeOver };
@@ -246,7 +251,11 @@ export class RunDriver<D, R> {
    * decisions are stored with the claim before any is spent, so one resume
    * wins: a second one of the same pause is `CheckpointConflict`.
    */
-  async resume(opened: OpenedRun<D>, decisions: Decisions, options: RecoverOptions = {}): Promise<R | PausedResult> {
+  resume(opened: OpenedRun<D>, decisions: Decisions, options: RecoverOptions = {}): Promise<R | PausedResult> {
+    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, decisions, options));
+  }
+
+  async #resume(opened: OpenedRun<D>, decisions: Decisions, options: RecoverOptions): Promise<R | PausedResult> {
     const { latest, envelope } = opened;
     if (latest.status !== "paused")
       throw new CheckpointConflict(

@@ -161,8 +161,29 @@ describe("the worker", () => {
     await w.stop();
     expect(await store.leaseOf("r")).toBeUndefined();
     tools.hangInside = undefined;
-    const c = worker(store, "c", tools);
+    const c = worker(new MemoryCheckpointStore({ data }), "c", tools);
     expect(await c.recover(flow, "r")).toMatchObject({ status: "done" });
+  });
+
+  it("never claims a run another drive of the same process holds: every runner of a process shares its lease owner", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    (await insideTool(data, "hold_seats", tools, 100)).cut = true;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const store = new MemoryCheckpointStore({ data });
+    tools.hangInside = "charge_card";
+    const deciding = worker(store, "b", tools).recover(flow, "r", { rerunInDoubt: true });
+    void deciding.catch(() => undefined);
+    await until(() => tools.count("charge_card") === 1);
+    const step = (await store.latest("r")).step;
+    const w = startWorker({ serve: [worker(store, "b", tools).served(flow)], pollMs: 20, stopOnSignals: false });
+    await expect(worker(store, "b", tools).recover(flow, "r", { takeOver: true })).rejects.toThrow(
+      /drives the run already/,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await w.stop();
+    expect((await store.latest("r")).step).toBe(step);
+    expect(tools.count("charge_card")).toBe(1);
   });
 
   it("recoverEach recovers runs concurrently: one run whose tool hangs does not hold up the others", async () => {

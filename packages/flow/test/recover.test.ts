@@ -6,6 +6,7 @@ import {
   type DurableEvent,
   FlowError,
   IdentityMismatch,
+  type MemoryData,
   RecoveryNeedsDecision,
   ToolRegistry,
 } from "@durable/core";
@@ -27,13 +28,15 @@ async function crashedAfterStep(store: MemoryCheckpointStore, tools: Tools, runI
 
 describe("recovery", () => {
   it("of two runners recovering one run at once, one wins; the other gets CheckpointConflict before running any tool", async () => {
-    const store = new MemoryCheckpointStore();
+    // Two connections to one store, as two workers have: the store's compare-and-set decides.
+    const data: MemoryData = new Map();
+    const store = new MemoryCheckpointStore({ data });
     const tools = new Tools();
     await crashedAfterStep(store, tools, "r", 1);
     const before = tools.count("charge_card");
     const results = await Promise.allSettled([
       runnerOn(store, tools.registry()).recover(ticketsFlow(), "r"),
-      runnerOn(store, tools.registry()).recover(ticketsFlow(), "r"),
+      runnerOn(new MemoryCheckpointStore({ data }), tools.registry()).recover(ticketsFlow(), "r"),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
