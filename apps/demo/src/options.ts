@@ -10,8 +10,9 @@ import { DEFAULT_STORE } from "@durable-apps/shared/store-url";
 export const DEMO_COMMAND = {
   command: "pnpm demo",
   about:
-    "the main job: a durable run survives its worker. Worker 1 runs order after order and dies (SIGKILL) inside email_tickets of the last one; " +
-    "worker 2, a new process, recovers it: finished calls replay from the log, the call in doubt waits for your decision, and the card is charged once.",
+    "the main job: a durable run survives its worker. Worker 2 starts first, a standing worker serving the tickets flow; " +
+    "worker 1 runs order after order and dies (SIGKILL) inside email_tickets of the last one. When that run's lease runs out (3 s), " +
+    "worker 2 takes it over by itself: finished calls replay from the log, the call in doubt waits for your decision, and the card is charged once.",
   options: {
     store: {
       type: "string",

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { readJsonlEvents } from "@durable/core";
+import { type DurableEvent, readJsonlEvents } from "@durable/core";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "durable-demo-test-"));
@@ -27,34 +27,86 @@ function demoIn(tmp: string | undefined, ...args: string[]): string {
   });
 }
 
+/** The events of one demo's run, by type. */
+function eventsOf(log: string, runId: string, type: DurableEvent["type"]): DurableEvent[] {
+  return readJsonlEvents(log).filter((e) => e.runId === runId && e.type === type);
+}
+
 describe("the demo, with real worker processes", () => {
   it(
-    "worker 1 dies inside email_tickets; worker 2 finds it in doubt, reruns it when told, and the card is charged once",
+    "worker 2 serves first; worker 1 dies inside email_tickets; once its lease runs out worker 2 takes the run over, reruns the call when told, and the card is charged once",
     () => {
       const out = demo("--store", `sqlite:${join(dir, "a.db")}`, "--rerun-in-doubt");
-      expect(out).toMatch(/worker 1 \| order-3-\w+: inside email_tickets: the worker dies now \(SIGKILL\)/);
+      const [, second = ""] = out.match(/^worker 2 \| worker id (\S+), leases of 3 s: serves flow tickets/m) ?? [];
+      const [, first = ""] = out.match(/^worker 1 \| worker id (\S+), leases of 3 s: runs 3 order\(s\)/m) ?? [];
+      expect(second).not.toBe("");
+      expect(first).not.toBe("");
+      expect(out.indexOf("worker 2 | worker id")).toBeLessThan(out.indexOf("worker 1 | worker id"));
+      const [, runId = ""] =
+        out.match(/worker 1 \| (order-3-\w+): inside email_tickets: the worker dies now \(SIGKILL\)/) ?? [];
+      expect(runId).not.toBe("");
       expect(out).toContain("(worker 1 exited: SIGKILL)");
-      expect(out).toMatch(/worker 2 \| order-3-\w+: in doubt: email_tickets \(started with no result\)/);
-      expect(out).toMatch(/worker 2 \| order-3-\w+: done, mailed the tickets for Hamlet/);
-      expect(out).toMatch(/ran again: email_tickets/);
-      expect(out).toContain("recovered 1 run(s)");
+      const held = out.match(
+        new RegExp(
+          `worker 2 \\| ${runId}: held by another worker, (\\S+), until (\\d\\d:\\d\\d:\\d\\d\\.\\d{3}) \\(lease 3 s, not renewed since [\\d:.]+\\): claimable in \\d\\.\\d s`,
+        ),
+      );
+      expect(held?.[1]).toBe(first);
+      const expiry = held?.[2] ?? "";
+      expect(out).toContain(`worker 2 | ${runId}: its lease ran out at ${expiry}: took it over at `);
+      expect(out).toMatch(
+        new RegExp(`${runId}: its lease ran out at .+, step 3, as ${second.replace(/[.]/g, "\\.")}\n`),
+      );
+      expect(out).toContain(`worker 2 | ${runId}: in doubt: email_tickets (started with no result)`);
+      expect(out).toMatch(
+        new RegExp(
+          `worker 2 \\| ${runId}: claimed it at step 4 as operator@\\d+; replayed from the log: none; ran again: email_tickets`,
+        ),
+      );
+      expect(out).toContain(`worker 2 | ${runId}: done, mailed the tickets for Hamlet`);
+      // Not "lost: 0": the worker may race the operator's claim of the decided run, and the store refuses it (LeaseHeld).
+      expect(out).toContain("recovered 1 run(s); claims lost to another worker: ");
       expect(out).toContain("card log: 3 charge(s) for 3 order(s); charged twice: none");
-      const events = readJsonlEvents(join(dir, "a.db.events.jsonl"));
+      expect(out).toContain(`runs taken over: ${runId}; worker 1 died in ${runId}`);
+
+      const log = join(dir, "a.db.events.jsonl");
+      const events = readJsonlEvents(log);
+      // Only the run worker 1 died in was claimed again, and only after its lease ran out.
+      expect(new Set(events.filter((e) => e.type === "run.needs-decision").map((e) => e.runId))).toEqual(
+        new Set([runId]),
+      );
       const recovered = events.filter((e) => e.type === "run.recovered");
       expect(recovered).toHaveLength(1);
-      expect(recovered[0]).toMatchObject({ kind: "flow", rerun: [{ tool: "email_tickets" }] });
+      expect(recovered[0]).toMatchObject({ runId, kind: "flow", step: 4, rerun: [{ tool: "email_tickets" }] });
+      const saves = eventsOf(log, runId, "checkpoint.saved");
+      const [claim] = eventsOf(log, runId, "run.needs-decision");
+      const lastOfWorker1 = saves.filter((e) => e.type === "checkpoint.saved" && e.step === 2)[0];
+      expect(Date.parse(claim?.at ?? "")).toBeGreaterThanOrEqual(Date.parse(lastOfWorker1?.at ?? "") + 2_900);
       expect(events.filter((e) => e.type === "run.done")).toHaveLength(3);
     },
     SLOW,
   );
 
   it(
-    "without a decision and with no terminal to ask in, leaves the call in doubt",
+    "without a decision and with no terminal to ask in, takes the run over, leaves the call in doubt and exits 0; worker 1's live runs are never claimed",
     () => {
-      const out = demo("--store", `sqlite:${join(dir, "b.db")}`, "--runs", "1");
-      expect(out).toMatch(/in doubt: email_tickets/);
+      const out = demo("--store", `sqlite:${join(dir, "b.db")}`, "--runs", "30");
+      const [, runId = ""] = out.match(/(order-30-\w+): inside email_tickets/) ?? [];
+      expect(out).toMatch(new RegExp(`${runId}: held by another worker, .+ until `));
+      expect(out).toMatch(new RegExp(`${runId}: its lease ran out at .+: took it over at .+, step 3, as `));
+      expect(out).toContain(`${runId}: in doubt: email_tickets (started with no result)`);
       expect(out).toContain("left in doubt: no terminal to ask");
-      expect(out).toContain("card log: 1 charge(s) for 1 order(s)");
+      expect(out).toContain("recovered 0 run(s); claims lost to another worker: 0");
+      expect(out).toContain("card log: 30 charge(s) for 30 order(s); charged twice: none");
+      expect(out).toContain(`runs taken over: ${runId}; worker 1 died in ${runId}`);
+      const events = readJsonlEvents(join(dir, "b.db.events.jsonl"));
+      const claimed = events.filter((e) => e.type === "run.needs-decision" || e.type === "run.recovered");
+      expect(claimed.map((e) => e.runId)).toEqual([runId]);
+      // Each run started once and every finished run is done once: no step of worker 1's ran twice.
+      expect(events.filter((e) => e.type === "checkpoint.saved" && e.step === 0)).toHaveLength(30);
+      const done = events.filter((e) => e.type === "run.done").map((e) => e.runId);
+      expect(new Set(done).size).toBe(29);
+      expect(done).toHaveLength(29);
     },
     SLOW,
   );
