@@ -1,0 +1,161 @@
+/**
+ * The soak's ledger: one file every worker process appends to, one line per
+ * thing it did, with its pid and the time (every process reads the same
+ * clock). The verdict reads it instead of the store: when each tool ran and
+ * by whom, which runs each worker claimed, which calls it found in doubt.
+ *
+ *   S <exec> <pid> <ms> <run> <call> <tool> <key>   a tool execution began
+ *   E <exec> <pid> <ms>                             and ended
+ *   C <pid> <ms> <run>                              a worker claimed a run (started it, or recovered it)
+ *   D <pid> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt
+ *   R <pid> <ms> <run> <call>                       a recovery replayed a finished call from the log
+ *   L <pid> <ms> <run>                              the store refused a claim: another worker's lease was live
+ *   T <pid> <ms> <run>                              a claim with takeOver (the workers never make one)
+ *   G <pid> <ms>                                    a stopping worker gave up the runs it still had
+ */
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+
+/** One execution of a tool: `end` is missing when its worker died inside it. */
+export interface Execution {
+  readonly pid: number;
+  readonly start: number;
+  end?: number;
+  readonly runId: string;
+  readonly callId: string;
+  readonly tool: string;
+  readonly key: string;
+}
+
+/** A run's calls a claim found in doubt, and when. */
+export interface InDoubtReport {
+  readonly pid: number;
+  readonly at: number;
+  readonly runId: string;
+  readonly calls: readonly { readonly callId: string; readonly tool: string }[];
+}
+
+/** Something a worker did to a run at a time: claimed it, or began one of its tools. */
+export interface Touch {
+  readonly pid: number;
+  readonly at: number;
+}
+
+/** The ledger as the verdict reads it. */
+export interface LedgerEntries {
+  readonly executions: readonly Execution[];
+  /** Per run: its claims and tool executions, in the order they were written. */
+  readonly touches: ReadonlyMap<string, readonly Touch[]>;
+  readonly inDoubt: readonly InDoubtReport[];
+  /** `<run> <call>` of each call a recovery replayed. */
+  readonly replayed: ReadonlySet<string>;
+  /** When each worker that gave up runs on stopping did so. */
+  readonly gaveUp: ReadonlyMap<number, number>;
+  readonly leaseHeld: number;
+  readonly takeOvers: number;
+}
+
+/** What one worker process writes to the ledger. */
+export class LedgerWriter {
+  readonly #path: string;
+  #executions = 0;
+
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  /** Writes the start of a tool's execution; the returned function writes its end. */
+  execution(runId: string, callId: string, tool: string, key: string): () => void {
+    const exec = `${process.pid}.${++this.#executions}`;
+    this.#write(`S ${exec} ${process.pid} ${Date.now()} ${runId} ${callId} ${tool} ${key}`);
+    return () => this.#write(`E ${exec} ${process.pid} ${Date.now()}`);
+  }
+
+  claimed(runId: string): void {
+    this.#event("C", runId);
+  }
+
+  /** `claimedAt`: when the claim that found them was sent, so a claim made after it is never taken for one before it. */
+  inDoubt(runId: string, claimedAt: number, calls: readonly { callId: string; tool: string }[]): void {
+    const list = calls.map((call) => `${call.callId}:${call.tool}`).join(",");
+    this.#write(`D ${process.pid} ${claimedAt} ${runId} ${list}`);
+  }
+
+  replayed(runId: string, callId: string): void {
+    this.#event("R", runId, callId);
+  }
+
+  leaseHeld(runId: string): void {
+    this.#event("L", runId);
+  }
+
+  tookOver(runId: string): void {
+    this.#event("T", runId);
+  }
+
+  gaveUp(): void {
+    this.#write(`G ${process.pid} ${Date.now()}`);
+  }
+
+  #event(kind: string, runId: string, more?: string): void {
+    this.#write(`${kind} ${process.pid} ${Date.now()} ${runId}${more === undefined ? "" : ` ${more}`}`);
+  }
+
+  #write(line: string): void {
+    // One short append per line: lines of concurrent processes never interleave.
+    appendFileSync(this.#path, `${line}\n`);
+  }
+}
+
+/** Reads every line the workers wrote; a line cut short by a kill (the last one of a process) is skipped. */
+export function readLedger(path: string): LedgerEntries {
+  const executions = new Map<string, Execution>();
+  const touches = new Map<string, Touch[]>();
+  const inDoubt: InDoubtReport[] = [];
+  const replayed = new Set<string>();
+  const gaveUp = new Map<number, number>();
+  let leaseHeld = 0;
+  let takeOvers = 0;
+  const touch = (runId: string, pid: number, at: number) => {
+    const list = touches.get(runId) ?? [];
+    list.push({ pid, at });
+    touches.set(runId, list);
+  };
+  const text = existsSync(path) ? readFileSync(path, "utf8") : "";
+  for (const line of text.split("\n")) {
+    const [kind, ...fields] = line.split(" ");
+    if (kind === "S" && fields.length === 7) {
+      const [exec, pid, at, runId, callId, tool, key] = fields as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
+      executions.set(exec, { pid: Number(pid), start: Number(at), runId, callId, tool, key });
+      touch(runId, Number(pid), Number(at));
+    } else if (kind === "E" && fields.length === 3) {
+      const execution = executions.get(fields[0] as string);
+      if (execution !== undefined) execution.end = Number(fields[2]);
+    } else if (kind === "G" && fields.length === 2) {
+      gaveUp.set(Number(fields[0]), Number(fields[1]));
+    } else if (fields.length >= 3) {
+      const [pid, at, runId, more = ""] = fields as [string, string, string, string | undefined];
+      if (kind === "C") touch(runId, Number(pid), Number(at));
+      if (kind === "D") inDoubt.push({ pid: Number(pid), at: Number(at), runId, calls: parseCalls(more) });
+      if (kind === "R") replayed.add(`${runId} ${more}`);
+      if (kind === "L") leaseHeld += 1;
+      if (kind === "T") takeOvers += 1;
+    }
+  }
+  return { executions: [...executions.values()], touches, inDoubt, replayed, gaveUp, leaseHeld, takeOvers };
+}
+
+function parseCalls(text: string): { callId: string; tool: string }[] {
+  return text.split(",").map((pair) => {
+    // A call id holds colons itself; the tool is after the last one.
+    const at = pair.lastIndexOf(":");
+    return { callId: pair.slice(0, at), tool: pair.slice(at + 1) };
+  });
+}
