@@ -4,13 +4,13 @@ import type { Client, Sql } from "./client.js";
 import type { Provider, Tables } from "./tables.js";
 
 /** One shipped migration: its folder name and its SQL. */
-interface Migration {
+export interface Migration {
   readonly name: string;
   readonly sql: string;
 }
 
 /** The migrations shipped for a provider, in order (`migrations/<provider>/<name>/migration.sql`). */
-function shippedMigrations(provider: Provider): Migration[] {
+export function shippedMigrations(provider: Provider): Migration[] {
   const root = new URL(`../migrations/${provider}/`, import.meta.url);
   return readdirSync(root)
     .sort()
@@ -23,9 +23,14 @@ function shippedMigrations(provider: Provider): Migration[] {
  * PostgreSQL it runs under an advisory lock of this schema and prefix, in one
  * transaction; on SQLite in one transaction that takes the write lock first.
  * Several processes migrating one database at once all succeed; the schema is
- * applied once. Returns the names it applied.
+ * applied once. Returns the names it applied. `migrations` are the shipped
+ * ones; a test passes the first few to make the database of an older version.
  */
-export async function migrate(db: Tables, client: Client): Promise<string[]> {
+export async function migrate(
+  db: Tables,
+  client: Client,
+  migrations: readonly Migration[] = shippedMigrations(db.provider),
+): Promise<string[]> {
   const run = () =>
     client.$transaction(
       async (tx) => {
@@ -46,7 +51,7 @@ export async function migrate(db: Tables, client: Client): Promise<string[]> {
           )`,
         );
         if (db.provider === "sqlite") await tx.$executeRawUnsafe(`DELETE FROM ${db.tables.migrations} WHERE 0`);
-        return applyPending(db, tx);
+        return applyPending(db, tx, migrations);
       },
       { maxWait: 30_000, timeout: 60_000 },
     );
@@ -62,13 +67,13 @@ export async function migrate(db: Tables, client: Client): Promise<string[]> {
   }
 }
 
-async function applyPending(db: Tables, tx: Sql): Promise<string[]> {
+async function applyPending(db: Tables, tx: Sql, migrations: readonly Migration[]): Promise<string[]> {
   const rows = await tx.$queryRawUnsafe<Array<{ migration_name: string }>>(
     `SELECT "migration_name" FROM ${db.tables.migrations} WHERE "rolled_back_at" IS NULL`,
   );
   const applied = new Set(rows.map((r) => r.migration_name));
   const done: string[] = [];
-  for (const migration of shippedMigrations(db.provider)) {
+  for (const migration of migrations) {
     if (applied.has(migration.name)) continue;
     const sql = migration.sql.replaceAll("__SCHEMA__", db.schema).replaceAll("__PREFIX__", db.prefix);
     const statements = statementsOf(sql);

@@ -3,11 +3,18 @@ import {
   CheckpointNotFound,
   type CheckpointRow,
   type CheckpointStore,
-  type DurableError,
+  checkLeaseTerms,
+  claimRefusal,
+  DurableError,
   isEnded,
+  type Lease,
+  type LeaseClaim,
+  leaseAfterSave,
+  type LeaseTerms,
+  type LeaseView,
+  type ListOptions,
   recordRefusal,
-  type RunKind,
-  type RunStatus,
+  renewRefusal,
   saveRefusal,
   type StoredCall,
   type StoredCheckpoint,
@@ -22,28 +29,22 @@ import {
   type PrismaClientStoreOptions,
   type PrismaStoreOptions,
 } from "./connection.js";
+import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
+import { type LeaseColumns, leaseFrom, leaseValues, lockRun } from "./locked-run.js";
 import { migrate } from "./migrate.js";
 import type { Tables } from "./tables.js";
 
-interface RunRow {
-  flow: string;
-  kind: RunKind;
-  step: number;
-  status: RunStatus;
-  segment: number;
-  segment_calls: number;
-}
-
 const PAGE = 500;
-/** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
-const UNFINISHED_IN = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
+/** The statuses of a run that goes on. */
+const UNFINISHED_IN = sqlList(UNFINISHED);
 
 /**
  * A `CheckpointStore` on PostgreSQL or SQLite through Prisma 7's client and
- * driver adapters. Compare-and-set, claims and fencing are one conditional
- * `UPDATE` of the run's row plus one `INSERT`, in a short transaction that
- * holds no lock while user code runs. Call `migrate()` once before use.
+ * driver adapters. A save locks the run's row, reads it with its lease and
+ * the database's clock, lets the protocol's rules decide, then updates the
+ * row and inserts the checkpoint, in a short transaction that holds no lock
+ * while user code runs. Call `migrate()` once before use.
  *
  * `new PrismaCheckpointStore(url)` opens a client of its own, with the driver
  * adapter of the URL (an optional peer: `@prisma/adapter-pg` or
@@ -86,43 +87,45 @@ export class PrismaCheckpointStore implements CheckpointStore {
     return this.#bounded("migrate", async () => migrate(this.#db, await this.#db.client()));
   }
 
-  async save(runId: string, step: number, checkpoint: CheckpointRow): Promise<void> {
+  async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    checkLeaseTerms(lease);
     const { status, segment, flow, kind, sealed } = checkpoint;
     const t = this.#db.tables;
-    await this.#tx("save", async (tx) => {
+    await this.#tx<undefined>("save", async (tx) => {
+      const run = await lockRun(this.#db, tx, runId);
+      const refused =
+        saveRefusal(runId, step, checkpoint, run.head) ??
+        claimRefusal(runId, checkpoint, run.head, run.lease, lease, run.now);
+      if (refused !== undefined) return refused;
+      const [owner, expiresAt] = leaseValues(leaseAfterSave(checkpoint, lease, run.now));
+      // The row is locked and the rules passed; the step in the WHERE keeps the write a compare-and-set all the same.
       const moved =
         step === 0
           ? await this.#exec(
               tx,
-              `INSERT INTO ${t.runs} ("run_id", "flow", "kind", "step", "status", "segment", "segment_calls") VALUES (?, ?, ?, 0, ?, ?, 0) ON CONFLICT ("run_id") DO NOTHING`,
+              `INSERT INTO ${t.runs} ("run_id", "flow", "kind", "step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at") VALUES (?, ?, ?, 0, ?, ?, 0, ?, ?) ON CONFLICT ("run_id") DO NOTHING`,
               runId,
               flow,
               kind,
               status,
               segment,
+              owner,
+              expiresAt,
             )
           : await this.#exec(
               tx,
-              `UPDATE ${t.runs} SET "step" = ?, "status" = ?, "segment_calls" = CASE WHEN "segment" = ? THEN "segment_calls" ELSE 0 END, "segment" = ?
-               WHERE "run_id" = ? AND "step" = ? AND "status" IN ${UNFINISHED_IN} AND "flow" = ? AND "kind" = ? AND "segment" <= ?`,
+              `UPDATE ${t.runs} SET "step" = ?, "status" = ?, "segment_calls" = CASE WHEN "segment" = ? THEN "segment_calls" ELSE 0 END, "segment" = ?, "lease_owner" = ?, "lease_expires_at" = ?
+               WHERE "run_id" = ? AND "step" = ?`,
               step,
               status,
               segment,
               segment,
+              owner,
+              expiresAt,
               runId,
               step - 1,
-              flow,
-              kind,
-              segment,
             );
-      if (moved === 0) {
-        const run = await this.#run(tx, runId);
-        // Another transaction may have moved the row between the UPDATE and this read: then it took the step.
-        return (
-          saveRefusal(runId, step, checkpoint, run) ??
-          new CheckpointConflict(runId, `step ${step} was taken by another worker.`)
-        );
-      }
+      if (moved === 0) return new CheckpointConflict(runId, `step ${step} was taken by another worker.`);
       await this.#exec(
         tx,
         `INSERT INTO ${t.checkpoints} ("run_id", "step", "status", "segment", "flow", "kind", "sealed") VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -138,6 +141,48 @@ export class PrismaCheckpointStore implements CheckpointStore {
     });
   }
 
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    checkLeaseTerms(terms);
+    return this.#tx<Lease>("renew", async (tx) => {
+      const run = await lockRun(this.#db, tx, runId);
+      const refused = renewRefusal(runId, segment, terms.owner, run.head, run.lease);
+      if (refused !== undefined) return refused;
+      const lease = { owner: terms.owner, expiresAt: run.now + terms.ms };
+      await this.#exec(
+        tx,
+        `UPDATE ${this.#db.tables.runs} SET "lease_owner" = ?, "lease_expires_at" = ? WHERE "run_id" = ?`,
+        ...leaseValues(lease),
+        runId,
+      );
+      return lease;
+    });
+  }
+
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    // One conditional UPDATE: a released lease (NULL) never equals the owner.
+    await this.#tx<undefined>("release", async (tx) => {
+      await this.#exec(
+        tx,
+        `UPDATE ${this.#db.tables.runs} SET "lease_owner" = NULL, "lease_expires_at" = NULL WHERE "run_id" = ? AND "segment" = ? AND "lease_owner" = ?`,
+        runId,
+        segment,
+        owner,
+      );
+      return undefined;
+    });
+  }
+
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    const rows = await this.#query<LeaseColumns & { now: number | bigint }>(
+      "leaseOf",
+      `SELECT "lease_owner", "lease_expires_at", ${this.#db.now} AS "now" FROM ${this.#db.tables.runs} WHERE "run_id" = ?`,
+      runId,
+    );
+    const row = rows[0];
+    const lease = row === undefined ? undefined : leaseFrom(row);
+    return row === undefined || lease === undefined ? undefined : { ...lease, now: Number(row.now) };
+  }
+
   async latest(runId: string): Promise<StoredCheckpoint> {
     const rows = await this.#query<StoredCheckpoint>(
       "latest",
@@ -149,7 +194,16 @@ export class PrismaCheckpointStore implements CheckpointStore {
     return { ...row, step: Number(row.step), segment: Number(row.segment) };
   }
 
-  async *listUnfinished(flow: string): AsyncIterable<string> {
+  async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+    if (options.claimable === true) {
+      for (let cursor = FIRST_CLAIMABLE; ; ) {
+        const { query, values } = claimableQuery(this.#db, flow, cursor, PAGE);
+        const page = claimablePage(await this.#query<ClaimableRow>("listUnfinished", query, ...values), cursor, PAGE);
+        yield* page.ids;
+        if (page.next === undefined) return;
+        cursor = page.next;
+      }
+    }
     let after = "";
     for (;;) {
       const rows = await this.#query<{ run_id: string }>(
@@ -167,7 +221,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async delete(runId: string): Promise<void> {
     const t = this.#db.tables;
-    await this.#tx("delete", async (tx) => {
+    await this.#tx<undefined>("delete", async (tx) => {
       for (const table of [t.calls, t.checkpoints, t.runs])
         await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
       return undefined;
@@ -176,7 +230,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     const t = this.#db.tables;
-    await this.#tx("recordCall", async (tx) => {
+    await this.#tx<undefined>("recordCall", async (tx) => {
       const moved = await this.#exec(
         tx,
         `UPDATE ${t.runs} SET "segment_calls" = "segment_calls" + 1 WHERE "run_id" = ? AND "segment" = ? AND "segment_calls" = ? AND "status" IN ${UNFINISHED_IN}`,
@@ -195,12 +249,12 @@ export class PrismaCheckpointStore implements CheckpointStore {
         );
         return undefined;
       }
-      const run = await this.#run(tx, runId);
+      const run = (await lockRun(this.#db, tx, runId)).head;
       const refused =
-        recordRefusal(runId, segment, seq, run, run?.segment_calls ?? 0) ??
+        recordRefusal(runId, segment, seq, run, run?.segmentCalls ?? 0) ??
         new CheckpointConflict(runId, `call record ${seq} of segment ${segment} was taken by another worker.`);
       // A retry of a record that was applied is applied once.
-      if (run !== undefined && run.segment === segment && seq < run.segment_calls && !isEnded(run.status)) {
+      if (run !== undefined && run.segment === segment && seq < run.segmentCalls && !isEnded(run.status)) {
         const same = await tx.$queryRawUnsafe<unknown[]>(
           this.#db.sql(`SELECT 1 FROM ${t.calls} WHERE "run_id" = ? AND "segment" = ? AND "seq" = ? AND "sealed" = ?`),
           runId,
@@ -228,19 +282,6 @@ export class PrismaCheckpointStore implements CheckpointStore {
     await this.#db.release();
   }
 
-  async #run(tx: Sql, runId: string): Promise<RunRow | undefined> {
-    const rows = await tx.$queryRawUnsafe<RunRow[]>(
-      this.#db.sql(
-        `SELECT "flow", "kind", "step", "status", "segment", "segment_calls" FROM ${this.#db.tables.runs} WHERE "run_id" = ?`,
-      ),
-      runId,
-    );
-    const row = rows[0];
-    return row === undefined
-      ? undefined
-      : { ...row, step: Number(row.step), segment: Number(row.segment), segment_calls: Number(row.segment_calls) };
-  }
-
   #exec(tx: Sql, query: string, ...values: unknown[]): Promise<number> {
     return tx.$executeRawUnsafe(this.#db.sql(query), ...values);
   }
@@ -250,11 +291,12 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * nothing, so the commit is empty) and thrown once the transaction ended,
    * so driver failures and refusals stay apart.
    */
-  async #tx(what: string, fn: (tx: Sql) => Promise<DurableError | undefined>): Promise<void> {
-    const refused = await this.#bounded(what, async () =>
+  async #tx<T>(what: string, fn: (tx: Sql) => Promise<T | DurableError>): Promise<T> {
+    const result = await this.#bounded(what, async () =>
       (await this.#db.client()).$transaction(fn, { maxWait: 10_000, timeout: 10_000 }),
     );
-    if (refused !== undefined) throw refused;
+    if (result instanceof DurableError) throw result;
+    return result;
   }
 
   #query<T>(what: string, query: string, ...values: unknown[]): Promise<T[]> {

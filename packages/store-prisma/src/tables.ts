@@ -19,9 +19,19 @@ export interface Tables {
   readonly prefix: string;
   /** The SQL with `?` placeholders, as the dialect numbers them. */
   sql(query: string): string;
+  /**
+   * The store's clock in SQL: the database's time, in whole ms since the
+   * epoch, read when the statement runs (never the worker's clock, which may drift).
+   */
+  readonly now: string;
   /** A 32-bit key for PostgreSQL's advisory lock over this schema and prefix. */
   readonly lockKey: number;
 }
+
+// clock_timestamp(), not now(): now() is the time the transaction started.
+const POSTGRES_NOW = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+// Rounded: the seconds are a double, and ms × 1000 may land a hair below the whole number.
+const SQLITE_NOW = "CAST(round(unixepoch('subsec') * 1000) AS INTEGER)";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
@@ -59,6 +69,7 @@ export function tablesOf(
             return query.replace(/\?/g, () => `$${++n}`);
           }
         : (query) => query,
+    now: provider === "postgresql" ? POSTGRES_NOW : SQLITE_NOW,
     lockKey: schema === undefined ? 0 : createHash("sha1").update(`${schema}.${prefix}`).digest().readInt32BE(0),
   };
 }

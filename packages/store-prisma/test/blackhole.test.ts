@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CheckpointRow, InvalidInput } from "@durable/core/store";
 import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
-import { postgresAnswers, testDatabase } from "./databases.js";
+import { leaseOperations, postgresAnswers, testDatabase } from "./databases.js";
 
 const TIMEOUT = 2500;
 // A busy CI machine may fire the timer late.
@@ -42,7 +42,7 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connec
     const store = new PrismaCheckpointStore(url, { operationTimeoutMs: TIMEOUT, poolSize: 3 });
     await store.latest("r");
     proxy.silence();
-    const operations = { ...everyOperation(store), migrate: () => store.migrate() };
+    const operations = { ...everyOperation(store), ...leaseOperations(store), migrate: () => store.migrate() };
     await expectEachTimesOut(
       operations,
       new RegExp(`did not answer .* within ${TIMEOUT} ms; whether the operation was applied is unknown`),

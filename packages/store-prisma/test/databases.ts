@@ -5,6 +5,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import type { CheckpointStore } from "@durable/core/store";
 import { ownDatabase, type OwnDatabase } from "@durable/test-utils/postgres";
 import { PrismaCheckpointStore } from "../src/index.js";
 
@@ -116,6 +117,18 @@ export function initializer(name: string, url: () => string): ConformanceInitial
       },
     },
     raw,
+  };
+}
+
+/** One call of each lease operation on run "r" (saved at step 0, segment 0), by name: what a store that cannot reach its database must fail. */
+export function leaseOperations(store: CheckpointStore) {
+  return {
+    renew: () => store.renew("r", 0, { owner: "w", ms: 1000 }),
+    release: () => store.release("r", 0, "w"),
+    leaseOf: () => store.leaseOf("r"),
+    "listUnfinished claimable": async () => {
+      for await (const id of store.listUnfinished("f", { claimable: true })) void id;
+    },
   };
 }
 

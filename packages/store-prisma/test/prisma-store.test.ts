@@ -7,7 +7,7 @@ import { InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/sto
 import { sealCheckpoint, Sealer } from "@durable/core/runner";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { runScript } from "@durable/test-utils/processes";
-import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
+import { leaseOperations, postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
 
 const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
 const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");
@@ -47,7 +47,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
   it("migrates a fresh database to exactly the tables and columns of the Prisma models", async () => {
     const target = url();
     const store = new PrismaCheckpointStore(target);
-    expect(await store.migrate()).toEqual(["0001_init"]);
+    expect(await store.migrate()).toEqual(["0001_init", "0002_leases"]);
     expect(await store.migrate()).toEqual([]);
     await store.close();
     const found: Record<string, string[]> = {};
@@ -79,7 +79,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       runs.map((r) => r.stderr).join("\n"),
     ).toEqual([0, 0, 0, 0]);
     const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
-    expect(applied).toEqual(['applied ["0001_init"]', "applied []", "applied []", "applied []"]);
+    expect(applied).toEqual(['applied ["0001_init","0002_leases"]', "applied []", "applied []", "applied []"]);
   }, 120_000);
 
   it("a pool of 2 connections with 50 runs saving at once neither deadlocks nor times out", async () => {
@@ -131,6 +131,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
           for await (const _ of store.listUnfinished("f")) void _;
         },
       ],
+      ...Object.entries(leaseOperations(store)),
     ];
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(

@@ -1,0 +1,76 @@
+import { type Lease, type RunHead, type RunKind, type RunStatus, StoreUnavailable } from "@durable/core/store";
+import type { Sql } from "./client.js";
+import type { Tables } from "./tables.js";
+
+/** A run's row as the protocol's rules read it, with how many records its current segment holds. */
+interface RunState extends RunHead {
+  readonly segmentCalls: number;
+}
+
+/** What a transaction reads of one run under its lock: its row (undefined for an unknown run), its lease, the store's clock. */
+export interface LockedRun {
+  readonly head: RunState | undefined;
+  readonly lease: Lease | undefined;
+  /** The store's clock once the lock was held, in ms since the epoch. */
+  readonly now: number;
+}
+
+/** A run's lease columns as the database returns them (BIGINT may come back as a bigint). */
+export interface LeaseColumns {
+  readonly lease_owner: string | null;
+  readonly lease_expires_at: number | bigint | null;
+}
+
+/** The lease the columns hold: undefined when released (NULL). */
+export function leaseFrom(row: LeaseColumns): Lease | undefined {
+  return row.lease_owner === null || row.lease_expires_at === null
+    ? undefined
+    : { owner: row.lease_owner, expiresAt: Number(row.lease_expires_at) };
+}
+
+/** The values of the lease columns for `lease`: NULLs when it is released. */
+export function leaseValues(lease: Lease | undefined): [string | null, number | null] {
+  return lease === undefined ? [null, null] : [lease.owner, lease.expiresAt];
+}
+
+interface LockedRow extends LeaseColumns {
+  readonly now: number | bigint;
+  readonly flow: string | null;
+  readonly kind: RunKind | null;
+  readonly step: number | bigint | null;
+  readonly status: RunStatus | null;
+  readonly segment: number | bigint | null;
+  readonly segment_calls: number | bigint | null;
+}
+
+/**
+ * Locks the run's row for the rest of the transaction `tx`, then reads it
+ * with its lease and the store's clock, so the rules decide on what no other
+ * transaction can change before this one commits. PostgreSQL locks the row
+ * (`FOR UPDATE`; an unknown run's INSERT is guarded by its primary key);
+ * SQLite begins transactions deferred, so a first write takes the database's
+ * write lock before anything is read. The clock is read after the lock is
+ * held: a wait for it does not age the time the rules see.
+ */
+export async function lockRun(db: Tables, tx: Sql, runId: string): Promise<LockedRun> {
+  if (db.provider === "sqlite") await tx.$executeRawUnsafe(`DELETE FROM ${db.tables.runs} WHERE 0`);
+  const forUpdate = db.provider === "postgresql" ? " FOR UPDATE" : "";
+  // The row is a subquery left-joined to one row, so an unknown run still reads the clock.
+  const rows = await tx.$queryRawUnsafe<LockedRow[]>(
+    db.sql(
+      `SELECT ${db.now} AS "now", "h".* FROM (SELECT 1 AS "one") AS "clock" LEFT JOIN (
+         SELECT "flow", "kind", "step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at"
+         FROM ${db.tables.runs} WHERE "run_id" = ?${forUpdate}
+       ) AS "h" ON true`,
+    ),
+    runId,
+  );
+  const row = rows[0];
+  if (row === undefined) throw new StoreUnavailable("The database returned no row for a query of one row.");
+  const { flow, kind, step, status, segment, segment_calls } = row;
+  const head =
+    flow === null || kind === null || status === null
+      ? undefined
+      : { flow, kind, status, step: Number(step), segment: Number(segment), segmentCalls: Number(segment_calls) };
+  return { head, lease: leaseFrom(row), now: Number(row.now) };
+}
