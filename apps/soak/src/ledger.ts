@@ -27,7 +27,7 @@ export interface Execution {
 }
 
 /** A run's calls a claim found in doubt, and when. */
-export interface InDoubtReport {
+interface InDoubtReport {
   readonly pid: number;
   readonly at: number;
   readonly runId: string;
@@ -35,7 +35,7 @@ export interface InDoubtReport {
 }
 
 /** Something a worker did to a run at a time: claimed it, or began one of its tools. */
-export interface Touch {
+interface Touch {
   readonly pid: number;
   readonly at: number;
 }

@@ -32,8 +32,8 @@ export interface SoakOptions {
   readonly disturb?: (progress: Progress) => Promise<void>;
   /** How long each tool takes, in ms (default a random 0–4 ms). */
   readonly toolMs?: number;
-  /** How long each save and call record waits before it is sent, as if the store were far away (default 0). */
-  readonly writeDelayMs?: number;
+  /** How long each checkpoint save waits before it is sent, as if checkpoints were slow to write (default 0). */
+  readonly saveDelayMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -61,9 +61,9 @@ export const SOAK_DEFAULTS = {
   leaseMs: 2_000,
   // Shorter than most runs' remaining time, so a restarted worker gives some up and another takes them at once.
   stopDeadlineMs: 500,
-  // Tools and writes slow enough that kills land inside tools and between a result and its checkpoint alike.
-  toolMs: 150,
-  writeDelayMs: 25,
+  // Tools and saves slow enough that kills land inside tools and between a result and its checkpoint alike.
+  toolMs: 100,
+  saveDelayMs: 50,
 } as const;
 
 /** Runs the soak on one store: workers killed and restarted at random while they take the runs, then every promise checked. */
@@ -89,7 +89,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
           leaseMs: options.leaseMs,
           stopDeadlineMs: options.stopDeadlineMs,
           toolMs: options.toolMs,
-          writeDelayMs: options.writeDelayMs,
+          saveDelayMs: options.saveDelayMs,
         },
         process.env,
         progress,
@@ -161,8 +161,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     await disturbance?.catch(() => {});
     await Promise.allSettled(restarting);
     await target.drop();
-    if (process.env["SOAK_KEEP"] === undefined) rmSync(dir, { recursive: true, force: true });
-    else console.log(`kept ${dir}`);
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -51,27 +51,12 @@ interface Ended extends Death {
 /**
  * (a) every run is done, with its three calls, none lost; (b) no
  * non-idempotent call ran more often than once plus the times a claim found it
- * in doubt; (c) no two workers ran tools of one run at once unless the first
- * had been killed or had given the run up by then (a claim of a live lease
- * would show as such an overlap), and no claim took over; (d) when asked,
- * every in-doubt report follows the death of the last worker that touched the
- * run, after it touched it.
+ * in doubt; (c) and (d): see `failoverViolations`.
  */
 export async function verify(input: VerifyInput): Promise<Findings> {
-  const { ledger } = input;
-  const ended = new Map<number, Ended>();
-  for (const death of input.deaths) {
-    const gaveUpAt = ledger.gaveUp.get(death.pid);
-    const releasedAt = death.signal === "SIGKILL" ? death.signalledAt : (gaveUpAt ?? death.diedAt);
-    ended.set(death.pid, { ...death, releasedAt });
-  }
-  const violations: string[] = [];
-  const byRun = new Map<string, Execution[]>();
+  const { ledger, deaths } = input;
   const byCall = new Map<string, Execution[]>();
-  for (const execution of ledger.executions) {
-    push(byRun, execution.runId, execution);
-    push(byCall, `${execution.runId} ${execution.callId}`, execution);
-  }
+  for (const execution of ledger.executions) push(byCall, `${execution.runId} ${execution.callId}`, execution);
   // How many times a claim found each call in doubt: each report allows one more execution.
   const reported = new Map<string, number>();
   for (const report of ledger.inDoubt)
@@ -79,16 +64,10 @@ export async function verify(input: VerifyInput): Promise<Findings> {
       const key = `${report.runId} ${call.callId}`;
       reported.set(key, (reported.get(key) ?? 0) + 1);
     }
-
+  const violations: string[] = [];
   const counts = await checkRuns(input, byCall, reported, violations);
-  for (const [runId, executions] of byRun) violations.push(...overlaps(runId, executions, ended));
-  if (ledger.takeOvers > 0) violations.push(`${ledger.takeOvers} claims took a live lease over (takeOver)`);
-  if (input.inDoubtOnlyAfterDeaths)
-    for (const report of ledger.inDoubt) {
-      const why = unexplainedInDoubt(report.runId, report.at, ledger.touches.get(report.runId) ?? [], ended);
-      if (why !== undefined) violations.push(why);
-    }
-  const killsInsideTools = [...ended.values()].filter(
+  violations.push(...failoverViolations(ledger, deaths, input.inDoubtOnlyAfterDeaths));
+  const killsInsideTools = deaths.filter(
     (death) =>
       death.signal === "SIGKILL" &&
       ledger.executions.some((e) => e.pid === death.pid && e.start < death.diedAt && e.end === undefined),
@@ -102,6 +81,37 @@ export async function verify(input: VerifyInput): Promise<Findings> {
     takeOvers: ledger.takeOvers,
     violations,
   };
+}
+
+/**
+ * (c) no two workers ran tools of one run at once unless the first had been
+ * killed or had given the run up by then (a claim of a live lease shows as
+ * such an overlap), and no claim took over; (d) with `inDoubtOnlyAfterDeaths`,
+ * every in-doubt report follows the death of the last worker that touched the
+ * run, after it touched it.
+ */
+export function failoverViolations(
+  ledger: LedgerEntries,
+  deaths: readonly Death[],
+  inDoubtOnlyAfterDeaths: boolean,
+): string[] {
+  const ended = new Map<number, Ended>();
+  for (const death of deaths) {
+    const gaveUpAt = ledger.gaveUp.get(death.pid);
+    const releasedAt = death.signal === "SIGKILL" ? death.signalledAt : (gaveUpAt ?? death.diedAt);
+    ended.set(death.pid, { ...death, releasedAt });
+  }
+  const byRun = new Map<string, Execution[]>();
+  for (const execution of ledger.executions) push(byRun, execution.runId, execution);
+  const violations: string[] = [];
+  for (const [runId, executions] of byRun) violations.push(...overlaps(runId, executions, ended));
+  if (ledger.takeOvers > 0) violations.push(`${ledger.takeOvers} claims took a live lease over (takeOver)`);
+  if (inDoubtOnlyAfterDeaths)
+    for (const report of ledger.inDoubt) {
+      const why = unexplainedInDoubt(report.runId, report.at, ledger.touches.get(report.runId) ?? [], ended);
+      if (why !== undefined) violations.push(why);
+    }
+  return violations;
 }
 
 /** (a) and (b) for every run: done, three calls done, each ran with one key, non-idempotent ones no more than reported. */

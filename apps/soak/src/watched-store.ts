@@ -20,14 +20,14 @@ export interface StoreWatch {
 /**
  * The store with every operation watched: timed (`listUnfinished` up to each
  * id), its `StoreUnavailable` failures and `LeaseHeld` refusals reported, and
- * every claim with `takeOver` reported before it is made. Saves and call
- * records wait `writeDelayMs` before they are sent.
+ * every claim with `takeOver` reported before it is made. Each checkpoint
+ * save waits `saveDelayMs` before it is sent.
  */
-export function watchedStore(store: CheckpointStore, watch: StoreWatch, writeDelayMs = 0): CheckpointStore {
-  // As if the store were far away: a kill then often lands between a call's stored result and the checkpoint after it.
-  const far = async <T>(op: () => Promise<T>): Promise<T> => {
-    if (writeDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, writeDelayMs));
-    return op();
+export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDelayMs = 0): CheckpointStore {
+  // As if checkpoints were slow to write: a kill then often lands between a call's stored result and the checkpoint after it.
+  const slowly = async <T>(save: () => Promise<T>): Promise<T> => {
+    if (saveDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, saveDelayMs));
+    return save();
   };
   const time = async <T>(op: () => Promise<T>): Promise<T> => {
     const started = performance.now();
@@ -48,7 +48,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, writeDel
         if (lease?.takeOver === true) watch.tookOver(runId);
         return time(() => store.save(runId, step, checkpoint, lease));
       };
-      return far(save).catch((error: unknown) => {
+      return slowly(save).catch((error: unknown) => {
         if (error instanceof LeaseHeld) watch.leaseHeld(runId);
         throw error;
       });
@@ -71,7 +71,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, writeDel
       }
     },
     delete: (runId) => time(() => store.delete(runId)),
-    recordCall: (runId, segment, seq, sealed) => far(() => time(() => store.recordCall(runId, segment, seq, sealed))),
+    recordCall: (runId, segment, seq, sealed) => time(() => store.recordCall(runId, segment, seq, sealed)),
     calls: (runId) => time(() => store.calls(runId)),
     close: () => store.close(),
   };

@@ -49,8 +49,8 @@ export interface WorkerConfig {
   readonly stopDeadlineMs: number;
   /** How long each tool takes (default a random 0–4 ms). */
   readonly toolMs?: number;
-  /** How long each save and call record waits before it is sent (default 0). */
-  readonly writeDelayMs?: number;
+  /** How long each checkpoint save waits before it is sent (default 0). */
+  readonly saveDelayMs?: number;
 }
 
 /** Runs a worker started itself at once (its lanes), and runs its worker drives at once. */
@@ -73,7 +73,7 @@ const store = watchedStore(
     saving: (runId) => lastSave.set(runId, Date.now()),
     tookOver: (runId) => ledger.tookOver(runId),
   },
-  config.writeDelayMs,
+  config.saveDelayMs,
 );
 /** Runs whose calls in doubt this process is deciding. */
 const deciding = new Map<string, Promise<void>>();
