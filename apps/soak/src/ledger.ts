@@ -1,23 +1,24 @@
 /**
  * The soak's ledger: one file every worker process appends to, one line per
- * thing it did, with its pid and the time (every process reads the same
- * clock). The verdict reads it instead of the store: when each tool ran and
+ * thing it did, with the process's name and the time (every process reads
+ * the same clock). The name is `<slot>.<life>`, never reused in a soak (pids
+ * are: they wrap around within a long one on a busy machine). The verdict reads it instead of the store: when each tool ran and
  * by whom, which runs each worker claimed, which calls it found in doubt.
  *
- *   S <exec> <pid> <ms> <run> <call> <tool> <key>   a tool execution began
- *   E <exec> <pid> <ms>                             and ended
- *   C <pid> <ms> <run>                              a worker claimed a run (started it, or recovered it)
- *   D <pid> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt
- *   R <pid> <ms> <run> <call>                       a recovery replayed a finished call from the log
- *   L <pid> <ms> <run>                              the store refused a claim: another worker's lease was live
- *   T <pid> <ms> <run>                              a claim with takeOver (the workers never make one)
- *   G <pid> <ms>                                    a stopping worker gave up the runs it still had
+ *   S <exec> <who> <ms> <run> <call> <tool> <key>   a tool execution began
+ *   E <exec> <who> <ms>                             and ended
+ *   C <who> <ms> <run>                              a worker claimed a run (started it, or recovered it)
+ *   D <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt
+ *   R <who> <ms> <run> <call>                       a recovery replayed a finished call from the log
+ *   L <who> <ms> <run>                              the store refused a claim: another worker's lease was live
+ *   T <who> <ms> <run>                              a claim with takeOver (the workers never make one)
+ *   G <who> <ms>                                    a stopping worker gave up the runs it still had
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 
 /** One execution of a tool: `end` is missing when its worker died inside it. */
 export interface Execution {
-  readonly pid: number;
+  readonly worker: string;
   readonly start: number;
   end?: number;
   readonly runId: string;
@@ -28,7 +29,7 @@ export interface Execution {
 
 /** A run's calls a claim found in doubt, and when. */
 interface InDoubtReport {
-  readonly pid: number;
+  readonly worker: string;
   readonly at: number;
   readonly runId: string;
   readonly calls: readonly { readonly callId: string; readonly tool: string }[];
@@ -36,7 +37,7 @@ interface InDoubtReport {
 
 /** Something a worker did to a run at a time: claimed it, or began one of its tools. */
 interface Touch {
-  readonly pid: number;
+  readonly worker: string;
   readonly at: number;
 }
 
@@ -49,7 +50,7 @@ export interface LedgerEntries {
   /** `<run> <call>` of each call a recovery replayed. */
   readonly replayed: ReadonlySet<string>;
   /** When each worker that gave up runs on stopping did so. */
-  readonly gaveUp: ReadonlyMap<number, number>;
+  readonly gaveUp: ReadonlyMap<string, number>;
   readonly leaseHeld: number;
   readonly takeOvers: number;
 }
@@ -57,17 +58,20 @@ export interface LedgerEntries {
 /** What one worker process writes to the ledger. */
 export class LedgerWriter {
   readonly #path: string;
+  readonly #worker: string;
   #executions = 0;
 
-  constructor(path: string) {
+  /** `worker`: this process's name in the soak. */
+  constructor(path: string, worker: string) {
     this.#path = path;
+    this.#worker = worker;
   }
 
   /** Writes the start of a tool's execution; the returned function writes its end. */
   execution(runId: string, callId: string, tool: string, key: string): () => void {
-    const exec = `${process.pid}.${++this.#executions}`;
-    this.#write(`S ${exec} ${process.pid} ${Date.now()} ${runId} ${callId} ${tool} ${key}`);
-    return () => this.#write(`E ${exec} ${process.pid} ${Date.now()}`);
+    const exec = `${this.#worker}.${++this.#executions}`;
+    this.#write(`S ${exec} ${this.#worker} ${Date.now()} ${runId} ${callId} ${tool} ${key}`);
+    return () => this.#write(`E ${exec} ${this.#worker} ${Date.now()}`);
   }
 
   claimed(runId: string): void {
@@ -77,7 +81,7 @@ export class LedgerWriter {
   /** `claimedAt`: when the claim that found them was sent, so a claim made after it is never taken for one before it. */
   inDoubt(runId: string, claimedAt: number, calls: readonly { callId: string; tool: string }[]): void {
     const list = calls.map((call) => `${call.callId}:${call.tool}`).join(",");
-    this.#write(`D ${process.pid} ${claimedAt} ${runId} ${list}`);
+    this.#write(`D ${this.#worker} ${claimedAt} ${runId} ${list}`);
   }
 
   replayed(runId: string, callId: string): void {
@@ -93,11 +97,11 @@ export class LedgerWriter {
   }
 
   gaveUp(): void {
-    this.#write(`G ${process.pid} ${Date.now()}`);
+    this.#write(`G ${this.#worker} ${Date.now()}`);
   }
 
   #event(kind: string, runId: string, more?: string): void {
-    this.#write(`${kind} ${process.pid} ${Date.now()} ${runId}${more === undefined ? "" : ` ${more}`}`);
+    this.#write(`${kind} ${this.#worker} ${Date.now()} ${runId}${more === undefined ? "" : ` ${more}`}`);
   }
 
   #write(line: string): void {
@@ -112,19 +116,19 @@ export function readLedger(path: string): LedgerEntries {
   const touches = new Map<string, Touch[]>();
   const inDoubt: InDoubtReport[] = [];
   const replayed = new Set<string>();
-  const gaveUp = new Map<number, number>();
+  const gaveUp = new Map<string, number>();
   let leaseHeld = 0;
   let takeOvers = 0;
-  const touch = (runId: string, pid: number, at: number) => {
+  const touch = (runId: string, worker: string, at: number) => {
     const list = touches.get(runId) ?? [];
-    list.push({ pid, at });
+    list.push({ worker, at });
     touches.set(runId, list);
   };
   const text = existsSync(path) ? readFileSync(path, "utf8") : "";
   for (const line of text.split("\n")) {
     const [kind, ...fields] = line.split(" ");
     if (kind === "S" && fields.length === 7) {
-      const [exec, pid, at, runId, callId, tool, key] = fields as [
+      const [exec, worker, at, runId, callId, tool, key] = fields as [
         string,
         string,
         string,
@@ -133,17 +137,17 @@ export function readLedger(path: string): LedgerEntries {
         string,
         string,
       ];
-      executions.set(exec, { pid: Number(pid), start: Number(at), runId, callId, tool, key });
-      touch(runId, Number(pid), Number(at));
+      executions.set(exec, { worker, start: Number(at), runId, callId, tool, key });
+      touch(runId, worker, Number(at));
     } else if (kind === "E" && fields.length === 3) {
       const execution = executions.get(fields[0] as string);
       if (execution !== undefined) execution.end = Number(fields[2]);
     } else if (kind === "G" && fields.length === 2) {
-      gaveUp.set(Number(fields[0]), Number(fields[1]));
+      gaveUp.set(fields[0] as string, Number(fields[1]));
     } else if (fields.length >= 3) {
-      const [pid, at, runId, more = ""] = fields as [string, string, string, string | undefined];
-      if (kind === "C") touch(runId, Number(pid), Number(at));
-      if (kind === "D") inDoubt.push({ pid: Number(pid), at: Number(at), runId, calls: parseCalls(more) });
+      const [worker, at, runId, more = ""] = fields as [string, string, string, string | undefined];
+      if (kind === "C") touch(runId, worker, Number(at));
+      if (kind === "D") inDoubt.push({ worker, at: Number(at), runId, calls: parseCalls(more) });
       if (kind === "R") replayed.add(`${runId} ${more}`);
       if (kind === "L") leaseHeld += 1;
       if (kind === "T") takeOvers += 1;

@@ -7,7 +7,8 @@ const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 
 /** A worker process the soak ended: SIGKILLed, or stopped with SIGTERM (it drained, then gave up what was left). */
 export interface Death {
-  readonly pid: number;
+  /** Its name in the soak (`<slot>.<life>`), as it wrote it to the ledger. */
+  readonly worker: string;
   readonly signal: "SIGKILL" | "SIGTERM";
   /** When the soak sent the signal. */
   readonly signalledAt: number;
@@ -53,11 +54,14 @@ export function newProgress(): Progress {
 
 /** One worker slot: a process, started again in the slot after each kill or restart, until it prints "finished". */
 export class WorkerSlot {
-  readonly #config: WorkerConfig;
+  readonly #config: Omit<WorkerConfig, "worker">;
   readonly #env: NodeJS.ProcessEnv;
   readonly #progress: Progress;
   readonly #deaths: Death[];
   #process: ChildProcess;
+  #lives = 0;
+  /** The running process's name in the soak: `<slot>.<life>`. */
+  #name = "";
   #stderr = "";
   finished = false;
   /** Set while a SIGTERM drains the process: it is not killed again meanwhile. */
@@ -65,7 +69,7 @@ export class WorkerSlot {
   /** Runs this process finished since it started: only one that made progress is killed again. */
   ranSinceStart = 0;
 
-  constructor(config: WorkerConfig, env: NodeJS.ProcessEnv, progress: Progress, deaths: Death[]) {
+  constructor(config: Omit<WorkerConfig, "worker">, env: NodeJS.ProcessEnv, progress: Progress, deaths: Death[]) {
     this.#config = config;
     this.#env = env;
     this.#progress = progress;
@@ -74,7 +78,9 @@ export class WorkerSlot {
   }
 
   #start(): ChildProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, JSON.stringify(this.#config)], {
+    this.#name = `${this.#config.slot}.${++this.#lives}`;
+    const config: WorkerConfig = { ...this.#config, worker: this.#name };
+    const child = spawn(process.execPath, ["--import", "tsx", WORKER, JSON.stringify(config)], {
       stdio: ["ignore", "pipe", "pipe"],
       env: this.#env,
     });
@@ -143,7 +149,7 @@ export class WorkerSlot {
     const signalledAt = Date.now();
     child.kill(signal);
     if (child.exitCode === null && child.signalCode === null) await exited;
-    if (child.pid !== undefined) this.#deaths.push({ pid: child.pid, signal, signalledAt, diedAt: Date.now() });
+    this.#deaths.push({ worker: this.#name, signal, signalledAt, diedAt: Date.now() });
     // A process that failed is reported by check(), not replaced.
     if (!this.finished && (child.exitCode === null || child.exitCode === 0)) this.#process = this.#start();
   }

@@ -70,7 +70,7 @@ export async function verify(input: VerifyInput): Promise<Findings> {
   const killsInsideTools = deaths.filter(
     (death) =>
       death.signal === "SIGKILL" &&
-      ledger.executions.some((e) => e.pid === death.pid && e.start < death.diedAt && e.end === undefined),
+      ledger.executions.some((e) => e.worker === death.worker && e.start < death.diedAt && e.end === undefined),
   ).length;
   return {
     inDoubtRuns: new Set(ledger.inDoubt.map((report) => report.runId)).size,
@@ -95,11 +95,11 @@ export function failoverViolations(
   deaths: readonly Death[],
   inDoubtOnlyAfterDeaths: boolean,
 ): string[] {
-  const ended = new Map<number, Ended>();
+  const ended = new Map<string, Ended>();
   for (const death of deaths) {
-    const gaveUpAt = ledger.gaveUp.get(death.pid);
+    const gaveUpAt = ledger.gaveUp.get(death.worker);
     const releasedAt = death.signal === "SIGKILL" ? death.signalledAt : (gaveUpAt ?? death.diedAt);
-    ended.set(death.pid, { ...death, releasedAt });
+    ended.set(death.worker, { ...death, releasedAt });
   }
   const byRun = new Map<string, Execution[]>();
   for (const execution of ledger.executions) push(byRun, execution.runId, execution);
@@ -158,16 +158,16 @@ async function checkRuns(
  * when the earlier one's process had been killed, or had given its runs up,
  * before the later one began. An execution a kill cut short lasts until the death.
  */
-function overlaps(runId: string, executions: readonly Execution[], ended: ReadonlyMap<number, Ended>): string[] {
+function overlaps(runId: string, executions: readonly Execution[], ended: ReadonlyMap<string, Ended>): string[] {
   const found: string[] = [];
   for (const later of executions)
     for (const earlier of executions) {
-      if (earlier.pid === later.pid || earlier.start > later.start) continue;
-      const death = ended.get(earlier.pid);
+      if (earlier.worker === later.worker || earlier.start > later.start) continue;
+      const death = ended.get(earlier.worker);
       const until = earlier.end ?? death?.diedAt ?? Number.POSITIVE_INFINITY;
       if (until <= later.start || (death !== undefined && death.releasedAt <= later.start)) continue;
       found.push(
-        `${runId}: ${later.tool} began in worker ${later.pid} while ${earlier.tool} still ran in live worker ${earlier.pid} (${until - later.start} ms overlap): a claim of a live lease`,
+        `${runId}: ${later.tool} began in worker ${later.worker} while ${earlier.tool} still ran in live worker ${earlier.worker} (${until - later.start} ms overlap): a claim of a live lease`,
       );
     }
   return found;
@@ -181,17 +181,17 @@ function overlaps(runId: string, executions: readonly Execution[], ended: Readon
 function unexplainedInDoubt(
   runId: string,
   at: number,
-  touches: readonly { pid: number; at: number }[],
-  ended: ReadonlyMap<number, Ended>,
+  touches: readonly { worker: string; at: number }[],
+  ended: ReadonlyMap<string, Ended>,
 ): string | undefined {
   // Each line is dated before it is written: processes may append a little out of order, so take the latest by date.
   const last = touches
     .filter((touch) => touch.at < at)
-    .reduce<{ pid: number; at: number } | undefined>((a, b) => (a === undefined || b.at >= a.at ? b : a), undefined);
+    .reduce<{ worker: string; at: number } | undefined>((a, b) => (a === undefined || b.at >= a.at ? b : a), undefined);
   if (last === undefined) return `${runId} was found in doubt, but no worker had touched it`;
-  const death = ended.get(last.pid);
+  const death = ended.get(last.worker);
   if (death !== undefined && last.at < death.diedAt && death.releasedAt <= at) return undefined;
-  return `${runId} was found in doubt at ${at}, but worker ${last.pid}, the last to touch it (at ${last.at}), ${death === undefined ? "was never killed" : `ended only at ${death.releasedAt}`}`;
+  return `${runId} was found in doubt at ${at}, but worker ${last.worker}, the last to touch it (at ${last.at}), ${death === undefined ? "was never killed" : `ended only at ${death.releasedAt}`}`;
 }
 
 function push<T>(map: Map<string, T[]>, key: string, value: T): void {

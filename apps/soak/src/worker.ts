@@ -39,6 +39,8 @@ import { watchedStore } from "./watched-store.js";
 
 /** What the soak tells each worker process. */
 export interface WorkerConfig {
+  /** Its name in the soak's ledger, never reused in a soak. */
+  readonly worker: string;
   readonly url: string;
   readonly prefix: string;
   readonly slot: number;
@@ -60,7 +62,7 @@ const RETRY_MS = 250;
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;
 let stopping = false;
 
-const ledger = new LedgerWriter(config.ledger);
+const ledger = new LedgerWriter(config.ledger, config.worker);
 const say = (line: string): void => void console.log(line);
 /** When this process last sent a save of each run: a claim that finds calls in doubt is dated by it. */
 const lastSave = new Map<string, number>();

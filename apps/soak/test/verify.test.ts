@@ -18,9 +18,19 @@ function ledger(...lines: string[]) {
 }
 
 const PAY = "2:pay:charge_card:abc:0";
-const started = (exec: string, pid: number, at: number) => `S ${exec} ${pid} ${at} r1 ${PAY} charge_card key`;
-const kill = (pid: number, at: number): Death => ({ pid, signal: "SIGKILL", signalledAt: at, diedAt: at + 5 });
-const term = (pid: number, at: number, diedAt: number): Death => ({ pid, signal: "SIGTERM", signalledAt: at, diedAt });
+const started = (exec: string, worker: number, at: number) => `S ${exec} ${worker} ${at} r1 ${PAY} charge_card key`;
+const kill = (worker: number, at: number): Death => ({
+  worker: String(worker),
+  signal: "SIGKILL",
+  signalledAt: at,
+  diedAt: at + 5,
+});
+const term = (worker: number, at: number, diedAt: number): Death => ({
+  worker: String(worker),
+  signal: "SIGTERM",
+  signalledAt: at,
+  diedAt,
+});
 
 describe("the failover verdict reads the ledger against the deaths", () => {
   it("finds two live workers in one run's tool at once: a claim of a live lease", () => {
@@ -48,7 +58,7 @@ describe("the failover verdict reads the ledger against the deaths", () => {
   it("explains a call in doubt only by the death of the last worker that touched the run", () => {
     const afterKill = ledger("C 1 50 r1", started("1.1", 1, 100), `D 2 2600 r1 ${PAY}:charge_card`);
     expect(afterKill.inDoubt).toEqual([
-      { pid: 2, at: 2600, runId: "r1", calls: [{ callId: PAY, tool: "charge_card" }] },
+      { worker: "2", at: 2600, runId: "r1", calls: [{ callId: PAY, tool: "charge_card" }] },
     ]);
     expect(failoverViolations(afterKill, [kill(1, 400)], true)).toEqual([]);
     // Worker 1 died, but worker 3 claimed the run after it and lives: its call cannot be in doubt.
