@@ -19,8 +19,10 @@ const [REDIS, POSTGRESQL] = ["redis://127.0.0.1:6379", "postgresql://postgres@12
 const SOAK_COMMAND = {
   command: "pnpm soak",
   about:
-    "worker processes take the runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it; then every run must be done, none lost, " +
-    "no non-idempotent call run twice unless recovery reported it in doubt, and some runs really in doubt and some calls really replayed. Exit 1 on any violation.",
+    "worker processes serve one flow (startWorker, short leases) and start runs of it, while every 0.5–2 s one is SIGKILLed or, every fourth time, " +
+    "restarted with SIGTERM (it drains, gives up what is left, a new one takes its slot); then, from the tools' ledger and the kill times: every run done, none lost, " +
+    "no two workers in one run's tools at once unless the first was dead or had given the run up, no claim with takeOver, no non-idempotent call run twice " +
+    "unless a claim found it in doubt, calls in doubt only after a worker died, and kills inside tools, restarts, runs taken over, runs in doubt and calls replayed all seen. Exit 1 on any violation.",
   options: {
     store: {
       type: "string",
@@ -97,7 +99,7 @@ await runCommand(SOAK_COMMAND, async (values) => {
   let failed = false;
   for (const store of stores) {
     console.log(
-      `soak on ${store}: ${runs} runs, ${workers} workers, ${leaseMs} ms leases, a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th) a SIGTERM restart every 0.5–2 s`,
+      `soak on ${store}: ${runs} runs, ${workers} workers, ${leaseMs} ms leases, every 0.5–2 s a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th time) a SIGTERM restart`,
     );
     const report = await soak({
       ...SOAK_DEFAULTS,
