@@ -8,7 +8,8 @@
  *   S <exec> <who> <ms> <run> <call> <tool> <key>   a tool execution began
  *   E <exec> <who> <ms>                             and ended
  *   C <who> <ms> <run>                              a worker claimed a run (started it, or recovered it)
- *   D <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt
+ *   D <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt and stopped for a decision
+ *   X <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt and runs them again
  *   R <who> <ms> <run> <call>                       a recovery replayed a finished call from the log
  *   L <who> <ms> <run>                              the store refused a claim: another worker's lease was live
  *   T <who> <ms> <run>                              a claim with takeOver (the workers never make one)
@@ -27,7 +28,7 @@ export interface Execution {
   readonly key: string;
 }
 
-/** A run's calls a claim found in doubt, and when. */
+/** A run's calls a claim found in doubt, and when it was sent. */
 interface InDoubtReport {
   readonly worker: string;
   readonly at: number;
@@ -46,7 +47,10 @@ export interface LedgerEntries {
   readonly executions: readonly Execution[];
   /** Per run: its claims and tool executions, in the order they were written. */
   readonly touches: ReadonlyMap<string, readonly Touch[]>;
+  /** Claims that found calls in doubt and stopped for a decision. */
   readonly inDoubt: readonly InDoubtReport[];
+  /** Claims that found calls in doubt and ran them again (idempotent tools, or with `rerunInDoubt`). */
+  readonly reruns: readonly InDoubtReport[];
   /** `<run> <call>` of each call a recovery replayed. */
   readonly replayed: ReadonlySet<string>;
   /** When each worker that gave up runs on stopping did so. */
@@ -78,10 +82,13 @@ export class LedgerWriter {
     this.#event("C", runId);
   }
 
-  /** `claimedAt`: when the claim that found them was sent, so a claim made after it is never taken for one before it. */
-  inDoubt(runId: string, claimedAt: number, calls: readonly { callId: string; tool: string }[]): void {
+  /**
+   * A claim found calls in doubt: `rerun` false when it stopped for a decision, true when it runs them
+   * again. `claimedAt`: when the claim was sent, so a claim made after it is never taken for one before it.
+   */
+  inDoubt(runId: string, claimedAt: number, calls: readonly { callId: string; tool: string }[], rerun: boolean): void {
     const list = calls.map((call) => `${call.callId}:${call.tool}`).join(",");
-    this.#write(`D ${this.#worker} ${claimedAt} ${runId} ${list}`);
+    this.#write(`${rerun ? "X" : "D"} ${this.#worker} ${claimedAt} ${runId} ${list}`);
   }
 
   replayed(runId: string, callId: string): void {
@@ -115,6 +122,7 @@ export function readLedger(path: string): LedgerEntries {
   const executions = new Map<string, Execution>();
   const touches = new Map<string, Touch[]>();
   const inDoubt: InDoubtReport[] = [];
+  const reruns: InDoubtReport[] = [];
   const replayed = new Set<string>();
   const gaveUp = new Map<string, number>();
   let leaseHeld = 0;
@@ -147,13 +155,23 @@ export function readLedger(path: string): LedgerEntries {
     } else if (fields.length >= 3) {
       const [worker, at, runId, more = ""] = fields as [string, string, string, string | undefined];
       if (kind === "C") touch(runId, worker, Number(at));
-      if (kind === "D") inDoubt.push({ worker, at: Number(at), runId, calls: parseCalls(more) });
+      if (kind === "D" || kind === "X")
+        (kind === "D" ? inDoubt : reruns).push({ worker, at: Number(at), runId, calls: parseCalls(more) });
       if (kind === "R") replayed.add(`${runId} ${more}`);
       if (kind === "L") leaseHeld += 1;
       if (kind === "T") takeOvers += 1;
     }
   }
-  return { executions: [...executions.values()], touches, inDoubt, replayed, gaveUp, leaseHeld, takeOvers };
+  return {
+    executions: [...executions.values()],
+    touches,
+    inDoubt,
+    reruns,
+    replayed,
+    gaveUp,
+    leaseHeld,
+    takeOvers,
+  };
 }
 
 function parseCalls(text: string): { callId: string; tool: string }[] {

@@ -14,7 +14,7 @@ import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
 export interface Findings {
   /** Runs a claim found calls in doubt for (each then rerun: the providers take the idempotency key). */
   readonly inDoubtRuns: number;
-  /** Extra executions of non-idempotent calls: each one reported in doubt first. */
+  /** Extra executions of non-idempotent calls: each one announced by a recovery as a call in doubt it runs again. */
   readonly rerunCalls: number;
   /** Calls recovery replayed from the log (a `done` record) whose tool the ledger shows ran once. */
   readonly replayedCalls: number;
@@ -50,22 +50,23 @@ interface Ended extends Death {
 
 /**
  * (a) every run is done, with its three calls, none lost; (b) no
- * non-idempotent call ran more often than once plus the times a claim found it
- * in doubt; (c) and (d): see `failoverViolations`.
+ * non-idempotent call ran more often than once plus the times a recovery ran
+ * it again as in doubt (`run.recovered`'s `rerun`, after a decision); (c) and
+ * (d): see `failoverViolations`.
  */
 export async function verify(input: VerifyInput): Promise<Findings> {
   const { ledger, deaths } = input;
   const byCall = new Map<string, Execution[]>();
   for (const execution of ledger.executions) push(byCall, `${execution.runId} ${execution.callId}`, execution);
-  // How many times a claim found each call in doubt: each report allows one more execution.
-  const reported = new Map<string, number>();
-  for (const report of ledger.inDoubt)
+  // How many times a recovery ran each call again as in doubt: each allows one more execution.
+  const reruns = new Map<string, number>();
+  for (const report of ledger.reruns)
     for (const call of report.calls) {
       const key = `${report.runId} ${call.callId}`;
-      reported.set(key, (reported.get(key) ?? 0) + 1);
+      reruns.set(key, (reruns.get(key) ?? 0) + 1);
     }
   const violations: string[] = [];
-  const counts = await checkRuns(input, byCall, reported, violations);
+  const counts = await checkRuns(input, byCall, reruns, violations);
   violations.push(...failoverViolations(ledger, deaths, input.inDoubtOnlyAfterDeaths));
   const killsInsideTools = deaths.filter(
     (death) =>
@@ -107,18 +108,18 @@ export function failoverViolations(
   for (const [runId, executions] of byRun) violations.push(...overlaps(runId, executions, ended));
   if (ledger.takeOvers > 0) violations.push(`${ledger.takeOvers} claims took a live lease over (takeOver)`);
   if (inDoubtOnlyAfterDeaths)
-    for (const report of ledger.inDoubt) {
+    for (const report of [...ledger.inDoubt, ...ledger.reruns]) {
       const why = unexplainedInDoubt(report.runId, report.at, ledger.touches.get(report.runId) ?? [], ended);
       if (why !== undefined) violations.push(why);
     }
   return violations;
 }
 
-/** (a) and (b) for every run: done, three calls done, each ran with one key, non-idempotent ones no more than reported. */
+/** (a) and (b) for every run: done, three calls done, each ran with one key, non-idempotent ones no more often than announced. */
 async function checkRuns(
   { store, runs, ledger }: VerifyInput,
   byCall: ReadonlyMap<string, readonly Execution[]>,
-  reported: ReadonlyMap<string, number>,
+  reruns: ReadonlyMap<string, number>,
   violations: string[],
 ): Promise<{ rerunCalls: number; replayedCalls: number }> {
   const sealer = Sealer.withKeys(KEY);
@@ -139,14 +140,16 @@ async function checkRuns(
       const call = `${runId} ${record.callId}`;
       const ran = byCall.get(call) ?? [];
       if (ran.length === 1 && ledger.replayed.has(call)) replayedCalls += 1;
-      const allowed = reported.get(call) ?? 0;
+      const allowed = reruns.get(call) ?? 0;
       if (ran.length === 0) violations.push(`${runId} ${record.tool} is done but never ran`);
       else if (new Set(ran.map((e) => e.key)).size !== 1)
         violations.push(`${runId} ${record.tool} ran with ${new Set(ran.map((e) => e.key)).size} idempotency keys`);
       else if (NON_IDEMPOTENT.has(record.tool) && ran.length > 1) {
         if (ran.length - 1 <= allowed) rerunCalls += ran.length - 1;
         else
-          violations.push(`${runId} ${record.tool} ran ${ran.length} times but was reported in doubt ${allowed} times`);
+          violations.push(
+            `${runId} ${record.tool} ran ${ran.length} times but a recovery ran it again as in doubt ${allowed} times`,
+          );
       }
     }
   }

@@ -77,6 +77,8 @@ const store = watchedStore(
   },
   config.saveDelayMs,
 );
+/** When the claim an event follows was sent: the last save of the run this process sent. */
+const claimedAt = (runId: string): number => lastSave.get(runId) ?? Date.now();
 /** Runs whose calls in doubt this process is deciding. */
 const deciding = new Map<string, Promise<void>>();
 const events: EventSink = (event) => {
@@ -86,9 +88,10 @@ const events: EventSink = (event) => {
   } else if (event.type === "run.recovered") {
     ledger.claimed(event.runId);
     for (const call of event.replayed) ledger.replayed(event.runId, call.callId);
+    if (event.rerun.length > 0) ledger.inDoubt(event.runId, claimedAt(event.runId), event.rerun, true);
     say(`${deciding.has(event.runId) ? "decided" : "recovered"} ${event.runId}`);
   } else if (event.type === "run.needs-decision") {
-    ledger.inDoubt(event.runId, lastSave.get(event.runId) ?? Date.now(), event.calls);
+    ledger.inDoubt(event.runId, claimedAt(event.runId), event.calls, false);
   } else if (event.type === "run.done") {
     lastSave.delete(event.runId);
     say(`done ${event.runId}`);

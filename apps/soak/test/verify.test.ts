@@ -66,6 +66,10 @@ describe("the failover verdict reads the ledger against the deaths", () => {
     expect(failoverViolations(liveClaim, [kill(1, 400)], true)).toEqual([
       expect.stringMatching(/r1 was found in doubt at 2600, but worker 3, .* was never killed/),
     ]);
+    // A claim that ran the call again as in doubt (after a decision) is held to the same.
+    const liveRerun = ledger("C 1 50 r1", started("1.1", 1, 100), "C 3 2500 r1", `X 2 2600 r1 ${PAY}:charge_card`);
+    expect(liveRerun.reruns).toHaveLength(1);
+    expect(failoverViolations(liveRerun, [kill(1, 400)], true)).toHaveLength(1);
     // Under server faults a live worker leaves calls in doubt: not asked.
     expect(failoverViolations(liveClaim, [kill(1, 400)], false)).toEqual([]);
   });
