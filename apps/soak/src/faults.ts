@@ -7,7 +7,7 @@
 import { alignColumns } from "@durable-apps/shared/table";
 import { CutProxy } from "./proxy.js";
 import { OwnPostgres, OwnRedis, signalAll, type OwnServer } from "./servers.js";
-import { soak, type Progress, type SoakReport } from "./soak.js";
+import { SOAK_DEFAULTS, soak, type Progress, type SoakReport } from "./soak.js";
 
 export interface FaultSoakOptions {
   readonly runs: number;
@@ -162,6 +162,9 @@ async function underFaults(
     workers: options.workers,
     deadlineSeconds: options.deadlineSeconds,
     killEveryMs: [0, 0],
+    restartEvery: SOAK_DEFAULTS.restartEvery,
+    leaseMs: SOAK_DEFAULTS.leaseMs,
+    stopDeadlineMs: SOAK_DEFAULTS.stopDeadlineMs,
     toolMs: options.toolMs,
     disturb,
     log: options.log,

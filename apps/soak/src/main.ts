@@ -1,14 +1,16 @@
 /**
- * The soak (`pnpm soak --help` lists the options): worker processes take the
- * runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it;
- * then every run must be done, none lost, and no non-idempotent call run twice
- * unless recovery reported it in doubt. `--faults`: server faults on the
- * soak's own Redis and PostgreSQL instead of kills (src/faults.ts).
+ * The soak (`pnpm soak --help` lists the options): worker processes serve one
+ * flow with `startWorker` and start runs of it, while every 0.5–2 s one is
+ * SIGKILLed or, every fourth time, restarted with SIGTERM; then every run must
+ * be done, none lost, no live lease claimed, no non-idempotent call run twice
+ * unless a claim found it in doubt, and calls in doubt only where a worker
+ * died inside a tool. `--faults`: server faults on the soak's own Redis and
+ * PostgreSQL instead of kills (src/faults.ts).
  */
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { FAULT_DEFAULTS, type FaultSoakReport, faultSoak, faultTable } from "./faults.js";
-import { SOAK_DEFAULTS, soak } from "./soak.js";
+import { SOAK_DEFAULTS, soak, soakSummary } from "./soak.js";
 import { soakStoreKind } from "./store.js";
 import { vacuousSoak } from "./verdict.js";
 
@@ -17,8 +19,10 @@ const [REDIS, POSTGRESQL] = ["redis://127.0.0.1:6379", "postgresql://postgres@12
 const SOAK_COMMAND = {
   command: "pnpm soak",
   about:
-    "worker processes take the runs while a killer SIGKILLs one at random every 0.5–2 s and restarts it; then every run must be done, none lost, " +
-    "no non-idempotent call run twice unless recovery reported it in doubt, and some runs really in doubt and some calls really replayed. Exit 1 on any violation.",
+    "worker processes serve one flow (startWorker, short leases) and start runs of it, while every 0.5–2 s one is SIGKILLed or, every fourth time, " +
+    "restarted with SIGTERM (it drains, gives up what is left, a new one takes its slot); then, from the tools' ledger and the kill times: every run done, none lost, " +
+    "no two workers in one run's tools at once unless the first was dead or had given the run up, no claim with takeOver, no non-idempotent call run twice " +
+    "unless a claim found it in doubt, calls in doubt only after a worker died, and kills inside tools, restarts, runs taken over, runs in doubt and calls replayed all seen. Exit 1 on any violation.",
   options: {
     store: {
       type: "string",
@@ -39,6 +43,13 @@ const SOAK_COMMAND = {
       default: String(SOAK_DEFAULTS.workers),
       value: "<n>",
       about: "how many worker processes",
+    },
+    lease: {
+      type: "string",
+      default: String(SOAK_DEFAULTS.leaseMs),
+      value: "<ms>",
+      about:
+        "how long a worker's lease on a run lasts from its last renewal: a killed worker's runs are taken over this long after",
     },
     // Long soaks (--runs 2000 on PostgreSQL takes about 2 minutes here) get room; CI uses the default size and deadline.
     seconds: {
@@ -84,23 +95,22 @@ await runCommand(SOAK_COMMAND, async (values) => {
   const runs = wholeNumber("runs", values.runs);
   const workers = wholeNumber("workers", values.workers);
   const deadlineSeconds = wholeNumber("seconds", values.seconds);
+  const leaseMs = wholeNumber("lease", values.lease, 100);
   let failed = false;
   for (const store of stores) {
-    console.log(`soak on ${store}: ${runs} runs, ${workers} workers, a kill every 0.5–2 s`);
+    console.log(
+      `soak on ${store}: ${runs} runs, ${workers} workers, ${leaseMs} ms leases, every 0.5–2 s a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th time) a SIGTERM restart`,
+    );
     const report = await soak({
       ...SOAK_DEFAULTS,
       store,
       runs,
       workers,
       deadlineSeconds,
+      leaseMs,
       log: (line) => console.log(`  ${line}`),
     });
-    console.log(
-      `  ${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} kills; ` +
-        `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported, ` +
-        `${report.replayedCalls} calls replayed from the log; ` +
-        `${report.violations.length} violations`,
-    );
+    for (const line of soakSummary(report)) console.log(`  ${line}`);
     for (const violation of report.violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
     const vacuous = vacuousSoak(report);
     if (vacuous !== undefined) console.log(`  FAILED ${vacuous}`);

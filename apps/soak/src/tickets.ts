@@ -1,24 +1,20 @@
-import { appendFileSync } from "node:fs";
 import { idempotencyKey, ToolRegistry } from "@durable/core";
 import { ticketsFlow } from "@durable-apps/shared/tickets";
+import type { LedgerWriter } from "./ledger.js";
 
-/**
- * The tickets flow under the name of one worker slot: a restarted worker
- * recovers its own slot's runs only, never a run another live worker drives.
- */
-export function soakFlow(slot: number): ReturnType<typeof ticketsFlow> {
-  return ticketsFlow(`soak-${slot}`);
-}
+/** The tickets flow under the soak's name: every worker serves it, so any of them may go on with any run. */
+export const SOAK_FLOW: ReturnType<typeof ticketsFlow> = ticketsFlow("soak");
 
-/** Tools that write each execution, with its idempotency key, to a ledger shared by every worker. */
+/** Tools whose second execution would be a second effect: each one past the first must have been reported in doubt. */
 export const NON_IDEMPOTENT: ReadonlySet<string> = new Set(["charge_card", "email_tickets"]);
 
-/** `toolMs`: how long each tool takes after its effect (default a random 0–4 ms). */
-export function soakTools(ledger: string, toolMs?: number): ToolRegistry {
+/** Tools that write each execution, its worker, its times and its idempotency key to the ledger. `toolMs`: how long each takes (default a random 0–4 ms). */
+export function soakTools(ledger: LedgerWriter, toolMs?: number): ToolRegistry {
   const tool = (name: string) => async (_args: unknown, ctx: { runId: string; callId: string }) => {
-    appendFileSync(ledger, `${ctx.runId} ${ctx.callId} ${name} ${idempotencyKey()}\n`);
-    // A short wait after the effect, so kills land between a tool's effect and its stored result too.
+    const ended = ledger.execution(ctx.runId, ctx.callId, name, idempotencyKey());
+    // A wait inside the tool, so kills land inside tools, and between a tool's effect and its stored result.
     await new Promise((resolve) => setTimeout(resolve, toolMs ?? Math.random() * 4));
+    ended();
     return `${name} done`;
   };
   return new ToolRegistry()

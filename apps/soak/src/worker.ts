@@ -1,102 +1,240 @@
 /**
- * One soak worker: worker.ts <store url> <prefix> <slot> <workers> <runs> <ledger> <in-doubt log> <replay log>
- * On start it recovers its slot's unfinished runs, then takes its share of the
- * runs (every run k with k % workers = slot) until each exists. It prints
- * "started <run id>" and "ran <run id>" around each run it took to the end,
- * "recovered <run id>" after each run it recovered, "unavailable" each
- * time the store was (it then waits and starts over from recovery: never
- * exits on it), "op <ms>" for a slow store operation, and "finished".
- * SOAK_TOOL_MS: how long each tool takes (default 0–4 ms).
+ * One soak worker process: worker.ts <config as JSON> (`WorkerConfig`).
+ *
+ * It serves the soak's one flow with `startWorker`: any run whose lease ran
+ * out or was released, whoever started it, it recovers. It also starts its
+ * share of the runs (every run k with k % workers = slot that does not exist
+ * yet), so runs it drives and runs it takes over mix. A claim that finds calls
+ * in doubt is written to the ledger, then decided: recovered again with
+ * `rerunInDoubt` (the card and the mail provider take the idempotency key).
+ *
+ * It prints "started <run>" when it starts a run, "recovered <run>" when its
+ * worker took one over, "decided <run>" when it reran one's calls in doubt,
+ * "done <run>" for each run it finished, "unavailable" for each store
+ * operation that failed with `StoreUnavailable` (it then waits and tries
+ * again: it never exits on it), "op <ms>" for a slow store operation, and
+ * "finished" once its share exists and no run is left unfinished.
+ *
+ * SIGTERM: it stops starting and taking runs, lets the ones it drives go on
+ * for `stopDeadlineMs`, then gives the rest up (the worker releases their
+ * leases; a run it started itself keeps its lease until it runs out), writes
+ * that to the ledger, and lets the signal end it.
  */
-import { appendFileSync } from "node:fs";
-import { CheckpointNotFound, type EventSink, Executor, RecoveryNeedsDecision, StoreUnavailable } from "@durable/core";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type EventSink,
+  Executor,
+  LeaseHeld,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+  startWorker,
+  workerId,
+} from "@durable/core";
 import { FlowRunner } from "@durable/flow";
+import { LedgerWriter } from "./ledger.js";
 import { KEY, openSoakStore } from "./store.js";
-import { order, runIdOf, soakFlow, soakTools } from "./tickets.js";
-import { timedStore } from "./timed-store.js";
+import { order, runIdOf, SOAK_FLOW, soakTools } from "./tickets.js";
+import { watchedStore } from "./watched-store.js";
 
-const [url, prefix, slotArg, workersArg, runsArg, ledger, inDoubtLog, replayLog] = process.argv.slice(2) as [
-  string,
-  string,
-  string,
-  string,
-  string,
-  string,
-  string,
-  string,
-];
-const [slot, workers, runs] = [Number(slotArg), Number(workersArg), Number(runsArg)];
-const toolMs = process.env["SOAK_TOOL_MS"] === undefined ? undefined : Number(process.env["SOAK_TOOL_MS"]);
-const store = timedStore(await openSoakStore(url, prefix), (ms) => console.log(`op ${Math.round(ms)}`));
-// Every call recovery says it replayed from the log; the soak checks each against the ledger.
+/** What the soak tells each worker process. */
+export interface WorkerConfig {
+  /** Its name in the soak's ledger, never reused in a soak. */
+  readonly worker: string;
+  readonly url: string;
+  readonly prefix: string;
+  readonly slot: number;
+  readonly workers: number;
+  readonly runs: number;
+  readonly ledger: string;
+  readonly leaseMs: number;
+  readonly stopDeadlineMs: number;
+  /** How long each tool takes (default a random 0–4 ms). */
+  readonly toolMs?: number;
+  /** How long each checkpoint save waits before it is sent (default 0). */
+  readonly saveDelayMs?: number;
+}
+
+/** Runs a worker started itself at once (its lanes), and runs its worker drives at once. */
+const LANES = 4;
+const RETRY_MS = 250;
+
+const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;
+let stopping = false;
+
+const ledger = new LedgerWriter(config.ledger, config.worker);
+const say = (line: string): void => void console.log(line);
+/** When this process last sent a save of each run: a claim that finds calls in doubt is dated by it. */
+const lastSave = new Map<string, number>();
+const store = watchedStore(
+  await openSoakStore(config.url, config.prefix),
+  {
+    slow: (ms) => say(`op ${Math.round(ms)}`),
+    unavailable: () => say("unavailable"),
+    leaseHeld: (runId) => ledger.leaseHeld(runId),
+    saving: (runId) => lastSave.set(runId, Date.now()),
+    tookOver: (runId) => ledger.tookOver(runId),
+  },
+  config.saveDelayMs,
+);
+/** When the claim an event follows was sent: the last save of the run this process sent. */
+const claimedAt = (runId: string): number => lastSave.get(runId) ?? Date.now();
+/** Runs whose calls in doubt this process is deciding. */
+const deciding = new Map<string, Promise<void>>();
 const events: EventSink = (event) => {
-  if (event.type === "run.recovered" && event.replayed.length > 0)
-    appendFileSync(replayLog, event.replayed.map((call) => `${event.runId} ${call.callId}\n`).join(""));
+  if (event.type === "checkpoint.saved" && event.step === 0) {
+    ledger.claimed(event.runId);
+    say(`started ${event.runId}`);
+  } else if (event.type === "run.recovered") {
+    ledger.claimed(event.runId);
+    for (const call of event.replayed) ledger.replayed(event.runId, call.callId);
+    if (event.rerun.length > 0) ledger.inDoubt(event.runId, claimedAt(event.runId), event.rerun, true);
+    say(`${deciding.has(event.runId) ? "decided" : "recovered"} ${event.runId}`);
+  } else if (event.type === "run.needs-decision") {
+    ledger.inDoubt(event.runId, claimedAt(event.runId), event.calls, false);
+  } else if (event.type === "run.done") {
+    lastSave.delete(event.runId);
+    say(`done ${event.runId}`);
+  }
 };
-const runner = new FlowRunner(new Executor(soakTools(ledger, toolMs)), {
+const executor = new Executor(soakTools(ledger, config.toolMs));
+const runner = new FlowRunner(executor, {
   checkpoints: store,
   checkpointKey: KEY,
   events,
+  lease: { ms: config.leaseMs },
 });
-const flow = soakFlow(slot);
+// Decisions hold their runs under an owner of their own. Under the worker's owner, the worker, acting on
+// a listing taken while the run was released, would claim the run a decision drives (an owner may claim
+// its own live lease), find its call in doubt, and release the lease under the running tool.
+const decider = new FlowRunner(executor, {
+  checkpoints: store,
+  checkpointKey: KEY,
+  events,
+  lease: { owner: `${workerId()}:decisions`, ms: config.leaseMs },
+});
+const giveUp = new AbortController();
+const worker = startWorker({
+  serve: [runner.served(SOAK_FLOW)],
+  concurrency: LANES,
+  pollMs: 250,
+  maxPollMs: 1_000,
+  stopDeadlineMs: config.stopDeadlineMs,
+  rerunInDoubt: false,
+  stopOnSignals: false,
+  onStuck: (runId, error) => {
+    if (error instanceof RecoveryNeedsDecision) decide(runId);
+    else fail(error);
+  },
+});
 
-// A restart: finish what this slot left, taking over the leases of the slot's worker that was
-// killed. Calls in doubt run again: the card and the mail provider take the idempotency key,
-// so a second execution has no second effect.
-async function recoverMine(): Promise<void> {
-  for (const [runId, result] of await runner.recoverAll(flow, { takeOver: true })) {
-    if (result instanceof RecoveryNeedsDecision) {
-      appendFileSync(inDoubtLog, `${runId} ${result.calls.map(({ tool }) => tool).join(",")}\n`);
-      await runner.recover(flow, runId, { rerunInDoubt: true, takeOver: true });
-    } else if (result instanceof Error) {
-      throw result;
+/** Reruns a run's calls in doubt; another worker deciding or driving it first is fine. */
+function decide(runId: string): void {
+  if (stopping || deciding.has(runId)) return;
+  const decision = (async () => {
+    for (;;) {
+      try {
+        await decider.recover(SOAK_FLOW, runId, { rerunInDoubt: true, signal: giveUp.signal });
+        return;
+      } catch (error) {
+        if (giveUp.signal.aborted || isAnotherWorkers(error)) return;
+        if (!(error instanceof StoreUnavailable)) throw error;
+        await sleep(RETRY_MS);
+      }
     }
-    console.log(`recovered ${runId}`);
-  }
+  })();
+  deciding.set(
+    runId,
+    decision.catch(fail).finally(() => deciding.delete(runId)),
+  );
 }
 
-const mine = Array.from({ length: runs }, (_, k) => k).filter((k) => k % workers === slot);
+let lanesRunning = 0;
 
-/** Takes the runs not yet made; every lane stops taking new ones once one of them failed. */
-async function takeMine(): Promise<void> {
-  const queue = mine.values(); // one iterator: each lane takes the next run from it
-  let failed = false;
+/** Starts this slot's runs that do not exist yet, one lane at a time each; stops starting once stopping. */
+async function startMine(): Promise<void> {
+  const queue = Array.from({ length: config.runs }, (_, k) => k)
+    .filter((k) => k % config.workers === config.slot)
+    .values(); // one iterator: each lane takes the next run from it
   const lane = async () => {
     for (const k of queue) {
-      if (failed) return;
-      try {
-        const exists = await store.latest(runIdOf(k)).then(
-          () => true,
-          (error: unknown) => (error instanceof CheckpointNotFound ? false : Promise.reject(error)),
-        );
-        if (!exists) {
-          console.log(`started ${runIdOf(k)}`);
-          await runner.run(flow, order(k), { runId: runIdOf(k) });
-          console.log(`ran ${runIdOf(k)}`);
+      for (;;) {
+        if (stopping) return;
+        lanesRunning += 1;
+        try {
+          if (!(await exists(runIdOf(k)))) await runner.run(SOAK_FLOW, order(k), { runId: runIdOf(k) });
+          break;
+        } catch (error) {
+          // Cut short by another worker's claim: it goes on with the run.
+          if (isAnotherWorkers(error)) break;
+          if (!(error instanceof StoreUnavailable)) throw error;
+        } finally {
+          lanesRunning -= 1;
         }
-      } catch (error) {
-        failed = true;
-        throw error;
+        // The store was away: the run may exist now; if it does, a worker recovers it once its lease runs out.
+        await sleep(RETRY_MS);
       }
     }
   };
-  const lanes = await Promise.allSettled([lane(), lane(), lane(), lane()]);
-  const failure = lanes.find((lane) => lane.status === "rejected");
-  if (failure !== undefined) throw failure.reason;
+  await Promise.all(Array.from({ length: LANES }, lane));
 }
 
-// The store being away is "try again later": wait, then start over from recovery,
-// which finishes the runs the failure cut short (no lane is left running meanwhile).
-for (;;) {
+const exists = (runId: string): Promise<boolean> =>
+  store.latest(runId).then(
+    () => true,
+    (error: unknown) => (error instanceof CheckpointNotFound ? false : Promise.reject(error)),
+  );
+
+/** True once no run of the flow is left unfinished and this process drives none. */
+async function allDone(): Promise<boolean> {
+  if (worker.status().running > 0 || deciding.size > 0) return false;
   try {
-    await recoverMine();
-    await takeMine();
-    break;
+    for await (const _ of store.listUnfinished(SOAK_FLOW.name)) return false;
+    return true;
   } catch (error) {
-    if (!(error instanceof StoreUnavailable)) throw error;
-    console.log("unavailable");
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (error instanceof StoreUnavailable) return false;
+    throw error;
   }
 }
-console.log("finished");
-await store.close();
+
+/** SIGTERM: drain, give up what is left at the deadline, then let the signal end the process. */
+async function stop(): Promise<void> {
+  stopping = true;
+  // Set before the worker's own deadline, so the ledger dates the give-up no later than the releases.
+  const deadline = setTimeout(() => {
+    if (worker.status().running > 0 || deciding.size > 0 || lanesRunning > 0) ledger.gaveUp();
+    giveUp.abort();
+  }, config.stopDeadlineMs);
+  await within(Promise.allSettled([worker.stop(), starting, ...deciding.values()]), config.stopDeadlineMs + 1_000);
+  clearTimeout(deadline);
+  process.kill(process.pid, "SIGTERM");
+}
+
+function isAnotherWorkers(error: unknown): boolean {
+  return error instanceof LeaseHeld || error instanceof CheckpointConflict || error instanceof CheckpointNotFound;
+}
+
+function fail(error: unknown): never {
+  console.error(error);
+  process.exit(1);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+const starting = startMine().catch(fail);
+// Until here a SIGTERM ends the process at once: it holds no run yet.
+process.once("SIGTERM", () => void stop());
+await starting;
+while (!stopping && !(await allDone())) await sleep(200);
+if (!stopping) {
+  await worker.stop();
+  say("finished");
+  await store.close();
+  process.exit(0);
+}

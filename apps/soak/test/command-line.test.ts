@@ -4,6 +4,7 @@ describeBin("soak", new URL("../src/main.ts", import.meta.url), [
   "--store <url>",
   "--runs <n>",
   "--workers <n>",
+  "--lease <ms>",
   "--seconds <n>",
   "--faults",
   "--freeze <s>",

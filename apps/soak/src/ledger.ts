@@ -1,0 +1,183 @@
+/**
+ * The soak's ledger: one file every worker process appends to, one line per
+ * thing it did, with the process's name and the time (every process reads
+ * the same clock). The name is `<slot>.<life>`, never reused in a soak (pids
+ * are: they wrap around within a long one on a busy machine). The verdict reads it instead of the store: when each tool ran and
+ * by whom, which runs each worker claimed, which calls it found in doubt.
+ *
+ *   S <exec> <who> <ms> <run> <call> <tool> <key>   a tool execution began
+ *   E <exec> <who> <ms>                             and ended
+ *   C <who> <ms> <run>                              a worker claimed a run (started it, or recovered it)
+ *   D <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt and stopped for a decision
+ *   X <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt and runs them again
+ *   R <who> <ms> <run> <call>                       a recovery replayed a finished call from the log
+ *   L <who> <ms> <run>                              the store refused a claim: another worker's lease was live
+ *   T <who> <ms> <run>                              a claim with takeOver (the workers never make one)
+ *   G <who> <ms>                                    a stopping worker gave up the runs it still had
+ */
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+
+/** One execution of a tool: `end` is missing when its worker died inside it. */
+export interface Execution {
+  readonly worker: string;
+  readonly start: number;
+  end?: number;
+  readonly runId: string;
+  readonly callId: string;
+  readonly tool: string;
+  readonly key: string;
+}
+
+/** A run's calls a claim found in doubt, and when it was sent. */
+interface InDoubtReport {
+  readonly worker: string;
+  readonly at: number;
+  readonly runId: string;
+  readonly calls: readonly { readonly callId: string; readonly tool: string }[];
+}
+
+/** Something a worker did to a run at a time: claimed it, or began one of its tools. */
+interface Touch {
+  readonly worker: string;
+  readonly at: number;
+}
+
+/** The ledger as the verdict reads it. */
+export interface LedgerEntries {
+  readonly executions: readonly Execution[];
+  /** Per run: its claims and tool executions, in the order they were written. */
+  readonly touches: ReadonlyMap<string, readonly Touch[]>;
+  /** Claims that found calls in doubt and stopped for a decision. */
+  readonly inDoubt: readonly InDoubtReport[];
+  /** Claims that found calls in doubt and ran them again (idempotent tools, or with `rerunInDoubt`). */
+  readonly reruns: readonly InDoubtReport[];
+  /** `<run> <call>` of each call a recovery replayed. */
+  readonly replayed: ReadonlySet<string>;
+  /** When each worker that gave up runs on stopping did so. */
+  readonly gaveUp: ReadonlyMap<string, number>;
+  readonly leaseHeld: number;
+  readonly takeOvers: number;
+}
+
+/** What one worker process writes to the ledger. */
+export class LedgerWriter {
+  readonly #path: string;
+  readonly #worker: string;
+  #executions = 0;
+
+  /** `worker`: this process's name in the soak. */
+  constructor(path: string, worker: string) {
+    this.#path = path;
+    this.#worker = worker;
+  }
+
+  /** Writes the start of a tool's execution; the returned function writes its end. */
+  execution(runId: string, callId: string, tool: string, key: string): () => void {
+    const exec = `${this.#worker}.${++this.#executions}`;
+    this.#write(`S ${exec} ${this.#worker} ${Date.now()} ${runId} ${callId} ${tool} ${key}`);
+    return () => this.#write(`E ${exec} ${this.#worker} ${Date.now()}`);
+  }
+
+  claimed(runId: string): void {
+    this.#event("C", runId);
+  }
+
+  /**
+   * A claim found calls in doubt: `rerun` false when it stopped for a decision, true when it runs them
+   * again. `claimedAt`: when the claim was sent, so a claim made after it is never taken for one before it.
+   */
+  inDoubt(runId: string, claimedAt: number, calls: readonly { callId: string; tool: string }[], rerun: boolean): void {
+    const list = calls.map((call) => `${call.callId}:${call.tool}`).join(",");
+    this.#write(`${rerun ? "X" : "D"} ${this.#worker} ${claimedAt} ${runId} ${list}`);
+  }
+
+  replayed(runId: string, callId: string): void {
+    this.#event("R", runId, callId);
+  }
+
+  leaseHeld(runId: string): void {
+    this.#event("L", runId);
+  }
+
+  tookOver(runId: string): void {
+    this.#event("T", runId);
+  }
+
+  gaveUp(): void {
+    this.#write(`G ${this.#worker} ${Date.now()}`);
+  }
+
+  #event(kind: string, runId: string, more?: string): void {
+    this.#write(`${kind} ${this.#worker} ${Date.now()} ${runId}${more === undefined ? "" : ` ${more}`}`);
+  }
+
+  #write(line: string): void {
+    // One short append per line: lines of concurrent processes never interleave.
+    appendFileSync(this.#path, `${line}\n`);
+  }
+}
+
+/** Reads every line the workers wrote; a line cut short by a kill (the last one of a process) is skipped. */
+export function readLedger(path: string): LedgerEntries {
+  const executions = new Map<string, Execution>();
+  const touches = new Map<string, Touch[]>();
+  const inDoubt: InDoubtReport[] = [];
+  const reruns: InDoubtReport[] = [];
+  const replayed = new Set<string>();
+  const gaveUp = new Map<string, number>();
+  let leaseHeld = 0;
+  let takeOvers = 0;
+  const touch = (runId: string, worker: string, at: number) => {
+    const list = touches.get(runId) ?? [];
+    list.push({ worker, at });
+    touches.set(runId, list);
+  };
+  const text = existsSync(path) ? readFileSync(path, "utf8") : "";
+  for (const line of text.split("\n")) {
+    const [kind, ...fields] = line.split(" ");
+    if (kind === "S" && fields.length === 7) {
+      const [exec, worker, at, runId, callId, tool, key] = fields as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
+      executions.set(exec, { worker, start: Number(at), runId, callId, tool, key });
+      touch(runId, worker, Number(at));
+    } else if (kind === "E" && fields.length === 3) {
+      const execution = executions.get(fields[0] as string);
+      if (execution !== undefined) execution.end = Number(fields[2]);
+    } else if (kind === "G" && fields.length === 2) {
+      gaveUp.set(fields[0] as string, Number(fields[1]));
+    } else if (fields.length >= 3) {
+      const [worker, at, runId, more = ""] = fields as [string, string, string, string | undefined];
+      if (kind === "C") touch(runId, worker, Number(at));
+      if (kind === "D" || kind === "X")
+        (kind === "D" ? inDoubt : reruns).push({ worker, at: Number(at), runId, calls: parseCalls(more) });
+      if (kind === "R") replayed.add(`${runId} ${more}`);
+      if (kind === "L") leaseHeld += 1;
+      if (kind === "T") takeOvers += 1;
+    }
+  }
+  return {
+    executions: [...executions.values()],
+    touches,
+    inDoubt,
+    reruns,
+    replayed,
+    gaveUp,
+    leaseHeld,
+    takeOvers,
+  };
+}
+
+function parseCalls(text: string): { callId: string; tool: string }[] {
+  return text.split(",").map((pair) => {
+    // A call id holds colons itself; the tool is after the last one.
+    const at = pair.lastIndexOf(":");
+    return { callId: pair.slice(0, at), tool: pair.slice(at + 1) };
+  });
+}

@@ -1,0 +1,204 @@
+/**
+ * The soak's checks, from the ledger the workers wrote and the deaths the
+ * soak caused, not from what the store says of itself; the store is read
+ * only to see that each run is done.
+ */
+import type { CheckpointStore } from "@durable/core";
+import { DurableRun, readCallLog, Sealer } from "@durable/core/runner";
+import type { Execution, LedgerEntries } from "./ledger.js";
+import type { Death } from "./slot.js";
+import { KEY } from "./store.js";
+import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
+
+/** What the checks found. */
+export interface Findings {
+  /** Runs a claim found calls in doubt for (each then rerun: the providers take the idempotency key). */
+  readonly inDoubtRuns: number;
+  /** Extra executions of non-idempotent calls: each one announced by a recovery as a call in doubt it runs again. */
+  readonly rerunCalls: number;
+  /** Calls recovery replayed from the log (a `done` record) whose tool the ledger shows ran once. */
+  readonly replayedCalls: number;
+  /** SIGKILLs that ended a process while one of its tools ran. */
+  readonly killsInsideTools: number;
+  /** Stopping workers (SIGTERM) that gave up runs at their deadline. */
+  readonly gaveUp: number;
+  /** Claims the store refused because another worker's lease was live: the protocol working, not a fault. */
+  readonly leaseHeld: number;
+  /** Claims made with `takeOver`: the workers never make one, so any is a violation. */
+  readonly takeOvers: number;
+  readonly violations: readonly string[];
+}
+
+export interface VerifyInput {
+  readonly store: CheckpointStore;
+  readonly runs: number;
+  readonly ledger: LedgerEntries;
+  readonly deaths: readonly Death[];
+  /**
+   * Whether every call in doubt must follow a death. Under server faults a
+   * worker that lost its store between a tool and its record leaves the call
+   * in doubt without dying, so the fault soak does not ask it.
+   */
+  readonly inDoubtOnlyAfterDeaths: boolean;
+}
+
+/** A process the soak ended, with when its runs became another worker's to claim. */
+interface Ended extends Death {
+  /** SIGKILL: the signal. SIGTERM: when it gave up its runs, or its exit if it drained them all. */
+  readonly releasedAt: number;
+}
+
+/**
+ * (a) every run is done, with its three calls, none lost; (b) no
+ * non-idempotent call ran more often than once plus the times a recovery ran
+ * it again as in doubt (`run.recovered`'s `rerun`, after a decision); (c) and
+ * (d): see `failoverViolations`.
+ */
+export async function verify(input: VerifyInput): Promise<Findings> {
+  const { ledger, deaths } = input;
+  const byCall = new Map<string, Execution[]>();
+  for (const execution of ledger.executions) push(byCall, `${execution.runId} ${execution.callId}`, execution);
+  // How many times a recovery ran each call again as in doubt: each allows one more execution.
+  const reruns = new Map<string, number>();
+  for (const report of ledger.reruns)
+    for (const call of report.calls) {
+      const key = `${report.runId} ${call.callId}`;
+      reruns.set(key, (reruns.get(key) ?? 0) + 1);
+    }
+  const violations: string[] = [];
+  const counts = await checkRuns(input, byCall, reruns, violations);
+  violations.push(...failoverViolations(ledger, deaths, input.inDoubtOnlyAfterDeaths));
+  const killsInsideTools = deaths.filter(
+    (death) =>
+      death.signal === "SIGKILL" &&
+      ledger.executions.some((e) => e.worker === death.worker && e.start < death.diedAt && e.end === undefined),
+  ).length;
+  return {
+    inDoubtRuns: new Set(ledger.inDoubt.map((report) => report.runId)).size,
+    ...counts,
+    killsInsideTools,
+    gaveUp: ledger.gaveUp.size,
+    leaseHeld: ledger.leaseHeld,
+    takeOvers: ledger.takeOvers,
+    violations,
+  };
+}
+
+/**
+ * (c) no two workers ran tools of one run at once unless the first had been
+ * killed or had given the run up by then (a claim of a live lease shows as
+ * such an overlap), and no claim took over; (d) with `inDoubtOnlyAfterDeaths`,
+ * every in-doubt report follows the death of the last worker that touched the
+ * run, after it touched it.
+ */
+export function failoverViolations(
+  ledger: LedgerEntries,
+  deaths: readonly Death[],
+  inDoubtOnlyAfterDeaths: boolean,
+): string[] {
+  const ended = new Map<string, Ended>();
+  for (const death of deaths) {
+    const gaveUpAt = ledger.gaveUp.get(death.worker);
+    const releasedAt = death.signal === "SIGKILL" ? death.signalledAt : (gaveUpAt ?? death.diedAt);
+    ended.set(death.worker, { ...death, releasedAt });
+  }
+  const byRun = new Map<string, Execution[]>();
+  for (const execution of ledger.executions) push(byRun, execution.runId, execution);
+  const violations: string[] = [];
+  for (const [runId, executions] of byRun) violations.push(...overlaps(runId, executions, ended));
+  if (ledger.takeOvers > 0) violations.push(`${ledger.takeOvers} claims took a live lease over (takeOver)`);
+  if (inDoubtOnlyAfterDeaths)
+    for (const report of [...ledger.inDoubt, ...ledger.reruns]) {
+      const why = unexplainedInDoubt(report.runId, report.at, ledger.touches.get(report.runId) ?? [], ended);
+      if (why !== undefined) violations.push(why);
+    }
+  return violations;
+}
+
+/** (a) and (b) for every run: done, three calls done, each ran with one key, non-idempotent ones no more often than announced. */
+async function checkRuns(
+  { store, runs, ledger }: VerifyInput,
+  byCall: ReadonlyMap<string, readonly Execution[]>,
+  reruns: ReadonlyMap<string, number>,
+  violations: string[],
+): Promise<{ rerunCalls: number; replayedCalls: number }> {
+  const sealer = Sealer.withKeys(KEY);
+  let rerunCalls = 0;
+  let replayedCalls = 0;
+  for (let k = 0; k < runs; k++) {
+    const runId = runIdOf(k);
+    const latest = await DurableRun.latest(store, sealer, runId).catch((error: unknown) => error as Error);
+    if (latest instanceof Error || latest.status !== "done") {
+      violations.push(`${runId} is ${latest instanceof Error ? `lost (${latest.message})` : latest.status}`);
+      continue;
+    }
+    const records = await readCallLog(store, sealer, runId, latest.calls);
+    const done = records.filter((r) => r.kind === "done");
+    if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3)
+      violations.push(`${runId} has ${done.length} done records`);
+    for (const record of done) {
+      const call = `${runId} ${record.callId}`;
+      const ran = byCall.get(call) ?? [];
+      if (ran.length === 1 && ledger.replayed.has(call)) replayedCalls += 1;
+      const allowed = reruns.get(call) ?? 0;
+      if (ran.length === 0) violations.push(`${runId} ${record.tool} is done but never ran`);
+      else if (new Set(ran.map((e) => e.key)).size !== 1)
+        violations.push(`${runId} ${record.tool} ran with ${new Set(ran.map((e) => e.key)).size} idempotency keys`);
+      else if (NON_IDEMPOTENT.has(record.tool) && ran.length > 1) {
+        if (ran.length - 1 <= allowed) rerunCalls += ran.length - 1;
+        else
+          violations.push(
+            `${runId} ${record.tool} ran ${ran.length} times but a recovery ran it again as in doubt ${allowed} times`,
+          );
+      }
+    }
+  }
+  return { rerunCalls, replayedCalls };
+}
+
+/**
+ * (c) Tools of one run that two processes ran at the same time: allowed only
+ * when the earlier one's process had been killed, or had given its runs up,
+ * before the later one began. An execution a kill cut short lasts until the death.
+ */
+function overlaps(runId: string, executions: readonly Execution[], ended: ReadonlyMap<string, Ended>): string[] {
+  const found: string[] = [];
+  for (const later of executions)
+    for (const earlier of executions) {
+      if (earlier.worker === later.worker || earlier.start > later.start) continue;
+      const death = ended.get(earlier.worker);
+      const until = earlier.end ?? death?.diedAt ?? Number.POSITIVE_INFINITY;
+      if (until <= later.start || (death !== undefined && death.releasedAt <= later.start)) continue;
+      found.push(
+        `${runId}: ${later.tool} began in worker ${later.worker} while ${earlier.tool} still ran in live worker ${earlier.worker} (${until - later.start} ms overlap): a claim of a live lease`,
+      );
+    }
+  return found;
+}
+
+/**
+ * (d) A claim that found calls in doubt at `at` is explained when the last
+ * worker that touched the run before it (claimed it or began one of its
+ * tools) had ended by then, after the touch: killed, or stopped giving it up.
+ */
+function unexplainedInDoubt(
+  runId: string,
+  at: number,
+  touches: readonly { worker: string; at: number }[],
+  ended: ReadonlyMap<string, Ended>,
+): string | undefined {
+  // Each line is dated before it is written: processes may append a little out of order, so take the latest by date.
+  const last = touches
+    .filter((touch) => touch.at < at)
+    .reduce<{ worker: string; at: number } | undefined>((a, b) => (a === undefined || b.at >= a.at ? b : a), undefined);
+  if (last === undefined) return `${runId} was found in doubt, but no worker had touched it`;
+  const death = ended.get(last.worker);
+  if (death !== undefined && last.at < death.diedAt && death.releasedAt <= at) return undefined;
+  return `${runId} was found in doubt at ${at}, but worker ${last.worker}, the last to touch it (at ${last.at}), ${death === undefined ? "was never killed" : `ended only at ${death.releasedAt}`}`;
+}
+
+function push<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key) ?? [];
+  list.push(value);
+  map.set(key, list);
+}

@@ -1,0 +1,78 @@
+import { type CheckpointStore, LeaseHeld, StoreUnavailable } from "@durable/core";
+
+/** Operations slower than this are reported to the soak, which keeps the longest per fault. */
+const REPORT_ABOVE_MS = 50;
+
+/** What a worker's store tells the soak as it goes. */
+export interface StoreWatch {
+  /** An operation stayed pending this long (resolved or failed), when over 50 ms. */
+  slow(ms: number): void;
+  /** An operation failed with `StoreUnavailable`. */
+  unavailable(): void;
+  /** A claim was refused: another worker's lease on the run was live. */
+  leaseHeld(runId: string): void;
+  /** A save of the run is about to be sent (a claim found in doubt is dated by it). */
+  saving(runId: string): void;
+  /** A save claimed a run with `takeOver`. */
+  tookOver(runId: string): void;
+}
+
+/**
+ * The store with every operation watched: timed (`listUnfinished` up to each
+ * id), its `StoreUnavailable` failures and `LeaseHeld` refusals reported, and
+ * every claim with `takeOver` reported before it is made. Each checkpoint
+ * save waits `saveDelayMs` before it is sent.
+ */
+export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDelayMs = 0): CheckpointStore {
+  // As if checkpoints were slow to write: a kill then often lands between a call's stored result and the checkpoint after it.
+  const slowly = async <T>(save: () => Promise<T>): Promise<T> => {
+    if (saveDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, saveDelayMs));
+    return save();
+  };
+  const time = async <T>(op: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await op();
+    } catch (error) {
+      if (error instanceof StoreUnavailable) watch.unavailable();
+      throw error;
+    } finally {
+      const ms = performance.now() - started;
+      if (ms > REPORT_ABOVE_MS) watch.slow(ms);
+    }
+  };
+  return {
+    save: (runId, step, checkpoint, lease) => {
+      const save = () => {
+        watch.saving(runId);
+        if (lease?.takeOver === true) watch.tookOver(runId);
+        return time(() => store.save(runId, step, checkpoint, lease));
+      };
+      return slowly(save).catch((error: unknown) => {
+        if (error instanceof LeaseHeld) watch.leaseHeld(runId);
+        throw error;
+      });
+    },
+    latest: (runId) => time(() => store.latest(runId)),
+    renew: (runId, segment, terms) => time(() => store.renew(runId, segment, terms)),
+    release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),
+    leaseOf: (runId) => time(() => store.leaseOf(runId)),
+    async *listUnfinished(flow, options) {
+      const ids = store.listUnfinished(flow, options)[Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          const next = await time(() => ids.next());
+          if (next.done === true) return;
+          yield next.value;
+        }
+      } finally {
+        // A worker that stops listing early (it is full) closes the store's listing too.
+        await ids.return?.().catch(() => undefined);
+      }
+    },
+    delete: (runId) => time(() => store.delete(runId)),
+    recordCall: (runId, segment, seq, sealed) => time(() => store.recordCall(runId, segment, seq, sealed)),
+    calls: (runId) => time(() => store.calls(runId)),
+    close: () => store.close(),
+  };
+}

@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { readLedger } from "../src/ledger.js";
+import type { Death } from "../src/slot.js";
+import { failoverViolations } from "../src/verify.js";
+
+const dir = mkdtempSync(join(tmpdir(), "soak-verify-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+/** The ledger of `lines` as the verdict reads it. */
+function ledger(...lines: string[]) {
+  const path = join(dir, `ledger-${++files}`);
+  writeFileSync(path, `${lines.join("\n")}\n`);
+  return readLedger(path);
+}
+
+const PAY = "2:pay:charge_card:abc:0";
+const started = (exec: string, worker: number, at: number) => `S ${exec} ${worker} ${at} r1 ${PAY} charge_card key`;
+const kill = (worker: number, at: number): Death => ({
+  worker: String(worker),
+  signal: "SIGKILL",
+  signalledAt: at,
+  diedAt: at + 5,
+});
+const term = (worker: number, at: number, diedAt: number): Death => ({
+  worker: String(worker),
+  signal: "SIGTERM",
+  signalledAt: at,
+  diedAt,
+});
+
+describe("the failover verdict reads the ledger against the deaths", () => {
+  it("finds two live workers in one run's tool at once: a claim of a live lease", () => {
+    const found = failoverViolations(ledger(started("1.1", 1, 100), started("2.1", 2, 150), "E 1.1 1 300"), [], true);
+    expect(found).toEqual([
+      expect.stringMatching(/r1: charge_card began in worker 2 while .* worker 1 \(150 ms overlap\)/),
+    ]);
+  });
+
+  it("allows the overlap once the first worker was SIGKILLed, or had given its runs up, before the second began", () => {
+    expect(failoverViolations(ledger(started("1.1", 1, 100), started("2.1", 2, 2_500)), [kill(1, 400)], true)).toEqual(
+      [],
+    );
+    const givenUp = ledger(started("1.1", 1, 100), "G 1 500", started("2.1", 2, 520), "E 1.1 1 700");
+    expect(failoverViolations(givenUp, [term(1, 0, 800)], true)).toEqual([]);
+    // A worker that drained (no give-up) holds its runs until it exits.
+    const drained = ledger(started("1.1", 1, 100), started("2.1", 2, 520), "E 1.1 1 700");
+    expect(failoverViolations(drained, [term(1, 0, 800)], true)).toHaveLength(1);
+  });
+
+  it("counts every claim with takeOver as a violation", () => {
+    expect(failoverViolations(ledger("T 1 100 r1"), [], true)).toEqual(["1 claims took a live lease over (takeOver)"]);
+  });
+
+  it("explains a call in doubt only by the death of the last worker that touched the run", () => {
+    const afterKill = ledger("C 1 50 r1", started("1.1", 1, 100), `D 2 2600 r1 ${PAY}:charge_card`);
+    expect(afterKill.inDoubt).toEqual([
+      { worker: "2", at: 2600, runId: "r1", calls: [{ callId: PAY, tool: "charge_card" }] },
+    ]);
+    expect(failoverViolations(afterKill, [kill(1, 400)], true)).toEqual([]);
+    // Worker 1 died, but worker 3 claimed the run after it and lives: its call cannot be in doubt.
+    const liveClaim = ledger("C 1 50 r1", started("1.1", 1, 100), "C 3 2500 r1", `D 2 2600 r1 ${PAY}:charge_card`);
+    expect(failoverViolations(liveClaim, [kill(1, 400)], true)).toEqual([
+      expect.stringMatching(/r1 was found in doubt at 2600, but worker 3, .* was never killed/),
+    ]);
+    // A claim that ran the call again as in doubt (after a decision) is held to the same.
+    const liveRerun = ledger("C 1 50 r1", started("1.1", 1, 100), "C 3 2500 r1", `X 2 2600 r1 ${PAY}:charge_card`);
+    expect(liveRerun.reruns).toHaveLength(1);
+    expect(failoverViolations(liveRerun, [kill(1, 400)], true)).toHaveLength(1);
+    // Under server faults a live worker leaves calls in doubt: not asked.
+    expect(failoverViolations(liveClaim, [kill(1, 400)], false)).toEqual([]);
+  });
+});
