@@ -8,7 +8,7 @@ import {
 } from "./errors.js";
 import type { RecoverOptions } from "./driver.js";
 import { checkOptionTypes, isObject } from "./options.js";
-import type { CheckpointStore, RunKind } from "./checkpoint-store.js";
+import { isEnded, type CheckpointStore, type RunKind } from "./checkpoint-store.js";
 
 /** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */
 export interface ServedRuns {
@@ -45,7 +45,7 @@ export interface WorkerStatus {
   readonly waitingForDecision: number;
   /** Runs it left for another reason it reported through `onStuck`. */
   readonly stuck: number;
-  /** Runs it took and drove until they were done, paused or failed. */
+  /** Runs it took and drove until they were done, paused or failed (a failed run is not reported as stuck). */
   readonly finished: number;
   /** Claims it lost to another worker. */
   readonly lost: number;
@@ -179,11 +179,13 @@ export class RunWorker {
 
   /** Remembers a run it cannot go on with at its latest step, and reports it once. */
   async #leave(served: ServedRuns, runId: string, error: unknown): Promise<void> {
-    const step = await served.store.latest(runId).then(
-      (row) => row.step,
-      () => -1,
-    );
-    this.#left.set(runId, { step, decision: error instanceof RecoveryNeedsDecision });
+    const latest = await served.store.latest(runId).catch(() => undefined);
+    // A tool's or node's error saved the run failed: it ended, as a done run did.
+    if (latest !== undefined && isEnded(latest.status)) {
+      this.#finished += 1;
+      return;
+    }
+    this.#left.set(runId, { step: latest?.step ?? -1, decision: error instanceof RecoveryNeedsDecision });
     this.#options.onStuck?.(runId, error);
   }
 

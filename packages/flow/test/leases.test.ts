@@ -144,6 +144,40 @@ describe("the worker", () => {
     await w.stop();
   });
 
+  it("counts a run its recovery failed (a tool's error) as finished, not stuck: it ended", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    (await insideTool(data, "hold_seats", tools, 100)).cut = true;
+    const failing = new ToolRegistry()
+      .tool(
+        "hold_seats",
+        () => {
+          throw new Error("sold out");
+        },
+        { idempotent: true },
+      )
+      .tool("charge_card", () => "charged")
+      .tool("email_tickets", () => "mailed");
+    const store = new MemoryCheckpointStore({ data });
+    const runner = new FlowRunner(new Executor(failing), {
+      checkpoints: store,
+      checkpointKey: KEY,
+      lease: { ms: 100 },
+    });
+    const stuck: string[] = [];
+    const w = startWorker({
+      serve: [runner.served(flow)],
+      pollMs: 20,
+      stopOnSignals: false,
+      onStuck: (runId) => stuck.push(runId),
+    });
+    await until(() => w.status().finished === 1);
+    await w.stop();
+    expect((await store.latest("r")).status).toBe("failed");
+    expect(stuck).toEqual([]);
+    expect(w.status()).toMatchObject({ stuck: 0, waitingForDecision: 0 });
+  });
+
   it("on stop, gives up a run still inside a tool after the deadline: its lease is released at once", async () => {
     const data: MemoryData = new Map();
     const tools = new Tools();
