@@ -1,123 +1,31 @@
 import type { JsonObject } from "./canonical.js";
-import type { CallLog, CallRecord } from "./call-log.js";
+import type { CallRecord } from "./call-log.js";
 import type { CheckpointBody } from "./checkpoint.js";
 import { envelopeJson, readEnvelope, type RunEnvelope } from "./envelope.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "./errors.js";
-import { emit, type CallRef, type EventSink, type LoopStage } from "./events.js";
+import { emit, type CallRef, type EventSink } from "./events.js";
 import { CallScope, bindDecisions, type Decisions } from "./executor.js";
 import { faultPoint } from "./fault-points.js";
 import { identityOf, resumeIdentity, type Identity } from "./identity.js";
-import { freshPlan, planReplay, type PendingCall, type ReplayPlan } from "./replay.js";
+import { freshPlan, planReplay, type ReplayPlan } from "./replay.js";
 import { newRunId } from "./run-id.js";
 import { DurableRun } from "./run.js";
 import type { Sealer } from "./seal.js";
 import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "./checkpoint-store.js";
-import { eachConcurrently, type Settled } from "./concurrent.js";
+import { eachConcurrently } from "./concurrent.js";
+import type {
+  DriverOptions,
+  OpenedRun,
+  PausedResult,
+  RecoverEachOptions,
+  RecoverOptions,
+  Recovered,
+  RunProgram,
+  StepContext,
+  StepOutcome,
+} from "./run-program.js";
 import { leaseTerms } from "./lease.js";
 import { whileDriving } from "./in-flight.js";
-import type { ToolRegistry } from "./tools.js";
-
-/** A run paused for decisions on its pending approvals: what `run`, `recover` and `resume` return then. */
-export interface PausedResult {
-  readonly status: "paused";
-  readonly runId: string;
-  readonly step: number;
-  readonly approvals: readonly PendingCall[];
-}
-
-/** What one step of a program leaves. */
-export type StepOutcome<D> =
-  /** A call waits on a decision: the run is saved paused, at the start of the round, to run it again once resumed. */
-  | { readonly paused: true }
-  | {
-      readonly paused: false;
-      readonly data: D;
-      /** Every call of the round is made: the next step works in the next round, and the round's decisions are spent. */
-      readonly roundOver: boolean;
-      /** The run ended: its checkpoint is saved `done`. */
-      readonly done: boolean;
-    };
-
-/** What a step works with. */
-export interface StepContext {
-  readonly runId: string;
-  /** The round the step works in: its calls are logged under it. */
-  readonly round: number;
-  readonly identity: Identity;
-  /** The calls of the round go through it (`Executor.call(scope, …)`): its plan replays what the log holds. */
-  readonly scope: CallScope;
-  /** The run's call log (a tool loop stores its `model` records in it). */
-  readonly log: CallLog;
-}
-
-/**
- * A kind of run on the driver (a flow, a tool loop): how it reads and writes
- * its own data, how it takes one step, and what its result is. The driver
- * does the rest: open, checks, claim, replay plan, saves and events.
- */
-export interface RunProgram<D, R> {
-  readonly kind: RunKind;
-  /** The flow's or loop's name, stored as the checkpoint's `flow`. */
-  readonly name: string;
-  /** Its tools: calls in doubt of idempotent ones run again without a decision. */
-  readonly registry: ToolRegistry;
-  /**
-   * Reads its data out of a verified checkpoint, with checks:
-   * `CheckpointStoreCorrupt` for another shape, another error when the run
-   * cannot go on here (a changed graph). Called before anything is written.
-   */
-  read(runId: string, data: JsonObject): D | Promise<D>;
-  /** Its data as sealed. */
-  write(data: D): JsonObject;
-  /** Its data with what the call log read at a claim tells (a loop counts the model calls a dead worker made). */
-  claimed?(data: D, records: readonly CallRecord[]): D;
-  /** Takes one step: a superstep, a model reply, a round of tool calls. */
-  step(data: D, context: StepContext): Promise<StepOutcome<D>>;
-  /** The result of a run that is done. */
-  result(data: D, at: { readonly runId: string; readonly step: number }): R;
-  /** What `checkpoint.saved` carries for it: a flow's name, a loop's stage. */
-  saved(data: D): { readonly flow?: string; readonly stage?: LoopStage };
-}
-
-/** Where the driver keeps runs, and where it reports. */
-export interface DriverOptions {
-  readonly store: CheckpointStore;
-  readonly sealer: Sealer;
-  readonly events?: EventSink | undefined;
-  /** The worker's lease terms (default: this process's worker id, 30 s). */
-  readonly lease?: LeaseTerms | undefined;
-}
-
-/** Options of `recover`, `recoverAll` and `resume`. */
-export interface RecoverOptions {
-  /** Must name the run's own identity; without it the stored user and thread are restored. */
-  readonly ctx?: Identity;
-  /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
-  readonly rerunInDoubt?: boolean;
-  /** Claim the run even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
-  readonly takeOver?: boolean;
-  /**
-   * Gives the run up when aborted: its lease is released at once, and the
-   * drive stops before its next save, rejecting with the signal's reason. The
-   * worker aborts so when its stop deadline passes.
-   */
-  readonly signal?: AbortSignal;
-}
-
-/** Options of `recoverEach` and `recoverAll`. */
-export interface RecoverEachOptions extends RecoverOptions {
-  /** How many runs are recovered at once (default 8). */
-  readonly concurrency?: number;
-}
-
-/** One run's outcome in `recoverEach`: its result, or the error that stopped it. */
-export type Recovered<R> = Settled<string, R | PausedResult>;
-
-/** A run's latest checkpoint, checked for this program and caller, with its data read. */
-export interface OpenedRun<D> {
-  readonly latest: CheckpointBody;
-  readonly envelope: RunEnvelope<D>;
-}
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it

@@ -42,7 +42,7 @@ export type {
   RunPaused,
   RunEnded,
 } from "./events.js";
-export type { PausedResult, RecoverOptions, RecoverEachOptions, Recovered } from "./driver.js";
+export type { PausedResult, RecoverOptions, RecoverEachOptions, Recovered } from "./run-program.js";
 export { workerId, DEFAULT_LEASE_MS, type LeaseOptions } from "./lease.js";
 export { RunWorker, startWorker, type WorkerOptions, type WorkerStatus, type ServedRuns } from "./worker.js";
 export type { PendingCall } from "./replay.js";

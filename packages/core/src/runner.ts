@@ -47,13 +47,7 @@ export {
   type FaultPoint,
   type ArmedFaultPoint,
 } from "./fault-points.js";
-export {
-  RunDriver,
-  type RunProgram,
-  type StepOutcome,
-  type StepContext,
-  type DriverOptions,
-  type OpenedRun,
-} from "./driver.js";
+export { RunDriver } from "./driver.js";
+export type { RunProgram, StepOutcome, StepContext, DriverOptions, OpenedRun } from "./run-program.js";
 export { readEnvelope, envelopeJson, type RunEnvelope } from "./envelope.js";
 export { isJsonObject, isString, isCount, isArrayOf, isRecordOf } from "./json-guards.js";

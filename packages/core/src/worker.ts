@@ -6,7 +6,7 @@ import {
   RecoveryNeedsDecision,
   StoreUnavailable,
 } from "./errors.js";
-import type { RecoverOptions } from "./driver.js";
+import type { RecoverOptions } from "./run-program.js";
 import { checkOptionTypes, isObject } from "./options.js";
 import { isEnded, type CheckpointStore, type RunKind } from "./checkpoint-store.js";
 
