@@ -1,0 +1,195 @@
+import {
+  type CheckpointStore,
+  type EventSink,
+  Executor,
+  MemoryCheckpointStore,
+  type MemoryData,
+  StoreUnavailable,
+  startWorker,
+} from "@durable/core";
+import { describe, expect, it } from "vitest";
+import { FlowRunner } from "../src/index.js";
+import { KEY, Tools, ticketsFlow } from "./helpers.js";
+import { DyingStore, storeWith } from "@durable/test-utils/stores";
+
+// Holes found by the adversarial review of leases and the standing worker: each test states the promise and fails.
+
+const flow = ticketsFlow();
+const order = { show: "Hamlet", seats: 2 };
+
+function runner(
+  store: CheckpointStore,
+  tools: Tools,
+  lease?: { owner?: string; ms?: number },
+  events?: EventSink,
+): FlowRunner {
+  return new FlowRunner(new Executor(tools.registry()), {
+    checkpoints: store,
+    checkpointKey: KEY,
+    ...(lease === undefined ? {} : { lease }),
+    ...(events === undefined ? {} : { events }),
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A worker that dies inside `tool`: from then on its store hangs, so it renews and releases nothing. */
+async function diesInside(data: MemoryData, tool: string, tools: Tools, owner: string, ms: number): Promise<void> {
+  const dying = new DyingStore(new MemoryCheckpointStore({ data }), undefined);
+  tools.hangInside = tool;
+  void runner(dying, tools, { owner, ms })
+    .run(flow, order, { runId: "r" })
+    .catch(() => undefined);
+  await until(() => tools.count(tool) === 1);
+  dying.dead = true;
+  tools.hangInside = undefined;
+}
+
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 300; i += 1) {
+    if (await check()) return;
+    await sleep(10);
+  }
+  throw new Error("timed out waiting");
+}
+
+describe("a claim whose call-log read fails (a store error right after the claim)", () => {
+  it("gives the run up at once, as any other store error does: no lease is kept alive behind the caller's back", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    // Worker "a" dies inside hold_seats (an idempotent tool): its lease runs out after 150 ms.
+    await diesInside(data, "hold_seats", tools, "a", 150);
+    await sleep(200);
+
+    // Worker "b" claims it, then its read of the call log fails once (the store blinked).
+    let failCalls = true;
+    const base = new MemoryCheckpointStore({ data });
+    const flaky = storeWith(base, {
+      calls: (runId) => {
+        if (!failCalls) return base.calls(runId);
+        failCalls = false;
+        return Promise.reject(new StoreUnavailable("the connection blinked."));
+      },
+    });
+    await expect(runner(flaky, tools, { owner: "b", ms: 150 }).recover(flow, "r")).rejects.toThrow(StoreUnavailable);
+
+    // Promise: a run given up on a store error is claimable at once. Here b's lease keeper goes on renewing it
+    // every 50 ms forever, so no other worker can ever claim the run while b's process lives.
+    await sleep(400);
+    expect(await base.leaseOf("r")).toBeUndefined();
+    const c = runner(new MemoryCheckpointStore({ data }), tools, { owner: "c", ms: 150 });
+    await expect(c.recover(flow, "r")).resolves.toMatchObject({ status: "done" });
+  });
+});
+
+describe("two standing workers (different owners) and a run that needs a decision", () => {
+  it("each report it once and leave it; they do not claim it again and again from each other", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    // Worker "a" dies inside charge_card (not idempotent): the run needs a decision.
+    await diesInside(data, "charge_card", tools, "a", 100);
+    await sleep(150);
+
+    const store = new MemoryCheckpointStore({ data });
+    const stuck: string[] = [];
+    // An ordinary event sink that ships each event somewhere (here: a 1 ms write).
+    const ship: EventSink = () => sleep(1);
+    const workers = ["b", "c"].map((owner) =>
+      startWorker({
+        serve: [runner(new MemoryCheckpointStore({ data }), tools, { owner, ms: 100 }, ship).served(flow)],
+        pollMs: 20,
+        maxPollMs: 40,
+        stopOnSignals: false,
+        onStuck: (runId) => stuck.push(`${owner}:${runId}`),
+      }),
+    );
+    await sleep(800);
+    const step = (await store.latest("r")).step;
+    await Promise.all(workers.map((w) => w.stop()));
+    // Each worker's claim moves the latest step, which the other takes as "someone decided": they claim the run
+    // from each other on every poll, writing a checkpoint and telling onStuck each time.
+    expect(stuck.length, `onStuck was told ${stuck.length} times; the run is at step ${step}`).toBeLessThanOrEqual(2);
+    expect(step).toBeLessThanOrEqual(4);
+    expect(tools.count("charge_card")).toBe(1);
+  });
+});
+
+describe("stop() while the store hangs", () => {
+  it("returns within its deadline (+1 s) even when the listing never answers", async () => {
+    const tools = new Tools();
+    let hang = false;
+    const base = new MemoryCheckpointStore();
+    const store = storeWith(base, {
+      listUnfinished: (name, options) =>
+        hang
+          ? {
+              [Symbol.asyncIterator]: () => ({ next: () => new Promise<IteratorResult<string>>(() => {}) }),
+            }
+          : base.listUnfinished(name, options),
+    });
+    const w = startWorker({
+      serve: [runner(store, tools, { owner: "b" }).served(flow)],
+      pollMs: 10,
+      maxPollMs: 10,
+      stopDeadlineMs: 100,
+      stopOnSignals: false,
+    });
+    await sleep(50);
+    hang = true;
+    await sleep(50);
+    const started = performance.now();
+    const stopped = await Promise.race([w.stop().then(() => true), sleep(2_000).then(() => false)]);
+    expect(stopped, `stop() had not returned after ${Math.round(performance.now() - started)} ms`).toBe(true);
+  });
+});
+
+describe("one process, one lease owner: a run that runner.run() drives", () => {
+  it("is not claimed by recover() of the same process (recover of a run this process drives is refused)", async () => {
+    const store = new MemoryCheckpointStore();
+    const tools = new Tools();
+    tools.hangInside = "charge_card";
+    const a = runner(store, tools);
+    void a.run(flow, order, { runId: "r" }).catch(() => undefined);
+    await until(() => tools.count("charge_card") === 1);
+    const before = (await store.latest("r")).step;
+    // An operator's endpoint, or a retry, recovers the run by id: run() is alive and renewing, inside charge_card.
+    const refused = await a.recover(flow, "r").catch((error: unknown) => error);
+    // The recover got through to a claim: run() is fenced mid-tool, and the call is in doubt.
+    expect((await store.latest("r")).step).toBe(before);
+    expect(refused).toBeInstanceOf(Error);
+    expect(String(refused)).toMatch(/drives the run already|held by/);
+  });
+
+  it("is not taken by a standing worker of the same process when a renewal comes late (lease lapsed, run() still alive)", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    const base = new MemoryCheckpointStore({ data });
+    // The store does not answer renewals for a while: run()'s lease lapses though run() is alive inside charge_card.
+    let renewFails = true;
+    const store = storeWith(base, {
+      renew: (runId, segment, terms) =>
+        renewFails ? Promise.reject(new StoreUnavailable("renew timed out.")) : base.renew(runId, segment, terms),
+    });
+    tools.hangInside = "charge_card";
+    const a = runner(store, tools, { ms: 150 });
+    void a.run(flow, order, { runId: "r" }).catch(() => undefined);
+    await until(() => tools.count("charge_card") === 1);
+    const stuck: unknown[] = [];
+    const w = startWorker({
+      serve: [a.served(flow)],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+      onStuck: (_, error) => stuck.push(error),
+    });
+    await sleep(400);
+    renewFails = false;
+    await w.stop();
+    // The worker of the same process and owner claimed the run that run() drives, as recover() would have been
+    // refused to ("this process drives the run already"): run() is cut off and charge_card is in doubt.
+    expect(stuck.map(String)).toEqual([]);
+    expect(w.status()).toMatchObject({ lost: 0 });
+    expect(w.status().lost + w.status().stuck + w.status().waitingForDecision + w.status().finished).toBe(0);
+    expect(tools.count("charge_card")).toBe(1);
+  });
+});
