@@ -193,3 +193,30 @@ describe("one process, one lease owner: a run that runner.run() drives", () => {
     expect(tools.count("charge_card")).toBe(1);
   });
 });
+
+describe("a worker stopped while a run it just claimed has not started driving (its event sink hangs)", () => {
+  it("releases the run at stop, as it does mid-drive: the signal is not heard between claim and drive", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "hold_seats", tools, "a", 100);
+    const store = new MemoryCheckpointStore({ data });
+    let hung = 0;
+    // An event sink whose webhook never answers: the claim's checkpoint.saved waits on it, before the drive begins.
+    const hanging: EventSink = () => {
+      hung += 1;
+      return new Promise(() => {});
+    };
+    const w = startWorker({
+      serve: [runner(store, tools, { owner: "b", ms: 300 }, hanging).served(flow)],
+      pollMs: 10,
+      stopDeadlineMs: 100,
+      stopOnSignals: false,
+    });
+    await until(() => hung > 0);
+    await w.stop();
+    // Promise: a run given up at stop is claimable at once. The abort came before #drive added its listener, so
+    // nothing released the lease, and the claim's LeaseKeeper renews it every 100 ms for as long as the process lives.
+    await sleep(500);
+    expect(await store.leaseOf("r")).toBeUndefined();
+  });
+});
