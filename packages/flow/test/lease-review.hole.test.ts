@@ -93,7 +93,9 @@ describe("two standing workers (different owners) and a run that needs a decisio
     const store = new MemoryCheckpointStore({ data });
     const stuck: string[] = [];
     // An ordinary event sink that ships each event somewhere (here: a 1 ms write).
-    const ship: EventSink = () => sleep(1);
+    const ship: EventSink = async () => {
+      await sleep(1);
+    };
     const workers = ["b", "c"].map((owner) =>
       startWorker({
         serve: [runner(new MemoryCheckpointStore({ data }), tools, { owner, ms: 100 }, ship).served(flow)],
