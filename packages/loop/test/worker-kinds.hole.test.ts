@@ -1,0 +1,97 @@
+import {
+  type CheckpointStore,
+  type DurableEvent,
+  Executor,
+  MemoryCheckpointStore,
+  type MemoryData,
+  startWorker,
+} from "@durable/core";
+import { Flow, FlowRunner } from "@durable/flow";
+import { DyingStore } from "@durable/test-utils/stores";
+import { Tools } from "@durable/test-utils/tools";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { type LoopModel, type Message, type ModelReply, runToolLoop, servedToolLoops } from "../src/index.js";
+import { orderTools } from "./programs.js";
+
+// A hole found by the review of leases: a worker serving a flow and a tool loop of one name.
+
+const KEY = "loop-worker-tests-key-0123456789abcdef";
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 300; i += 1) {
+    if (await check()) return;
+    await sleep(10);
+  }
+  throw new Error("timed out waiting");
+}
+
+/** Holds and charges in its first reply, then says it is done; counts its replies. */
+function orderModel() {
+  const seen = { replies: 0 };
+  const model: LoopModel = {
+    async reply(messages: readonly Message[]): Promise<ModelReply> {
+      seen.replies += 1;
+      return messages.some((m) => m.role === "assistant")
+        ? { text: "done", toolCalls: [] }
+        : {
+            text: "ordering",
+            toolCalls: [
+              { id: "h1", name: "hold", args: { seats: 2 } },
+              { id: "c1", name: "charge", args: { cents: 4200 } },
+            ],
+          };
+    },
+  };
+  return { model, seen };
+}
+
+const options = (checkpoints: CheckpointStore, owner: string, ms: number, events?: DurableEvent[]) => ({
+  checkpoints,
+  checkpointKey: KEY,
+  name: "orders",
+  lease: { owner, ms },
+  ...(events === undefined ? {} : { events: (e: DurableEvent) => void events.push(e) }),
+});
+
+/** A loop run "r" whose worker dies inside `tool` (the other call of the round may finish). */
+async function diesInside(data: MemoryData, tool: string, tools: Tools): Promise<void> {
+  const dying = new DyingStore(new MemoryCheckpointStore({ data }), undefined);
+  tools.hangInside = tool;
+  void runToolLoop(orderModel().model, orderTools(tools), [{ role: "user", content: "two seats" }], {
+    ...options(dying, "a", 100),
+    runId: "r",
+  }).catch(() => undefined);
+  await until(() => tools.count(tool) === 1);
+  await sleep(20);
+  dying.dead = true;
+  tools.hangInside = undefined;
+}
+
+describe("a standing worker serving a flow and a tool loop of one name", () => {
+  it("drives a dead loop's run with the loop, whichever is listed first", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "hold", tools);
+    const store = new MemoryCheckpointStore({ data });
+    const flow = new Flow("orders", { state: z.object({ n: z.number() }) }).node("one", () => ({ n: 1 })).end("one");
+    const runner = new FlowRunner(new Executor(orderTools(tools)), {
+      checkpoints: store,
+      checkpointKey: KEY,
+      lease: { owner: "b", ms: 100 },
+    });
+    const w = startWorker({
+      serve: [runner.served(flow), servedToolLoops(orderModel().model, orderTools(tools), options(store, "b", 100))],
+      pollMs: 10,
+      stopOnSignals: false,
+    });
+    await sleep(500);
+    await w.stop();
+    // The flow's entry lists the loop's run (listings go by name, not kind), starts a recover that is refused with
+    // CheckpointConflict ("the run belongs to loop") and counts it lost; meanwhile the loop's entry sees the run as
+    // running and skips it. Every poll does the same, with no back-off: the loop run is never recovered.
+    expect((await store.latest("r")).status, `lost ${w.status().lost} times`).toBe("done");
+    expect(w.status().lost, "recoveries refused as another kind's run").toBeLessThanOrEqual(1);
+  });
+});
