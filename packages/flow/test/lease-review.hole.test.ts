@@ -6,9 +6,11 @@ import {
   type MemoryData,
   StoreUnavailable,
   startWorker,
+  ToolRegistry,
 } from "@durable/core";
+import { z } from "zod";
 import { describe, expect, it } from "vitest";
-import { FlowRunner } from "../src/index.js";
+import { Flow, FlowRunner } from "../src/index.js";
 import { KEY, Tools, ticketsFlow } from "./helpers.js";
 import { DyingStore, storeWith } from "@durable/test-utils/stores";
 
@@ -220,5 +222,72 @@ describe("a worker stopped while a run it just claimed has not started driving (
     // nothing released the lease, and the claim's LeaseKeeper renews it every 100 ms for as long as the process lives.
     await sleep(500);
     expect(await store.leaseOf("r")).toBeUndefined();
+  });
+});
+
+describe("a signal that aborts a recovery (minor holes)", () => {
+  it("already aborted: claims nothing (no step written, the old segment not fenced)", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "hold_seats", tools, "a", 100);
+    await sleep(150);
+    const store = new MemoryCheckpointStore({ data });
+    const before = (await store.latest("r")).step;
+    const b = runner(store, tools, { owner: "b", ms: 100 });
+    await expect(b.recover(flow, "r", { signal: AbortSignal.abort(new Error("shutting down")) })).rejects.toThrow(
+      "shutting down",
+    );
+    // The driver claims (saves step 1 with a new segment) and reads the log before it first looks at the signal.
+    expect((await store.latest("r")).step).toBe(before);
+  });
+
+  it("aborted inside a node's first call: the node's next call is not started after the run was given up", async () => {
+    const Order = z.object({ note: z.string() });
+    let charged = 0;
+    let finishHold: () => void = () => undefined;
+    const registry = new ToolRegistry()
+      .tool(
+        "hold",
+        () =>
+          new Promise<string>((resolve) => {
+            finishHold = () => resolve("held");
+          }),
+        { idempotent: true },
+      )
+      .tool("charge", () => {
+        charged += 1;
+        return "charged";
+      });
+    const twoCalls = new Flow("two-calls", { state: Order })
+      .node("order", async (_, ctx) => {
+        await ctx.call("hold", {});
+        return { note: String(await ctx.call("charge", {})) };
+      })
+      .end("order");
+    const store = new MemoryCheckpointStore();
+    const r = new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY });
+    const controller = new AbortController();
+    // Worker "a" dies inside hold; b recovers the run with a signal and is inside hold again when it aborts.
+    const dying = new DyingStore(store, undefined);
+    void new FlowRunner(new Executor(registry), {
+      checkpoints: dying,
+      checkpointKey: KEY,
+      lease: { owner: "a", ms: 100 },
+    })
+      .run(twoCalls, { note: "" }, { runId: "r" })
+      .catch(() => undefined);
+    await sleep(20);
+    dying.dead = true;
+    finishHold();
+    await sleep(150);
+    const recovering = r.recover(twoCalls, "r", { signal: controller.signal, rerunInDoubt: true });
+    void recovering.catch(() => undefined);
+    await sleep(20);
+    controller.abort(new Error("shutting down"));
+    finishHold();
+    await expect(recovering).rejects.toThrow("shutting down");
+    // The lease was released at the abort; yet the node went on and charged the card, for a run it had given up
+    // (another worker may claim it meanwhile: the charge is then in doubt and waits for a decision).
+    expect(charged).toBe(0);
   });
 });
