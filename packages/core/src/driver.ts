@@ -1,5 +1,5 @@
 import type { JsonObject } from "./canonical.js";
-import type { CallRecord } from "./call-log.js";
+import { readCallLog, type CallRecord } from "./call-log.js";
 import type { CheckpointBody } from "./checkpoint.js";
 import { envelopeJson, readEnvelope, type RunEnvelope } from "./envelope.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "./errors.js";
@@ -63,23 +63,30 @@ export class RunDriver<D, R> {
   }
 
   /** Saves step 0 of a new run with `data`, then drives it until it is done or paused. */
-  async start(
+  start(
     data: D,
     options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
   ): Promise<R | PausedResult> {
+    const runId = options.runId ?? newRunId();
+    return whileDriving(this.#store, runId, () => this.#start(runId, data, options.ctx));
+  }
+
+  async #start(runId: string, data: D, ctx: Identity | undefined): Promise<R | PausedResult> {
     const envelope: RunEnvelope<D> = { round: 1, pending: [], decisions: [], program: data };
     const { run, checkpoint } = await DurableRun.start({
       store: this.#store,
       sealer: this.#sealer,
-      runId: options.runId ?? newRunId(),
+      runId,
       flow: this.#program.name,
       kind: this.#program.kind,
-      identity: identityOf(options.ctx),
+      identity: identityOf(ctx),
       data: this.#json(envelope),
       lease: this.#lease,
     });
-    await this.#saved(checkpoint, data);
-    return this.#drive(run, envelope, freshPlan(envelope.round), undefined);
+    return this.#holding(run, undefined, async () => {
+      await this.#saved(checkpoint, data);
+      return this.#steps(run, envelope, freshPlan(envelope.round), undefined);
+    });
   }
 
   /**
@@ -113,22 +120,44 @@ export class RunDriver<D, R> {
   }
 
   async #recover(runId: string, options: RecoverOptions): Promise<R | PausedResult> {
+    options.signal?.throwIfAborted();
     const { latest, envelope } = await this.open(runId, options.ctx);
     if (latest.status === "paused") return { status: "paused", runId, step: latest.step, approvals: envelope.pending };
     const claim = { lease: this.#lease, takeOver: options.takeOver };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
-    await this.#saved(checkpoint, envelope.program);
-    const plan = await this.#plan(run, records, envelope.round, options);
-    await emit(this.#events, {
-      type: "run.recovered",
-      runId,
-      kind: this.#program.kind,
-      step: checkpoint.step,
-      owner: this.#lease.owner,
-      replayed: refs(plan.finished.values()),
-      rerun: refs(plan.inDoubt.values()),
+    return this.#holding(run, options.signal, async () => {
+      await this.#saved(checkpoint, envelope.program);
+      const plan = await this.#plan(run, records, envelope.round, options);
+      await emit(this.#events, {
+        type: "run.recovered",
+        runId,
+        kind: this.#program.kind,
+        step: checkpoint.step,
+        owner: this.#lease.owner,
+        replayed: refs(plan.finished.values()),
+        rerun: refs(plan.inDoubt.values()),
+      });
+      return this.#steps(run, this.#claimed(envelope, records), plan, options.signal);
     });
-    return this.#drive(run, this.#claimed(envelope, records), plan, options.signal);
+  }
+
+  /**
+   * True when recovering the run now would stop for a decision (a call in
+   * doubt of a tool that is not idempotent): reads the run and its log and
+   * plans its round, claiming and writing nothing. A worker asks it before it
+   * claims again a run it left waiting, so workers do not take turns claiming it.
+   */
+  async needsDecision(runId: string, options: RecoverOptions = {}): Promise<boolean> {
+    const { latest, envelope } = await this.open(runId, options.ctx);
+    if (latest.status === "paused") return false;
+    const records = await readCallLog(this.#store, this.#sealer, runId, latest.calls);
+    try {
+      planReplay(runId, records, envelope.round, this.#program.registry, options);
+      return false;
+    } catch (error) {
+      if (error instanceof RecoveryNeedsDecision) return true;
+      throw error;
+    }
   }
 
   /**
@@ -172,30 +201,35 @@ export class RunDriver<D, R> {
       );
     const bound = bindDecisions(latest.runId, envelope.pending, decisions);
     const decided: RunEnvelope<D> = { ...envelope, pending: [], decisions: [...envelope.decisions, ...bound] };
+    options.signal?.throwIfAborted();
     faultPoint("resume.before-decision-save");
     const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#json(decided) };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-decision-save");
-    await this.#saved(checkpoint, decided.program);
-    const plan = await this.#plan(run, records, decided.round, options);
-    return this.#drive(run, this.#claimed(decided, records), plan, options.signal);
+    return this.#holding(run, options.signal, async () => {
+      await this.#saved(checkpoint, decided.program);
+      const plan = await this.#plan(run, records, decided.round, options);
+      return this.#steps(run, this.#claimed(decided, records), plan, options.signal);
+    });
   }
 
   /**
-   * Drives the run, and gives up its lease when the drive stops short (the
-   * store failed, a call is in doubt, the signal aborted): another worker
-   * may claim it at once. A run that paused or ended released it with its save.
+   * Does `work` (plan, events, drive) with the run this worker just claimed or
+   * started, and gives up its lease when the work stops short (the store
+   * failed, a call is in doubt, an event sink threw, the signal aborted):
+   * another worker may claim it at once. A run that paused or ended released
+   * it with its save.
    */
-  async #drive(
+  async #holding(
     run: DurableRun,
-    envelope: RunEnvelope<D>,
-    plan: ReplayPlan,
     signal: AbortSignal | undefined,
+    work: () => Promise<R | PausedResult>,
   ): Promise<R | PausedResult> {
     const giveUp = (): void => void run.stopLease(true);
     signal?.addEventListener("abort", giveUp, { once: true });
     try {
-      const result = await this.#steps(run, envelope, plan, signal);
+      signal?.throwIfAborted();
+      const result = await work();
       await run.stopLease(false);
       return result;
     } catch (error) {
@@ -223,6 +257,7 @@ export class RunDriver<D, R> {
         identity: run.identity,
         decisions,
         events: this.#events,
+        signal,
       });
       const context: StepContext = {
         runId: run.runId,
@@ -235,6 +270,8 @@ export class RunDriver<D, R> {
       try {
         outcome = await this.#program.step(envelope.program, context);
       } catch (error) {
+        // Given up mid-step: the run is left as it stands for the worker that takes it, not failed.
+        signal?.throwIfAborted();
         throw await this.#fail(run, envelope, error);
       }
       // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
@@ -275,8 +312,6 @@ export class RunDriver<D, R> {
     try {
       return planReplay(run.runId, records, round, this.#program.registry, options);
     } catch (error) {
-      // The run waits for someone to decide: another worker (or the operator's recover) may claim it at once.
-      await run.stopLease(true);
       if (error instanceof RecoveryNeedsDecision) {
         await emit(this.#events, {
           type: "run.needs-decision",

@@ -50,6 +50,8 @@ export interface CallScopeInit {
   /** Approval decisions stored with the run's latest checkpoint, by call id. */
   readonly decisions?: ReadonlyMap<string, BoundDecision>;
   readonly events?: EventSink | undefined;
+  /** Aborted when the worker gave the run up: no call of the round starts after that. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** One round of calls: names them, and records which finished calls of the log they took and which wait on an approval. */
@@ -177,6 +179,8 @@ export class Executor {
     }
 
     const round = plan.round;
+    // A run its worker gave up may be claimed by another at once: starting a tool now would put its call in doubt.
+    scope.init.signal?.throwIfAborted();
     faultPoint("call.before-started");
     await log.append({ round, callId, tool, kind: "started", args: jsonArgs });
     faultPoint("call.after-started");

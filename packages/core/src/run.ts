@@ -106,9 +106,15 @@ export class DurableRun {
     const run = new DurableRun(init, latest.step, log);
     const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
     faultPoint("claim.before-log-read");
-    const records = await readCallLog(store, sealer, latest.runId, latest.calls);
-    log.learn(records);
-    return { run, checkpoint, records };
+    try {
+      const records = await readCallLog(store, sealer, latest.runId, latest.calls);
+      log.learn(records);
+      return { run, checkpoint, records };
+    } catch (error) {
+      // The claim holds the run, but this worker cannot go on with it: give it up for another.
+      await run.stopLease(true);
+      throw error;
+    }
   }
 
   /** Saves the next step with this worker's segment. */

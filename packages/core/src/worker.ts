@@ -16,7 +16,12 @@ export interface ServedRuns {
   readonly name: string;
   readonly store: CheckpointStore;
   recover(runId: string, options: RecoverOptions): Promise<unknown>;
+  /** Whether recovering the run now would stop for a decision, claiming nothing (`RunDriver.needsDecision`). */
+  needsDecision?(runId: string, options: RecoverOptions): Promise<boolean>;
 }
+
+/** Why a worker left a run: it waits for a decision, it cannot go on here, or another worker (or kind of run) has it. */
+type Left = "decision" | "stuck" | "lost";
 
 /** Options of `startWorker`. */
 export interface WorkerOptions {
@@ -63,8 +68,8 @@ export interface WorkerStatus {
 export class RunWorker {
   readonly #options: ResolvedOptions;
   readonly #running = new Map<string, Promise<void>>();
-  /** Runs left at a step: skipped until their latest step moves on. */
-  readonly #left = new Map<string, { step: number; decision: boolean }>();
+  /** Runs left at a step, by served name and run id: skipped until their latest step moves on. */
+  readonly #left = new Map<string, { step: number; why: Left }>();
   readonly #giveUp = new AbortController();
   #finished = 0;
   #lost = 0;
@@ -72,7 +77,6 @@ export class RunWorker {
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #stopped: Promise<void> | undefined;
-  readonly #onSignal = (signal: NodeJS.Signals): void => void this.#stopOnSignal(signal);
 
   constructor(options: WorkerOptions) {
     this.#options = checkWorkerOptions(options);
@@ -81,7 +85,7 @@ export class RunWorker {
   /** Starts looking for runs; returns the worker. */
   start(): this {
     if (this.#loop !== undefined) return this;
-    if (this.#options.stopOnSignals) for (const signal of SIGNALS) process.once(signal, this.#onSignal);
+    if (this.#options.stopOnSignals) stopsOnSignals(this);
     this.#loop = this.#poll();
     return this;
   }
@@ -90,8 +94,8 @@ export class RunWorker {
     const left = [...this.#left.values()];
     return {
       running: this.#running.size,
-      waitingForDecision: left.filter((entry) => entry.decision).length,
-      stuck: left.filter((entry) => !entry.decision).length,
+      waitingForDecision: left.filter((entry) => entry.why === "decision").length,
+      stuck: left.filter((entry) => entry.why === "stuck").length,
       finished: this.#finished,
       lost: this.#lost,
       stopping: this.#stopping,
@@ -110,21 +114,17 @@ export class RunWorker {
 
   async #stop(): Promise<void> {
     this.#stopping = true;
-    for (const signal of SIGNALS) process.removeListener(signal, this.#onSignal);
+    noLongerOnSignals(this);
     this.#wake?.();
-    await this.#loop;
+    const deadline = performance.now() + this.#options.stopDeadlineMs;
+    // A store that hangs holds up the look in progress: the deadline covers it too.
+    await within(this.#loop ?? Promise.resolve(), this.#options.stopDeadlineMs);
     const settled = Promise.allSettled(this.#running.values());
-    if (!(await within(settled, this.#options.stopDeadlineMs))) {
+    if (!(await within(settled, Math.max(0, deadline - performance.now())))) {
       this.#giveUp.abort();
       // A tool still running is not waited for: its run is released, and its call is in doubt if it never records.
       await within(settled, 1_000);
     }
-  }
-
-  async #stopOnSignal(signal: NodeJS.Signals): Promise<void> {
-    await this.stop();
-    // Nothing else listens: the signal does what it would have done without the worker.
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
   }
 
   async #poll(): Promise<void> {
@@ -154,7 +154,7 @@ export class RunWorker {
     let took = 0;
     for await (const runId of served.store.listUnfinished(served.name, { claimable: true })) {
       if (this.#stopping || this.#running.size >= this.#options.concurrency) break;
-      if (this.#running.has(runId) || (await this.#stillLeft(served.store, runId))) continue;
+      if (this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
       this.#running.set(runId, this.#drive(served, runId));
       took += 1;
     }
@@ -165,12 +165,14 @@ export class RunWorker {
     try {
       await served.recover(runId, { rerunInDoubt: this.#options.rerunInDoubt, signal: this.#giveUp.signal });
       this.#finished += 1;
-      this.#left.delete(runId);
+      this.#left.delete(leftKey(served, runId));
     } catch (error) {
-      if (error instanceof LeaseHeld || error instanceof CheckpointConflict || error instanceof CheckpointNotFound)
+      if (error instanceof LeaseHeld || error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
+        // Another worker won it, or it is another kind of run under the same name: not again until it moves on.
         this.#lost += 1;
-      else if (!this.#giveUp.signal.aborted && !(error instanceof StoreUnavailable))
-        await this.#leave(served, runId, error);
+        await this.#leave(served, runId, error, "lost");
+      } else if (!this.#giveUp.signal.aborted && !(error instanceof StoreUnavailable))
+        await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
     } finally {
       this.#running.delete(runId);
       this.#wake?.();
@@ -178,27 +180,37 @@ export class RunWorker {
   }
 
   /** Remembers a run it cannot go on with at its latest step, and reports it once. */
-  async #leave(served: ServedRuns, runId: string, error: unknown): Promise<void> {
+  async #leave(served: ServedRuns, runId: string, error: unknown, why: Left): Promise<void> {
     const latest = await served.store.latest(runId).catch(() => undefined);
-    // A tool's or node's error saved the run failed: it ended, as a done run did.
     if (latest !== undefined && isEnded(latest.status)) {
-      this.#finished += 1;
+      // A tool's or node's error saved the run failed: it ended, as a done run did.
+      if (why !== "lost") this.#finished += 1;
       return;
     }
-    this.#left.set(runId, { step: latest?.step ?? -1, decision: error instanceof RecoveryNeedsDecision });
-    this.#options.onStuck?.(runId, error);
+    this.#left.set(leftKey(served, runId), { step: latest?.step ?? -1, why });
+    if (why !== "lost") this.#options.onStuck?.(runId, error);
   }
 
-  /** True while a run it left is still at the step it left it at. */
-  async #stillLeft(store: CheckpointStore, runId: string): Promise<boolean> {
-    const left = this.#left.get(runId);
+  /**
+   * True while a run it left is still at the step it left it at; a run left
+   * for a decision stays left while it still needs one, whoever claimed it
+   * since, so workers do not take turns claiming it.
+   */
+  async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
+    const key = leftKey(served, runId);
+    const left = this.#left.get(key);
     if (left === undefined) return false;
-    const step = await store.latest(runId).then(
+    const step = await served.store.latest(runId).then(
       (row) => row.step,
       () => left.step,
     );
     if (step === left.step) return true;
-    this.#left.delete(runId);
+    const options = { rerunInDoubt: this.#options.rerunInDoubt };
+    if (left.why === "decision" && (await served.needsDecision?.(runId, options).catch(() => false)) === true) {
+      this.#left.set(key, { step, why: "decision" });
+      return true;
+    }
+    this.#left.delete(key);
     return false;
   }
 }
@@ -209,6 +221,31 @@ export function startWorker(options: WorkerOptions): RunWorker {
 }
 
 const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
+
+/** The workers of this process that stop on SIGTERM and SIGINT: one handler stops them all, then lets the signal act. */
+const onSignals = new Set<RunWorker>();
+
+function stopsOnSignals(worker: RunWorker): void {
+  if (onSignals.size === 0) for (const signal of SIGNALS) process.on(signal, stopAll);
+  onSignals.add(worker);
+}
+
+function noLongerOnSignals(worker: RunWorker): void {
+  onSignals.delete(worker);
+  if (onSignals.size === 0) for (const signal of SIGNALS) process.removeListener(signal, stopAll);
+}
+
+function stopAll(signal: NodeJS.Signals): void {
+  for (const each of SIGNALS) process.removeListener(each, stopAll);
+  void Promise.all([...onSignals].map((worker) => worker.stop())).then(() => {
+    // Nothing else listens: the signal does what it would have done without the workers.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  });
+}
+
+function leftKey(served: ServedRuns, runId: string): string {
+  return JSON.stringify([served.kind, served.name, runId]);
+}
 
 type ResolvedOptions = Required<Omit<WorkerOptions, "onStuck">> & Pick<WorkerOptions, "onStuck">;
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 import {
   ApprovalDenied,
   CheckpointConflict,
+  type CheckpointStore,
   Executor,
   IdentityMismatch,
   InvalidInput,
@@ -11,7 +12,7 @@ import {
 } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "../src/index.js";
-import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle } from "./helpers.js";
+import { DyingStore, KEY, MemoryCheckpointStore, forever, runnerOn, settle, storeWith } from "./helpers.js";
 
 const State = z.object({ amount: z.number(), note: z.string() });
 const flow = new Flow("refunds", { state: State })
@@ -129,13 +130,14 @@ describe("approvals", () => {
 
   it("a synchronous approval port is awaited in process; a worker dying while it waits leaves the call in doubt", async () => {
     const { ran, registry, store } = setup();
-    const withPort = (port: () => Promise<{ approved: boolean }>, on = store) =>
+    const withPort = (port: () => Promise<{ approved: boolean }>, on: CheckpointStore = store) =>
       new FlowRunner(new Executor(registry, { approvals: port }), { checkpoints: on, checkpointKey: KEY });
     expect(await withPort(async () => ({ approved: true })).run(flow, INPUT, { runId: "ok" })).toMatchObject({
       status: "done",
     });
 
-    void withPort(forever).run(flow, INPUT, { runId: "r" });
+    // The first worker on a connection of its own, as another process would be.
+    void withPort(forever, storeWith(store, {})).run(flow, INPUT, { runId: "r" });
     await settle();
     const error = await withPort(async () => ({ approved: true }))
       .recover(flow, "r")

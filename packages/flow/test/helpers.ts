@@ -34,5 +34,5 @@ export function runnerOn(store: CheckpointStore, registry: ToolRegistry, events?
 }
 
 export { MemoryCheckpointStore };
-export { DyingStore, forever, settle, type CrashPoint } from "@durable/test-utils/stores";
+export { DyingStore, forever, settle, storeWith, type CrashPoint } from "@durable/test-utils/stores";
 export { Tools } from "@durable/test-utils/tools";

@@ -12,7 +12,7 @@ import {
 } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow } from "../src/index.js";
-import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, ticketsFlow } from "./helpers.js";
+import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, storeWith, ticketsFlow } from "./helpers.js";
 
 const ORDER = { show: "Hamlet", seats: 2 };
 
@@ -59,7 +59,8 @@ describe("recovery", () => {
         "email_tickets",
         tools.tool("email_tickets", () => "mailed"),
       );
-    const first = runnerOn(store, registry).run(ticketsFlow(), ORDER, { runId: "r" });
+    // The first worker on a connection of its own, as another process would be.
+    const first = runnerOn(storeWith(store, {}), registry).run(ticketsFlow(), ORDER, { runId: "r" });
     await settle();
     // Another worker takes the run over: charge_card is in doubt, so it stops there, holding the claim.
     await expect(runnerOn(store, registry).recover(ticketsFlow(), "r")).rejects.toThrow(RecoveryNeedsDecision);
@@ -96,7 +97,8 @@ describe("recovery", () => {
       .end("a", "b", "c");
     const store = new MemoryCheckpointStore();
     tools.hangInside = "tc";
-    void runnerOn(store, registry).run(flow, { a: "", b: "", c: "" }, { runId: "r" });
+    // The first worker on a connection of its own, as another process would be.
+    void runnerOn(storeWith(store, {}), registry).run(flow, { a: "", b: "", c: "" }, { runId: "r" });
     await settle();
     tools.hangInside = undefined;
     const error = await runnerOn(store, registry)

@@ -10,7 +10,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";
-import { DyingStore, KEY, MemoryCheckpointStore, settle } from "./helpers.js";
+import { DyingStore, KEY, MemoryCheckpointStore, settle, storeWith } from "./helpers.js";
 
 /** A memory store whose `recordCall` fails once, as a store that did not answer would. */
 class FlakyRecordStore extends MemoryCheckpointStore {
@@ -95,7 +95,8 @@ describe("a checkpoint saved while a call record is on its way", () => {
       .edge("a", "b")
       .end("b");
     // The first worker saves superstep 1 while notify's record is on its way, then dies (it never gets further).
-    void runner(store, registry).run(flow, {}, { runId: "lost-1" });
+    // The first worker on a connection of its own, as another process would be.
+    void runner(storeWith(store, {}), registry).run(flow, {}, { runId: "lost-1" });
     await new Promise((resolve) => setTimeout(resolve, 30));
     store.losing = false;
     const result = await runner(store, registry).recover(flow, "lost-1");

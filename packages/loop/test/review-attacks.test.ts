@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel, type ModelReply } from "../src/index.js";
-import { forever, settle } from "@durable/test-utils/stores";
+import { forever, settle, storeWith } from "@durable/test-utils/stores";
 
 const KEY = "loop-tests-key-0123456789abcdef-xyz";
 
@@ -29,9 +29,10 @@ describe("a model reply with two identical tool calls under one tool-call id", (
       if (hangSecond && charges === 2) await forever(); // the worker dies inside the second charge
       return `charge ${charges}`;
     });
+    // The first worker on a connection of its own, as another process would be.
     void runToolLoop(model, registry, [{ role: "user", content: "pay twice" }], {
       runId: "dup",
-      checkpoints: store,
+      checkpoints: storeWith(store, {}),
       checkpointKey: KEY,
     });
     await settle();

@@ -40,7 +40,8 @@ async function crashedAfter(
 /** A run whose worker hangs inside `tool` (as if it died there), the other call of round 1 finished. */
 async function hungInside(program: Program, store: CheckpointStore, tools: Tools, tool: "hold" | "charge") {
   tools.hangInside = tool;
-  void program.on(store, orderTools(tools)).start("r");
+  // On a connection of its own, as another process would be.
+  void program.on(storeWith(store, {}), orderTools(tools)).start("r");
   await settle();
   tools.hangInside = undefined;
 }
@@ -357,9 +358,10 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const tools = new Tools();
     const events: DurableEvent[] = [];
+    // The first worker on a connection of its own, as another process would be.
     const first = program
       .on(
-        store,
+        storeWith(store, {}),
         orderTools(tools, async () => gate.then(() => "charged")),
       )
       .start("r", { events });

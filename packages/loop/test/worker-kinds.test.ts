@@ -14,7 +14,7 @@ import { z } from "zod";
 import { type LoopModel, type Message, type ModelReply, runToolLoop, servedToolLoops } from "../src/index.js";
 import { orderTools } from "./programs.js";
 
-// A hole found by the review of leases: a worker serving a flow and a tool loop of one name.
+// A worker serving a flow and a tool loop of one name: each run goes to its own kind.
 
 const KEY = "loop-worker-tests-key-0123456789abcdef";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
