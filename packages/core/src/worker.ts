@@ -68,8 +68,8 @@ export interface WorkerStatus {
 export class RunWorker {
   readonly #options: ResolvedOptions;
   readonly #running = new Map<string, Promise<void>>();
-  /** Runs left at a step, by served name and run id: skipped until their latest step moves on. */
-  readonly #left = new Map<string, { step: number; why: Left }>();
+  /** Runs left at a step, by served name and run id: skipped until their latest step moves on (a lost one, at most a while). */
+  readonly #left = new Map<string, { step: number; why: Left; at: number }>();
   readonly #giveUp = new AbortController();
   #finished = 0;
   #lost = 0;
@@ -167,8 +167,11 @@ export class RunWorker {
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
     } catch (error) {
-      if (error instanceof LeaseHeld || error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
-        // Another worker won it, or it is another kind of run under the same name: not again until it moves on.
+      if (error instanceof LeaseHeld) {
+        // Another worker claimed it since the listing: the listing shows it again only once that lease runs out.
+        this.#lost += 1;
+      } else if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
+        // Another worker won the race, or it is another kind of run under the same name: not again until it moves on.
         this.#lost += 1;
         await this.#leave(served, runId, error, "lost");
       } else if (!this.#giveUp.signal.aborted && !(error instanceof StoreUnavailable))
@@ -187,14 +190,16 @@ export class RunWorker {
       if (why !== "lost") this.#finished += 1;
       return;
     }
-    this.#left.set(leftKey(served, runId), { step: latest?.step ?? -1, why });
+    this.#left.set(leftKey(served, runId), { step: latest?.step ?? -1, why, at: performance.now() });
     if (why !== "lost") this.#options.onStuck?.(runId, error);
   }
 
   /**
    * True while a run it left is still at the step it left it at; a run left
    * for a decision stays left while it still needs one, whoever claimed it
-   * since, so workers do not take turns claiming it.
+   * since, so workers do not take turns claiming it. A run lost to a worker
+   * that then died at the step it claimed never moves on by itself: it is
+   * tried again after a few idle polls.
    */
   async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
     const key = leftKey(served, runId);
@@ -204,10 +209,11 @@ export class RunWorker {
       (row) => row.step,
       () => left.step,
     );
-    if (step === left.step) return true;
+    if (step === left.step)
+      return left.why !== "lost" || performance.now() - left.at < LOST_RETRY_POLLS * this.#options.maxPollMs;
     const options = { rerunInDoubt: this.#options.rerunInDoubt };
     if (left.why === "decision" && (await served.needsDecision?.(runId, options).catch(() => false)) === true) {
-      this.#left.set(key, { step, why: "decision" });
+      this.#left.set(key, { step, why: "decision", at: performance.now() });
       return true;
     }
     this.#left.delete(key);
@@ -219,6 +225,9 @@ export class RunWorker {
 export function startWorker(options: WorkerOptions): RunWorker {
   return new RunWorker(options).start();
 }
+
+/** How many idle polls a run lost at one step stays skipped. */
+const LOST_RETRY_POLLS = 3;
 
 const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
 

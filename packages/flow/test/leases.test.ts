@@ -220,6 +220,57 @@ describe("the worker", () => {
     expect(tools.count("charge_card")).toBe(1);
   });
 
+  it("takes a run it lost to a worker that then died at the step it claimed: at once when the lease runs out, a lost race after a few polls", async () => {
+    for (const lost of ["lease held", "race"] as const) {
+      const data: MemoryData = new Map();
+      const tools = new Tools();
+      (await insideTool(data, "hold_seats", tools, 100)).cut = true;
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      // Worker c claims r between b's listing and b's claim, then dies inside hold_seats, at the step it claimed.
+      let c: Cuttable | undefined;
+      const cutsIn = async () => {
+        if (c !== undefined) return;
+        c = new Cuttable(data);
+        tools.hangInside = "hold_seats";
+        void worker(c, "c", tools, 100)
+          .recover(flow, "r")
+          .catch(() => undefined);
+        await until(() => tools.count("hold_seats") === 2);
+        tools.hangInside = undefined;
+        c.cut = true;
+      };
+      const store = new MemoryCheckpointStore({ data });
+      if (lost === "lease held") {
+        const list = store.listUnfinished.bind(store);
+        store.listUnfinished = async function* (name, options) {
+          for await (const runId of list(name, options)) {
+            await cutsIn();
+            yield runId;
+          }
+        };
+      } else {
+        // b read the run before c claimed it: b's claim loses the compare-and-set, not to the lease.
+        const latest = store.latest.bind(store);
+        store.latest = async (runId) => {
+          const row = await latest(runId);
+          await cutsIn();
+          return row;
+        };
+      }
+      const w = startWorker({
+        serve: [worker(store, "b", tools, 100).served(flow)],
+        pollMs: 20,
+        maxPollMs: 40,
+        stopOnSignals: false,
+      });
+      const look = new MemoryCheckpointStore({ data });
+      await until(async () => (await look.latest("r")).status === "done");
+      expect(w.status()).toMatchObject({ lost: 1, finished: 1 });
+      expect(tools.count("charge_card")).toBe(1);
+      await w.stop();
+    }
+  });
+
   it("recoverEach recovers runs concurrently: one run whose tool hangs does not hold up the others", async () => {
     const data: MemoryData = new Map();
     const tools = new Tools();
