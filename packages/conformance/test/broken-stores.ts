@@ -57,7 +57,7 @@ export class ForkedMemoryStore extends MemoryCheckpointStore {
     const { status, segment, flow, kind, sealed } = row;
     const entry = this.entry(runId);
     entry.checkpoints.push({ runId, step, status, segment, flow, kind, sealed });
-    entry.lease = leaseAfterSave(row, lease, this.clock());
+    entry.lease = leaseAfterSave(row, lease, this.clock(), entry.lease);
   }
   /** Whether a listing with `options` gives a run of this flow that is unfinished. */
   protected listable(entry: MemoryRun, options: ListOptions): boolean {

@@ -141,6 +141,12 @@ const CAUGHT: Caught[] = [
     "renew(runId, 0, B) while A holds the lease: expected CheckpointConflict: only the owner renews",
   ],
   [
+    leases.savesNeverRenew,
+    "lease",
+    "a running save renews its owner's lease once a third of it has passed",
+    "after save(runId, 1) by A 600 ms into a 1200 ms lease: expected expiresAt − now more than 900 ms",
+  ],
+  [
     leases.dropsSaveLease,
     "lease",
     LIVE_LEASE,

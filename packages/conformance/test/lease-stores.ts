@@ -40,6 +40,8 @@ interface LeaseKeeping {
   readonly clock?: () => number;
   readonly refusesHeldClaims: boolean;
   readonly renewalChecksOwner: boolean;
+  /** False: a save keeps its owner's lease as it was, however much of it passed. */
+  readonly savesRenew?: boolean;
 }
 
 /** Keeps leases by the memory store's rules, except where `keeping` departs from them: that is the bug. */
@@ -57,7 +59,11 @@ class LeaseKeepingFork extends ForkedMemoryStore {
   override async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     const refused = saveRefusal(runId, step, row, this.head(runId)) ?? this.leaseRefusal(runId, row, lease);
     if (refused !== undefined) throw refused;
+    const held = this.data.get(runId)?.lease;
     this.append(runId, step, row, lease);
+    const entry = this.data.get(runId);
+    if (this.keeping.savesRenew === false && entry?.lease !== undefined && held?.owner === lease?.owner)
+      entry.lease = held;
   }
   override async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
@@ -100,6 +106,10 @@ export const leaseByWorkerClock: ConformanceInitializer = broken(
 export const renewsForAnyone: ConformanceInitializer = broken(
   "lets a non-owner renew a lease",
   () => new LeaseKeepingFork({ refusesHeldClaims: true, renewalChecksOwner: false }),
+);
+export const savesNeverRenew: ConformanceInitializer = broken(
+  "never renews a lease on a save",
+  () => new LeaseKeepingFork({ refusesHeldClaims: true, renewalChecksOwner: true, savesRenew: false }),
 );
 export const dropsSaveLease: ConformanceInitializer = broken("drops save's lease", () => new DropsSaveLease());
 export const dropsListOptions: ConformanceInitializer = broken(

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { CheckpointConflict, CheckpointNotFound, InvalidInput } from "./errors.js";
-import { MAX_OWNER_LENGTH } from "./protocol.js";
+import { MAX_OWNER_LENGTH, SAVE_RENEWS_AFTER } from "./protocol.js";
 import type { CheckpointStore, LeaseTerms } from "./checkpoint-store.js";
 
 /** How long a lease lasts unless a runner says otherwise: a dead worker's runs are claimable this long after its last write. */
@@ -35,11 +35,12 @@ export function leaseTerms(where: string, options: LeaseOptions | undefined): Le
 }
 
 /**
- * Keeps one run's lease alive while its worker drives it: every save renews
- * the lease in the store, and a timer renews it when a third of its length
- * passed with no save (a long tool call), so a worker that saves often adds no
- * write. A refused renewal means the run was taken over: the keeper stops, and
- * the store fences the worker's next write.
+ * Keeps one run's lease alive while its worker drives it. A claim sets the
+ * lease, and so does every save once a third of it has passed (the store's
+ * rule, `leaseAfterSave`); a timer renews it when a third passed with no such
+ * save (a long tool call), so a worker that saves often adds no write. A
+ * refused renewal means the run was taken over: the keeper stops, and the
+ * store fences the worker's next write.
  */
 export class LeaseKeeper {
   readonly #store: CheckpointStore;
@@ -48,6 +49,11 @@ export class LeaseKeeper {
   readonly #segment: () => number;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /**
+   * When the lease was last set, by this process's clock: when the write
+   * that set it started, so never later than the store set it.
+   */
+  #setAt: number | undefined;
 
   constructor(store: CheckpointStore, runId: string, terms: LeaseTerms, segment: () => number) {
     this.#store = store;
@@ -56,11 +62,20 @@ export class LeaseKeeper {
     this.#segment = segment;
   }
 
-  /** The lease was just renewed by a save: the timer starts over. */
-  renewed(): void {
+  /** A running save that started at `startedAt` (`performance.now()`) was stored: the first one, or one a third into the lease, set it. */
+  saved(startedAt: number): void {
+    if (this.#setAt === undefined || startedAt - this.#setAt >= this.#renewEvery) this.#setAt = startedAt;
+    this.#schedule(this.#setAt + this.#renewEvery - performance.now());
+  }
+
+  get #renewEvery(): number {
+    return Math.floor(this.#terms.ms * SAVE_RENEWS_AFTER);
+  }
+
+  #schedule(delayMs: number): void {
     if (this.#stopped) return;
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.#renew(), Math.floor(this.#terms.ms / 3));
+    this.#timer = setTimeout(() => void this.#renew(), Math.max(0, delayMs));
     this.#timer.unref();
   }
 
@@ -74,8 +89,10 @@ export class LeaseKeeper {
   }
 
   async #renew(): Promise<void> {
+    const startedAt = performance.now();
     try {
       await this.#store.renew(this.#runId, this.#segment(), this.#terms);
+      this.#setAt = startedAt;
     } catch (error) {
       if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
         this.#stopped = true;
@@ -83,6 +100,6 @@ export class LeaseKeeper {
       }
       // The store did not answer: try again after another third, while the lease may still be live.
     }
-    this.renewed();
+    this.#schedule(this.#renewEvery - (performance.now() - startedAt));
   }
 }

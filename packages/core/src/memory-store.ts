@@ -66,7 +66,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     const refused =
       saveRefusal(runId, step, checkpoint, head) ?? claimRefusal(runId, checkpoint, head, entry?.lease, lease, now);
     if (refused !== undefined) throw refused;
-    const held = leaseAfterSave(checkpoint, lease, now);
+    const held = leaseAfterSave(checkpoint, lease, now, entry?.lease);
     if (entry === undefined)
       this.#runs.set(runId, {
         checkpoints: [stored(runId, step, checkpoint)],

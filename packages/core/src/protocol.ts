@@ -108,11 +108,26 @@ export function claimRefusal(
   return new LeaseHeld(runId, held.owner, held.expiresAt, now);
 }
 
-/** The lease an accepted save leaves: the claimer's until `now` + its length for a `running` row, else none (released). */
-export function leaseAfterSave(row: CheckpointRow, claim: LeaseClaim | undefined, now: number): Lease | undefined {
-  return row.status === "running" && claim !== undefined && claim.ms > 0
-    ? { owner: claim.owner, expiresAt: now + claim.ms }
-    : undefined;
+/** How much of a lease must have passed before a save renews it (a third). */
+export const SAVE_RENEWS_AFTER: number = 1 / 3;
+
+/**
+ * The lease an accepted save leaves over the lease `held` before it: for a
+ * `running` row, the claimer's until `now` + its length, or `held` as it is
+ * when it is the claimer's and less than a third of it has passed (saves a
+ * moment apart leave the expiry, and the index on it, unchanged); for any
+ * other row none (released).
+ */
+export function leaseAfterSave(
+  row: CheckpointRow,
+  claim: LeaseClaim | undefined,
+  now: number,
+  held: Lease | undefined,
+): Lease | undefined {
+  if (row.status !== "running" || claim === undefined || claim.ms <= 0) return undefined;
+  const fresh = held !== undefined && held.owner === claim.owner && held.expiresAt <= now + claim.ms;
+  if (fresh && held.expiresAt - now >= claim.ms * (1 - SAVE_RENEWS_AFTER)) return held;
+  return { owner: claim.owner, expiresAt: now + claim.ms };
 }
 
 /** The rules of `renew`: why `owner` may not extend the lease of `segment` over `head` and the lease `held`. */

@@ -141,6 +141,7 @@ export class DurableRun {
     };
     const row = sealCheckpoint(this.sealer, body);
     faultPoint("checkpoint.before-save");
+    const startedAt = performance.now();
     try {
       await this.store.save(this.runId, step, row, takeOver === true ? { ...this.lease, takeOver } : this.lease);
     } catch (error) {
@@ -149,7 +150,7 @@ export class DurableRun {
     }
     faultPoint("checkpoint.after-save");
     this.#step = step;
-    if (status === "running") this.#keeper.renewed();
+    if (status === "running") this.#keeper.saved(startedAt);
     else void this.#keeper.stop(false);
     return body;
   }

@@ -19,6 +19,7 @@ export {
   recordRefusal,
   claimRefusal,
   leaseAfterSave,
+  SAVE_RENEWS_AFTER,
   renewRefusal,
   isClaimable,
   checkLeaseTerms,

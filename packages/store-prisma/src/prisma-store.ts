@@ -97,7 +97,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
         saveRefusal(runId, step, checkpoint, run.head) ??
         claimRefusal(runId, checkpoint, run.head, run.lease, lease, run.now);
       if (refused !== undefined) return refused;
-      const [owner, expiresAt] = leaseValues(leaseAfterSave(checkpoint, lease, run.now));
+      const [owner, expiresAt] = leaseValues(leaseAfterSave(checkpoint, lease, run.now, run.lease));
       // The row is locked and the rules passed; the step in the WHERE keeps the write a compare-and-set all the same.
       const moved =
         step === 0

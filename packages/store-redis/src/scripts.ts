@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { UNFINISHED } from "@durable/core/store";
+import { SAVE_RENEWS_AFTER, UNFINISHED } from "@durable/core/store";
 import { EXPIRY_DIGITS, INDEX_VERSION } from "./keys.js";
 
 /**
@@ -104,8 +104,12 @@ redis.call('HSET', KEYS[2], ARGV[2], cjson.encode({ARGV[3], segment, ARGV[5], AR
 redis.call('HSET', KEYS[1], 'flow', ARGV[5], 'kind', ARGV[6], 'step', step, 'status', ARGV[3], 'segment', segment, 'segcalls', segcalls)
 if ${UNFINISHED.map((status) => `ARGV[3] == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, ARGV[1]) else redis.call('ZREM', KEYS[4], ARGV[1]) end
 if ARGV[3] == 'running' and ms > 0 then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[9], 'expires', ms_text(now + ms))
-  place(ARGV[1], now + ms, 6, 7)
+  -- The owner's lease stays as it is while less than a third of it passed (leaseAfterSave).
+  local held = m[7] == ARGV[9] and tonumber(m[8])
+  if not (held and held <= now + ms and held - now >= ms * ${1 - SAVE_RENEWS_AFTER}) then
+    redis.call('HSET', KEYS[1], 'owner', ARGV[9], 'expires', ms_text(now + ms))
+    place(ARGV[1], now + ms, 6, 7)
+  end
 else
   redis.call('HDEL', KEYS[1], 'owner', 'expires')
   place(ARGV[1], ARGV[3] == 'running' and 0, 6, 7)

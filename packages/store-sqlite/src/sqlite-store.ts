@@ -86,7 +86,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
       const refused =
         saveRefusal(runId, step, checkpoint, run) ?? claimRefusal(runId, checkpoint, run, heldLease(run), lease, now);
       if (refused !== undefined) throw refused;
-      const held = leaseAfterSave(checkpoint, lease, now);
+      const held = leaseAfterSave(checkpoint, lease, now, heldLease(run));
       const { status, segment, flow, kind, sealed } = checkpoint;
       const segmentCalls = run !== undefined && run.segment === segment ? run.segment_calls : 0;
       this.#sql.insertCheckpoint.run(runId, step, status, segment, flow, kind, sealed);

@@ -20,6 +20,8 @@ import { expectRejects, expectResolves } from "./rule.js";
 
 /** The lease a renewal starts from: shorter than the renewal, longer than the case. */
 const FIRST_MS = 10_000;
+/** The lease a save renews: short enough to wait half of it. */
+const SAVE_RENEW_MS = 1_200;
 
 const refusedRenewal = (args: string, when: string, why: string) =>
   leaseRule(`renew(${args}) ${when}`, `CheckpointConflict: ${why}`);
@@ -58,6 +60,24 @@ export const leaseRenewalCases: readonly ConformanceCase[] = [
         leaseRule(
           `leaseOf(runId) after renewing a ${FIRST_MS} ms lease for ${LONG_MS} ms`,
           `expiresAt − now more than ${FIRST_MS} ms: the renewal extended it`,
+        ),
+      ).toBe(true);
+    },
+  },
+  {
+    name: "a running save renews its owner's lease once a third of it has passed",
+    async run(h) {
+      const runId = h.runId();
+      await h.store.save(runId, 0, h.row(runId, 0), { owner: OWNER_A, ms: SAVE_RENEW_MS });
+      // Past a third of the lease, well short of its end: the worker's lease keeper counts on this save renewing it.
+      await sleep(SAVE_RENEW_MS / 2);
+      await h.store.save(runId, 1, h.row(runId, 1), { owner: OWNER_A, ms: SAVE_RENEW_MS });
+      const after = await leaseHeldBy(h, runId, OWNER_A, "a save half-way through A's lease");
+      expect(
+        after.expiresAt - after.now > SAVE_RENEW_MS * 0.75,
+        leaseRule(
+          `leaseOf(runId) after save(runId, 1) by A ${SAVE_RENEW_MS / 2} ms into a ${SAVE_RENEW_MS} ms lease`,
+          `expiresAt − now more than ${SAVE_RENEW_MS * 0.75} ms: the save renewed it`,
         ),
       ).toBe(true);
     },
