@@ -42,7 +42,7 @@ export function report(results: readonly StoreResult[]): string {
     results.map(({ store, tickets: t }) => [store, t.lease.writesPerRun, t.lease.usPerRun]),
   );
   lines.push(
-    "Leases: each save carries the worker's lease, so a run that saves often writes nothing more for it; µs: the run's median with leases minus without.",
+    "Leases: a claim sets the lease and a save renews it once a third of it passed, so a run that saves often writes nothing more for it; µs: the run's median with leases minus without, the two taken in turns.",
   );
   lines.push("");
   for (const { store, sweeps: s } of results) {
