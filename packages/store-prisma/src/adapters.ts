@@ -55,6 +55,15 @@ export async function openPostgres(url: string, pool: PostgresPool): Promise<Cli
     connectionTimeoutMillis: pool.timeoutMs,
     stream,
   });
+  // A pg client that the server cuts off while it is checked out between queries (a restart, an
+  // administrator's command) emits 'error'; with no listener, that ends the process. Every client
+  // gets one: its next query fails instead, as StoreUnavailable.
+  const connect = adapter.connect.bind(adapter);
+  adapter.connect = async () => {
+    const driver = await connect();
+    driver.underlyingDriver().on("connect", (client) => client.on("error", () => undefined));
+    return driver;
+  };
   return new PrismaClient({ adapter }) as unknown as Client;
 }
 
