@@ -36,7 +36,7 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL whose connectio
     }
     expect(await exited, stderr).toBe(0);
     const { saved, failed } = JSON.parse(stdout.split("\n")[1] ?? "") as { saved: number; failed: number };
-    expect(ended).toBeGreaterThan(20);
+    expect(ended).toBeGreaterThan(5);
     expect(failed).toBeGreaterThan(0);
     expect(saved).toBeGreaterThan(0);
   }, 30_000);
