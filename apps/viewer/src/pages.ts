@@ -70,7 +70,7 @@ function callTable(calls: readonly CallView[]): string {
     </tr>`,
   );
   return `<table class="calls"><thead><tr><th>tool</th><th>what happened</th><th>call id</th><th>records (segment:kind)</th><th>result</th></tr></thead><tbody>${rows.join("")}</tbody></table>
-  <p class="legend">${badge("ran", "ran")} ran once · ${badge("tool-error", "tool error")} its tool threw; the error is recorded and replays · ${badge("replayed", "replayed")} its result came from the log · ${badge("rerun", "rerun")} was in doubt and ran again · ${badge("in-doubt", "in doubt")} started, no result: recovery waits for a decision</p>`;
+  <p class="legend">${badge("ran", "ran")} ran once · ${badge("tool-error", "tool error")} its tool threw; the error is recorded and replays · ${badge("replayed", "replayed")} its result came from the log · ${badge("rerun", "rerun")} was in doubt and ran again · ${badge("retrying", "retrying")} an attempt failed; the next follows its wait · ${badge("in-doubt", "in doubt")} started, no result: recovery waits for a decision</p>`;
 }
 
 function eventRow(e: DurableEvent): string {
@@ -89,7 +89,10 @@ function eventDetails(e: DurableEvent): string {
       return `claimed at step ${e.step}; stopped, in doubt: ${e.calls.map((c) => `${c.tool} (${c.why}; idempotency key ${c.idempotencyKey})`).join(", ")}`;
     case "call.started":
     case "call.done":
-      return `${e.call.tool} (${e.call.callId})`;
+      // Event logs written before retries name no attempt.
+      return `${e.call.tool} (${e.call.callId})${(e.attempt ?? 1) > 1 ? `, attempt ${e.attempt}` : ""}`;
+    case "call.retrying":
+      return `${e.call.tool} (${e.call.callId}): attempt ${e.attempt} failed: ${e.error}; next in ${e.delayMs} ms`;
     case "call.failed":
       return `${e.call.tool} (${e.call.callId}): ${e.error}`;
     case "run.paused":

@@ -10,7 +10,7 @@ import {
 import { type CallRecord, DurableRun, readCallLog, type Sealer } from "@durable/core/runner";
 
 /** What became of a call, as the viewer marks it. */
-type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "in doubt" | "waiting on approval";
+type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "retrying" | "in doubt" | "waiting on approval";
 
 export interface CallView {
   readonly callId: string;
@@ -192,7 +192,9 @@ function callViews(
             ? "tool error"
             : last.kind === "pending"
               ? "waiting on approval"
-              : "in doubt";
+              : last.kind === "failed"
+                ? "retrying"
+                : "in doubt";
     return {
       callId,
       tool: last.tool,

@@ -4,14 +4,14 @@ import type { Sealer } from "./seal.js";
 import type { CheckpointStore } from "./checkpoint-store.js";
 
 /**
- * What a record says of a call: `started` before the tool can run, then `done`
- * with its result, `error` with the error it threw (when the runner gives tool
- * errors back, as the tool loop does), `pending` while it waits on an
- * approval, or `unrecordable` when its result could not be sealed. A tool loop
- * writes `model` before each model call, so its `maxSteps` counts the calls
- * made, crashes included.
+ * What a record says of a call: `started` before each attempt of the tool,
+ * then `done` with its result, `failed` when an attempt threw and another
+ * follows (with when), `error` with the error that ended the call, `pending`
+ * while it waits on an approval, or `unrecordable` when its result could not
+ * be sealed. A tool loop writes `model` before each model call, so its
+ * `maxSteps` counts the calls made, crashes included.
  */
-export type CallRecordKind = "started" | "done" | "error" | "pending" | "unrecordable" | "model";
+export type CallRecordKind = "started" | "done" | "failed" | "error" | "pending" | "unrecordable" | "model";
 
 /** One verified call-log record. */
 export interface CallRecord {
@@ -31,14 +31,18 @@ export interface CallRecord {
   readonly port?: boolean;
   /** On `unrecordable`: why the result could not be sealed. */
   readonly reason?: string;
-  /** On `error`: what the tool threw, as text (see `errorText`). */
+  /** On `failed` and `error`: what the tool threw, as text (see `errorText`). */
   readonly error?: string;
+  /** On `started` and `failed`: which attempt, from 1 (absent: the first); on `error`: how many were made. */
+  readonly attempt?: number;
+  /** On `failed`: when the next attempt may start, in ms since the epoch by the worker's clock. */
+  readonly retryAt?: number;
 }
 
 /** What a caller gives to append a record; the log adds run id, segment and number. */
 export type CallEntry = Omit<CallRecord, "runId" | "segment" | "seq">;
 
-const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "error", "pending", "unrecordable", "model"]);
+const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "failed", "error", "pending", "unrecordable", "model"]);
 
 /**
  * How many call records each segment of a run holds, by segment number: what a
@@ -198,6 +202,9 @@ function isRecord(value: JsonValue): value is CallRecord & JsonValue {
     typeof value["tool"] === "string" &&
     KINDS.has(value["kind"]) &&
     "args" in value &&
-    (value["kind"] !== "error" || typeof value["error"] === "string")
+    (value["attempt"] === undefined || (Number.isSafeInteger(value["attempt"]) && (value["attempt"] as number) >= 1)) &&
+    (value["kind"] !== "error" || typeof value["error"] === "string") &&
+    (value["kind"] !== "failed" ||
+      (typeof value["error"] === "string" && value["attempt"] !== undefined && Number.isSafeInteger(value["retryAt"])))
   );
 }

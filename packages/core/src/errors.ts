@@ -13,7 +13,10 @@ export type DurableErrorCode =
   | "STORE_NOT_READY"
   | "INVALID_INPUT"
   | "UNRECORDABLE_RESULT"
-  | "LEASE_HELD";
+  | "LEASE_HELD"
+  | "TOOL_FAILED"
+  | "TOOL_TIMED_OUT"
+  | "NON_RETRYABLE";
 
 /**
  * Marks every `DurableError` of every copy of this package: registered with
@@ -196,6 +199,46 @@ export class UnrecordableResult extends DurableError {
       { cause },
     );
     this.tool = tool;
+  }
+}
+
+/**
+ * A tool call failed for good: its tool threw (or timed out) on its last
+ * attempt, or with an error not worth retrying. The failure is recorded in the
+ * call log, so a recovery gives the same error without running the tool
+ * again. On the worker where it happened, `cause` is what the tool threw.
+ */
+export class ToolFailed extends DurableError {
+  readonly tool: string;
+  /** What the tool threw, as recorded: `<name>: <message>`. */
+  readonly error: string;
+  /** The attempts made, crashes of other workers included. */
+  readonly attempts: number;
+
+  constructor(tool: string, error: string, attempts: number, options?: { cause?: unknown }) {
+    const after = attempts > 1 ? ` after ${attempts} attempts` : "";
+    super("TOOL_FAILED", `${tool} failed${after}: ${error}`, options);
+    this.tool = tool;
+    this.error = error;
+    this.attempts = attempts;
+  }
+}
+
+/** An attempt of a tool with `timeoutMs` did not finish in time: its `ctx.signal` was aborted with it. */
+export class ToolTimedOut extends DurableError {
+  constructor(tool: string, timeoutMs: number) {
+    super("TOOL_TIMED_OUT", `${tool} did not finish within ${timeoutMs} ms.`);
+  }
+}
+
+/**
+ * Thrown by a tool (or given as `cause`) to say another attempt would not
+ * help (a declined card, a bad request): the call fails at once, whatever
+ * attempts its retry policy has left.
+ */
+export class NonRetryable extends DurableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("NON_RETRYABLE", message, options);
   }
 }
 

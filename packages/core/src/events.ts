@@ -72,20 +72,44 @@ export interface RunNeedsDecision extends EventBase {
 export interface CallStarted extends EventBase {
   readonly type: "call.started";
   readonly call: CallRef;
+  /** Which attempt, from 1. */
+  readonly attempt: number;
 }
 
 /** A tool call finished and its result is stored. */
 export interface CallDone extends EventBase {
   readonly type: "call.done";
   readonly call: CallRef;
+  /** The attempt that succeeded, from 1. */
+  readonly attempt: number;
+  /** How long that attempt ran, in ms. */
+  readonly durationMs: number;
 }
 
-/** A tool threw, and its error is stored as the call's outcome (the tool loop gives it to the model). */
+/** An attempt of a tool threw or timed out, and another follows after `delayMs`: the failure is stored. */
+export interface CallRetrying extends EventBase {
+  readonly type: "call.retrying";
+  readonly call: CallRef;
+  /** The error as text: `<name>: <message>`. */
+  readonly error: string;
+  /** The attempt that failed, from 1. */
+  readonly attempt: number;
+  /** How long it ran, in ms. */
+  readonly durationMs: number;
+  /** The wait before the next attempt, in ms. */
+  readonly delayMs: number;
+}
+
+/** A tool threw (on its last attempt, or an error not worth retrying), and its error is stored as the call's outcome. */
 export interface CallFailed extends EventBase {
   readonly type: "call.failed";
   readonly call: CallRef;
   /** The error as text: `<name>: <message>`. */
   readonly error: string;
+  /** How many attempts were made. */
+  readonly attempt: number;
+  /** How long the last attempt ran, in ms. */
+  readonly durationMs: number;
 }
 
 /** A run paused for approvals. */
@@ -109,6 +133,7 @@ export type DurableEvent =
   | RunNeedsDecision
   | CallStarted
   | CallDone
+  | CallRetrying
   | CallFailed
   | RunPaused
   | RunEnded;

@@ -1,10 +1,9 @@
-import { canonicalCopy, canonicalJson, type JsonValue } from "./canonical.js";
+import { canonicalJson, type JsonValue } from "./canonical.js";
+import { attemptCall } from "./call-attempts.js";
 import { callSite } from "./call-id.js";
 import type { CallLog } from "./call-log.js";
-import { InvalidInput, UnrecordableResult, errorText } from "./errors.js";
-import { emit, type CallRef, type EventSink } from "./events.js";
-import { faultPoint } from "./fault-points.js";
-import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
+import { InvalidInput } from "./errors.js";
+import type { CallRef, EventSink } from "./events.js";
 import type { Identity } from "./identity.js";
 import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
 import { checkDecisions, checkExecutorArgs, readDecision } from "./options.js";
@@ -35,7 +34,7 @@ export interface ApprovalRequest {
 /** A callback awaited in process for each call of an approval tool, instead of pausing the run. */
 export type ApprovalPort = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
 
-/** What became of one call: its result or its tool's error (see `ExecutorOptions.recordErrors`), a wait for an approval, or a denial. */
+/** What became of one call: its result or its tool's error (both recorded), a wait for an approval, or a denial. */
 export type CallOutcome =
   | FinishedOutcome
   | { readonly status: "pending" }
@@ -119,30 +118,24 @@ export class CallScope {
 export interface ExecutorOptions {
   /** A callback awaited for each call of an approval tool, instead of pausing the run. */
   readonly approvals?: ApprovalPort;
-  /**
-   * Records a tool's error as the call's outcome (an `error` record) and
-   * returns it, instead of throwing it with the call left `started`: replay
-   * then gives the same error without running the tool again. The tool loop
-   * sets it to give tool errors back to the model.
-   */
-  readonly recordErrors?: boolean;
 }
 
 /**
  * Runs tool calls through the call log. A finished call replays from the log;
- * otherwise the `started` record is stored before the tool runs, then `done`
- * with its result (or `unrecordable`, or `error` with `recordErrors`).
+ * otherwise each attempt's `started` record is stored before the tool runs,
+ * then `done` with its result, or the error that ended the call (see
+ * `attemptCall`). A tool's error is an outcome, recorded: replay gives it
+ * back without running the tool again; the runner decides what it means (a
+ * flow fails with `ToolFailed`, a tool loop tells the model).
  */
 export class Executor {
   readonly registry: ToolRegistry;
   readonly #approvals: ApprovalPort | undefined;
-  readonly #recordErrors: boolean;
 
   constructor(registry: ToolRegistry, options: ExecutorOptions = {}) {
     checkExecutorArgs(registry, options);
     this.registry = registry;
     this.#approvals = options.approvals;
-    this.#recordErrors = options.recordErrors === true;
   }
 
   /**
@@ -163,7 +156,7 @@ export class Executor {
     const jsonArgs = JSON.parse(argsText) as JsonValue;
     const callId = scope.nameCall(within, tool, argsText);
     const ref: CallRef = { callId, tool };
-    const { plan, log } = scope.init;
+    const { plan } = scope.init;
 
     const finished = plan.finished.get(callId);
     if (finished !== undefined) {
@@ -171,59 +164,16 @@ export class Executor {
       return finished.outcome;
     }
 
-    if (definition.approval) {
+    const next = plan.next.get(callId);
+    // A call that started was approved already: its next attempt needs no new decision.
+    if (definition.approval && next === undefined) {
       const decision = await this.#decide(scope, ref, jsonArgs, argsText);
       if (decision === undefined) return { status: "pending" };
       if (!decision.approved)
         return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
     }
 
-    const round = plan.round;
-    // A run its worker gave up may be claimed by another at once: starting a tool now would put its call in doubt.
-    scope.init.signal?.throwIfAborted();
-    faultPoint("call.before-started");
-    await log.append({ round, callId, tool, kind: "started", args: jsonArgs });
-    faultPoint("call.after-started");
-    await emit(scope.init.events, { type: "call.started", runId: scope.runId, kind: scope.init.kind, call: ref });
-    const key = idempotencyKeyFor(scope.runId, callId);
-    const ctx = { runId: scope.runId, callId, idempotencyKey: key, identity: scope.init.identity };
-    let returned: unknown;
-    try {
-      returned = await withIdempotencyKey(key, () => definition.fn(jsonArgs, ctx));
-    } catch (error) {
-      if (!this.#recordErrors) throw error;
-      return this.#recordError(scope, ref, jsonArgs, error);
-    }
-    faultPoint("call.before-done");
-    let result: JsonValue;
-    try {
-      result = canonicalCopy(returned === undefined ? null : returned, `the result of ${tool}`);
-      await log.append({ round, callId, tool, kind: "done", args: jsonArgs, result });
-    } catch (error) {
-      if (!(error instanceof InvalidInput)) throw error;
-      await log.append({ round, callId, tool, kind: "unrecordable", args: jsonArgs, reason: error.message });
-      throw new UnrecordableResult(tool, error);
-    }
-    faultPoint("call.after-done");
-    await emit(scope.init.events, { type: "call.done", runId: scope.runId, kind: scope.init.kind, call: ref });
-    return { status: "ok", value: result };
-  }
-
-  /** Stores the error a tool threw as the call's outcome, so replay gives it back without running the tool again. */
-  async #recordError(scope: CallScope, ref: CallRef, args: JsonValue, thrown: unknown): Promise<FinishedOutcome> {
-    const error = errorText(thrown);
-    faultPoint("call.before-done");
-    await scope.init.log.append({
-      round: scope.init.plan.round,
-      callId: ref.callId,
-      tool: ref.tool,
-      kind: "error",
-      args,
-      error,
-    });
-    faultPoint("call.after-done");
-    await emit(scope.init.events, { type: "call.failed", runId: scope.runId, kind: scope.init.kind, call: ref, error });
-    return { status: "error", error };
+    return attemptCall({ scope, ref, definition, args: jsonArgs, next });
   }
 
   /** The decision for an approval call, or undefined when the run must pause for one. */

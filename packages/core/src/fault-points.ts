@@ -13,6 +13,7 @@ export const FAULT_POINTS = [
   "call.before-started",
   "call.after-started",
   "tool.inside",
+  "call.after-failed",
   "call.before-done",
   "call.after-done",
   "checkpoint.before-save",

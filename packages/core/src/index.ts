@@ -14,6 +14,9 @@ export {
   StoreUnavailable,
   StoreNotReady,
   LeaseHeld,
+  ToolFailed,
+  ToolTimedOut,
+  NonRetryable,
   type DurableErrorCode,
   type InDoubtReason,
   type InDoubtCall,
@@ -28,6 +31,7 @@ export {
   type ApprovalRequest,
 } from "./executor.js";
 export { idempotencyKey } from "./idempotency.js";
+export type { RetryPolicy } from "./retry.js";
 export type {
   DurableEvent,
   EventSink,
@@ -39,6 +43,7 @@ export type {
   CallStarted,
   CallDone,
   CallFailed,
+  CallRetrying,
   RunPaused,
   RunEnded,
 } from "./events.js";

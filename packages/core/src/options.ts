@@ -144,8 +144,8 @@ export function checkRegistry(where: string, registry: unknown): void {
     );
 }
 
-/** Checks what an `Executor` is built from: a `ToolRegistry`, an approval port that is a function, and `recordErrors` a boolean. */
+/** Checks what an `Executor` is built from: a `ToolRegistry` and an approval port that is a function. */
 export function checkExecutorArgs(registry: unknown, options: unknown): void {
   checkRegistry("Executor", registry);
-  checkOptionTypes("Executor", options, { approvals: "function", recordErrors: "boolean" });
+  checkOptionTypes("Executor", options, { approvals: "function" });
 }

@@ -7,7 +7,14 @@ import type { ToolRegistry } from "./tools.js";
 /** What a finished call ended with: its result, or the error its tool threw, as recorded. */
 export type FinishedOutcome =
   | { readonly status: "ok"; readonly value: JsonValue }
-  | { readonly status: "error"; readonly error: string };
+  | {
+      readonly status: "error";
+      readonly error: string;
+      /** How many attempts were made. */
+      readonly attempts: number;
+      /** What the tool threw, on the worker where it happened (not recorded). */
+      readonly cause?: unknown;
+    };
 
 /** A call of the cut-short round whose outcome is in the log. */
 export interface FinishedCall {
@@ -25,11 +32,20 @@ export interface PendingCall {
   readonly args: JsonValue;
 }
 
+/** Where a call of the cut-short round that has not finished goes on: with which attempt, and not before when. */
+export interface NextAttempt {
+  readonly attempt: number;
+  /** After a failed attempt: when the next may start (ms since the epoch, the failed worker's clock). */
+  readonly notBefore?: number;
+}
+
 /** Every call of one round, by what recovery does with it. */
 export interface Classification {
   readonly finished: ReadonlyMap<string, FinishedCall>;
   readonly inDoubt: ReadonlyMap<string, InDoubtCall>;
   readonly pending: ReadonlyMap<string, PendingCall>;
+  /** Calls that started and did not finish (in doubt, or waiting between attempts), by call id. */
+  readonly next: ReadonlyMap<string, NextAttempt>;
 }
 
 /** What the executor does with the calls of the round it reruns. */
@@ -39,27 +55,35 @@ export interface ReplayPlan extends Classification {
 
 /** The plan of a round with nothing in its log: every call runs. */
 export function freshPlan(round: number): ReplayPlan {
-  return { round, finished: new Map(), inDoubt: new Map(), pending: new Map() };
+  return { round, finished: new Map(), inDoubt: new Map(), pending: new Map(), next: new Map() };
 }
 
 /**
  * Classifies the calls of one round from the log, across every segment: the
  * last record of a call decides (a loop's `model` records are not calls).
  * `done` and `error` replay; `started` with no result, `unrecordable`, and
- * `pending` on a synchronous approval port are in doubt; `pending` on an
- * approval of a paused run waits for its decision.
+ * `pending` on a synchronous approval port are in doubt (a rerun repeats the
+ * attempt that started); `failed` goes on with the next attempt, no sooner
+ * than the time it recorded; `pending` on an approval of a paused run waits
+ * for its decision.
  */
 export function classifyCalls(records: readonly CallRecord[], round: number): Classification {
   const last = new Map<string, CallRecord>();
+  const attempts = new Map<string, number>();
   for (const record of records) {
     if (record.round !== round || record.kind === "model") continue;
     last.delete(record.callId); // keep log order by the last record of each call
     last.set(record.callId, record);
+    if (record.kind === "started") attempts.set(record.callId, record.attempt ?? 1);
   }
   const finished = new Map<string, FinishedCall>();
   const inDoubt = new Map<string, InDoubtCall>();
   const pending = new Map<string, PendingCall>();
+  const next = new Map<string, NextAttempt>();
   for (const [callId, record] of last) {
+    const attempt = attempts.get(callId) ?? 1;
+    if (record.kind === "failed") next.set(callId, { attempt: attempt + 1, notBefore: record.retryAt ?? 0 });
+    else if (record.kind === "started" || record.kind === "unrecordable") next.set(callId, { attempt });
     const { tool, args } = record;
     const doubt = (why: InDoubtCall["why"]) =>
       inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
@@ -77,7 +101,7 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
           callId,
           tool,
           argsText: canonicalJson(args),
-          outcome: { status: "error", error: record.error ?? "" },
+          outcome: { status: "error", error: record.error ?? "", attempts: record.attempt ?? attempt },
         });
         break;
       case "started":
@@ -92,7 +116,7 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
         break;
     }
   }
-  return { finished, inDoubt, pending };
+  return { finished, inDoubt, pending, next };
 }
 
 /**

@@ -2,15 +2,24 @@ import type { JsonObject, JsonValue } from "./canonical.js";
 import { InvalidInput } from "./errors.js";
 import { checkOptionTypes } from "./options.js";
 import type { Identity } from "./identity.js";
+import { type ResolvedRetry, type RetryPolicy, resolveRetry } from "./retry.js";
 
 /** What a tool gets besides its arguments. */
 export interface ToolContext {
   readonly runId: string;
   /** Names this call within its run; the same on every worker and recovery. */
   readonly callId: string;
-  /** The same key `idempotencyKey()` returns inside this call. */
+  /** The same key `idempotencyKey()` returns inside this call: the same for every attempt. */
   readonly idempotencyKey: string;
   readonly identity: Identity;
+  /** Which attempt this is, from 1 (attempts count across workers and crashes). */
+  readonly attempt: number;
+  /**
+   * Aborted when the attempt times out (`timeoutMs`) or the worker gives the
+   * run up: pass it on (`fetch(url, { signal })`). A tool that ignores it
+   * cannot be stopped; its late result is never recorded.
+   */
+  readonly signal: AbortSignal;
 }
 
 /**
@@ -31,6 +40,10 @@ export interface ToolOptions {
   readonly description?: string;
   /** The JSON Schema of the arguments, shown to a model in a tool loop. */
   readonly parameters?: JsonObject;
+  /** Tries a call that throws again, with backoff; every attempt is in the call log (default: one attempt). */
+  readonly retry?: RetryPolicy;
+  /** How long one attempt may take, in ms: then its `ctx.signal` is aborted and the attempt failed with `ToolTimedOut`. */
+  readonly timeoutMs?: number;
 }
 
 /** A registered tool. */
@@ -39,6 +52,7 @@ export interface ToolDefinition extends ToolOptions {
   readonly fn: ToolFn;
   readonly idempotent: boolean;
   readonly approval: boolean;
+  readonly retry: ResolvedRetry;
 }
 
 const TOOL_OPTIONS = {
@@ -46,6 +60,7 @@ const TOOL_OPTIONS = {
   approval: "boolean",
   description: "string",
   parameters: "object",
+  retry: "object",
 } as const;
 
 /** The tools a run may call, by name. */
@@ -61,7 +76,12 @@ export class ToolRegistry {
       throw new InvalidInput("A tool name must be a string of 1 to 128 characters.");
     }
     if (typeof fn !== "function") throw new InvalidInput(`Tool ${JSON.stringify(name)} needs a function.`);
-    checkOptionTypes(`Tool ${JSON.stringify(name)}`, options, TOOL_OPTIONS);
+    const where = `Tool ${JSON.stringify(name)}`;
+    checkOptionTypes(where, options, TOOL_OPTIONS);
+    const { timeoutMs } = options;
+    if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1))
+      throw new InvalidInput(`${where}: timeoutMs must be a whole number of ms ≥ 1, not ${String(timeoutMs)}.`);
+    const retry = resolveRetry(where, options.retry);
     if (this.#tools.has(name)) throw new InvalidInput(`A tool named ${JSON.stringify(name)} is already registered.`);
     this.#tools.set(name, {
       ...options,
@@ -70,6 +90,7 @@ export class ToolRegistry {
       fn: fn as ToolFn,
       idempotent: options.idempotent === true,
       approval: options.approval === true,
+      retry,
     });
     return this;
   }

@@ -11,6 +11,9 @@ import {
   IdentityMismatch,
   InvalidInput,
   LeaseHeld,
+  NonRetryable,
+  ToolFailed,
+  ToolTimedOut,
   RecoveryNeedsDecision,
   StoreNotReady,
   StoreUnavailable,
@@ -40,6 +43,9 @@ const samples: readonly DurableError[] = [
   new StoreUnavailable("the store did not answer."),
   new StoreNotReady("the tables are missing; run migrate."),
   new LeaseHeld("r", "host:1:ab", 1_000_000, 999_000),
+  new ToolFailed("charge_card", "Error: card declined", 3),
+  new ToolTimedOut("charge_card", 500),
+  new NonRetryable("card declined"),
 ];
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");

@@ -120,16 +120,7 @@ describe("Executor", () => {
     expect(leavesRunForRecovery(error)).toBe(true);
   });
 
-  it("leaves a started record with no result when the tool throws, and passes the error on", async () => {
-    const { store, run } = await startRun();
-    const registry = new ToolRegistry().tool("t", () => {
-      throw new Error("card declined");
-    });
-    await expect(new Executor(registry).call(scopeFor(run), "c", "t", {})).rejects.toThrow("card declined");
-    expect((await store.calls("run-1")).length).toBe(1);
-  });
-
-  it("with recordErrors, stores a tool's error as the call's outcome; replay gives the same error without running the tool", async () => {
+  it("stores a tool's error as the call's outcome; replay gives the same error without running the tool", async () => {
     const { store, run } = await startRun();
     let runs = 0;
     const registry = new ToolRegistry().tool("t", () => {
@@ -137,7 +128,7 @@ describe("Executor", () => {
       throw new TypeError("no seats left");
     });
     const events: DurableEvent[] = [];
-    const executor = new Executor(registry, { recordErrors: true });
+    const executor = new Executor(registry);
     const scope = new CallScope({
       kind: "loop",
       log: run.log,
@@ -145,28 +136,25 @@ describe("Executor", () => {
       identity: {},
       events: (e) => void events.push(e),
     });
-    expect(await executor.call(scope, "c", "t", {})).toEqual({ status: "error", error: "TypeError: no seats left" });
+    const first = await executor.call(scope, "c", "t", {});
+    expect(first).toMatchObject({ status: "error", error: "TypeError: no seats left", attempts: 1 });
+    expect(first.status === "error" && first.cause).toBeInstanceOf(TypeError);
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => [r.kind, r.error])).toEqual([
       ["started", undefined],
       ["error", "TypeError: no seats left"],
     ]);
     expect(events.map((e) => e.type)).toEqual(["call.started", "call.failed"]);
-    expect(events[1]).toMatchObject({ call: { tool: "t" }, error: "TypeError: no seats left" });
+    expect(events[1]).toMatchObject({ call: { tool: "t" }, error: "TypeError: no seats left", attempt: 1 });
 
     const plan = planReplay("run-1", records, 1, registry);
     expect(plan.inDoubt.size).toBe(0);
     expect(await executor.call(scopeFor(run, plan), "c", "t", {})).toEqual({
       status: "error",
       error: "TypeError: no seats left",
+      attempts: 1,
     });
     expect(runs).toBe(1);
-  });
-
-  it("recordErrors must be a boolean", () => {
-    expect(() => new Executor(new ToolRegistry(), { recordErrors: "yes" as never })).toThrow(
-      /^Executor: recordErrors must be true or false/,
-    );
   });
 
   it("an error record without its error text is a corrupt log", async () => {

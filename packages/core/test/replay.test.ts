@@ -38,7 +38,7 @@ describe("classifying the calls of a cut-short round", () => {
       [rec("a", "started"), rec("a", "error", { error: "TypeError: no seats" })],
       1,
     );
-    expect(finished.get("a")?.outcome).toEqual({ status: "error", error: "TypeError: no seats" });
+    expect(finished.get("a")?.outcome).toEqual({ status: "error", error: "TypeError: no seats", attempts: 1 });
     expect(inDoubt.size).toBe(0);
   });
 

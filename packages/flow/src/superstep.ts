@@ -1,4 +1,4 @@
-import { ApprovalDenied, type Executor, FlowError, type JsonValue } from "@durable/core";
+import { ApprovalDenied, type Executor, FlowError, type JsonValue, ToolFailed } from "@durable/core";
 import type { CallScope } from "@durable/core/runner";
 import { Call } from "./call.js";
 import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
@@ -71,8 +71,8 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
         throw new WaitingForApproval();
       case "denied":
         throw new ApprovalDenied(tool, outcome.reason);
-      case "error": // only with an executor that records tool errors: the node fails as if the tool threw
-        throw new Error(outcome.error);
+      case "error": // recorded: the node sees the same error on every worker, its cause only where it happened
+        throw new ToolFailed(tool, outcome.error, outcome.attempts, { cause: outcome.cause });
     }
   };
   if (node.body instanceof Call) {

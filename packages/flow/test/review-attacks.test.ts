@@ -177,7 +177,7 @@ describe("maxVisits", () => {
   });
 });
 
-describe("a flow whose executor records tool errors", () => {
+describe("a flow whose tool throws", () => {
   it("fails the run with the recorded error, replayed after a worker died before the failed checkpoint: the tool runs once", async () => {
     const store = new MemoryCheckpointStore();
     let bookings = 0;
@@ -188,29 +188,27 @@ describe("a flow whose executor records tool errors", () => {
     const flow = new Flow("booking", { state: z.object({ note: z.string() }) })
       .node("book", async (_s, ctx) => ({ note: String(await ctx.call("book", { seats: 2 })) }))
       .end("book");
-    const recording = (on: CheckpointStore) =>
-      new FlowRunner(new Executor(registry, { recordErrors: true }), { checkpoints: on, checkpointKey: KEY });
-    void recording(new DyingStore(store, { op: "save", step: 1, when: "before" })).run(
+    void runner(new DyingStore(store, { op: "save", step: 1, when: "before" }), registry).run(
       flow,
       { note: "" },
       { runId: "b" },
     );
     await settle();
     expect(bookings).toBe(1);
-    await expect(runner(store, registry).recover(flow, "b")).rejects.toThrow("Error: sold out");
+    await expect(runner(store, registry).recover(flow, "b")).rejects.toThrow("book failed: Error: sold out");
     expect(await store.latest("b")).toMatchObject({ status: "failed", step: 2 });
     expect(bookings).toBe(1);
   });
 });
 
-describe("a resume whose round holds a call in doubt (a node swallowed its tool's error, then waited on an approval)", () => {
+describe("a resume whose round holds a call in doubt (a node swallowed an unrecordable result, then waited on an approval)", () => {
   it("stores the decision with its claim, stops with RecoveryNeedsDecision and run.needs-decision; a second resume is refused; the recovery that reruns the call spends the decision once", async () => {
     const store = new MemoryCheckpointStore();
     const ran = { lookup: 0, refund: 0 };
     const registry = new ToolRegistry()
       .tool("lookup", () => {
         ran.lookup++;
-        throw new Error("timeout");
+        return { at: new Date() };
       })
       .tool("refund", () => ++ran.refund, { approval: true });
     const flow = new Flow("refunds", { state: z.object({ note: z.string() }) })
@@ -230,7 +228,9 @@ describe("a resume whose round holds a call in doubt (a node swallowed its tool'
     const refund = paused.approvals[0]!.callId;
     const error = await worker.resume(flow, "r", { [refund]: true }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RecoveryNeedsDecision);
-    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "lookup", why: "started with no result" }]);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([
+      { tool: "lookup", why: "result could not be recorded" },
+    ]);
     const claim = await store.latest("r");
     expect(events.at(-1)).toMatchObject({ type: "run.needs-decision", step: claim.step, calls: [{ tool: "lookup" }] });
     await expect(worker.resume(flow, "r", { [refund]: false })).rejects.toThrow(CheckpointConflict);

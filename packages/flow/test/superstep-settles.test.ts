@@ -46,6 +46,6 @@ describe("a superstep ends only once every call it made has settled", () => {
     );
     const latest = await DurableRun.latest(store, Sealer.withKeys(KEY), "r");
     expect(latest.status).toBe("failed");
-    expect(latest.calls).toEqual([3]); // broken started, charge started, charge done
+    expect(latest.calls).toEqual([4]); // broken started, broken error, charge started, charge done
   });
 });

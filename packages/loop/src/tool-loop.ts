@@ -10,6 +10,7 @@ import {
   InvalidInput,
   type LeaseOptions,
   type PausedResult,
+  ToolFailed,
   type ToolRegistry,
 } from "@durable/core";
 import {
@@ -62,10 +63,11 @@ export interface LoopStoreOptions {
   /** Claim the loop even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
   readonly takeOver?: boolean;
   /**
-   * What a tool that throws does: `"model"` (the default) stores its error as
-   * the call's outcome and gives it to the model as the tool's result
-   * (`error: <name>: <message>`, `isError: true`), so replay gives the same
-   * error and the tool does not run again; `"fail"` fails the run, as in a flow.
+   * What a tool that throws (on its last attempt) does. Its error is stored
+   * as the call's outcome either way, so replay gives the same error and the
+   * tool does not run again. `"model"` (the default) gives it to the model as
+   * the tool's result (`error: <name>: <message>`, `isError: true`); `"fail"`
+   * fails the run with `ToolFailed`, as in a flow.
    */
   readonly toolErrors?: "model" | "fail";
 }
@@ -147,11 +149,8 @@ function loopDriver(
   registry: ToolRegistry,
   options: LoopStoreOptions,
 ): RunDriver<LoopData, LoopDone> {
-  const recordErrors = (options.toolErrors ?? "model") === "model";
-  const executor = new Executor(registry, {
-    ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
-    recordErrors,
-  });
+  const toModel = (options.toolErrors ?? "model") === "model";
+  const executor = new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals });
   const specs: ToolSpec[] = registry.list().map(({ name, description, parameters }) => ({
     name,
     ...(description === undefined ? {} : { description }),
@@ -165,7 +164,9 @@ function loopDriver(
     write: loopDataJson,
     claimed: withModelCalls,
     step: (data, context) =>
-      data.stage === "model-reply" ? toolRound(executor, data, context.scope) : modelReply(model, specs, data, context),
+      data.stage === "model-reply"
+        ? toolRound(executor, data, context.scope, toModel)
+        : modelReply(model, specs, data, context),
     result: (data, { runId, step }) => {
       const last = data.messages.findLast((m) => m.role === "assistant");
       return {
@@ -242,7 +243,12 @@ function pinned(reply: ModelReply): Message {
  * and (with `toolErrors: "model"`) a tool's error go back to the model as the
  * call's result.
  */
-async function toolRound(executor: Executor, data: LoopData, scope: CallScope): Promise<StepOutcome<LoopData>> {
+async function toolRound(
+  executor: Executor,
+  data: LoopData,
+  scope: CallScope,
+  errorsToModel: boolean,
+): Promise<StepOutcome<LoopData>> {
   const last = data.messages.at(-1);
   const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
   const round = Promise.all(
@@ -263,6 +269,8 @@ async function toolRound(executor: Executor, data: LoopData, scope: CallScope): 
         case "denied":
           return reply(`denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`);
         case "error":
+          if (!errorsToModel)
+            throw new ToolFailed(call.name, outcome.error, outcome.attempts, { cause: outcome.cause });
           return reply(`error: ${outcome.error}`, true);
         case "ok":
           return reply(typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value));

@@ -328,7 +328,7 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
         runId: "r",
         kind: program.kind,
         step: latest.step,
-        error: "Error: card declined",
+        error: "ToolFailed: charge failed: Error: card declined",
         at: expect.any(String),
       },
     ]);

@@ -3,7 +3,7 @@ import {
   type CheckpointStore,
   type DurableEvent,
   MemoryCheckpointStore,
-  RecoveryNeedsDecision,
+  ToolFailed,
   ToolRegistry,
 } from "@durable/core";
 import { MAX_ERROR_TEXT, readCallLog, sealerFor } from "@durable/core/runner";
@@ -139,7 +139,7 @@ describe("a tool error in the tool loop", () => {
     expect(Math.max(...stored)).toBeLessThan(3 * MAX_ERROR_TEXT);
   });
 
-  it('is its call\'s outcome whatever toolErrors the recovering worker has: recorded under "model", it replays to the model under "fail"; thrown under "fail" before the failed checkpoint, it is in doubt under "model"', async () => {
+  it('is its call\'s outcome, recorded whatever toolErrors says: a recovery replays it without running the tool, and the recovering worker\'s toolErrors decides ("fail" fails the run, "model" tells the model)', async () => {
     const options = (store: CheckpointStore, toolErrors: "model" | "fail") => ({
       runId: "chat",
       checkpoints: store,
@@ -155,27 +155,25 @@ describe("a tool error in the tool loop", () => {
       options(new DyingStore(recorded, { op: "recordCall", kind: "error", tool: "book", when: "after" }), "model"),
     );
     await settle();
-    const replayed = await recoverToolLoop(bookingModel().model, first.registry, "chat", options(recorded, "fail"));
-    expect(replayed).toMatchObject({ status: "done", text: "the tool said: error: Error: the booking system is down" });
+    const failed = await recoverToolLoop(bookingModel().model, first.registry, "chat", options(recorded, "fail")).catch(
+      (e: unknown) => e,
+    );
+    expect(failed).toBeInstanceOf(ToolFailed);
+    expect(failed).toMatchObject({ tool: "book", error: "Error: the booking system is down", attempts: 1 });
+    expect((await recorded.latest("chat")).status).toBe("failed");
     expect(first.ran.book).toBe(1);
 
-    const unrecorded = new MemoryCheckpointStore();
+    const thrown = new MemoryCheckpointStore();
     const second = failing(() => new Error("card declined"));
     void runToolLoop(
       bookingModel().model,
       second.registry,
       ask,
-      options(new DyingStore(unrecorded, { op: "save", step: 2, when: "before" }), "fail"),
+      options(new DyingStore(thrown, { op: "save", step: 2, when: "before" }), "fail"),
     );
     await settle();
-    const error = await recoverToolLoop(
-      bookingModel().model,
-      second.registry,
-      "chat",
-      options(unrecorded, "model"),
-    ).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(RecoveryNeedsDecision);
-    expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "book", why: "started with no result" }]);
+    const replayed = await recoverToolLoop(bookingModel().model, second.registry, "chat", options(thrown, "model"));
+    expect(replayed).toMatchObject({ status: "done", text: "the tool said: error: Error: card declined" });
     expect(second.ran.book).toBe(1);
   });
 
