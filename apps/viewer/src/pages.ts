@@ -70,7 +70,7 @@ function callTable(calls: readonly CallView[]): string {
     </tr>`,
   );
   return `<table class="calls"><thead><tr><th>tool</th><th>what happened</th><th>call id</th><th>records (segment:kind)</th><th>result</th></tr></thead><tbody>${rows.join("")}</tbody></table>
-  <p class="legend">${badge("ran", "ran")} ran once · ${badge("tool-error", "tool error")} its tool threw; the error is recorded and replays · ${badge("replayed", "replayed")} its result came from the log · ${badge("rerun", "rerun")} was in doubt and ran again · ${badge("retrying", "retrying")} an attempt failed; the next follows its wait · ${badge("in-doubt", "in doubt")} started, no result: recovery waits for a decision</p>`;
+  <p class="legend">${badge("ran", "ran")} ran once · ${badge("tool-error", "tool error")} its tool threw; the error is recorded and replays · ${badge("replayed", "replayed")} its result came from the log · ${badge("rerun", "rerun")} was in doubt and ran again · ${badge("retrying", "retrying")} an attempt failed; the next follows its wait · ${badge("decided", "decided")} was in doubt; an operator decided it · ${badge("in-doubt", "in doubt")} started, no result: recovery waits for a decision</p>`;
 }
 
 function eventRow(e: DurableEvent): string {
@@ -84,7 +84,8 @@ function eventDetails(e: DurableEvent): string {
       return `step ${e.step}, ${e.status}${e.stage === undefined ? "" : `, ${e.stage}`}`;
     case "run.recovered":
       // Event logs written before leases name no owner.
-      return `claimed at step ${e.step}${e.owner === undefined ? "" : ` by worker ${e.owner}`}; replays from the log: ${calls(e.replayed)}; runs again: ${calls(e.rerun)}`;
+      // Event logs written before decisions name none.
+      return `claimed at step ${e.step}${e.owner === undefined ? "" : ` by worker ${e.owner}`}; replays from the log: ${calls(e.replayed)}; runs again: ${calls(e.rerun)}${e.decided === undefined || e.decided.length === 0 ? "" : `; decided by an operator: ${calls(e.decided)}`}`;
     case "run.needs-decision":
       return `claimed at step ${e.step}; stopped, in doubt: ${e.calls.map((c) => `${c.tool} (${c.why}; idempotency key ${c.idempotencyKey})`).join(", ")}`;
     case "call.started":

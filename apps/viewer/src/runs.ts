@@ -10,7 +10,15 @@ import {
 import { type CallRecord, DurableRun, readCallLog, type Sealer } from "@durable/core/runner";
 
 /** What became of a call, as the viewer marks it. */
-type CallMark = "ran" | "tool error" | "replayed" | "rerun" | "retrying" | "in doubt" | "waiting on approval";
+type CallMark =
+  | "ran"
+  | "tool error"
+  | "replayed"
+  | "rerun"
+  | "retrying"
+  | "decided"
+  | "in doubt"
+  | "waiting on approval";
 
 export interface CallView {
   readonly callId: string;
@@ -184,17 +192,19 @@ function callViews(
     const failed = own.find((r) => r.kind === "error");
     const mark: CallMark = rerun.has(callId)
       ? "rerun"
-      : replayed.has(callId)
-        ? "replayed"
-        : done !== undefined
-          ? "ran"
-          : failed !== undefined
-            ? "tool error"
-            : last.kind === "pending"
-              ? "waiting on approval"
-              : last.kind === "failed"
-                ? "retrying"
-                : "in doubt";
+      : own.some((r) => r.kind === "decided")
+        ? "decided"
+        : replayed.has(callId)
+          ? "replayed"
+          : done !== undefined
+            ? "ran"
+            : failed !== undefined
+              ? "tool error"
+              : last.kind === "pending"
+                ? "waiting on approval"
+                : last.kind === "failed"
+                  ? "retrying"
+                  : "in doubt";
     return {
       callId,
       tool: last.tool,

@@ -8,10 +8,11 @@ import type { CheckpointStore } from "./checkpoint-store.js";
  * then `done` with its result, `failed` when an attempt threw and another
  * follows (with when), `error` with the error that ended the call, `pending`
  * while it waits on an approval, or `unrecordable` when its result could not
- * be sealed. A tool loop writes `model` before each model call, so its
- * `maxSteps` counts the calls made, crashes included.
+ * be sealed; `decided` holds an operator's decision on the call in doubt. A
+ * tool loop writes `model` before each model call, so its `maxSteps` counts
+ * the calls made, crashes included.
  */
-export type CallRecordKind = "started" | "done" | "failed" | "error" | "pending" | "unrecordable" | "model";
+export type CallRecordKind = "started" | "done" | "failed" | "error" | "pending" | "unrecordable" | "decided" | "model";
 
 /** One verified call-log record. */
 export interface CallRecord {
@@ -37,12 +38,26 @@ export interface CallRecord {
   readonly attempt?: number;
   /** On `failed`: when the next attempt may start, in ms since the epoch by the worker's clock. */
   readonly retryAt?: number;
+  /** On `decided`: run the call again, or take `result` or `error` as its outcome. */
+  readonly decision?: "rerun" | "result" | "error";
+  /** On `decided`: who decided (the `by` recovery option, or the worker's id), and when (ISO 8601). */
+  readonly by?: string;
+  readonly at?: string;
 }
 
 /** What a caller gives to append a record; the log adds run id, segment and number. */
 export type CallEntry = Omit<CallRecord, "runId" | "segment" | "seq">;
 
-const KINDS: ReadonlySet<unknown> = new Set(["started", "done", "failed", "error", "pending", "unrecordable", "model"]);
+const KINDS: ReadonlySet<unknown> = new Set([
+  "started",
+  "done",
+  "failed",
+  "error",
+  "pending",
+  "unrecordable",
+  "decided",
+  "model",
+]);
 
 /**
  * How many call records each segment of a run holds, by segment number: what a
@@ -115,8 +130,12 @@ export class CallLog {
   }
 }
 
-/** The kinds that end a call: no record of the call may follow one. */
-const OUTCOMES: ReadonlySet<CallRecordKind> = new Set(["done", "error"]);
+/** True for a record that ends its call (`done`, `error`, or a decision of its outcome): no record of the call may follow one. */
+function isOutcome(record: CallRecord): boolean {
+  return (
+    record.kind === "done" || record.kind === "error" || (record.kind === "decided" && record.decision !== "rerun")
+  );
+}
 
 /**
  * Reads and verifies a run's whole call log: every seal, the numbering (each
@@ -169,7 +188,7 @@ export async function readCallLog(
           `call ${JSON.stringify(body.callId)} has a ${body.kind} record after its outcome: a finished call is never made again.`,
         );
       }
-      if (OUTCOMES.has(body.kind)) finished.add(body.callId);
+      if (isOutcome(body)) finished.add(body.callId);
     }
     expected += 1;
     found[segment] = expected;
@@ -205,6 +224,23 @@ function isRecord(value: JsonValue): value is CallRecord & JsonValue {
     (value["attempt"] === undefined || (Number.isSafeInteger(value["attempt"]) && (value["attempt"] as number) >= 1)) &&
     (value["kind"] !== "error" || typeof value["error"] === "string") &&
     (value["kind"] !== "failed" ||
-      (typeof value["error"] === "string" && value["attempt"] !== undefined && Number.isSafeInteger(value["retryAt"])))
+      (typeof value["error"] === "string" &&
+        value["attempt"] !== undefined &&
+        Number.isSafeInteger(value["retryAt"]))) &&
+    (value["kind"] !== "decided" || isDecision(value))
   );
+}
+
+function isDecision(value: { readonly [key: string]: JsonValue | undefined }): boolean {
+  if (typeof value["by"] !== "string" || typeof value["at"] !== "string") return false;
+  switch (value["decision"]) {
+    case "rerun":
+      return true;
+    case "result":
+      return "result" in value;
+    case "error":
+      return typeof value["error"] === "string";
+    default:
+      return false;
+  }
 }

@@ -1,4 +1,5 @@
 import type { JsonObject } from "./canonical.js";
+import { checkBeforeClaim, decideAtClaim, decidedBy, readCallDecisions } from "./call-decisions.js";
 import { readCallLog, type CallRecord } from "./call-log.js";
 import type { CheckpointBody } from "./checkpoint.js";
 import { envelopeJson, readEnvelope, type RunEnvelope } from "./envelope.js";
@@ -121,12 +122,21 @@ export class RunDriver<D, R> {
 
   async #recover(runId: string, options: RecoverOptions): Promise<R | PausedResult> {
     options.signal?.throwIfAborted();
+    const decided = options.decide === undefined ? undefined : readCallDecisions(options.decide);
+    const by = decidedBy(options.by, this.#lease.owner);
     const { latest, envelope } = await this.open(runId, options.ctx);
     if (latest.status === "paused") return { status: "paused", runId, step: latest.step, approvals: envelope.pending };
+    // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
+    if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
     const claim = { lease: this.#lease, takeOver: options.takeOver };
-    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    const { run, checkpoint } = claimed;
     return this.#holding(run, options.signal, async () => {
       await this.#saved(checkpoint, envelope.program);
+      const records =
+        decided === undefined
+          ? claimed.records
+          : await decideAtClaim(this.#store, this.#sealer, run, claimed.records, envelope.round, decided, by);
       const plan = await this.#plan(run, records, envelope.round, options);
       await emit(this.#events, {
         type: "run.recovered",
@@ -136,6 +146,7 @@ export class RunDriver<D, R> {
         owner: this.#lease.owner,
         replayed: refs(plan.finished.values()),
         rerun: refs(plan.inDoubt.values()),
+        decided: refs(plan.decided.values()),
       });
       return this.#steps(run, this.#claimed(envelope, records), plan, options.signal);
     });

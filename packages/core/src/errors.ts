@@ -147,8 +147,8 @@ export class RecoveryNeedsDecision extends DurableError {
     const list = calls.map(({ tool, why }) => `${tool} (${why})`).join(", ");
     super(
       "RECOVERY_NEEDS_DECISION",
-      `Run ${JSON.stringify(runId)} has calls in doubt: ${list}. Check them at their system, ` +
-        "then recover with { rerunInDoubt: true } to run them again.",
+      `Run ${JSON.stringify(runId)} has calls in doubt: ${list}. Check each at its system (by its idempotency key), ` +
+        'then recover with { decide: { [callId]: "rerun" | "skip" | { result } | { error } } }, or { rerunInDoubt: true } to run them all again.',
     );
     this.runId = runId;
     this.calls = calls;

@@ -52,6 +52,8 @@ export interface RunRecovered extends EventBase {
   readonly replayed: readonly CallRef[];
   /** Calls in doubt that the round runs again: of idempotent tools, or every one with `rerunInDoubt`. */
   readonly rerun: readonly CallRef[];
+  /** Calls of the round an operator decided on (`decide`, `decideCalls`): run again, or given an outcome. */
+  readonly decided: readonly CallRef[];
 }
 
 /**

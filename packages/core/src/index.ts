@@ -31,6 +31,12 @@ export {
   type ApprovalRequest,
 } from "./executor.js";
 export { idempotencyKey } from "./idempotency.js";
+export {
+  decideCalls,
+  type CallDecision,
+  type CallDecisions,
+  type DecideCallsOptions,
+} from "./call-decisions.js";
 export type { RetryPolicy } from "./retry.js";
 export type {
   DurableEvent,

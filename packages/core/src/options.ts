@@ -33,6 +33,8 @@ const RUNNER_OPTIONS: Readonly<Record<string, OptionType>> = {
   events: "function",
   approvals: "function",
   rerunInDoubt: "boolean",
+  decide: "object",
+  by: "string",
   takeOver: "boolean",
   lease: "object",
   decisions: "object",

@@ -1,6 +1,7 @@
 import { canonicalJson, type JsonValue } from "./canonical.js";
 import type { CallRecord } from "./call-log.js";
 import { RecoveryNeedsDecision, type InDoubtCall } from "./errors.js";
+import type { CallRef } from "./events.js";
 import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
 
@@ -44,8 +45,10 @@ export interface Classification {
   readonly finished: ReadonlyMap<string, FinishedCall>;
   readonly inDoubt: ReadonlyMap<string, InDoubtCall>;
   readonly pending: ReadonlyMap<string, PendingCall>;
-  /** Calls that started and did not finish (in doubt, or waiting between attempts), by call id. */
+  /** Calls that started and did not finish (in doubt, decided to run again, or waiting between attempts), by call id. */
   readonly next: ReadonlyMap<string, NextAttempt>;
+  /** Calls of the round an operator decided on (a `decided` record), by call id. */
+  readonly decided: ReadonlyMap<string, CallRef>;
 }
 
 /** What the executor does with the calls of the round it reruns. */
@@ -55,7 +58,7 @@ export interface ReplayPlan extends Classification {
 
 /** The plan of a round with nothing in its log: every call runs. */
 export function freshPlan(round: number): ReplayPlan {
-  return { round, finished: new Map(), inDoubt: new Map(), pending: new Map(), next: new Map() };
+  return { round, finished: new Map(), inDoubt: new Map(), pending: new Map(), next: new Map(), decided: new Map() };
 }
 
 /**
@@ -80,11 +83,14 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
   const inDoubt = new Map<string, InDoubtCall>();
   const pending = new Map<string, PendingCall>();
   const next = new Map<string, NextAttempt>();
+  const decided = new Map<string, CallRef>();
   for (const [callId, record] of last) {
     const attempt = attempts.get(callId) ?? 1;
     if (record.kind === "failed") next.set(callId, { attempt: attempt + 1, notBefore: record.retryAt ?? 0 });
-    else if (record.kind === "started" || record.kind === "unrecordable") next.set(callId, { attempt });
+    else if (record.kind === "started" || record.kind === "unrecordable" || record.decision === "rerun")
+      next.set(callId, { attempt });
     const { tool, args } = record;
+    if (record.kind === "decided") decided.set(callId, { callId, tool });
     const doubt = (why: InDoubtCall["why"]) =>
       inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
     switch (record.kind) {
@@ -104,6 +110,19 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
           outcome: { status: "error", error: record.error ?? "", attempts: record.attempt ?? attempt },
         });
         break;
+      case "decided":
+        // "rerun" goes on as `next` says; a decided result or error is the call's outcome.
+        if (record.decision === "result" || record.decision === "error")
+          finished.set(callId, {
+            callId,
+            tool,
+            argsText: canonicalJson(args),
+            outcome:
+              record.decision === "result"
+                ? { status: "ok", value: record.result ?? null }
+                : { status: "error", error: record.error ?? "", attempts: attempt },
+          });
+        break;
       case "started":
         doubt("started with no result");
         break;
@@ -116,7 +135,7 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
         break;
     }
   }
-  return { finished, inDoubt, pending, next };
+  return { finished, inDoubt, pending, next, decided };
 }
 
 /**

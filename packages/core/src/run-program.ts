@@ -1,4 +1,5 @@
 import type { JsonObject } from "./canonical.js";
+import type { CallDecisions } from "./call-decisions.js";
 import type { CallLog, CallRecord } from "./call-log.js";
 import type { CheckpointBody } from "./checkpoint.js";
 import type { RunEnvelope } from "./envelope.js";
@@ -88,8 +89,17 @@ export interface DriverOptions {
 export interface RecoverOptions {
   /** Must name the run's own identity; without it the stored user and thread are restored. */
   readonly ctx?: Identity;
-  /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
+  /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`: a decision of `"rerun"` on each. */
   readonly rerunInDoubt?: boolean;
+  /**
+   * Decisions on calls in doubt, by call id (`RecoveryNeedsDecision.calls`):
+   * each is recorded in the call log, with `by` and the time, before anything
+   * acts on it. A decision on a call that is not in doubt is `InvalidInput`,
+   * and nothing is written.
+   */
+  readonly decide?: CallDecisions;
+  /** Who decides, recorded with each decision (default: the worker's lease owner). */
+  readonly by?: string;
   /** Claim the run even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
   readonly takeOver?: boolean;
   /**

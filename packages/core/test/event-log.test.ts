@@ -29,6 +29,7 @@ describe("jsonlEventSink", () => {
       step: 2,
       replayed: [{ callId: "1:a:0", tool: "a" }],
       rerun: [],
+      decided: [],
     });
     const events = readJsonlEvents(path);
     expect(events.map((e) => e.type)).toEqual(["checkpoint.saved", "run.recovered"]);

@@ -163,6 +163,26 @@ describe("Executor", () => {
     await expect(readCallLog(store, sealer, "run-1", [])).rejects.toThrow(CheckpointStoreCorrupt);
   });
 
+  it("a decided record without who decided, or with an unknown decision, is a corrupt log; so is a record after a decided outcome", async () => {
+    const base = { round: 1, callId: "c", tool: "t", args: {} } as const;
+    const at = new Date().toISOString();
+    for (const bad of [
+      { ...base, kind: "decided", decision: "rerun", at },
+      { ...base, kind: "decided", decision: "maybe" as never, by: "ops", at },
+      { ...base, kind: "decided", decision: "error", by: "ops", at },
+    ] as const) {
+      const { store, run } = await startRun();
+      await run.log.append(bad);
+      await expect(readCallLog(store, sealer, "run-1", [])).rejects.toThrow(CheckpointStoreCorrupt);
+    }
+    const { store, run } = await startRun();
+    await run.log.append({ ...base, kind: "started" });
+    await run.log.append({ ...base, kind: "decided", decision: "result", result: 7, by: "ops", at });
+    expect((await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind)).toEqual(["started", "decided"]);
+    await run.log.append({ ...base, kind: "started" });
+    await expect(readCallLog(store, sealer, "run-1", [])).rejects.toThrow(/after its outcome/);
+  });
+
   it("pauses an approval call with a pending record, and runs it once a bound decision is given", async () => {
     const { store, run } = await startRun();
     let ran = 0;
