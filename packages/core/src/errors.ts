@@ -242,6 +242,23 @@ export class NonRetryable extends DurableError {
   }
 }
 
+/**
+ * A call's arguments fail its tool's `args` schema. Nothing was written: the
+ * tool did not run. A tool loop gives the message to the model; in a flow it
+ * fails the node, as any `InvalidInput`.
+ */
+export class InvalidToolArgs extends InvalidInput {
+  readonly tool: string;
+  /** Each failing field and why, as one line. */
+  readonly problems: string;
+
+  constructor(tool: string, problems: string) {
+    super(`The arguments of ${tool} are not valid: ${problems}.`);
+    this.tool = tool;
+    this.problems = problems;
+  }
+}
+
 /** A call that needed an approval was denied. */
 export class ApprovalDenied extends DurableError {
   readonly tool: string;

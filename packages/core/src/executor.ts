@@ -2,13 +2,14 @@ import { canonicalJson, type JsonValue } from "./canonical.js";
 import { attemptCall } from "./call-attempts.js";
 import { callSite } from "./call-id.js";
 import type { CallLog } from "./call-log.js";
-import { InvalidInput } from "./errors.js";
+import { InvalidInput, InvalidToolArgs } from "./errors.js";
 import type { CallRef, EventSink } from "./events.js";
 import type { Identity } from "./identity.js";
 import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
 import { checkDecisions, checkExecutorArgs, readDecision } from "./options.js";
 import type { RunKind } from "./checkpoint-store.js";
-import type { ToolRegistry } from "./tools.js";
+import type { ToolDefinition, ToolRegistry } from "./tools.js";
+import { validateWith } from "./standard-schema.js";
 
 /** A decision on an approval. */
 export interface ApprovalDecision {
@@ -150,8 +151,9 @@ export class Executor {
     return outcome;
   }
 
-  async #call(scope: CallScope, within: string, tool: string, args: unknown): Promise<CallOutcome> {
+  async #call(scope: CallScope, within: string, tool: string, given: unknown): Promise<CallOutcome> {
     const definition = this.registry.get(tool);
+    const args = await checkedArgs(definition, given);
     const argsText = canonicalJson(args, `the arguments of ${tool}`);
     const jsonArgs = JSON.parse(argsText) as JsonValue;
     const callId = scope.nameCall(within, tool, argsText);
@@ -195,6 +197,14 @@ export class Executor {
     const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
     return readDecision(await this.#approvals(request), `the approval port's answer for ${ref.tool}`);
   }
+}
+
+/** A call's arguments as its tool's `args` schema outputs them (as given without one): `InvalidToolArgs` when they fail it. */
+async function checkedArgs(definition: ToolDefinition, given: unknown): Promise<unknown> {
+  if (definition.args === undefined) return given;
+  const result = await validateWith(definition.args, given);
+  if ("problems" in result) throw new InvalidToolArgs(definition.name, result.problems);
+  return result.value;
 }
 
 /** Decisions on the pending approvals of a paused run, by call id: `true`/`false`, or `{ approved, reason }`. */

@@ -9,6 +9,7 @@ export {
   FlowError,
   IdentityMismatch,
   InvalidInput,
+  InvalidToolArgs,
   UnrecordableResult,
   ApprovalDenied,
   StoreUnavailable,

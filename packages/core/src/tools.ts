@@ -1,8 +1,10 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { JsonObject, JsonValue } from "./canonical.js";
 import { InvalidInput } from "./errors.js";
 import { checkOptionTypes } from "./options.js";
 import type { Identity } from "./identity.js";
 import { type ResolvedRetry, type RetryPolicy, resolveRetry } from "./retry.js";
+import { isStandardSchema } from "./standard-schema.js";
 
 /** What a tool gets besides its arguments. */
 export interface ToolContext {
@@ -31,7 +33,15 @@ export interface ToolContext {
 export type ToolFn<Args = JsonValue> = (args: Args, ctx: ToolContext) => unknown;
 
 /** How a tool may be treated. */
-export interface ToolOptions {
+export interface ToolOptions<Args = JsonValue> {
+  /**
+   * The schema of the arguments (zod, valibot, arktype: any Standard Schema):
+   * a call's arguments are validated, and the tool gets the schema's output,
+   * before its `started` record; invalid ones are `InvalidToolArgs` (a tool
+   * loop tells the model). A schema that converts to JSON Schema
+   * (`~standard.jsonSchema`) also gives a tool loop the tool's parameters.
+   */
+  readonly args?: StandardSchemaV1<unknown, Args>;
   /** Safe to run again with the same arguments: a call in doubt reruns on recovery with no decision. */
   readonly idempotent?: boolean;
   /** Each call waits for an approval: the run pauses until it is resumed with a decision. */
@@ -47,7 +57,7 @@ export interface ToolOptions {
 }
 
 /** A registered tool. */
-export interface ToolDefinition extends ToolOptions {
+export interface ToolDefinition extends ToolOptions<unknown> {
   readonly name: string;
   readonly fn: ToolFn;
   readonly idempotent: boolean;
@@ -61,6 +71,7 @@ const TOOL_OPTIONS = {
   description: "string",
   parameters: "object",
   retry: "object",
+  args: "object",
 } as const;
 
 /** The tools a run may call, by name. */
@@ -71,7 +82,7 @@ export class ToolRegistry {
    * Registers a tool. A name used twice is `InvalidInput`. Returns the registry, to chain.
    * `Args` comes from the tool's own parameter type, e.g. `(a: { cents: number }) => …`.
    */
-  tool<Args = JsonValue>(name: string, fn: ToolFn<Args>, options: ToolOptions = {}): this {
+  tool<Args = JsonValue>(name: string, fn: ToolFn<Args>, options: ToolOptions<Args> = {}): this {
     if (typeof name !== "string" || name.length === 0 || name.length > 128) {
       throw new InvalidInput("A tool name must be a string of 1 to 128 characters.");
     }
@@ -82,6 +93,8 @@ export class ToolRegistry {
     if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1))
       throw new InvalidInput(`${where}: timeoutMs must be a whole number of ms ≥ 1, not ${String(timeoutMs)}.`);
     const retry = resolveRetry(where, options.retry);
+    if (options.args !== undefined && !isStandardSchema(options.args))
+      throw new InvalidInput(`${where}: args must be a Standard Schema (zod, valibot, arktype, …).`);
     if (this.#tools.has(name)) throw new InvalidInput(`A tool named ${JSON.stringify(name)} is already registered.`);
     this.#tools.set(name, {
       ...options,

@@ -12,6 +12,7 @@ import {
   InvalidInput,
   LeaseHeld,
   NonRetryable,
+  InvalidToolArgs,
   ToolFailed,
   ToolTimedOut,
   RecoveryNeedsDecision,
@@ -46,6 +47,7 @@ const samples: readonly DurableError[] = [
   new ToolFailed("charge_card", "Error: card declined", 3),
   new ToolTimedOut("charge_card", 500),
   new NonRetryable("card declined"),
+  new InvalidToolArgs("charge_card", "cents: expected a number"),
 ];
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");

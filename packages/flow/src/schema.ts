@@ -1,14 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { InvalidInput } from "@durable/core";
-import { canonicalCopy, canonicalJson } from "@durable/core/runner";
-
-/** Validates a value with any Standard Schema (zod, valibot, arktype); an `InvalidInput` names each failing field. */
-async function validate<T>(schema: StandardSchemaV1<unknown, T>, value: unknown, what: string): Promise<T> {
-  const result = await schema["~standard"].validate(value);
-  if (result.issues === undefined) return result.value;
-  const lines = result.issues.map((issue) => `${fieldOf(issue)}: ${issue.message}`);
-  throw new InvalidInput(`${what} is not valid: ${lines.join("; ")}.`);
-}
+import { canonicalCopy, canonicalJson, validated as validate } from "@durable/core/runner";
 
 /**
  * Parses a state with the flow's schema once and returns it as the store
@@ -49,9 +41,4 @@ export async function checkStoredState<T>(
 
 function preview(text: string): string {
   return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
-}
-
-function fieldOf(issue: StandardSchemaV1.Issue): string {
-  const path = (issue.path ?? []).map((part) => String(typeof part === "object" ? part.key : part));
-  return path.length === 0 ? "(the whole value)" : path.join(".");
 }

@@ -10,11 +10,13 @@ import {
   InvalidInput,
   type LeaseOptions,
   type PausedResult,
+  InvalidToolArgs,
   ToolFailed,
   type ToolRegistry,
 } from "@durable/core";
 import {
   type CallRecord,
+  type CallOutcome,
   type CallScope,
   canonicalCopy,
   faultPoint,
@@ -26,6 +28,7 @@ import {
   type StepOutcome,
 } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
+import { toolSpecs } from "./tool-specs.js";
 import { loopDataJson, readLoopData, type LoopData } from "./loop-data.js";
 import { readMessage, type LoopModel, type Message, type ModelReply, type ToolSpec } from "./model.js";
 
@@ -151,11 +154,7 @@ function loopDriver(
 ): RunDriver<LoopData, LoopDone> {
   const toModel = (options.toolErrors ?? "model") === "model";
   const executor = new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals });
-  const specs: ToolSpec[] = registry.list().map(({ name, description, parameters }) => ({
-    name,
-    ...(description === undefined ? {} : { description }),
-    ...(parameters === undefined ? {} : { parameters }),
-  }));
+  const specs = toolSpecs(registry);
   const program: RunProgram<LoopData, LoopDone> = {
     kind: "loop",
     name: options.name ?? "tool-loop",
@@ -262,7 +261,14 @@ async function toolRound(
       });
       if (!executor.registry.has(call.name))
         return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, true);
-      const outcome = await executor.call(scope, call.id, call.name, call.args);
+      let outcome: CallOutcome;
+      try {
+        outcome = await executor.call(scope, call.id, call.name, call.args);
+      } catch (error) {
+        // Arguments the tool's schema refuses: nothing ran or was recorded, and the model is told why.
+        if (error instanceof InvalidToolArgs) return reply(`error: ${error.message}`, true);
+        throw error;
+      }
       switch (outcome.status) {
         case "pending":
           return undefined;
