@@ -50,6 +50,8 @@ export async function attemptCall(call: AttemptedCall): Promise<CallOutcome> {
     } catch (error) {
       // The worker gave the run up: the attempt is left `started`, in doubt, for whoever claims the run.
       if (giveUp?.aborted === true) throw error;
+      // A timed-out attempt may still act: a tool that may not run twice is left in doubt, not tried again.
+      if (error instanceof ToolTimedOut && !definition.idempotent) throw error;
       const text = errorText(error);
       const durationMs = Math.round(performance.now() - started);
       if (!worthRetrying(definition.retry, error, attempt)) {

@@ -8,11 +8,21 @@ import type { CheckpointStore } from "./checkpoint-store.js";
  * then `done` with its result, `failed` when an attempt threw and another
  * follows (with when), `error` with the error that ended the call, `pending`
  * while it waits on an approval, or `unrecordable` when its result could not
- * be sealed; `decided` holds an operator's decision on the call in doubt. A
+ * be sealed; `decided` holds an operator's decision on the call in doubt, and
+ * `reopened` a retry of the failed run, which runs its failed call again. A
  * tool loop writes `model` before each model call, so its `maxSteps` counts
  * the calls made, crashes included.
  */
-export type CallRecordKind = "started" | "done" | "failed" | "error" | "pending" | "unrecordable" | "decided" | "model";
+export type CallRecordKind =
+  | "started"
+  | "done"
+  | "failed"
+  | "error"
+  | "pending"
+  | "unrecordable"
+  | "decided"
+  | "reopened"
+  | "model";
 
 /** One verified call-log record. */
 export interface CallRecord {
@@ -56,6 +66,7 @@ const KINDS: ReadonlySet<unknown> = new Set([
   "pending",
   "unrecordable",
   "decided",
+  "reopened",
   "model",
 ]);
 
@@ -155,7 +166,8 @@ export async function readCallLog(
   const rows = await store.calls(runId);
   const records: CallRecord[] = [];
   const found: number[] = [];
-  const finished = new Set<string>();
+  /** Finished calls, and the segment of the `error` that ended each one that failed (only those may be reopened). */
+  const finished = new Map<string, number | undefined>();
   let segment = -1;
   let expected = 0;
   for (const row of rows) {
@@ -181,14 +193,23 @@ export async function readCallLog(
         `call-log segment ${segment} has record ${body.seq} where record ${expected} belongs: records are missing or out of order.`,
       );
     }
-    if (body.kind !== "model") {
+    if (body.kind === "reopened") {
+      // A retry of the failed run reopens a call its tool's error ended, from a later segment: it may run again.
+      const failedIn = finished.get(body.callId);
+      if (failedIn === undefined || failedIn >= body.segment)
+        throw new CheckpointStoreCorrupt(
+          runId,
+          `call ${JSON.stringify(body.callId)} is reopened, but no earlier error ended it.`,
+        );
+      finished.delete(body.callId);
+    } else if (body.kind !== "model") {
       if (finished.has(body.callId)) {
         throw new CheckpointStoreCorrupt(
           runId,
           `call ${JSON.stringify(body.callId)} has a ${body.kind} record after its outcome: a finished call is never made again.`,
         );
       }
-      if (isOutcome(body)) finished.add(body.callId);
+      if (isOutcome(body)) finished.set(body.callId, body.kind === "error" ? body.segment : undefined);
     }
     expected += 1;
     found[segment] = expected;

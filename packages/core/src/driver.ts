@@ -27,6 +27,8 @@ import type {
 } from "./run-program.js";
 import { leaseTerms } from "./lease.js";
 import { whileDriving } from "./in-flight.js";
+import { reopenFailed } from "./reopen.js";
+import { cancelRun } from "./cancel.js";
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it
@@ -96,7 +98,7 @@ export class RunDriver<D, R> {
    * learns nothing of the run), then its kind and name, then that it has not
    * ended. `CheckpointNotFound` when nothing is stored.
    */
-  async open(runId: string, ctx: Identity | undefined): Promise<OpenedRun<D>> {
+  async open(runId: string, ctx: Identity | undefined, failed = false): Promise<OpenedRun<D>> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
     resumeIdentity(runId, latest.identity, ctx);
     const { kind, name } = this.#program;
@@ -106,8 +108,15 @@ export class RunDriver<D, R> {
         `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not ${kind} ${JSON.stringify(name)}.`,
       );
     }
-    if (isEnded(latest.status)) throw new CheckpointConflict(runId, `the run ended (${latest.status}).`);
+    if (failed ? latest.status !== "failed" : isEnded(latest.status))
+      throw new CheckpointConflict(
+        runId,
+        failed
+          ? `the run is ${latest.status}, not failed: there is nothing to retry.`
+          : `the run ended (${latest.status}).`,
+      );
     const stored = readEnvelope(runId, latest.data);
+    if (stored.cancelled === true) throw new CheckpointConflict(runId, "the run was cancelled: it does not go on.");
     return { latest, envelope: { ...stored, program: await this.#program.read(runId, stored.program) } };
   }
 
@@ -117,26 +126,57 @@ export class RunDriver<D, R> {
    * comes back as its paused result.
    */
   recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
-    return whileDriving(this.#store, runId, () => this.#recover(runId, options));
+    return whileDriving(this.#store, runId, () => this.#recover(runId, options, false));
   }
 
-  async #recover(runId: string, options: RecoverOptions): Promise<R | PausedResult> {
+  /**
+   * Cancels a run that has not ended, even one a worker drives (it is
+   * fenced): saved `failed` with `Cancelled: <reason>`; no retry goes on from
+   * it. Returns the step it was saved as.
+   */
+  cancel(runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
+    return whileDriving(this.#store, runId, async () => {
+      const { latest, envelope } = await this.open(runId, options.ctx);
+      const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
+      const stored = { ...envelope, program: this.#program.write(envelope.program) };
+      return cancelRun({ ...at, events: this.#events }, latest, stored, reason);
+    });
+  }
+
+  /**
+   * Goes on with a failed run from its last checkpoint, with a new segment:
+   * the calls its tools' errors ended run again (their attempts start over),
+   * finished calls replay. A cancelled run does not go on.
+   */
+  retry(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+    return whileDriving(this.#store, runId, () => this.#recover(runId, options, true));
+  }
+
+  async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult> {
     options.signal?.throwIfAborted();
     const decided = options.decide === undefined ? undefined : readCallDecisions(options.decide);
     const by = decidedBy(options.by, this.#lease.owner);
-    const { latest, envelope } = await this.open(runId, options.ctx);
-    if (latest.status === "paused") return { status: "paused", runId, step: latest.step, approvals: envelope.pending };
+    const opened = await this.open(runId, options.ctx, retrying);
+    const { latest } = opened;
+    if (latest.status === "paused")
+      return { status: "paused", runId, step: latest.step, approvals: opened.envelope.pending };
+    const { error: _failedWith, ...envelope } = opened.envelope;
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
-    const claim = { lease: this.#lease, takeOver: options.takeOver };
+    // A retry's claim saves the run without its error; a recovery's, the latest checkpoint's data as it is.
+    const claim = {
+      lease: this.#lease,
+      takeOver: options.takeOver,
+      ...(retrying ? { data: this.#json(envelope) } : {}),
+    };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     const { run, checkpoint } = claimed;
     return this.#holding(run, options.signal, async () => {
       await this.#saved(checkpoint, envelope.program);
-      const records =
-        decided === undefined
-          ? claimed.records
-          : await decideAtClaim(this.#store, this.#sealer, run, claimed.records, envelope.round, decided, by);
+      let records = claimed.records;
+      if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
+      if (decided !== undefined)
+        records = await decideAtClaim(this.#store, this.#sealer, run, records, envelope.round, decided, by);
       const plan = await this.#plan(run, records, envelope.round, options);
       await emit(this.#events, {
         type: "run.recovered",

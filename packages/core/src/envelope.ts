@@ -21,6 +21,8 @@ export interface RunEnvelope<P = JsonObject> {
   readonly decisions: readonly BoundDecision[];
   /** Why the run failed (failed checkpoints). */
   readonly error?: string;
+  /** The run was cancelled (a failed checkpoint that a retry does not go on from). */
+  readonly cancelled?: true;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -32,25 +34,33 @@ export interface RunEnvelope<P = JsonObject> {
  */
 export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   const fields = isJsonObject(data) ? data : {};
-  const { round, pending, decisions, error, program } = fields;
+  const { round, pending, decisions, error, cancelled, program } = fields;
   const ok =
     isCount(round) &&
     round >= 1 &&
     isArrayOf(pending, isPendingCall) &&
     isArrayOf(decisions, isBoundDecision) &&
     (error === undefined || isString(error)) &&
+    (cancelled === undefined || cancelled === true) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
       runId,
       "the checkpoint's data is not a run envelope of this version (a run saved by an earlier version? finish it with that version).",
     );
-  return { round, pending, decisions, ...(error === undefined ? {} : { error }), program };
+  return {
+    round,
+    pending,
+    decisions,
+    ...(error === undefined ? {} : { error }),
+    ...(cancelled === true ? { cancelled } : {}),
+    program,
+  };
 }
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, pending, decisions, error, program } = envelope;
+  const { round, pending, decisions, error, cancelled, program } = envelope;
   return {
     round,
     pending: pending.map(({ callId, tool, args }) => ({ callId, tool, args })),
@@ -61,6 +71,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
       ...(reason === undefined ? {} : { reason }),
     })),
     ...(error === undefined ? {} : { error }),
+    ...(cancelled === true ? { cancelled } : {}),
     program,
   };
 }

@@ -224,7 +224,12 @@ export class ToolFailed extends DurableError {
   }
 }
 
-/** An attempt of a tool with `timeoutMs` did not finish in time: its `ctx.signal` was aborted with it. */
+/**
+ * An attempt of a tool with `timeoutMs` did not finish in time: its
+ * `ctx.signal` was aborted with it. An idempotent tool's attempt is failed
+ * and retried; any other's call is left in doubt (the attempt may still act),
+ * and the run is left for recovery, where it waits for a decision.
+ */
 export class ToolTimedOut extends DurableError {
   constructor(tool: string, timeoutMs: number) {
     super("TOOL_TIMED_OUT", `${tool} did not finish within ${timeoutMs} ms.`);
@@ -304,6 +309,7 @@ export function leavesRunForRecovery(error: unknown): boolean {
     error instanceof StoreUnavailable ||
     error instanceof StoreNotReady ||
     error instanceof UnrecordableResult ||
+    error instanceof ToolTimedOut ||
     error instanceof RecoveryNeedsDecision
   );
 }

@@ -128,6 +128,13 @@ export interface RunEnded extends EventBase {
   readonly error?: string;
 }
 
+/** A run was cancelled: saved `failed` with `Cancelled: <reason>`; a worker that drove it is fenced. */
+export interface RunCancelled extends EventBase {
+  readonly type: "run.cancelled";
+  readonly step: number;
+  readonly reason: string;
+}
+
 /** Every event @durable emits. */
 export type DurableEvent =
   | CheckpointSaved
@@ -138,7 +145,8 @@ export type DurableEvent =
   | CallRetrying
   | CallFailed
   | RunPaused
-  | RunEnded;
+  | RunEnded
+  | RunCancelled;
 
 /** Receives events. A sink that throws or rejects never stops a run; the failure is a process warning. */
 export type EventSink = (event: DurableEvent) => void | Promise<void>;

@@ -51,6 +51,7 @@ export type {
   CallDone,
   CallFailed,
   CallRetrying,
+  RunCancelled,
   RunPaused,
   RunEnded,
 } from "./events.js";

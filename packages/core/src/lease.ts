@@ -50,10 +50,12 @@ export class LeaseKeeper {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   /**
-   * When the lease was last set, by this process's clock: when the write
-   * that set it started, so never later than the store set it.
+   * When the lease was last set, by this process's clock, as the write that
+   * set it started and ended: the store set it between the two. The expiry is
+   * counted from the start (never later than the store's); whether a later
+   * save renewed it, from the end (never earlier).
    */
-  #setAt: number | undefined;
+  #set: { readonly from: number; readonly to: number } | undefined;
 
   constructor(store: CheckpointStore, runId: string, terms: LeaseTerms, segment: () => number) {
     this.#store = store;
@@ -62,10 +64,18 @@ export class LeaseKeeper {
     this.#segment = segment;
   }
 
-  /** A running save that started at `startedAt` (`performance.now()`) was stored: the first one, or one a third into the lease, set it. */
+  /**
+   * A running save that started at `startedAt` (`performance.now()`) was
+   * just stored. The first one (a claim, a start) set the lease; a later one
+   * surely did when it started a third of the lease after the last set ended
+   * (the store renews on a save once a third has passed). Any other may or
+   * may not have: the keeper counts on the last set it is sure of.
+   */
   saved(startedAt: number): void {
-    if (this.#setAt === undefined || startedAt - this.#setAt >= this.#renewEvery) this.#setAt = startedAt;
-    this.#schedule(this.#setAt + this.#renewEvery - performance.now());
+    const now = performance.now();
+    if (this.#set === undefined || startedAt - this.#set.to >= this.#renewEvery)
+      this.#set = { from: startedAt, to: now };
+    this.#schedule(this.#set.from + this.#renewEvery - now);
   }
 
   get #renewEvery(): number {
@@ -92,14 +102,15 @@ export class LeaseKeeper {
     const startedAt = performance.now();
     try {
       await this.#store.renew(this.#runId, this.#segment(), this.#terms);
-      this.#setAt = startedAt;
+      this.#set = { from: startedAt, to: performance.now() };
+      this.#schedule(this.#renewEvery - (performance.now() - startedAt));
     } catch (error) {
       if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
         this.#stopped = true;
         return;
       }
-      // The store did not answer: try again after another third, while the lease may still be live.
+      // The store did not answer: try again soon (a tenth of the lease), while the lease may still be live.
+      this.#schedule(Math.floor(this.#terms.ms / 10) - (performance.now() - startedAt));
     }
-    this.#schedule(this.#renewEvery - (performance.now() - startedAt));
   }
 }

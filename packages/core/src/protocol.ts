@@ -34,7 +34,9 @@ export function saveRefusal(
       ? undefined
       : new CheckpointConflict(runId, `nothing is stored, so the first step must be 0, not ${step}.`);
   }
-  if (isEnded(head.status)) return new CheckpointConflict(runId, `the run ended (${head.status}).`);
+  // A failed run may be claimed again (a raised segment): that is a retry. A done run never goes on.
+  if (isEnded(head.status) && !(head.status === "failed" && row.segment > head.segment))
+    return new CheckpointConflict(runId, `the run ended (${head.status}).`);
   if (head.flow !== row.flow || head.kind !== row.kind)
     return new CheckpointConflict(runId, `the run belongs to ${head.kind} ${JSON.stringify(head.flow)}.`);
   if (step !== head.step + 1)

@@ -78,6 +78,8 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
     last.delete(record.callId); // keep log order by the last record of each call
     last.set(record.callId, record);
     if (record.kind === "started") attempts.set(record.callId, record.attempt ?? 1);
+    // A retry of the failed run starts the call's attempts over.
+    if (record.kind === "reopened") attempts.delete(record.callId);
   }
   const finished = new Map<string, FinishedCall>();
   const inDoubt = new Map<string, InDoubtCall>();
@@ -89,6 +91,7 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
     if (record.kind === "failed") next.set(callId, { attempt: attempt + 1, notBefore: record.retryAt ?? 0 });
     else if (record.kind === "started" || record.kind === "unrecordable" || record.decision === "rerun")
       next.set(callId, { attempt });
+    else if (record.kind === "reopened") next.set(callId, { attempt: 1 });
     const { tool, args } = record;
     if (record.kind === "decided") decided.set(callId, { callId, tool });
     const doubt = (why: InDoubtCall["why"]) =>

@@ -20,6 +20,9 @@ export interface RetryPolicy {
 /** A retry policy with its defaults. */
 export type ResolvedRetry = Required<Omit<RetryPolicy, "retryIf">> & Pick<RetryPolicy, "retryIf">;
 
+/** The longest wait between attempts: what one timer can hold. */
+const MAX_DELAY_MS = 2_147_483_647;
+
 /** No retry: one attempt. */
 const NO_RETRY: ResolvedRetry = {
   attempts: 1,
@@ -49,6 +52,10 @@ export function resolveRetry(where: string, policy: RetryPolicy | undefined): Re
   whole("attempts", 1);
   whole("initialDelayMs", 0);
   whole("maxDelayMs", 0);
+  // A timer holds at most 2³¹ − 1 ms (about 24.8 days); a longer wait would fire at once.
+  for (const name of ["initialDelayMs", "maxDelayMs"] as const)
+    if (resolved[name] > MAX_DELAY_MS)
+      throw new InvalidInput(`${where}: retry.${name} must be at most ${MAX_DELAY_MS} ms, not ${resolved[name]}.`);
   if (typeof resolved.factor !== "number" || !(resolved.factor >= 1) || !Number.isFinite(resolved.factor))
     throw new InvalidInput(`${where}: retry.factor must be a number ≥ 1, not ${String(resolved.factor)}.`);
   if (typeof resolved.jitter !== "number" || !(resolved.jitter >= 0 && resolved.jitter <= 1))

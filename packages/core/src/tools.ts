@@ -90,8 +90,10 @@ export class ToolRegistry {
     const where = `Tool ${JSON.stringify(name)}`;
     checkOptionTypes(where, options, TOOL_OPTIONS);
     const { timeoutMs } = options;
-    if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1))
-      throw new InvalidInput(`${where}: timeoutMs must be a whole number of ms ≥ 1, not ${String(timeoutMs)}.`);
+    if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2_147_483_647))
+      throw new InvalidInput(
+        `${where}: timeoutMs must be a whole number of ms from 1 to 2147483647, not ${String(timeoutMs)}.`,
+      );
     const retry = resolveRetry(where, options.retry);
     if (options.args !== undefined && !isStandardSchema(options.args))
       throw new InvalidInput(`${where}: args must be a Standard Schema (zod, valibot, arktype, …).`);

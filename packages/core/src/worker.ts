@@ -20,8 +20,13 @@ export interface ServedRuns {
   needsDecision?(runId: string, options: RecoverOptions): Promise<boolean>;
 }
 
-/** Why a worker left a run: it waits for a decision, it cannot go on here, or another worker (or kind of run) has it. */
-type Left = "decision" | "stuck" | "lost";
+/**
+ * Why a worker left a run: it waits for a decision, it cannot go on here,
+ * another worker (or kind of run) has it, or the store failed it (tried
+ * again after a poll, so a run whose claims keep failing is not claimed in a
+ * hot loop).
+ */
+type Left = "decision" | "stuck" | "lost" | "unavailable";
 
 /** Options of `startWorker`. */
 export interface WorkerOptions {
@@ -69,7 +74,7 @@ export class RunWorker {
   readonly #options: ResolvedOptions;
   readonly #running = new Map<string, Promise<void>>();
   /** Runs left at a step, by served name and run id: skipped until their latest step moves on (a lost one, at most a while). */
-  readonly #left = new Map<string, { step: number; why: Left; at: number }>();
+  readonly #left = new Map<string, { step: number; why: Left; until?: number }>();
   readonly #giveUp = new AbortController();
   #finished = 0;
   #lost = 0;
@@ -167,14 +172,19 @@ export class RunWorker {
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
     } catch (error) {
-      if (error instanceof LeaseHeld) {
-        // Another worker claimed it since the listing: the listing shows it again only once that lease runs out.
-        this.#lost += 1;
+      if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
+        // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
+        if (error instanceof LeaseHeld) this.#lost += 1;
+        this.#left.set(leftKey(served, runId), {
+          step: -1,
+          why: "unavailable",
+          until: this.#after(this.#options.pollMs),
+        });
       } else if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
         // Another worker won the race, or it is another kind of run under the same name: not again until it moves on.
         this.#lost += 1;
         await this.#leave(served, runId, error, "lost");
-      } else if (!this.#giveUp.signal.aborted && !(error instanceof StoreUnavailable))
+      } else if (!this.#giveUp.signal.aborted)
         await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
     } finally {
       this.#running.delete(runId);
@@ -190,7 +200,13 @@ export class RunWorker {
       if (why !== "lost") this.#finished += 1;
       return;
     }
-    this.#left.set(leftKey(served, runId), { step: latest?.step ?? -1, why, at: performance.now() });
+    // A run lost at a step is tried again after a few idle polls, even at the same step: its winner may have died there.
+    const until = why === "lost" ? this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs) : undefined;
+    this.#left.set(leftKey(served, runId), {
+      step: latest?.step ?? -1,
+      why,
+      ...(until === undefined ? {} : { until }),
+    });
     if (why !== "lost") this.#options.onStuck?.(runId, error);
   }
 
@@ -201,19 +217,28 @@ export class RunWorker {
    * that then died at the step it claimed never moves on by itself: it is
    * tried again after a few idle polls.
    */
+  /** `ms` from now, by the process's clock. */
+  #after(ms: number): number {
+    return performance.now() + ms;
+  }
+
   async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
     const key = leftKey(served, runId);
     const left = this.#left.get(key);
     if (left === undefined) return false;
+    const due = left.until !== undefined && performance.now() >= left.until;
+    if (left.why === "unavailable" || due) {
+      if (due) this.#left.delete(key);
+      return !due;
+    }
     const step = await served.store.latest(runId).then(
       (row) => row.step,
       () => left.step,
     );
-    if (step === left.step)
-      return left.why !== "lost" || performance.now() - left.at < LOST_RETRY_POLLS * this.#options.maxPollMs;
+    if (step === left.step) return true;
     const options = { rerunInDoubt: this.#options.rerunInDoubt };
     if (left.why === "decision" && (await served.needsDecision?.(runId, options).catch(() => false)) === true) {
-      this.#left.set(key, { step, why: "decision", at: performance.now() });
+      this.#left.set(key, { step, why: "decision" });
       return true;
     }
     this.#left.delete(key);

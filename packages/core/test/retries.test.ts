@@ -115,7 +115,7 @@ describe("tool retries", () => {
     }
   });
 
-  it("times an attempt out: its signal aborts with ToolTimedOut, the attempt is failed and retried, and a late result is never recorded", async () => {
+  it("times an attempt of an idempotent tool out: its signal aborts with ToolTimedOut, the attempt is failed and retried, and a late result is never recorded", async () => {
     const { store, run } = await startRun();
     const reasons: unknown[] = [];
     let lateReturned = false;
@@ -131,7 +131,7 @@ describe("tool retries", () => {
         }
         return "fresh";
       },
-      { timeoutMs: 30, retry: { ...fast, attempts: 2 } },
+      { timeoutMs: 30, retry: { ...fast, attempts: 2 }, idempotent: true },
     );
     const outcome = await new Executor(registry).call(scopeFor(run), "get", "fetch", {});
     expect(outcome).toEqual({ status: "ok", value: "fresh" });
@@ -186,7 +186,7 @@ describe("tool retries", () => {
 
   it("a tool's retry and timeoutMs are checked when it is registered", () => {
     const bad = [
-      [{ timeoutMs: 0 }, /timeoutMs must be a whole number of ms ≥ 1, not 0/],
+      [{ timeoutMs: 0 }, /timeoutMs must be a whole number of ms from 1 to 2147483647, not 0/],
       [{ retry: { attempts: 0 } }, /retry.attempts must be a whole number ≥ 1, not 0/],
       [{ retry: { factor: 0.5 } }, /retry.factor must be a number ≥ 1/],
       [{ retry: { jitter: 2 } }, /retry.jitter must be a number from 0 to 1/],

@@ -89,6 +89,24 @@ export class FlowRunner {
   }
 
   /**
+   * Goes on with a failed run from its last checkpoint: the calls its tools'
+   * errors ended run again (their attempts start over), finished calls replay.
+   * `CheckpointConflict` for a run that did not fail, or was cancelled.
+   */
+  async retry<S>(flow: Flow<S>, runId: string, options: RecoverOptions = {}): Promise<FlowResult<S>> {
+    return this.#driver(flow).retry(runId, options);
+  }
+
+  /**
+   * Cancels a run that has not ended, even one another worker drives (it is
+   * fenced at its next write): saved `failed` with `Cancelled: <reason>`, and
+   * no retry goes on from it. Returns the step it was saved as.
+   */
+  cancel<S>(flow: Flow<S>, runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
+    return this.#driver(flow).cancel(runId, reason, options);
+  }
+
+  /**
    * Recovers the flow's claimable runs (never one whose lease another worker
    * holds), `concurrency` at once (default 8), yielding each outcome as it
    * settles; memory stays flat however many runs there are.

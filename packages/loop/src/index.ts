@@ -1,6 +1,8 @@
 export {
   runToolLoop,
   recoverToolLoop,
+  retryToolLoop,
+  cancelToolLoop,
   recoverAllToolLoops,
   servedToolLoops,
   type LoopResult,

@@ -121,6 +121,34 @@ export async function recoverToolLoop(
   return loopDriver(model, registry, options).recover(runId, options);
 }
 
+/**
+ * Goes on with a failed tool loop (a model that threw, a tool error with
+ * `toolErrors: "fail"`) from its last checkpoint: the failed tool calls run
+ * again, the rest replays. `CheckpointConflict` for a loop that did not fail,
+ * or was cancelled.
+ */
+export async function retryToolLoop(
+  model: LoopModel,
+  registry: ToolRegistry,
+  runId: string,
+  options: LoopStoreOptions,
+): Promise<LoopResult> {
+  checkLoopArgs("retryToolLoop", model, registry, options);
+  return loopDriver(model, registry, options).retry(runId, options);
+}
+
+/** Cancels a tool loop that has not ended, even one a worker drives (it is fenced); returns the step it was saved as. */
+export async function cancelToolLoop(
+  model: LoopModel,
+  registry: ToolRegistry,
+  runId: string,
+  reason: string,
+  options: LoopStoreOptions,
+): Promise<number> {
+  checkLoopArgs("cancelToolLoop", model, registry, options);
+  return loopDriver(model, registry, options).cancel(runId, reason, options);
+}
+
 /** Recovers every claimable tool loop of the name (`options.name`; never one another worker holds), mapping each run id to its result or to the error that stopped it. */
 export async function recoverAllToolLoops(
   model: LoopModel,

@@ -86,7 +86,10 @@ local segcalls = 0
 if not m[3] then
   if step ~= 0 then return {'conflict', 'nothing is stored, so the first step must be 0, not ' .. step .. '.'} end
 else
-  if m[4] == 'done' or m[4] == 'failed' then return {'conflict', 'the run ended (' .. m[4] .. ').'} end
+  -- A failed run may be claimed again (a raised segment): that is a retry (saveRefusal).
+  if m[4] == 'done' or (m[4] == 'failed' and segment <= tonumber(m[5])) then
+    return {'conflict', 'the run ended (' .. m[4] .. ').'}
+  end
   if m[1] ~= ARGV[5] or m[2] ~= ARGV[6] then return {'conflict', 'the run belongs to ' .. m[2] .. ' "' .. m[1] .. '".'} end
   if step ~= tonumber(m[3]) + 1 then
     return {'conflict', 'step ' .. step .. ' is not the next one (' .. (tonumber(m[3]) + 1) .. '): another worker holds the run.'}

@@ -2,7 +2,9 @@ import { CheckpointConflict, CheckpointNotFound, type CheckpointStore } from "@d
 import { expect } from "vitest";
 import type { Harness } from "../harness.js";
 import type { ConformanceGroup } from "./case.js";
-import { breaks, expectRejects } from "./rule.js";
+import { breaks, expectRejects, expectResolves } from "./rule.js";
+
+const saveRule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
 
 const refusal = (operation: string) =>
   breaks("the-store-rules", operation, "CheckpointConflict, and the latest row unchanged");
@@ -17,7 +19,8 @@ async function expectRefused(h: Harness, runId: string, operation: string, save:
 
 export const saveGroup: ConformanceGroup = {
   name: "save",
-  proves: "save is a compare-and-set on the step number: one writer wins each step, ended and foreign runs refuse",
+  proves:
+    "save is a compare-and-set on the step number: one writer wins each step, ended and foreign runs refuse (a failed run takes a claim: a retry)",
   cases: [
     {
       name: "takes step 0 for a new run and reads back every column",
@@ -89,6 +92,28 @@ export const saveGroup: ConformanceGroup = {
         );
       },
     })),
+    {
+      name: "a claim (a raised segment) of a failed run is accepted, as a retry; of a done run refused",
+      async run(h: Harness) {
+        const failed = h.runId("failed");
+        await h.store.save(failed, 0, h.row(failed, 0));
+        await h.store.save(failed, 1, h.row(failed, 1, { status: "failed" }));
+        await expectResolves(
+          saveRule("save(runId, 2) from segment 1 after a failed step 1 (a retry)", "accepted"),
+          h.store.save(failed, 2, h.row(failed, 2, { segment: 1 })),
+        );
+        expect(
+          (await h.store.latest(failed)).status,
+          saveRule("latest(runId) after the retry's claim", "running"),
+        ).toBe("running");
+        const done = h.runId("done");
+        await h.store.save(done, 0, h.row(done, 0));
+        await h.store.save(done, 1, h.row(done, 1, { status: "done" }));
+        await expectRefused(h, done, "save(runId, 2) from segment 1 after a done step 1", () =>
+          h.store.save(done, 2, h.row(done, 2, { segment: 1 })),
+        );
+      },
+    },
     {
       name: "refuses a save for another flow's or another kind's run",
       async run(h) {
