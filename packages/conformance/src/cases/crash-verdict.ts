@@ -8,6 +8,7 @@ export const NOTHING_ISSUED: CallWitness = {
   failedAckedLast: undefined,
   failedAcked: new Set(),
   doneAcked: false,
+  decidedAcked: false,
 };
 
 /** What the trial saw of one call, none of it read from the store under test. */
@@ -19,10 +20,12 @@ export interface CallObservation {
   readonly before: ReadonlyMap<number, number>;
   /** Executions during recovery, by attempt. */
   readonly after: ReadonlyMap<number, number>;
-  /** Recovery reported the call's tool in doubt (the trial then reruns it). */
+  /** Recovery reported the call in doubt (the trial then decides to rerun it). */
   readonly reported: boolean;
   /** What the killed worker issued and the store acknowledged (the acknowledgment file). */
   readonly witness: CallWitness;
+  /** Recovery had the store acknowledge a `decided` record of the call (the acknowledgment file, after recovery). */
+  readonly decided: boolean;
 }
 
 /**
@@ -39,8 +42,8 @@ export interface CallObservation {
  * `started`), each once the one before was acknowledged, so the call's last
  * stored record is the last one issued or, when that one was not
  * acknowledged, the one before. Recovery goes by that record: `started` is in
- * doubt (reported for a non-idempotent tool, whose attempt then reruns only
- * because the trial says so), `failed` goes on with the next attempt without a
+ * doubt (reported for a non-idempotent tool, whose attempt then reruns only on
+ * the trial's decision), `failed` goes on with the next attempt without a
  * decision, `done` replays. Hence, for each call:
  * - done acked: its result is stored, so it is not in doubt and nothing of it runs again;
  * - the last record issued is an acked `started`: a non-idempotent call must be
@@ -48,7 +51,8 @@ export interface CallObservation {
  * - the last record issued is an acked `failed`: it is not in doubt (a crash
  *   during the wait goes on with the next attempt);
  * - an attempt whose `failed` was acked never runs again;
- * - reported: `started` must at least have been issued and `done` not acked;
+ * - reported: `started` must at least have been issued and `done` not acked,
+ *   and the trial's decision to rerun is acknowledged before the rerun;
  * - reported, the attempt that reruns is the last one started (its `started`
  *   was issued only once the `failed` before it was acknowledged): it runs
  *   once more in recovery, whether it ran before the kill or not; every other
@@ -97,6 +101,9 @@ export function callVerdict(seen: CallObservation): string | undefined {
     const ran = range.map((a) => `attempt ${a}: ${before(a)} before the crash, ${after(a)} after`).join("; ");
     return `recovery did not report it in doubt, but the store had acknowledged the \`started\` record of its attempt ${witness.lastStarted} and nothing was issued after it (${ran})`;
   }
+  if (reported && !seen.decided)
+    return "recovery reported it in doubt and the trial decided to rerun it, but no `decided` record was acknowledged";
+  if (!reported && seen.decided) return "a `decided` record was acknowledged, but recovery did not report it in doubt";
   for (const a of range) {
     const rerun = reported && a === witness.lastStarted;
     if (rerun && after(a) !== 1)

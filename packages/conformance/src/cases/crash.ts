@@ -142,6 +142,7 @@ async function crashAndRecover(
   if (!answer.startsWith("recovered ")) return `recovery failed: ${answer}`;
   const reported = new Set(JSON.parse(answer.slice(`recovered ${runId} `.length)) as string[]);
   const after = attemptExecutions(effects, `${runId} `);
+  const recovered = acknowledged(acknowledgmentsFile(effects), runId);
 
   for (const [callId, tool] of CALLS[trial.scenario]) {
     const ranBefore = byAttempt(before, `${runId} ${callId} `);
@@ -151,8 +152,9 @@ async function crashAndRecover(
       attempts: attemptsOf(trial.scenario, tool),
       before: ranBefore,
       after: ranAfter,
-      reported: reported.has(tool),
+      reported: reported.has(callId),
       witness: witnessed.get(callId) ?? NOTHING_ISSUED,
+      decided: recovered.get(callId)?.decidedAcked ?? false,
     });
     if (wrong !== undefined) return `${tool} (${callId}): ${wrong}`;
   }

@@ -53,6 +53,8 @@ export interface CallWitness {
   /** Attempts whose `failed` record the store acknowledged. */
   readonly failedAcked: ReadonlySet<number>;
   readonly doneAcked: boolean;
+  /** A `decided` record (an operator's decision on the call in doubt) was acknowledged. */
+  readonly decidedAcked: boolean;
 }
 
 /** Each call's witness for one run, by call id (calls never issued are absent). */
@@ -85,5 +87,6 @@ function witness(records: readonly WitnessedRecord[]): CallWitness {
     failedAckedLast: last?.kind === "failed" && last.acked ? last.attempt : undefined,
     failedAcked: new Set(acked("failed").map((r) => r.attempt ?? 1)),
     doneAcked: acked("done").length > 0,
+    decidedAcked: acked("decided").length > 0,
   };
 }

@@ -1,5 +1,6 @@
 import { appendFileSync } from "node:fs";
 import {
+  type CallDecisions,
   CheckpointNotFound,
   type CheckpointStore,
   Executor,
@@ -174,6 +175,15 @@ const crashModel: LoopModel = {
 
 const LOOP_NAME = "conformance-loop";
 
+/** Who the crash trials' decisions on calls in doubt are recorded as made by. */
+const DECIDER = "conformance-kit";
+
+/** The decisions a recovery is given: none, or a decision on each call in doubt. */
+interface Decisions {
+  readonly decide?: CallDecisions;
+  readonly by?: string;
+}
+
 /** Drives a scenario's run; every call goes through `store` with the kit's key. */
 export class ScenarioDriver {
   readonly #store: CheckpointStore;
@@ -213,9 +223,10 @@ export class ScenarioDriver {
 
   /**
    * Takes a crashed run to the end: starts it when nothing was saved, recovers
-   * it, and when recovery reports calls in doubt, reruns them. Returns the
-   * tools it reported, sorted (empty when none were in doubt). A store that
-   * was unavailable is given two more tries.
+   * it, and when recovery reports calls in doubt, recovers it again with a
+   * decision to rerun each (recorded in the log before it runs). Returns the
+   * ids of the calls it reported, sorted (empty when none were in doubt). A
+   * store that was unavailable is given two more tries.
    */
   async recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
     // A store that did not answer leaves the run as it was, for a later recovery: try again, as an operator would.
@@ -231,7 +242,7 @@ export class ScenarioDriver {
 
   async #recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
     try {
-      await this.#recoverAndFinish(scenario, runId, false);
+      await this.#recoverAndFinish(scenario, runId, {});
       return [];
     } catch (error) {
       if (error instanceof CheckpointNotFound) {
@@ -239,15 +250,17 @@ export class ScenarioDriver {
         return [];
       }
       if (!(error instanceof RecoveryNeedsDecision)) throw error;
-      await this.#recoverAndFinish(scenario, runId, true);
-      return error.calls.map(({ tool }) => tool).sort();
+      const inDoubt = error.calls.map(({ callId }) => callId).sort();
+      const decide = Object.fromEntries(inDoubt.map((callId) => [callId, "rerun" as const]));
+      await this.#recoverAndFinish(scenario, runId, { decide, by: DECIDER });
+      return inDoubt;
     }
   }
 
-  async #recoverAndFinish(scenario: ScenarioName, runId: string, rerunInDoubt: boolean): Promise<void> {
+  async #recoverAndFinish(scenario: ScenarioName, runId: string, decisions: Decisions): Promise<void> {
     const latest = await DurableRun.latest(this.#store, sealer, runId);
     if (latest.status === "done") return;
-    const options = { rerunInDoubt, takeOver: true };
+    const options = { ...decisions, takeOver: true };
     if (scenario !== "loop")
       await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, options));
     else
