@@ -22,7 +22,7 @@ interface Trial {
 export const crashGroup: ConformanceGroup = {
   name: "crash",
   proves:
-    "a worker killed with SIGKILL at every fault point of a flow and a tool loop is recovered by another process: calls whose result was stored never run again, calls in doubt are reported, and the run ends as if nothing happened",
+    "a worker killed with SIGKILL at every fault point of a flow and a tool loop, each with a tool that fails its first attempt and retries, is recovered by another process: calls whose result was stored never run again, nor attempts whose failure was stored, a call waiting between attempts goes on with the next, calls in doubt are reported and rerun on a recorded decision, and the run ends as if nothing happened",
   skipUnless: needsMultiProcess,
   cases: [
     {
