@@ -34,12 +34,21 @@ export const crashGroup: ConformanceGroup = {
         const effects = join(dir, "effects");
         const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
         try {
-          await recoverer.waitFor((l) => l === "ready");
+          // The recoverer starts while each scenario's reference and traced runs go, all at once.
+          const [, ...prepared] = await Promise.all([
+            recoverer.waitFor((l) => l === "ready"),
+            ...SCENARIOS.map(async (scenario) => {
+              const [reference, hits] = await Promise.all([
+                referenceOutcome(h, scenario, join(dir, "reference")),
+                traceHits(h, scenario, join(dir, "trace")),
+              ]);
+              return { scenario, reference, hits };
+            }),
+          ]);
           const trials: Trial[] = [];
           const references = new Map<ScenarioName, Reference>();
-          for (const scenario of SCENARIOS) {
-            references.set(scenario, await referenceOutcome(h, scenario, join(dir, "reference")));
-            const hits = await traceHits(h, scenario, join(dir, "trace"));
+          for (const { scenario, reference, hits } of prepared) {
+            references.set(scenario, reference);
             for (const point of points)
               for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
           }
