@@ -52,7 +52,8 @@ export interface CallObservation {
  *   during the wait goes on with the next attempt);
  * - an attempt whose `failed` was acked never runs again;
  * - reported: `started` must at least have been issued and `done` not acked,
- *   and the trial's decision to rerun is acknowledged before the rerun;
+ *   and recovery has the trial's decision to rerun it recorded (a `decided`
+ *   record acknowledged), and no decision recorded on a call not reported;
  * - reported, the attempt that reruns is the last one started (its `started`
  *   was issued only once the `failed` before it was acknowledged): it runs
  *   once more in recovery, whether it ran before the kill or not; every other

@@ -58,7 +58,7 @@ const RETRIED: Readonly<Record<ScenarioName, string | undefined>> = {
 };
 
 /** The retried tool's policy: one more attempt after a short, fixed wait. */
-const RETRY = { attempts: 2, initialDelayMs: 30, jitter: 0 } as const;
+const RETRY = { attempts: 2, initialDelayMs: 10, jitter: 0 } as const;
 
 /** How many attempts a call of `tool` makes in a run of the scenario (each but the last fails). */
 export function attemptsOf(scenario: ScenarioName, tool: string): number {
