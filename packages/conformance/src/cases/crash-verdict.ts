@@ -62,8 +62,8 @@ export interface CallObservation {
  *   attempt but the last fails), at most once in the killed worker, and
  *   recovery runs it at most once.
  * A store that acknowledges a record it then loses (write-behind, a commit
- * after resolving) breaks the first, the fourth or the last-but-one rule at a
- * kill right after the acknowledgment; one that invents records breaks the fifth.
+ * after resolving) breaks the first, third, fourth or sixth rule at a kill
+ * right after the acknowledgment; one that invents records breaks the fifth.
  */
 export function callVerdict(seen: CallObservation): string | undefined {
   const { tool, attempts, reported, witness } = seen;
