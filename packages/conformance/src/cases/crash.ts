@@ -3,18 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { canonicalJson, FAULT_POINTS, type FaultPoint } from "@durable/core/runner";
 import type { Harness } from "../harness.js";
-import { acknowledged, acknowledgmentsFile, type CallWitness } from "../process/acknowledgments.js";
-import { executions, type Child } from "../process/child.js";
-import {
-  CALLS,
-  IDEMPOTENT_TOOLS,
-  SCENARIOS,
-  ScenarioDriver,
-  finalData,
-  type ScenarioName,
-} from "../process/scenarios.js";
+import { acknowledged, acknowledgmentsFile } from "../process/acknowledgments.js";
+import { attemptExecutions, type Child } from "../process/child.js";
+import { CALLS, SCENARIOS, ScenarioDriver, attemptsOf, finalData, type ScenarioName } from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceGroup } from "./case.js";
+import { NOTHING_ISSUED, callVerdict } from "./crash-verdict.js";
 
 /** Trials run at once: each is a worker that dies and a recovery in another process. */
 const CONCURRENT_TRIALS = 4;
@@ -28,7 +22,7 @@ interface Trial {
 export const crashGroup: ConformanceGroup = {
   name: "crash",
   proves:
-    "a worker killed with SIGKILL at every fault point of a flow and a tool loop is recovered by another process: calls whose result was stored never run again, calls in doubt are reported, and the run ends as if nothing happened",
+    "a worker killed with SIGKILL at every fault point of a flow and a tool loop, each with a tool that fails its first attempt and retries, is recovered by another process: calls whose result was stored never run again, nor attempts whose failure was stored, a call waiting between attempts goes on with the next, calls in doubt are reported and rerun on a recorded decision, and the run ends as if nothing happened",
   skipUnless: needsMultiProcess,
   cases: [
     {
@@ -40,12 +34,21 @@ export const crashGroup: ConformanceGroup = {
         const effects = join(dir, "effects");
         const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
         try {
-          await recoverer.waitFor((l) => l === "ready");
+          // The recoverer starts while each scenario's reference and traced runs go, all at once.
+          const [, ...prepared] = await Promise.all([
+            recoverer.waitFor((l) => l === "ready"),
+            ...SCENARIOS.map(async (scenario) => {
+              const [reference, hits] = await Promise.all([
+                referenceOutcome(h, scenario, join(dir, "reference")),
+                traceHits(h, scenario, join(dir, "trace")),
+              ]);
+              return { scenario, reference, hits };
+            }),
+          ]);
           const trials: Trial[] = [];
           const references = new Map<ScenarioName, Reference>();
-          for (const scenario of SCENARIOS) {
-            references.set(scenario, await referenceOutcome(h, scenario, join(dir, "reference")));
-            const hits = await traceHits(h, scenario, join(dir, "trace"));
+          for (const { scenario, reference, hits } of prepared) {
+            references.set(scenario, reference);
             for (const point of points)
               for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
           }
@@ -140,22 +143,27 @@ async function crashAndRecover(
   if (exit.signal !== "SIGKILL") return `the worker was not killed there (exit ${exit.code}): ${worker.stderr.trim()}`;
 
   // Read before recovery starts: what the killed worker alone issued and was told.
-  const before = executions(effects, `${runId} `);
+  const before = attemptExecutions(effects, `${runId} `);
   const witnessed = acknowledged(acknowledgmentsFile(effects), runId);
 
   recoverer.send(`recover ${trial.scenario} ${runId}`);
   const answer = await recoverer.waitFor((l) => l.split(" ")[1] === runId, 120_000);
   if (!answer.startsWith("recovered ")) return `recovery failed: ${answer}`;
   const reported = new Set(JSON.parse(answer.slice(`recovered ${runId} `.length)) as string[]);
-  const after = executions(effects, `${runId} `);
+  const after = attemptExecutions(effects, `${runId} `);
+  const recovered = acknowledged(acknowledgmentsFile(effects), runId);
 
   for (const [callId, tool] of CALLS[trial.scenario]) {
-    const ran = before.get(`${runId} ${callId}`) ?? 0;
-    const wrong = callVerdict(tool, {
-      before: ran,
-      after: (after.get(`${runId} ${callId}`) ?? 0) - ran,
-      reported: reported.has(tool),
+    const ranBefore = byAttempt(before, `${runId} ${callId} `);
+    const ranAfter = byAttempt(after, `${runId} ${callId} `, ranBefore);
+    const wrong = callVerdict({
+      tool,
+      attempts: attemptsOf(trial.scenario, tool),
+      before: ranBefore,
+      after: ranAfter,
+      reported: reported.has(callId),
       witness: witnessed.get(callId) ?? NOTHING_ISSUED,
+      decided: recovered.get(callId)?.decidedAcked ?? false,
     });
     if (wrong !== undefined) return `${tool} (${callId}): ${wrong}`;
   }
@@ -169,68 +177,20 @@ async function crashAndRecover(
   return undefined;
 }
 
-const NOTHING_ISSUED: CallWitness = { startedIssued: false, startedAcked: false, doneIssued: false, doneAcked: false };
-
-/** What the trial saw of one call, none of it read from the store under test. */
-interface CallObservation {
-  /** Executions by the killed worker (the side-effect file). */
-  readonly before: number;
-  /** Executions during recovery. */
-  readonly after: number;
-  /** Recovery reported the call's tool in doubt (the trial then reruns it). */
-  readonly reported: boolean;
-  /** What the killed worker issued and the store acknowledged (the acknowledgment file). */
-  readonly witness: CallWitness;
-}
-
-/**
- * The verdict on one call of a crash trial, or undefined when it is right.
- *
- * Why it is sound without trusting the store: the side-effect file is written
- * by the tools, and the acknowledgment file by the worker around each
- * `recordCall` (issued before, acked after it resolved); both are appended
- * synchronously, so a SIGKILL loses neither. The protocol promises a resolved
- * record is durable, so after a crash the log holds every acknowledged record,
- * possibly some issued-but-unacknowledged ones, and nothing never issued.
- * Recovery reports a non-idempotent call in doubt exactly when its last record
- * is `started`. Hence, for each call:
- * - done acked: its result is stored, so it is not in doubt and never runs again;
- * - started acked, done never issued: its last record is `started`, so a
- *   non-idempotent call must be reported (an idempotent one reruns silently);
- * - reported: `started` must at least have been issued and `done` not acked;
- * - a non-idempotent call not reported runs exactly once in all; a reported one
- *   runs once more in recovery (the trial's rerun), whether it ran before the kill or not;
- * - every call runs before or after the crash (the run ends), at most once in
- *   the killed worker, and recovery reruns it at most once.
- * A store that acknowledges a record it then loses (write-behind, a commit
- * after resolving) breaks the first or the fourth rule at a kill right after
- * the acknowledgment; one that invents records breaks the third.
- */
-function callVerdict(tool: string, seen: CallObservation): string | undefined {
-  const { before, after, reported, witness } = seen;
-  const idempotent = IDEMPOTENT_TOOLS.has(tool);
-  if (before > 1) return `ran ${before} times before the crash`;
-  if (after > 1) return `ran ${after} times after the crash`;
-  if (before + after === 0) return "never ran, yet the run ended";
-  if (reported && idempotent) return "recovery reported it in doubt, but an idempotent tool reruns without a decision";
-  if (witness.doneAcked) {
-    if (reported)
-      return "recovery reported it in doubt, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
-    if (after > 0)
-      return "ran again after the crash, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
-    return undefined;
+/** The counts of the `<prefix><attempt>` keys by attempt, less those of `since` (none left at zero). */
+function byAttempt(
+  counts: ReadonlyMap<string, number>,
+  prefix: string,
+  since: ReadonlyMap<number, number> = new Map(),
+): Map<number, number> {
+  const attempts = new Map<number, number>();
+  for (const [key, n] of counts) {
+    if (!key.startsWith(prefix)) continue;
+    const attempt = Number(key.slice(prefix.length));
+    const more = n - (since.get(attempt) ?? 0);
+    if (more > 0) attempts.set(attempt, more);
   }
-  if (reported && !witness.startedIssued)
-    return "recovery reported it in doubt, but the killed worker never issued its `started` record";
-  if (!idempotent && witness.startedAcked && !witness.doneIssued && !reported) {
-    return `recovery did not report it in doubt, but the store had acknowledged its \`started\` record and no \`done\` was ever issued (it ran ${before} times before the crash, ${after} after)`;
-  }
-  if (reported && after !== 1)
-    return `recovery reported it in doubt and the trial reran it, yet it ran ${after} times after the crash`;
-  if (!idempotent && !reported && before + after !== 1) {
-    return `a non-idempotent tool ran ${before + after} times (${before} before the crash, ${after} after) without being reported in doubt`;
-  }
-  return undefined;
+  return attempts;
 }
 
 /** Runs `task` over `items`, at most `width` at once; maps each item to its result. */

@@ -20,9 +20,13 @@ interface Tamper {
   apply(raw: RawAccess, runId: string, other: string): Promise<void>;
 }
 
-/** A flow run cut short before its approval: checkpoints 0–2, the latest counting its 8 call records (segment 0). */
+/**
+ * A flow run cut short before its approval: checkpoints 0–2, the latest
+ * counting its 10 call records (segment 0: two per call, and the retried
+ * notify's `failed` and second `started`).
+ */
 const LATEST_STEP = 2;
-const RECORDS = 8;
+const RECORDS = 10;
 
 export const tamperGroup: ConformanceGroup = {
   name: "tamper",

@@ -77,14 +77,23 @@ export function isTypeScript(module: string): boolean {
   return TYPESCRIPT.test(module);
 }
 
-/** How often each `<runId> <callId>` stands in a side-effect file, for the runs that start with `runIdPrefix`. */
+/** How often each `<runId> <callId>` stands in a side-effect file (every attempt), for the runs that start with `runIdPrefix`. */
 export function executions(effects: string, runIdPrefix = ""): Map<string, number> {
+  return counted(effects, runIdPrefix, ([runId, callId]) => `${runId} ${callId}`);
+}
+
+/** How often each attempt of a call ran, by `<runId> <callId> <attempt>` (lines `<runId> <callId> <tool> <attempt>`). */
+export function attemptExecutions(effects: string, runIdPrefix = ""): Map<string, number> {
+  return counted(effects, runIdPrefix, ([runId, callId, , attempt]) => `${runId} ${callId} ${attempt}`);
+}
+
+function counted(effects: string, runIdPrefix: string, key: (fields: string[]) => string): Map<string, number> {
   const counts = new Map<string, number>();
   if (!existsSync(effects)) return counts;
   for (const line of readFileSync(effects, "utf8").split("\n")) {
     if (line === "" || !line.startsWith(runIdPrefix)) continue;
-    const key = line.split(" ").slice(0, 2).join(" ");
-    counts.set(key, (counts.get(key) ?? 0) + 1);
+    const k = key(line.split(" "));
+    counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return counts;
 }

@@ -1,5 +1,6 @@
 import { appendFileSync } from "node:fs";
 import {
+  type CallDecisions,
   CheckpointNotFound,
   type CheckpointStore,
   Executor,
@@ -34,8 +35,10 @@ import { intercepted } from "./intercepted.js";
 /**
  * The runs the crash, race and tamper groups drive: a flow of three supersteps
  * (one call, a fan-out of three, an approval) and a tool loop (two calls at
- * once, then an approval). Every tool appends `<runId> <callId> <tool>` to a
- * side-effect file as it runs, so executions are counted across processes.
+ * once, then an approval). Every tool appends `<runId> <callId> <tool> <attempt>`
+ * to a side-effect file as it runs, so executions are counted across processes.
+ * One tool of each retries: its first attempt fails (after its side effect),
+ * so every run goes through a `failed` record, a wait and a second attempt.
  */
 export type ScenarioName = "flow" | "loop" | "charge-with-refund";
 
@@ -46,6 +49,21 @@ export const SCENARIOS: readonly ScenarioName[] = ["flow", "loop"];
 export const IDEMPOTENT_TOOLS: ReadonlySet<string> = new Set(["reserve", "audit"]);
 
 const ORDER = "order-1";
+
+/** The non-idempotent tool of each scenario that fails its first attempt and succeeds at its second. */
+const RETRIED: Readonly<Record<ScenarioName, string | undefined>> = {
+  flow: "notify",
+  loop: "charge",
+  "charge-with-refund": undefined,
+};
+
+/** The retried tool's policy: one more attempt after a short, fixed wait. */
+const RETRY = { attempts: 2, initialDelayMs: 10, jitter: 0 } as const;
+
+/** How many attempts a call of `tool` makes in a run of the scenario (each but the last fails). */
+export function attemptsOf(scenario: ScenarioName, tool: string): number {
+  return RETRIED[scenario] === tool ? RETRY.attempts : 1;
+}
 
 /** Every call of each scenario, by call id (round, node or the model's tool-call id, tool, arguments), with its tool. */
 export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> = {
@@ -69,17 +87,19 @@ export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> 
 
 const sealer: Sealer = Sealer.withKeys(KIT_KEY);
 
-/** The tools, writing their executions to `effects`. */
-function scenarioTools(effects: string): ToolRegistry {
+/** The tools, writing their executions to `effects`; `retried` fails its first attempt and retries. */
+function scenarioTools(effects: string, retried: string | undefined): ToolRegistry {
   const tool = (name: string) => (args: JsonValue, ctx: ToolContext) => {
-    appendFileSync(effects, `${ctx.runId} ${ctx.callId} ${name}\n`);
+    appendFileSync(effects, `${ctx.runId} ${ctx.callId} ${name} ${ctx.attempt}\n`);
     faultPoint("tool.inside");
+    if (name === retried && ctx.attempt < RETRY.attempts) throw new Error(`${name} fails its attempt ${ctx.attempt}`);
     return `${name} ${canonicalJson(args)}`;
   };
+  const retry = (name: string) => (name === retried ? { retry: RETRY } : {});
   return new ToolRegistry()
     .tool("reserve", tool("reserve"), { idempotent: true })
-    .tool("charge", tool("charge"))
-    .tool("notify", tool("notify"))
+    .tool("charge", tool("charge"), retry("charge"))
+    .tool("notify", tool("notify"), retry("notify"))
     .tool("audit", tool("audit"), { idempotent: true })
     .tool("refund", tool("refund"), { approval: true });
 }
@@ -155,16 +175,26 @@ const crashModel: LoopModel = {
 
 const LOOP_NAME = "conformance-loop";
 
+/** Who the crash trials' decisions on calls in doubt are recorded as made by. */
+const DECIDER = "conformance-kit";
+
+/** The decisions a recovery is given: none, or a decision on each call in doubt. */
+interface Decisions {
+  readonly decide?: CallDecisions;
+  readonly by?: string;
+}
+
 /** Drives a scenario's run; every call goes through `store` with the kit's key. */
 export class ScenarioDriver {
   readonly #store: CheckpointStore;
-  readonly #tools: ToolRegistry;
+  readonly #loopTools: ToolRegistry;
   readonly #runner: FlowRunner;
 
   constructor(store: CheckpointStore, effects: string) {
     this.#store = store;
-    this.#tools = scenarioTools(effects);
-    this.#runner = new FlowRunner(new Executor(this.#tools), { checkpoints: store, checkpointKey: KIT_KEY });
+    this.#loopTools = scenarioTools(effects, RETRIED.loop);
+    const flowTools = scenarioTools(effects, RETRIED.flow);
+    this.#runner = new FlowRunner(new Executor(flowTools), { checkpoints: store, checkpointKey: KIT_KEY });
   }
 
   /** Starts a run and takes it to the end, approving what it pauses for. */
@@ -174,7 +204,7 @@ export class ScenarioDriver {
       await this.#finishFlow(flow, await this.#runner.run(flow, { order: ORDER }, { runId }));
     } else {
       await this.#finishLoop(
-        await runToolLoop(crashModel, this.#tools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)),
+        await runToolLoop(crashModel, this.#loopTools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)),
       );
     }
   }
@@ -187,14 +217,16 @@ export class ScenarioDriver {
   async recoverOnce(scenario: ScenarioName, runId: string, rerunInDoubt = false): Promise<string> {
     const options = { rerunInDoubt, takeOver: true };
     if (scenario !== "loop") return (await this.#runner.recover(flowOf(scenario), runId, options)).status;
-    return (await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), ...options })).status;
+    return (await recoverToolLoop(crashModel, this.#loopTools, runId, { ...this.#loopOptions(runId), ...options }))
+      .status;
   }
 
   /**
    * Takes a crashed run to the end: starts it when nothing was saved, recovers
-   * it, and when recovery reports calls in doubt, reruns them. Returns the
-   * tools it reported, sorted (empty when none were in doubt). A store that
-   * was unavailable is given two more tries.
+   * it, and when recovery reports calls in doubt, recovers it again with a
+   * decision to rerun each (recorded in the log before it runs). Returns the
+   * ids of the calls it reported, sorted (empty when none were in doubt). A
+   * store that was unavailable is given two more tries.
    */
   async recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
     // A store that did not answer leaves the run as it was, for a later recovery: try again, as an operator would.
@@ -210,7 +242,7 @@ export class ScenarioDriver {
 
   async #recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
     try {
-      await this.#recoverAndFinish(scenario, runId, false);
+      await this.#recoverAndFinish(scenario, runId, {});
       return [];
     } catch (error) {
       if (error instanceof CheckpointNotFound) {
@@ -218,20 +250,22 @@ export class ScenarioDriver {
         return [];
       }
       if (!(error instanceof RecoveryNeedsDecision)) throw error;
-      await this.#recoverAndFinish(scenario, runId, true);
-      return error.calls.map(({ tool }) => tool).sort();
+      const inDoubt = error.calls.map(({ callId }) => callId).sort();
+      const decide = Object.fromEntries(inDoubt.map((callId) => [callId, "rerun" as const]));
+      await this.#recoverAndFinish(scenario, runId, { decide, by: DECIDER });
+      return inDoubt;
     }
   }
 
-  async #recoverAndFinish(scenario: ScenarioName, runId: string, rerunInDoubt: boolean): Promise<void> {
+  async #recoverAndFinish(scenario: ScenarioName, runId: string, decisions: Decisions): Promise<void> {
     const latest = await DurableRun.latest(this.#store, sealer, runId);
     if (latest.status === "done") return;
-    const options = { rerunInDoubt, takeOver: true };
+    const options = { ...decisions, takeOver: true };
     if (scenario !== "loop")
       await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, options));
     else
       await this.#finishLoop(
-        await recoverToolLoop(crashModel, this.#tools, runId, { ...this.#loopOptions(runId), ...options }),
+        await recoverToolLoop(crashModel, this.#loopTools, runId, { ...this.#loopOptions(runId), ...options }),
       );
   }
 
@@ -244,7 +278,7 @@ export class ScenarioDriver {
   async #finishLoop(result: LoopResult): Promise<void> {
     while (result.status === "paused") {
       const options = { ...this.#loopOptions(result.runId), decisions: approveAll(result.approvals) };
-      result = await runToolLoop(crashModel, this.#tools, [], options);
+      result = await runToolLoop(crashModel, this.#loopTools, [], options);
     }
   }
 

@@ -6,7 +6,7 @@
  *     armed by DURABLE_FAULT_POINT, kills it first), or
  *   worker <opener> <handle> <effects> serve
  *     prints "ready", then answers stdin commands, one line each:
- *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <in-doubt tools as JSON>"
+ *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <ids of the calls in doubt as JSON>"
  *       race <scenario> <runId>     reads the run's latest checkpoint, prints "at-claim <runId>", and claims it only
  *                                   on "go <runId>", so racing workers claim the same step at once:
  *                                   "won <runId> <status>" or "conflict <runId>"
