@@ -61,7 +61,12 @@ describe("the log the executor writes", () => {
       { retry: { attempts: 4, initialDelayMs: 50, factor: 10, jitter: 0 } },
     );
     const giveUp = new AbortController();
-    const first = new Executor(registry).call(scopeFor(run, freshPlan(1), { signal: giveUp.signal }), "p", "charge", {});
+    const first = new Executor(registry).call(
+      scopeFor(run, freshPlan(1), { signal: giveUp.signal }),
+      "p",
+      "charge",
+      {},
+    );
     void first.catch(() => undefined);
     // started, failed(1), started(2), failed(2): then the 500 ms wait before attempt 3 begins.
     await until(async () => (await store.calls("run-1")).length === 4);
