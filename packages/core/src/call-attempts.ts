@@ -54,35 +54,19 @@ export async function attemptCall(call: AttemptedCall): Promise<CallOutcome> {
       if (error instanceof ToolTimedOut && !definition.idempotent) throw error;
       const text = errorText(error);
       const durationMs = Math.round(performance.now() - started);
+      const failure = { runId: scope.runId, kind, call: ref, error: text, attempt, durationMs };
       if (!worthRetrying(definition.retry, error, attempt)) {
         faultPoint("call.before-done");
         await log.append({ ...base, kind: "error", error: text, attempt });
         faultPoint("call.after-done");
-        await emit(events, {
-          type: "call.failed",
-          runId: scope.runId,
-          kind,
-          call: ref,
-          error: text,
-          attempt,
-          durationMs,
-        });
+        await emit(events, { type: "call.failed", ...failure });
         return { status: "error", error: text, attempts: attempt, cause: error };
       }
       const delayMs = backoffMs(definition.retry, attempt + 1);
       notBefore = Date.now() + delayMs;
       await log.append({ ...base, kind: "failed", error: text, attempt, retryAt: notBefore });
       faultPoint("call.after-failed");
-      await emit(events, {
-        type: "call.retrying",
-        runId: scope.runId,
-        kind,
-        call: ref,
-        error: text,
-        attempt,
-        durationMs,
-        delayMs,
-      });
+      await emit(events, { type: "call.retrying", ...failure, delayMs });
       attempt += 1;
       continue;
     }
