@@ -1,14 +1,12 @@
-import type { JsonObject } from "./canonical.js";
 import { checkBeforeClaim, decideAtClaim, decidedBy, readCallDecisions } from "./call-decisions.js";
-import { readCallLog, type CallRecord } from "./call-log.js";
-import type { CheckpointBody } from "./checkpoint.js";
-import { envelopeJson, readEnvelope, type RunEnvelope } from "./envelope.js";
-import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "./errors.js";
+import { readCallLog } from "./call-log.js";
+import { readEnvelope, type RunEnvelope } from "./envelope.js";
+import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "./errors.js";
 import { emit, type CallRef, type EventSink } from "./events.js";
-import { CallScope, bindDecisions, type Decisions } from "./executor.js";
+import { bindDecisions, type Decisions } from "./executor.js";
 import { faultPoint } from "./fault-points.js";
 import { identityOf, resumeIdentity, type Identity } from "./identity.js";
-import { freshPlan, planReplay, type ReplayPlan } from "./replay.js";
+import { freshPlan, planReplay } from "./replay.js";
 import { newRunId } from "./run-id.js";
 import { DurableRun } from "./run.js";
 import type { Sealer } from "./seal.js";
@@ -22,11 +20,10 @@ import type {
   RecoverOptions,
   Recovered,
   RunProgram,
-  StepContext,
-  StepOutcome,
 } from "./run-program.js";
 import { leaseTerms } from "./lease.js";
 import { whileDriving } from "./in-flight.js";
+import { RunSteps } from "./run-steps.js";
 import { reopenFailed } from "./reopen.js";
 import { cancelRun } from "./cancel.js";
 
@@ -42,6 +39,7 @@ export class RunDriver<D, R> {
   readonly #sealer: Sealer;
   readonly #events: EventSink | undefined;
   readonly #lease: LeaseTerms;
+  readonly #drive: RunSteps<D, R>;
 
   constructor(program: RunProgram<D, R>, options: DriverOptions) {
     this.#program = program;
@@ -49,6 +47,7 @@ export class RunDriver<D, R> {
     this.#sealer = options.sealer;
     this.#events = options.events;
     this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
+    this.#drive = new RunSteps(program, options.events);
   }
 
   /** What the driver drives: a flow's or a loop's runs of one name. */
@@ -83,12 +82,12 @@ export class RunDriver<D, R> {
       flow: this.#program.name,
       kind: this.#program.kind,
       identity: identityOf(ctx),
-      data: this.#json(envelope),
+      data: this.#drive.json(envelope),
       lease: this.#lease,
     });
     return this.#holding(run, undefined, async () => {
-      await this.#saved(checkpoint, data);
-      return this.#steps(run, envelope, freshPlan(envelope.round), undefined);
+      await this.#drive.saved(checkpoint, data);
+      return this.#drive.steps(run, envelope, freshPlan(envelope.round), undefined);
     });
   }
 
@@ -167,17 +166,17 @@ export class RunDriver<D, R> {
     const claim = {
       lease: this.#lease,
       takeOver: options.takeOver,
-      ...(retrying ? { data: this.#json(envelope) } : {}),
+      ...(retrying ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     const { run, checkpoint } = claimed;
     return this.#holding(run, options.signal, async () => {
-      await this.#saved(checkpoint, envelope.program);
+      await this.#drive.saved(checkpoint, envelope.program);
       let records = claimed.records;
       if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
       if (decided !== undefined)
         records = await decideAtClaim(this.#store, this.#sealer, run, records, envelope.round, decided, by);
-      const plan = await this.#plan(run, records, envelope.round, options);
+      const plan = await this.#drive.plan(run, records, envelope.round, options);
       await emit(this.#events, {
         type: "run.recovered",
         runId,
@@ -188,7 +187,7 @@ export class RunDriver<D, R> {
         rerun: refs(plan.inDoubt.values()),
         decided: refs(plan.decided.values()),
       });
-      return this.#steps(run, this.#claimed(envelope, records), plan, options.signal);
+      return this.#drive.steps(run, this.#drive.claimed(envelope, records), plan, options.signal);
     });
   }
 
@@ -254,13 +253,13 @@ export class RunDriver<D, R> {
     const decided: RunEnvelope<D> = { ...envelope, pending: [], decisions: [...envelope.decisions, ...bound] };
     options.signal?.throwIfAborted();
     faultPoint("resume.before-decision-save");
-    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#json(decided) };
+    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#drive.json(decided) };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-decision-save");
     return this.#holding(run, options.signal, async () => {
-      await this.#saved(checkpoint, decided.program);
-      const plan = await this.#plan(run, records, decided.round, options);
-      return this.#steps(run, this.#claimed(decided, records), plan, options.signal);
+      await this.#drive.saved(checkpoint, decided.program);
+      const plan = await this.#drive.plan(run, records, decided.round, options);
+      return this.#drive.steps(run, this.#drive.claimed(decided, records), plan, options.signal);
     });
   }
 
@@ -289,156 +288,6 @@ export class RunDriver<D, R> {
     } finally {
       signal?.removeEventListener("abort", giveUp);
     }
-  }
-
-  /** Takes steps until the run is done or paused; saves it as failed when the program fails. */
-  async #steps(
-    run: DurableRun,
-    envelope: RunEnvelope<D>,
-    plan: ReplayPlan,
-    signal: AbortSignal | undefined,
-  ): Promise<R | PausedResult> {
-    for (;;) {
-      signal?.throwIfAborted();
-      const decisions = new Map(envelope.decisions.map((d) => [d.callId, d]));
-      const scope = new CallScope({
-        kind: this.#program.kind,
-        log: run.log,
-        plan,
-        identity: run.identity,
-        decisions,
-        events: this.#events,
-        signal,
-      });
-      const context: StepContext = {
-        runId: run.runId,
-        round: envelope.round,
-        identity: run.identity,
-        scope,
-        log: run.log,
-      };
-      let outcome: StepOutcome<D>;
-      try {
-        outcome = await this.#program.step(envelope.program, context);
-      } catch (error) {
-        // Given up mid-step: the run is left as it stands for the worker that takes it, not failed.
-        signal?.throwIfAborted();
-        throw await this.#fail(run, envelope, error);
-      }
-      // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
-      signal?.throwIfAborted();
-      if (outcome.paused) return this.#pause(run, envelope, scope);
-      const next: RunEnvelope<D> = outcome.roundOver
-        ? { round: envelope.round + 1, pending: [], decisions: [], program: outcome.data }
-        : { ...envelope, program: outcome.data };
-      let checkpoint: CheckpointBody;
-      try {
-        checkpoint = await run.save(outcome.done ? "done" : "running", this.#json(next));
-      } catch (error) {
-        throw await this.#fail(run, envelope, error);
-      }
-      // Which finished calls of the log the round took is known once the round is over.
-      await this.#saved(checkpoint, next.program, outcome.roundOver ? scope.unreplayed : []);
-      if (outcome.done) {
-        await emit(this.#events, {
-          type: "run.done",
-          runId: run.runId,
-          kind: this.#program.kind,
-          step: checkpoint.step,
-        });
-        return this.#program.result(next.program, { runId: run.runId, step: checkpoint.step });
-      }
-      if (outcome.roundOver) plan = freshPlan(next.round);
-      envelope = next;
-    }
-  }
-
-  /** Plans the rerun of the claimed round; a stop for a decision is emitted as `run.needs-decision` before it is thrown. */
-  async #plan(
-    run: DurableRun,
-    records: readonly CallRecord[],
-    round: number,
-    options: RecoverOptions,
-  ): Promise<ReplayPlan> {
-    try {
-      return planReplay(run.runId, records, round, this.#program.registry, options);
-    } catch (error) {
-      if (error instanceof RecoveryNeedsDecision) {
-        await emit(this.#events, {
-          type: "run.needs-decision",
-          runId: run.runId,
-          kind: this.#program.kind,
-          step: run.step,
-          calls: error.calls,
-        });
-      }
-      throw error;
-    }
-  }
-
-  /** Saves a paused checkpoint that keeps the round's starting point and lists the calls waiting on decisions. */
-  async #pause(run: DurableRun, envelope: RunEnvelope<D>, scope: CallScope): Promise<PausedResult> {
-    const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
-    // Decisions already given stay with the run until its round is over: each is bound to its call.
-    const held: RunEnvelope<D> = { ...envelope, pending };
-    const checkpoint = await run.save("paused", this.#json(held));
-    await this.#saved(checkpoint, held.program);
-    await emit(this.#events, {
-      type: "run.paused",
-      runId: run.runId,
-      kind: this.#program.kind,
-      step: checkpoint.step,
-      approvals: pending,
-    });
-    return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };
-  }
-
-  /**
-   * Saves the run as failed for an error of the program (a node, a tool, the
-   * model) and returns the error to throw. Errors of the durable machinery (a
-   * lost claim, a store that did not answer, a call in doubt) leave the run as
-   * it stands for recovery.
-   */
-  async #fail(run: DurableRun, envelope: RunEnvelope<D>, error: unknown): Promise<unknown> {
-    if (leavesRunForRecovery(error)) return error;
-    const text = errorText(error);
-    try {
-      const checkpoint = await run.save("failed", this.#json({ ...envelope, pending: [], decisions: [], error: text }));
-      await this.#saved(checkpoint, envelope.program);
-      await emit(this.#events, {
-        type: "run.failed",
-        runId: run.runId,
-        kind: this.#program.kind,
-        step: checkpoint.step,
-        error: text,
-      });
-    } catch (saveError) {
-      return saveError;
-    }
-    return error;
-  }
-
-  #claimed(envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
-    return this.#program.claimed === undefined
-      ? envelope
-      : { ...envelope, program: this.#program.claimed(envelope.program, records) };
-  }
-
-  #json(envelope: RunEnvelope<D>): JsonObject {
-    return envelopeJson({ ...envelope, program: this.#program.write(envelope.program) });
-  }
-
-  async #saved(checkpoint: CheckpointBody, data: D, unreplayed: readonly CallRef[] = []): Promise<void> {
-    const { runId, step, status } = checkpoint;
-    await emit(this.#events, {
-      type: "checkpoint.saved",
-      runId,
-      kind: this.#program.kind,
-      step,
-      status,
-      ...this.#program.saved(data),
-      unreplayed,
-    });
   }
 }
 
