@@ -101,6 +101,8 @@ function eventDetails(e: DurableEvent): string {
     case "run.done":
     case "run.failed":
       return `step ${e.step}${e.error === undefined ? "" : `: ${e.error}`}`;
+    case "run.cancelled":
+      return `step ${e.step}: ${e.reason}`;
   }
 }
 
