@@ -119,7 +119,8 @@ function applyToModel(model: Map<string, ModelRun>, op: Op): string {
       model.set(op.run, { steps: [{ ...op }], records: [] });
       return "ok";
     }
-    const ended = last.status === "done" || last.status === "failed";
+    // A failed run takes a claim (a raised segment): a retry. A done run takes nothing.
+    const ended = last.status === "done" || (last.status === "failed" && op.segment <= last.segment);
     if (ended || op.flow !== last.flow || op.step !== last.step + 1 || op.segment < last.segment)
       return "CheckpointConflict";
     run!.steps.push({ ...op });
