@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 
 // With the SQLite store: the workers need a store that outlives them.
 const CHILD = fileURLToPath(new URL("./retry-backoff-child.ts", import.meta.url));
-const DELAY_MS = 1_500;
+// Long enough that a busy machine starting a process cannot hide the difference between going on and starting over.
+const DELAY_MS = 6_000;
 const dirs: string[] = [];
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
@@ -31,7 +32,7 @@ function attempts(dir: string): Array<{ attempt: number; key: string; at: number
 }
 
 describe("a tool's retries across processes (SQLite)", () => {
-  it("retries a transient failure to success in one worker, after the backoff", () => {
+  it("retries a transient failure to success in one worker, after the backoff", { timeout: 60_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-retry-"));
     dirs.push(dir);
     const out = worker(dir);
@@ -42,13 +43,15 @@ describe("a tool's retries across processes (SQLite)", () => {
     expect(second!.at - first!.at).toBeGreaterThanOrEqual(DELAY_MS);
   });
 
-  it("a worker SIGKILLed during the backoff: the next one goes on with attempt 2 at the recorded time, the same idempotency key, no decision asked", async () => {
+  it("a worker SIGKILLed during the backoff: the next one goes on with attempt 2 at the recorded time, the same idempotency key, no decision asked", {
+    timeout: 60_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-retry-"));
     dirs.push(dir);
     const killed = worker(dir, "call.after-failed@1");
     expect(killed.signal, killed.stderr).toBe("SIGKILL");
     // Most of the wait passes before another worker comes: it waits what is left, not the whole backoff again.
-    await new Promise((resolve) => setTimeout(resolve, DELAY_MS - 300));
+    await new Promise((resolve) => setTimeout(resolve, DELAY_MS - 1_000));
     const recovering = worker(dir);
     expect(recovering.signal, recovering.stderr).toBeNull();
     expect(JSON.parse(recovering.stdout)).toEqual({ status: "done", state: { note: "charged" } });
