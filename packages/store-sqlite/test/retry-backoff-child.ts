@@ -1,7 +1,7 @@
 /**
  * A worker for the retry crash test: takes the flow run `runId` on the SQLite
  * file `db` (starting it, or recovering it when it is stored) and prints its
- * result as JSON. Its `charge` tool (not idempotent) appends a line to
+ * result as JSON, with the time it began to drive the run. Its `charge` tool (not idempotent) appends a line to
  * `effects` for every attempt it really makes, and fails its first attempt;
  * DURABLE_FAULT_POINT may kill the worker, e.g. in the wait after it.
  */
@@ -34,10 +34,14 @@ const stored = await DurableRun.latest(store, Sealer.withKeys(KEY), runId).catch
   if (error instanceof CheckpointNotFound) return undefined;
   throw error;
 });
+// When this process began to drive the run: a recovery that went on waits less than a whole backoff after it.
+const began = Date.now();
 const result =
   stored === undefined
     ? await runner.run(flow, { note: "" }, { runId })
     : // The first process was killed: this one takes its lease over, with no decision on calls in doubt.
       await runner.recover(flow, runId, { takeOver: true });
-console.log(JSON.stringify({ status: result.status, state: result.status === "done" ? result.state : undefined }));
+console.log(
+  JSON.stringify({ status: result.status, state: result.status === "done" ? result.state : undefined, began }),
+);
 await store.close();
