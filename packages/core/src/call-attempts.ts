@@ -1,10 +1,11 @@
-import { canonicalCopy, type JsonValue } from "./canonical.js";
+import type { JsonValue } from "./canonical.js";
+import { encodeValue } from "./codec.js";
 import { InvalidInput, ToolTimedOut, UnrecordableResult, errorText } from "./errors.js";
 import { emit, type CallRef } from "./events.js";
-import type { CallScope, CallOutcome } from "./executor.js";
+import type { CallScope } from "./executor.js";
 import { faultPoint } from "./fault-points.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
-import type { NextAttempt } from "./replay.js";
+import type { FinishedOutcome, NextAttempt } from "./replay.js";
 import { backoffMs, sleep, worthRetrying } from "./retry.js";
 import type { ToolDefinition } from "./tools.js";
 
@@ -27,7 +28,7 @@ export interface AttemptedCall {
  * `failed`, and whoever claims the run waits what is left of the wait, not
  * all of it, and goes on with the next attempt.
  */
-export async function attemptCall(call: AttemptedCall): Promise<CallOutcome> {
+export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome> {
   const { scope, ref, definition, args } = call;
   const { log, plan, events, kind } = scope.init;
   const giveUp = scope.init.signal;
@@ -107,20 +108,23 @@ async function runAttempt(
   }
 }
 
-/** Records what an attempt returned as the call's `done` (or `unrecordable`, then throws `UnrecordableResult`). */
+/**
+ * Records what an attempt returned, as the run's codec encodes it, as the call's `done` (or `unrecordable`,
+ * then throws `UnrecordableResult`).
+ */
 async function recordResult(
   call: AttemptedCall,
   base: { round: number; callId: string; tool: string; args: JsonValue },
   returned: unknown,
   durationMs: number,
   attempt: number,
-): Promise<CallOutcome> {
+): Promise<FinishedOutcome> {
   const { scope, ref } = call;
   const { log, events, kind } = scope.init;
   faultPoint("call.before-done");
   let result: JsonValue;
   try {
-    result = canonicalCopy(returned === undefined ? null : returned, `the result of ${ref.tool}`);
+    result = encodeValue(scope.codec, returned === undefined ? null : returned, `the result of ${ref.tool}`);
     await log.append({ ...base, kind: "done", result });
   } catch (error) {
     if (!(error instanceof InvalidInput)) throw error;

@@ -1,12 +1,13 @@
-import { canonicalCopy, type JsonValue } from "./canonical.js";
+import type { JsonValue } from "./canonical.js";
 import { type CallLog, type CallRecord, readCallLog } from "./call-log.js";
 import { type CheckpointBody, sealerFor } from "./checkpoint.js";
+import { encodeValue, PLAIN_JSON, type ValueCodec } from "./codec.js";
 import { isEnded, type CheckpointStore } from "./checkpoint-store.js";
 import { readEnvelope } from "./envelope.js";
 import { CheckpointConflict, InvalidInput, MAX_ERROR_TEXT } from "./errors.js";
 import { whileDriving } from "./in-flight.js";
 import { leaseTerms, type LeaseOptions } from "./lease.js";
-import { isObject } from "./options.js";
+import { checkCodec, isObject } from "./options.js";
 import { type Classification, classifyCalls } from "./replay.js";
 import { DurableRun } from "./run.js";
 import type { CheckpointKeys, Sealer } from "./seal.js";
@@ -15,10 +16,10 @@ import type { CheckpointKeys, Sealer } from "./seal.js";
  * An operator's decision on one call in doubt, once it was checked at the
  * tool's system (by its idempotency key): `"rerun"` (it did not happen, or
  * may happen again: run it), `{ result }` (it happened and returned this:
- * replayed as if it had finished), `"skip"` or `{ error }` (it did not happen
+ * stored as the run's codec encodes it, replayed as if it had finished), `"skip"` or `{ error }` (it did not happen
  * and must not: the call fails, a recorded failure).
  */
-export type CallDecision = "rerun" | "skip" | { readonly result: JsonValue } | { readonly error: string };
+export type CallDecision = "rerun" | "skip" | { readonly result: unknown } | { readonly error: string };
 
 /** Decisions on calls in doubt, by call id (`RecoverOptions.decide`). */
 export type CallDecisions = Readonly<Record<string, CallDecision>>;
@@ -32,8 +33,11 @@ export type DecidedOutcome =
 /** The error a `"skip"` decision records. */
 const SKIPPED = "Skipped: an operator decided the call must not run.";
 
-/** Reads `decide`: `InvalidInput` for anything but an object of call ids to decisions, before anything is written. */
-export function readCallDecisions(given: unknown): Map<string, DecidedOutcome> {
+/**
+ * Reads `decide`, each `{ result }` as `codec` stores it: `InvalidInput` for anything but an object of call
+ * ids to decisions, before anything is written.
+ */
+export function readCallDecisions(given: unknown, codec: ValueCodec): Map<string, DecidedOutcome> {
   if (!isObject(given)) throw new InvalidInput("decide must be an object of call ids to decisions.");
   const decided = new Map<string, DecidedOutcome>();
   for (const [callId, decision] of Object.entries(given)) {
@@ -41,7 +45,7 @@ export function readCallDecisions(given: unknown): Map<string, DecidedOutcome> {
     if (decision === "rerun") decided.set(callId, { decision: "rerun" });
     else if (decision === "skip") decided.set(callId, { decision: "error", error: SKIPPED });
     else if (isObject(decision) && "result" in decision && Object.keys(decision).length === 1)
-      decided.set(callId, { decision: "result", result: canonicalCopy(decision["result"], `${where}.result`) });
+      decided.set(callId, { decision: "result", result: encodeValue(codec, decision["result"], `${where}.result`) });
     else if (isObject(decision) && typeof decision["error"] === "string" && Object.keys(decision).length === 1) {
       const error = decision["error"];
       if (error.length === 0 || error.length > MAX_ERROR_TEXT)
@@ -147,6 +151,8 @@ export interface DecideCallsOptions {
   readonly by?: string;
   /** The lease taken while the decisions are recorded (default: this process's worker id, 30 s). */
   readonly lease?: LeaseOptions;
+  /** How a `{ result }` is stored: the workers' codec (default: plain JSON). */
+  readonly codec?: ValueCodec;
 }
 
 /**
@@ -162,7 +168,8 @@ export async function decideCalls(
   decide: CallDecisions,
   options: DecideCallsOptions,
 ): Promise<string[]> {
-  const decided = readCallDecisions(decide);
+  checkCodec("decideCalls", options.codec);
+  const decided = readCallDecisions(decide, options.codec ?? PLAIN_JSON);
   const store = options.checkpoints;
   const sealer = sealerFor(store, options.checkpointKey);
   const lease = leaseTerms("decideCalls", options.lease);

@@ -1,4 +1,5 @@
 import { checkBeforeClaim, decideAtClaim, decidedBy, readCallDecisions } from "./call-decisions.js";
+import { PLAIN_JSON, type ValueCodec } from "./codec.js";
 import { readCallLog } from "./call-log.js";
 import { readEnvelope, type RunEnvelope } from "./envelope.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "./errors.js";
@@ -39,6 +40,7 @@ export class RunDriver<D, R> {
   readonly #sealer: Sealer;
   readonly #events: EventSink | undefined;
   readonly #lease: LeaseTerms;
+  readonly #codec: ValueCodec;
   readonly #drive: RunSteps<D, R>;
 
   constructor(program: RunProgram<D, R>, options: DriverOptions) {
@@ -47,7 +49,8 @@ export class RunDriver<D, R> {
     this.#sealer = options.sealer;
     this.#events = options.events;
     this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
-    this.#drive = new RunSteps(program, options.events);
+    this.#codec = options.codec ?? PLAIN_JSON;
+    this.#drive = new RunSteps(program, options.events, this.#codec);
   }
 
   /** What the driver drives: a flow's or a loop's runs of one name. */
@@ -153,7 +156,7 @@ export class RunDriver<D, R> {
 
   async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult> {
     options.signal?.throwIfAborted();
-    const decided = options.decide === undefined ? undefined : readCallDecisions(options.decide);
+    const decided = options.decide === undefined ? undefined : readCallDecisions(options.decide, this.#codec);
     const by = decidedBy(options.by, this.#lease.owner);
     const opened = await this.open(runId, options.ctx, retrying);
     const { latest } = opened;

@@ -1,5 +1,6 @@
 import { canonicalJson, type JsonValue } from "./canonical.js";
 import { attemptCall } from "./call-attempts.js";
+import { decodeValue, PLAIN_JSON, type ValueCodec } from "./codec.js";
 import { callSite } from "./call-id.js";
 import type { CallLog } from "./call-log.js";
 import { InvalidInput, InvalidToolArgs } from "./errors.js";
@@ -35,9 +36,13 @@ export interface ApprovalRequest {
 /** A callback awaited in process for each call of an approval tool, instead of pausing the run. */
 export type ApprovalPort = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
 
-/** What became of one call: its result or its tool's error (both recorded), a wait for an approval, or a denial. */
+/**
+ * What became of one call: its result (as the run's codec decodes it) or its tool's error (both recorded),
+ * a wait for an approval, or a denial.
+ */
 export type CallOutcome =
-  | FinishedOutcome
+  | { readonly status: "ok"; readonly value: unknown }
+  | Exclude<FinishedOutcome, { readonly status: "ok" }>
   | { readonly status: "pending" }
   | { readonly status: "denied"; readonly reason?: string };
 
@@ -52,6 +57,8 @@ export interface CallScopeInit {
   readonly events?: EventSink | undefined;
   /** Aborted when the worker gave the run up: no call of the round starts after that. */
   readonly signal?: AbortSignal | undefined;
+  /** How results that are not plain JSON are stored (default: they must be plain JSON). */
+  readonly codec?: ValueCodec | undefined;
 }
 
 /** One round of calls: names them, and records which finished calls of the log they took and which wait on an approval. */
@@ -69,6 +76,11 @@ export class CallScope {
 
   get runId(): string {
     return this.init.log.runId;
+  }
+
+  /** How the round's results are stored. */
+  get codec(): ValueCodec {
+    return this.init.codec ?? PLAIN_JSON;
   }
 
   /**
@@ -163,7 +175,7 @@ export class Executor {
     const finished = plan.finished.get(callId);
     if (finished !== undefined) {
       scope.claim(callId);
-      return finished.outcome;
+      return decoded(scope, tool, finished.outcome);
     }
 
     const next = plan.next.get(callId);
@@ -175,7 +187,7 @@ export class Executor {
         return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
     }
 
-    return attemptCall({ scope, ref, definition, args: jsonArgs, next });
+    return decoded(scope, tool, await attemptCall({ scope, ref, definition, args: jsonArgs, next }));
   }
 
   /** The decision for an approval call, or undefined when the run must pause for one. */
@@ -197,6 +209,12 @@ export class Executor {
     const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
     return readDecision(await this.#approvals(request), `the approval port's answer for ${ref.tool}`);
   }
+}
+
+/** A call's outcome with its result as the run's codec decodes the stored form: the same on the first run as on replay. */
+function decoded(scope: CallScope, tool: string, outcome: FinishedOutcome): CallOutcome {
+  if (outcome.status !== "ok") return outcome;
+  return { status: "ok", value: decodeValue(scope.codec, outcome.value, `the stored result of ${tool}`) };
 }
 
 /** A call's arguments as its tool's `args` schema outputs them (as given without one): `InvalidToolArgs` when they fail it. */

@@ -66,3 +66,4 @@ export type { Identity } from "./identity.js";
 export type { CheckpointKey, CheckpointKeys } from "./seal.js";
 export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./checkpoint-store.js";
 export type { JsonValue, JsonObject } from "./canonical.js";
+export type { ValueCodec } from "./codec.js";

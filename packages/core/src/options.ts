@@ -1,5 +1,6 @@
 import { InvalidInput } from "./errors.js";
 import type { CheckpointStore } from "./checkpoint-store.js";
+import type { ValueCodec } from "./codec.js";
 
 /** The types an option can be checked for. */
 export type OptionType = "boolean" | "string" | "function" | "object";
@@ -40,6 +41,7 @@ const RUNNER_OPTIONS: Readonly<Record<string, OptionType>> = {
   decisions: "object",
   name: "string",
   runId: "string",
+  codec: "object",
 };
 
 /** What a value is, for a message: `null`, `an array`, `a number`, … */
@@ -98,6 +100,16 @@ export function checkRunnerOptions(where: string, options: unknown): void {
   const given = checkOptionTypes(where, options, RUNNER_OPTIONS);
   checkStore(where, given["checkpoints"]);
   if (given["name"] === "") throw new InvalidInput(`${where}: name must not be empty.`);
+  checkCodec(where, given["codec"]);
+}
+
+/** Checks a `codec` option: undefined, or an object with `encode` and `decode` functions. */
+export function checkCodec(where: string, codec: unknown): asserts codec is ValueCodec | undefined {
+  if (codec === undefined) return;
+  if (!(isObject(codec) && typeof codec["encode"] === "function" && typeof codec["decode"] === "function"))
+    throw new InvalidInput(
+      `${where}: codec must be an object with encode and decode functions, not ${describeType(codec)}.`,
+    );
 }
 
 /** Checks that a runner is given an `Executor` (an object with `call` and a `registry`). */

@@ -4,6 +4,7 @@ import type { CallLog, CallRecord } from "./call-log.js";
 import type { CheckpointBody } from "./checkpoint.js";
 import type { RunEnvelope } from "./envelope.js";
 import type { EventSink, LoopStage } from "./events.js";
+import type { ValueCodec } from "./codec.js";
 import type { CallScope } from "./executor.js";
 import type { Identity } from "./identity.js";
 import type { PendingCall } from "./replay.js";
@@ -83,6 +84,8 @@ export interface DriverOptions {
   readonly events?: EventSink | undefined;
   /** The worker's lease terms (default: this process's worker id, 30 s). */
   readonly lease?: LeaseTerms | undefined;
+  /** How tool results (and a flow's state) that are not plain JSON are stored (default: they must be plain JSON). */
+  readonly codec?: ValueCodec | undefined;
 }
 
 /** Options of `recover`, `recoverAll` and `resume`. */

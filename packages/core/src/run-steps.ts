@@ -4,6 +4,7 @@ import type { CheckpointBody } from "./checkpoint.js";
 import { envelopeJson, type RunEnvelope } from "./envelope.js";
 import { RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "./errors.js";
 import { emit, type CallRef, type EventSink } from "./events.js";
+import type { ValueCodec } from "./codec.js";
 import { CallScope } from "./executor.js";
 import { freshPlan, planReplay, type ReplayPlan } from "./replay.js";
 import type { DurableRun } from "./run.js";
@@ -18,10 +19,12 @@ import type { PausedResult, RecoverOptions, RunProgram, StepContext, StepOutcome
 export class RunSteps<D, R> {
   readonly #program: RunProgram<D, R>;
   readonly #events: EventSink | undefined;
+  readonly #codec: ValueCodec;
 
-  constructor(program: RunProgram<D, R>, events: EventSink | undefined) {
+  constructor(program: RunProgram<D, R>, events: EventSink | undefined, codec: ValueCodec) {
     this.#program = program;
     this.#events = events;
+    this.#codec = codec;
   }
 
   /** Takes steps until the run is done or paused; saves it as failed when the program fails. */
@@ -42,6 +45,7 @@ export class RunSteps<D, R> {
         decisions,
         events: this.#events,
         signal,
+        codec: this.#codec,
       });
       const context: StepContext = {
         runId: run.runId,

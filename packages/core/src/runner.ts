@@ -25,6 +25,7 @@ export {
 export { Sealer, type SealPurpose } from "./seal.js";
 export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./checkpoint.js";
 export { canonicalJson, canonicalCopy, assertJson } from "./canonical.js";
+export { PLAIN_JSON, encodeValue, encodedText, decodeValue } from "./codec.js";
 export { isStandardSchema, validated, validateWith } from "./standard-schema.js";
 export { callIdOf } from "./call-id.js";
 export { idempotencyKeyFor } from "./idempotency.js";

@@ -58,7 +58,7 @@ describe("call identity", () => {
           const executor = new Executor(tools(latency(first), ran));
           const call = async (tool: string, args: JsonValue) => {
             const outcome = await executor.call(scope, "shop", tool, args);
-            return outcome.status === "ok" ? outcome.value : null;
+            return outcome.status === "ok" ? (outcome.value as JsonValue) : null;
           };
           const before = await shoppingNode(call);
           // Another worker replays the same round with other latencies: every call replays its own result.
@@ -67,7 +67,7 @@ describe("call identity", () => {
           const again = new Executor(tools(latency(second), ran));
           const after = await shoppingNode(async (tool, args) => {
             const outcome = await again.call(replay, "shop", tool, args);
-            return outcome.status === "ok" ? outcome.value : null;
+            return outcome.status === "ok" ? (outcome.value as JsonValue) : null;
           });
           expect(after).toEqual(before);
           expect(ran).toHaveLength(3 + 3 + 2); // nothing ran on the second worker
@@ -87,7 +87,7 @@ describe("call identity", () => {
       const executor = new Executor(tools((tool, args) => delays[`${tool} ${JSON.stringify(args)}`] ?? 0, ran));
       await shoppingNode(async (tool, args) => {
         const outcome = await executor.call(scope, "shop", tool, args);
-        return outcome.status === "ok" ? outcome.value : null;
+        return outcome.status === "ok" ? (outcome.value as JsonValue) : null;
       });
       return new Map(ran.filter((r) => r.tool === "charge").map((r) => [JSON.stringify(r.args), r.key]));
     };

@@ -1,5 +1,5 @@
 import { CheckpointStoreCorrupt, type JsonObject, type JsonValue } from "@durable/core";
-import { isArrayOf, isCount, isJsonObject, isRecordOf, isString } from "@durable/core/runner";
+import { isArrayOf, isCount, isRecordOf, isString } from "@durable/core/runner";
 
 /** What a flow seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
 export interface FlowData<S = JsonObject> {
@@ -13,11 +13,11 @@ export interface FlowData<S = JsonObject> {
   readonly digest: string;
 }
 
-/** Reads a flow's data out of a verified checkpoint, checking every field. */
-export function readFlowData(runId: string, data: JsonObject): FlowData {
+/** Reads a flow's data out of a verified checkpoint, checking every field (the state is checked by the flow's schema). */
+export function readFlowData(runId: string, data: JsonObject): FlowData<JsonValue> {
   const { state, frontier, visits, waiting, digest } = data;
   const ok =
-    isJsonObject(state) &&
+    state !== undefined &&
     isArrayOf(frontier, isString) &&
     isRecordOf(visits, isCount) &&
     isRecordOf(waiting, (names): names is string[] => isArrayOf(names, isString)) &&
@@ -26,10 +26,10 @@ export function readFlowData(runId: string, data: JsonObject): FlowData {
   return { state, frontier, visits, waiting, digest };
 }
 
-/** A flow's data as sealed. Its state is plain JSON: it was settled (parsed, canonical) before it got here. */
-export function flowDataJson<S>(data: FlowData<S>): JsonObject {
+/** A flow's data as sealed, with its state in its stored form. */
+export function flowDataJson<S>(data: FlowData<S>, state: JsonValue): JsonObject {
   return {
-    state: data.state as JsonValue,
+    state,
     frontier: [...data.frontier],
     visits: { ...data.visits },
     waiting: Object.fromEntries(Object.entries(data.waiting).map(([target, arrived]) => [target, [...arrived]])),

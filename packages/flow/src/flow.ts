@@ -7,8 +7,11 @@ import { Call } from "./call.js";
 /** What a function node gets besides the state. */
 export interface NodeContext extends Identity {
   readonly runId: string;
-  /** Calls a tool through the call log: replayed on recovery when it already finished. */
-  call(tool: string, args: JsonValue): Promise<JsonValue>;
+  /**
+   * Calls a tool through the call log: replayed on recovery when it already finished. Its result is plain
+   * JSON, or what the runner's codec decodes (name its type: `ctx.call<Date>(…)`).
+   */
+  call<T = JsonValue>(tool: string, args: JsonValue): Promise<T>;
 }
 
 /** A function node: reads the state, may call tools, returns the fields it changes. Must be deterministic. */

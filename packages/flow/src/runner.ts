@@ -7,13 +7,23 @@ import {
   FlowError,
   type Identity,
   type JsonObject,
+  type JsonValue,
   type LeaseOptions,
   type PausedResult,
   type RecoverEachOptions,
   type Recovered,
   type RecoverOptions,
+  type ValueCodec,
 } from "@durable/core";
-import { checkExecutor, checkRunnerOptions, leaseTerms, RunDriver, sealerFor } from "@durable/core/runner";
+import {
+  checkExecutor,
+  checkRunnerOptions,
+  encodeValue,
+  leaseTerms,
+  PLAIN_JSON,
+  RunDriver,
+  sealerFor,
+} from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
@@ -39,6 +49,11 @@ export interface FlowRunnerOptions {
   readonly events?: EventSink;
   /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
   readonly lease?: LeaseOptions;
+  /**
+   * How tool results and states that are not plain JSON (a `Date`, a `Map`, a `BigInt`) are stored,
+   * e.g. superjson's `serialize`/`deserialize`; the same on every worker. Default: they must be plain JSON.
+   */
+  readonly codec?: ValueCodec;
 }
 
 /** Options of `run`. */
@@ -58,24 +73,27 @@ export class FlowRunner {
   readonly executor: Executor;
   readonly store: CheckpointStore;
   readonly #driverOptions: DriverOptions;
+  readonly #codec: ValueCodec;
 
   constructor(executor: Executor, options: FlowRunnerOptions) {
     checkExecutor("FlowRunner", executor);
     checkRunnerOptions("FlowRunner", options);
     this.executor = executor;
     this.store = options.checkpoints;
+    this.#codec = options.codec ?? PLAIN_JSON;
     this.#driverOptions = {
       store: options.checkpoints,
       sealer: sealerFor(options.checkpoints, options.checkpointKey),
       events: options.events,
       lease: leaseTerms("FlowRunner", options.lease),
+      codec: this.#codec,
     };
   }
 
   /** Starts a run from `input` (validated with the flow's schema) and runs it until it is done or paused. */
   async run<S>(flow: Flow<S>, input: unknown, options: RunOptions = {}): Promise<FlowResult<S>> {
     const driver = this.#driver(flow);
-    const state = await settleState(flow.schema, input, `The input of flow ${flow.name}`);
+    const state = await settleState(flow.schema, this.#codec, input, `The input of flow ${flow.name}`);
     return driver.start({ state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest }, options);
   }
 
@@ -150,12 +168,12 @@ export class FlowRunner {
         );
       }
     }
-    return new RunDriver(flowProgram(flow, this.executor), this.#driverOptions);
+    return new RunDriver(flowProgram(flow, this.executor, this.#codec), this.#driverOptions);
   }
 }
 
-/** A flow as a program on the driver. */
-function flowProgram<S>(flow: Flow<S>, executor: Executor): RunProgram<FlowData<S>, FlowDone<S>> {
+/** A flow as a program on the driver; its state is stored as `codec` encodes it. */
+function flowProgram<S>(flow: Flow<S>, executor: Executor, codec: ValueCodec): RunProgram<FlowData<S>, FlowDone<S>> {
   return {
     kind: "flow",
     name: flow.name,
@@ -169,15 +187,22 @@ function flowProgram<S>(flow: Flow<S>, executor: Executor): RunProgram<FlowData<
         );
       }
       // Checked against the schema, never transformed again.
-      return { ...data, state: await checkStoredState(flow.schema, data.state, `The stored state of run ${runId}`) };
+      const state = await checkStoredState(flow.schema, codec, data.state, `The stored state of run ${runId}`);
+      return { ...data, state };
     },
 
-    write: flowDataJson,
+    // A settled state is its own stored form unless a codec encodes it.
+    write: (data) =>
+      flowDataJson(
+        data,
+        codec === PLAIN_JSON ? (data.state as JsonValue) : encodeValue(codec, data.state, "The state"),
+      ),
 
     async step(data: FlowData<S>, { runId, round, scope }: StepContext): Promise<StepOutcome<FlowData<S>>> {
       const outcome = await runSuperstep(flow, executor, scope, data);
       if (outcome.paused) return { paused: true };
-      const state = await settleState(flow.schema, outcome.state, `The state after superstep ${round} of run ${runId}`);
+      const what = `The state after superstep ${round} of run ${runId}`;
+      const state = await settleState(flow.schema, codec, outcome.state, what);
       const { frontier, visits, waiting } = outcome;
       return {
         paused: false,

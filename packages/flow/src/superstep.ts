@@ -62,11 +62,11 @@ export async function runSuperstep<S>(
 }
 
 async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope): Promise<Partial<S>> {
-  const call = async (tool: string, args: JsonValue): Promise<JsonValue> => {
+  const call = async <T = JsonValue>(tool: string, args: JsonValue): Promise<T> => {
     const outcome = await executor.call(scope, node.name, tool, args);
     switch (outcome.status) {
       case "ok":
-        return outcome.value;
+        return outcome.value as T;
       case "pending":
         throw new WaitingForApproval();
       case "denied":

@@ -13,6 +13,7 @@ import {
   InvalidToolArgs,
   ToolFailed,
   type ToolRegistry,
+  type ValueCodec,
 } from "@durable/core";
 import {
   type CallRecord,
@@ -59,6 +60,11 @@ export interface LoopStoreOptions {
   readonly events?: EventSink;
   /** This worker's leases on the loops it drives: its id (default `workerId()`) and their length (default 30 s). */
   readonly lease?: LeaseOptions;
+  /**
+   * How tool results that are not plain JSON (a `Date`, a `Map`, a `BigInt`) are stored, e.g. superjson's
+   * `serialize`/`deserialize`; the same on every worker. The model gets the decoded result as JSON text.
+   */
+  readonly codec?: ValueCodec;
   /** A synchronous approval port for `approval: true` tools, instead of pausing. */
   readonly approvals?: ApprovalPort;
   /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
@@ -212,6 +218,7 @@ function loopDriver(
     sealer: sealerFor(options.checkpoints, options.checkpointKey),
     events: options.events,
     lease: leaseTerms("tool loop", options.lease),
+    codec: options.codec,
   });
 }
 
