@@ -11,8 +11,8 @@ const targets = [
 
 describe("the soak: workers serving one flow are killed and restarted at random while they take the runs", () => {
   // Fewer runs than the default, slower tools and saves, and disturbances more often: CI stays short, and the
-  // runs still last through some 25 disturbances, enough to see every kind of failover several times.
-  const [runs, toolMs, saveDelayMs, killEveryMs] = [200, 400, 100, [400, 1_200] as const];
+  // runs still last through some 15 disturbances, enough to see every kind of failover several times.
+  const [runs, toolMs, saveDelayMs, killEveryMs] = [120, 400, 100, [400, 1_200] as const];
   it.for(targets)(
     `$name: ${runs} runs, ${SOAK_DEFAULTS.workers} workers, a SIGKILL or a SIGTERM restart every 0.4–1.2 s: every run done, none lost, no live lease claimed, no call run twice unreported, in doubt only after a death; kills inside tools, runs taken over, runs in doubt and calls replayed all seen`,
     // A guard against a hang, not a measure: alone, PostgreSQL's takes about 70 s, and three times that under CI's load.
