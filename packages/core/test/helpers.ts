@@ -1,6 +1,15 @@
 import { MemoryCheckpointStore } from "../src/index.js";
 import type { CheckpointStore, StoredCall, StoredCheckpoint } from "../src/store.js";
-import { DurableRun, Sealer } from "../src/runner.js";
+import {
+  CallScope,
+  type CallRecord,
+  DurableRun,
+  freshPlan,
+  readCallLog,
+  type ReplayPlan,
+  Sealer,
+} from "../src/runner.js";
+import { Executor, type ToolRegistry } from "../src/index.js";
 
 export const KEY = "k".repeat(32);
 export const OLD_KEY = "o".repeat(32);
@@ -52,4 +61,49 @@ export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
   return out;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `check` holds, polling every 5 ms; throws after `ms`. */
+export async function until(check: () => boolean | Promise<boolean>, ms = 3_000): Promise<void> {
+  for (const end = Date.now() + ms; Date.now() < end; ) {
+    if (await check()) return;
+    await sleep(5);
+  }
+  throw new Error("timed out waiting");
+}
+
+/** The call scope of a flow's round on `run`. */
+export function scopeFor(run: DurableRun, plan: ReplayPlan = freshPlan(1), extra: Partial<CallScope["init"]> = {}) {
+  return new CallScope({ kind: "flow", log: run.log, plan, identity: run.identity, ...extra });
+}
+
+/**
+ * Calls `charge` of `registry` in round 1 of `run` (run-1), and gives the run up (as a stopping worker does)
+ * once the log holds `records` records and `afterMs` more passed: a wait between attempts is then under way.
+ * Returns the log as the give-up left it.
+ */
+export async function giveUpDuringWait(
+  store: CheckpointStore,
+  run: DurableRun,
+  registry: ToolRegistry,
+  records: number,
+  afterMs: number,
+): Promise<CallRecord[]> {
+  const giveUp = new AbortController();
+  const first = new Executor(registry).call(scopeFor(run, freshPlan(1), { signal: giveUp.signal }), "p", "charge", {});
+  void first.catch(() => undefined);
+  await until(async () => (await store.calls("run-1")).length === records);
+  await sleep(afterMs);
+  giveUp.abort(new Error("shutting down"));
+  await first.then(
+    () => {
+      throw new Error("the call finished though its run was given up");
+    },
+    (error: unknown) => {
+      if (!(error instanceof Error && error.message === "shutting down")) throw error;
+    },
+  );
+  return readCallLog(store, sealer, "run-1", []);
 }

@@ -104,9 +104,8 @@ export async function runToolLoop(
   messages: readonly Message[],
   options: ToolLoopOptions,
 ): Promise<LoopResult> {
-  checkLoopArgs("runToolLoop", model, registry, options);
+  const driver = loopDriver("runToolLoop", model, registry, options);
   const history = readInputMessages("runToolLoop", messages);
-  const driver = loopDriver(model, registry, options);
   const stored =
     options.runId === undefined ? undefined : await driver.open(options.runId, options.ctx).catch(ifNotFound);
   if (stored !== undefined) return driver.resume(stored, options.decisions ?? {}, options);
@@ -123,8 +122,7 @@ export async function recoverToolLoop(
   runId: string,
   options: LoopStoreOptions,
 ): Promise<LoopResult> {
-  checkLoopArgs("recoverToolLoop", model, registry, options);
-  return loopDriver(model, registry, options).recover(runId, options);
+  return loopDriver("recoverToolLoop", model, registry, options).recover(runId, options);
 }
 
 /**
@@ -139,8 +137,7 @@ export async function retryToolLoop(
   runId: string,
   options: LoopStoreOptions,
 ): Promise<LoopResult> {
-  checkLoopArgs("retryToolLoop", model, registry, options);
-  return loopDriver(model, registry, options).retry(runId, options);
+  return loopDriver("retryToolLoop", model, registry, options).retry(runId, options);
 }
 
 /** Cancels a tool loop that has not ended, even one a worker drives (it is fenced); returns the step it was saved as. */
@@ -151,8 +148,7 @@ export async function cancelToolLoop(
   reason: string,
   options: LoopStoreOptions,
 ): Promise<number> {
-  checkLoopArgs("cancelToolLoop", model, registry, options);
-  return loopDriver(model, registry, options).cancel(runId, reason, options);
+  return loopDriver("cancelToolLoop", model, registry, options).cancel(runId, reason, options);
 }
 
 /** Recovers every claimable tool loop of the name (`options.name`; never one another worker holds), mapping each run id to its result or to the error that stopped it. */
@@ -161,8 +157,7 @@ export async function recoverAllToolLoops(
   registry: ToolRegistry,
   options: LoopStoreOptions & { readonly concurrency?: number },
 ): Promise<Map<string, LoopResult | Error>> {
-  checkLoopArgs("recoverAllToolLoops", model, registry, options);
-  return loopDriver(model, registry, options).recoverAll(options);
+  return loopDriver("recoverAllToolLoops", model, registry, options).recoverAll(options);
 }
 
 /** The tool loops of the name (`options.name`) as a `Worker` serves them: their driver. */
@@ -171,8 +166,7 @@ export function servedToolLoops(
   registry: ToolRegistry,
   options: LoopStoreOptions,
 ): RunDriver<LoopData, LoopDone> {
-  checkLoopArgs("servedToolLoops", model, registry, options);
-  return loopDriver(model, registry, options);
+  return loopDriver("servedToolLoops", model, registry, options);
 }
 
 function ifNotFound(error: unknown): undefined {
@@ -180,12 +174,17 @@ function ifNotFound(error: unknown): undefined {
   throw error;
 }
 
-/** The driver of one loop: one step is a model reply, or the tool round of the last reply. */
+/**
+ * The driver of one loop, its arguments checked for `where` first (`InvalidInput` before anything is read):
+ * one step is a model reply, or the tool round of the last reply.
+ */
 function loopDriver(
+  where: string,
   model: LoopModel,
   registry: ToolRegistry,
   options: LoopStoreOptions,
 ): RunDriver<LoopData, LoopDone> {
+  checkLoopArgs(where, model, registry, options);
   const toModel = (options.toolErrors ?? "model") === "model";
   const executor = new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals });
   const specs = toolSpecs(registry);

@@ -1,17 +1,21 @@
 import {
   type CheckpointStore,
   type DurableEvent,
+  Executor,
   MemoryCheckpointStore,
   type MemoryData,
   startWorker,
 } from "@durable/core";
+import { Flow, FlowRunner } from "@durable/flow";
 import { DyingStore } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { type LoopModel, type Message, type ModelReply, runToolLoop, servedToolLoops } from "../src/index.js";
 import { orderTools } from "./programs.js";
 
-// The standing worker serving tool loops (servedToolLoops), attacked by the review of leases.
+// The standing worker serving tool loops (servedToolLoops), attacked by the review of leases; and serving a
+// flow and a tool loop of one name, where each run goes to its own kind.
 
 const KEY = "loop-worker-tests-key-0123456789abcdef";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -106,5 +110,32 @@ describe("a standing worker serving tool loops", () => {
     expect(events.filter((e) => e.type === "run.needs-decision")).toHaveLength(1);
     expect(tools.count("charge")).toBe(1);
     expect(await store.leaseOf("r")).toBeUndefined();
+  });
+});
+
+describe("a standing worker serving a flow and a tool loop of one name", () => {
+  it("drives a dead loop's run with the loop, whichever is listed first", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "hold", tools);
+    const store = new MemoryCheckpointStore({ data });
+    const flow = new Flow("orders", { state: z.object({ n: z.number() }) }).node("one", () => ({ n: 1 })).end("one");
+    const runner = new FlowRunner(new Executor(orderTools(tools)), {
+      checkpoints: store,
+      checkpointKey: KEY,
+      lease: { owner: "b", ms: 100 },
+    });
+    const w = startWorker({
+      serve: [runner.served(flow), servedToolLoops(orderModel().model, orderTools(tools), options(store, "b", 100))],
+      pollMs: 10,
+      stopOnSignals: false,
+    });
+    await sleep(500);
+    await w.stop();
+    // The flow's entry lists the loop's run (listings go by name, not kind), starts a recover that is refused with
+    // CheckpointConflict ("the run belongs to loop") and counts it lost; meanwhile the loop's entry sees the run as
+    // running and skips it. Every poll does the same, with no back-off: the loop run is never recovered.
+    expect((await store.latest("r")).status, `lost ${w.status().lost} times`).toBe("done");
+    expect(w.status().lost, "recoveries refused as another kind's run").toBeLessThanOrEqual(1);
   });
 });
