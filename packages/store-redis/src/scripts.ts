@@ -30,11 +30,14 @@ end`;
 /**
  * The run's keys (KEYS 1-3) expire ttl seconds from now (never while paused,
  * or with ttl 0); a running run's entry in expiring (KEYS[e]) says when, so
- * reads can skip it once the run is gone.
+ * reads can skip it once the run is gone. A run that is not to expire and
+ * whose keys never did (they are set together) is left as it is: one command,
+ * not four that change nothing.
  */
 const EXPIRY = `${NOW}
 local function expiry(status, ttl, member, e, now)
   local lasts = status ~= 'paused' and ttl > 0
+  if not lasts and redis.call('PTTL', KEYS[1]) == -1 then return end
   for i = 1, 3 do
     if lasts then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
   end

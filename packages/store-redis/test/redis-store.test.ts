@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
 import { type CheckpointRow, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
+import { indexMember } from "../src/keys.js";
 import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers } from "./redis.js";
 
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
@@ -49,6 +50,31 @@ if (await redisAnswers()) {
       await expect(store.recordCall("r", 0, 0, "another")).rejects.toThrow(/not the next one/);
       await dropPrefix(store);
       await store.close();
+    });
+
+    it("a run written with a TTL and then by a store without one keeps its keys for good; writes without a TTL set none", async () => {
+      const prefix = `ttl-off:${Math.random()}`;
+      const withTtl = new RedisCheckpointStore(client, { prefix, ttlSeconds: 100 });
+      const without = new RedisCheckpointStore(client, { prefix });
+      const c = await admin();
+      const ttls = async (runId: string) => {
+        const keys = without.keysOf(runId);
+        return Promise.all([keys.meta, keys.cps, keys.calls].map((key) => c.pTTL(key)));
+      };
+      await withTtl.save("r", 0, row());
+      await withTtl.recordCall("r", 0, 0, "sealed-0");
+      expect((await ttls("r")).every((ms) => ms > 0)).toBe(true);
+      expect(await c.zScore(without.keysOf("r").expiring, indexMember("f", "r"))).not.toBeNull();
+      await without.recordCall("r", 0, 1, "sealed-1");
+      expect(await ttls("r")).toEqual([-1, -1, -1]);
+      expect(await c.zScore(without.keysOf("r").expiring, indexMember("f", "r"))).toBeNull();
+      await without.save("s", 0, row());
+      await without.recordCall("s", 0, 0, "sealed-0");
+      await without.save("s", 1, row());
+      expect(await ttls("s")).toEqual([-1, -1, -1]);
+      await c.close();
+      await dropPrefix(without);
+      await Promise.all([withTtl.close(), without.close()]);
     });
 
     it("gives StoreUnavailable while Redis does not answer, and works again once it does", async () => {
