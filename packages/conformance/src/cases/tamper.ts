@@ -11,7 +11,7 @@ import { CALLS, SCENARIOS, ScenarioDriver, cutShort, kitSealer } from "../proces
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceGroup } from "./case.js";
 
-const CLEAN_RUNS = 1_000;
+const CLEAN_RUNS = 500;
 const FORGER = Sealer.withKeys("a key the workers do not have, 0123456789");
 
 /** A change to a run's stored rows, past the store's API. */

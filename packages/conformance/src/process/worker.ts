@@ -9,14 +9,15 @@
  *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <ids of the calls in doubt as JSON>"
  *       race <scenario> <runId>     reads the run's latest checkpoint, prints "at-claim <runId>", and claims it only
  *                                   on "go <runId>", so racing workers claim the same step at once:
- *                                   "won <runId> <status>" or "conflict <runId>"
+ *                                   "won <runId> <status>" or "conflict <runId>" (a StoreUnavailable before
+ *                                   the claim is tried again, up to 5 times)
  *     Anything else that goes wrong is "error <runId> <message>".
  * Every call record it writes is witnessed in `<effects>.acks` (see acknowledgments.ts).
  */
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { isAbsolute } from "node:path";
-import { CheckpointConflict, type CheckpointStore } from "@durable/core";
+import { CheckpointConflict, type CheckpointStore, StoreUnavailable } from "@durable/core";
 import { acknowledging, acknowledgmentsFile } from "./acknowledgments.js";
 import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
@@ -51,11 +52,23 @@ if (mode === "run") {
         (error: unknown) => console.log(`error ${id} ${oneLine(error)}`),
       );
     } else if (command === "race") {
+      let atClaim = false;
       store.hold = () => {
+        atClaim = true;
         console.log(`at-claim ${id}`);
         return new Promise((release) => go.set(id, release));
       };
-      driver.recoverOnce(name, id).then(
+      // A store that did not answer before the claim (a read on a starved machine) changed nothing: read again.
+      // The race is at the claim.
+      const race = async (tries = 5): Promise<string> => {
+        try {
+          return await driver.recoverOnce(name, id);
+        } catch (error) {
+          if (atClaim || tries === 1 || !(error instanceof StoreUnavailable)) throw error;
+          return race(tries - 1);
+        }
+      };
+      race().then(
         (status) => console.log(`won ${id} ${status}`),
         (error: unknown) =>
           console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${oneLine(error)}`),
