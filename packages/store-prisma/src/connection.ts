@@ -16,6 +16,13 @@ export interface PrismaStoreOptions {
   /** SQLite only: how long to wait on another process's lock; default 5000 ms. */
   readonly busyTimeoutMs?: number;
   /**
+   * SQLite only. `"full"` (default): every save and record is on disk when it
+   * resolves, even if the machine loses power. `"normal"`: faster; in WAL mode
+   * the last commits can be lost on a power cut or OS crash (never on a process
+   * crash), and with them the proof that a call started.
+   */
+  readonly synchronous?: "full" | "normal";
+  /**
    * PostgreSQL only: how long an operation may wait for the database before
    * `StoreUnavailable` (its connections are then dropped); a whole number of
    * ms > 0, default 5000.
@@ -92,9 +99,16 @@ function timeoutOf(options: { readonly operationTimeoutMs?: number | undefined }
  * would block the event loop, and with it the transaction that holds the
  * lock. One connection per file and process queues them instead.
  */
-const sqliteClients = new Map<string, { client: ReturnType<typeof lazy>; users: number }>();
+const sqliteClients = new Map<
+  string,
+  { client: ReturnType<typeof lazy>; users: number; synchronous: "full" | "normal" }
+>();
 
-function sharedSqlite(path: string, timeout: number): Pick<Connection, "client" | "release"> {
+function sharedSqlite(
+  path: string,
+  timeout: number,
+  synchronous: "full" | "normal",
+): Pick<Connection, "client" | "release"> {
   let entry = sqliteClients.get(path);
   if (entry === undefined) {
     entry = {
@@ -102,11 +116,17 @@ function sharedSqlite(path: string, timeout: number): Pick<Connection, "client" 
         const client = await openSqlite(path, timeout);
         // WAL, so readers never wait on the writer.
         await client.$queryRawUnsafe("PRAGMA journal_mode = WAL");
+        await client.$executeRawUnsafe(`PRAGMA synchronous = ${synchronous === "normal" ? "NORMAL" : "FULL"}`);
         return client;
       }),
       users: 0,
+      synchronous,
     };
     sqliteClients.set(path, entry);
+  } else if (entry.synchronous !== synchronous) {
+    throw new InvalidInput(
+      `${path} is open in this process with synchronous "${entry.synchronous}"; every store of a file shares one connection, so give them one setting.`,
+    );
   }
   entry.users += 1;
   const used = entry;
@@ -131,6 +151,10 @@ function sharedSqlite(path: string, timeout: number): Pick<Connection, "client" 
  */
 export function connect(url: string, options: PrismaStoreOptions): Connection {
   if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
+    if (options.synchronous !== undefined)
+      throw new InvalidInput(
+        "synchronous is for SQLite; PostgreSQL commits as its server is set up (synchronous_commit).",
+      );
     const tables = tablesOf("postgresql", options);
     const timeoutMs = timeoutOf(options);
     let sockets = new Set<Socket>();
@@ -151,10 +175,13 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
       throw new InvalidInput(
         "operationTimeoutMs is for PostgreSQL; a SQLite store waits at most busyTimeoutMs for a lock.",
       );
+    const synchronous = options.synchronous ?? "full";
+    if (synchronous !== "full" && synchronous !== "normal")
+      throw new InvalidInput(`synchronous must be "full" or "normal", not ${JSON.stringify(synchronous)}.`);
     return {
       ...tables,
       borrowed: false,
-      ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000),
+      ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000, synchronous),
       timeoutMs: undefined,
       discard: () => {},
     };

@@ -5,6 +5,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/store";
 import { sealCheckpoint, Sealer } from "@durable/core/runner";
+import { connect } from "../src/connection.js";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { runScript } from "@durable/test-utils/processes";
 import { everyOperation } from "@durable/test-utils/blackhole";
@@ -127,6 +128,24 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
 });
 
 describe("bad input", () => {
+  it("SQLite: synchronous FULL by default, NORMAL when asked, as the connection reports it; anything else is InvalidInput", async () => {
+    const level = async (options: { synchronous?: "full" | "normal" }) => {
+      const connection = connect(sqliteUrl(), options);
+      try {
+        const [row] = await (await connection.client()).$queryRawUnsafe<Array<{ synchronous: number | bigint }>>(
+          "PRAGMA synchronous",
+        );
+        return Number(row!.synchronous);
+      } finally {
+        await connection.release();
+      }
+    };
+    expect(await level({})).toBe(2);
+    expect(await level({ synchronous: "normal" })).toBe(1);
+    expect(() => connect(sqliteUrl(), { synchronous: "off" as "full" })).toThrow(InvalidInput);
+    expect(() => connect("postgresql://127.0.0.1/x", { synchronous: "full" })).toThrow(/synchronous is for SQLite/);
+  });
+
   it("a URL of another database, and a table prefix that is not a plain name, are InvalidInput", () => {
     expect(() => new PrismaCheckpointStore("mysql://x")).toThrow(InvalidInput);
     expect(() => new PrismaCheckpointStore(sqliteUrl(), { tablePrefix: "a; DROP" })).toThrow(InvalidInput);
