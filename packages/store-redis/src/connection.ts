@@ -78,12 +78,12 @@ export class Connection {
   /**
    * Closes the client whatever its state: a ready one gracefully, for at most
    * `timeoutMs`, then forcefully; one that is connecting or reconnecting at
-   * once. Never rejects.
+   * once. Operations still waiting for it fail saying `why`. Never rejects.
    */
-  async close(timeoutMs: number): Promise<void> {
+  async close(timeoutMs: number, why = "the store was closed."): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#giveUp(new Error("the store was closed."));
+    this.#giveUp(new Error(why));
     if (this.#client.isReady) {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<"late">((resolve) => {

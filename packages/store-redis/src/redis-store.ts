@@ -266,7 +266,9 @@ export class RedisCheckpointStore implements CheckpointStore {
       return await Promise.race([ready.then(op), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;
-      throw new StoreUnavailable(`Redis failed: ${describe(error)}; whether the operation was applied is unknown.`, {
+      // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.
+      const why = connection?.usable === false && connection.lastError !== undefined ? connection.lastError : error;
+      throw new StoreUnavailable(`Redis failed: ${describe(why)}; whether the operation was applied is unknown.`, {
         cause: error,
       });
     } finally {
@@ -278,13 +280,13 @@ export class RedisCheckpointStore implements CheckpointStore {
   #abandon(connection: Connection): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
-    void connection.close(0);
+    void connection.close(0, "an operation on the same connection did not answer in time, and it was dropped.");
   }
 
   /** The current connection; a closed or given-up one is replaced. */
   #connected(): Connection {
     if (this.#connection?.usable !== true) {
-      void this.#connection?.close(this.#timeoutMs);
+      void this.#connection?.close(this.#timeoutMs, "the connection was lost, and replaced.");
       this.#connection = new Connection(this.#factory);
     }
     return this.#connection;

@@ -39,4 +39,19 @@ describe("RedisCheckpointStore behind a connection that goes silent", () => {
     await expectWorksAgain(store);
     await store.close();
   }, 30_000);
+  it("operations in flight together when the connection goes silent each fail with StoreUnavailable within the timeout, saying why", async () => {
+    const store = new RedisCheckpointStore(() => createClient({ url: `redis://127.0.0.1:${proxy.port}` }), {
+      prefix: "blackhole-together",
+      operationTimeoutMs: TIMEOUT,
+    });
+    await store.save("r", 0, row());
+    proxy.silence();
+    // The first to time out drops the connection; the others, on it, fail with that reason, not the client's
+    // ("Disconnects client") nor one that is not so ("the store was closed").
+    const why = /^(?!.*(store was closed|Disconnects client)).*(did not answer|dropped)/;
+    await expectEachTimesOut(everyOperation(store), why, TIMEOUT, MARGIN, { atOnce: true });
+    proxy.restore();
+    await expectWorksAgain(store);
+    await store.close();
+  }, 30_000);
 });

@@ -135,24 +135,27 @@ export async function expectWorksAgain(store: CheckpointStore): Promise<void> {
 /**
  * Checks each operation fails with `StoreUnavailable` saying `message`, within `timeoutMs` plus a busy
  * machine's `marginMs`, plus however late this process ran its timers meanwhile (a starved process fires
- * every deadline late).
+ * every deadline late). `atOnce` starts them all together, as a worker's runs would; else one after another.
  */
 export async function expectEachTimesOut(
   operations: Record<string, () => Promise<unknown>>,
   message: RegExp,
   timeoutMs: number,
   marginMs: number,
+  { atOnce = false }: { atOnce?: boolean } = {},
 ): Promise<void> {
   const timers = new LateTimers();
+  const check = async ([name, operation]: [string, () => Promise<unknown>]) => {
+    const { error, ms, lateMs } = await failure(operation, timers);
+    expect(error, name).toBeInstanceOf(StoreUnavailable);
+    expect((error as Error).message, name).toMatch(message);
+    expect(ms, `${name}, with timers ${Math.round(lateMs)} ms late meanwhile`).toBeLessThan(
+      timeoutMs + marginMs + lateMs,
+    );
+  };
   try {
-    for (const [name, operation] of Object.entries(operations)) {
-      const { error, ms, lateMs } = await failure(operation, timers);
-      expect(error, name).toBeInstanceOf(StoreUnavailable);
-      expect((error as Error).message, name).toMatch(message);
-      expect(ms, `${name}, with timers ${Math.round(lateMs)} ms late meanwhile`).toBeLessThan(
-        timeoutMs + marginMs + lateMs,
-      );
-    }
+    if (atOnce) await Promise.all(Object.entries(operations).map(check));
+    else for (const entry of Object.entries(operations)) await check(entry);
   } finally {
     timers.stop();
   }
