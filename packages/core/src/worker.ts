@@ -210,6 +210,11 @@ export class RunWorker {
     if (why !== "lost") this.#options.onStuck?.(runId, error);
   }
 
+  /** `ms` from now, by the process's clock. */
+  #after(ms: number): number {
+    return performance.now() + ms;
+  }
+
   /**
    * True while a run it left is still at the step it left it at; a run left
    * for a decision stays left while it still needs one, whoever claimed it
@@ -217,11 +222,6 @@ export class RunWorker {
    * that then died at the step it claimed never moves on by itself: it is
    * tried again after a few idle polls.
    */
-  /** `ms` from now, by the process's clock. */
-  #after(ms: number): number {
-    return performance.now() + ms;
-  }
-
   async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
     const key = leftKey(served, runId);
     const left = this.#left.get(key);

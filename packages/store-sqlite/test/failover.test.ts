@@ -11,11 +11,11 @@ const CHILD = fileURLToPath(new URL("./failover-child.ts", import.meta.url));
 const LEASE_MS = 1_000;
 const POLL_MS = 200;
 /**
- * What a busy machine adds between a lease running out and the poll that
- * finds it (timers, SQLite). Alone it is under 200 ms (claimed 1,145–1,190 ms
- * after the kill); under the whole suite in CI it once took 3,352 ms.
+ * What the claim's own work adds (SQLite, the event); alone the second claimed 1,145–1,190 ms after the kill.
+ * Under CI's load the second worker's timers run late too: it reports by how much, and that is allowed for.
+ * (An earlier allowance of 2.5 s hid that the second worker was sometimes still starting when the first died.)
  */
-const SCHEDULING_MS = 2_500;
+const SCHEDULING_MS = 500;
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -54,7 +54,9 @@ describe("failover between two live worker processes on one SQLite file", () => 
       const first = worker("first", db);
       const owner = (await first.line("inside")).split(" ")[1];
       const second = worker("second", db);
-      // Three lease lengths: the first renews on its timer; the second polls about fifteen times.
+      // Once it polls (a busy machine may take seconds to start a process), three lease lengths: the first renews
+      // on its timer; the second polls about fifteen times.
+      await second.line("serving");
       await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
       expect(second.lines.filter((l) => l.startsWith("claimed"))).toEqual([]);
       const store = new SQLiteCheckpointStore(db);
@@ -65,11 +67,13 @@ describe("failover between two live worker processes on one SQLite file", () => 
       }
       const killed = Date.now();
       first.child.kill("SIGKILL");
-      const [, by, at] = (await second.line("claimed")).split(" ");
+      const [, by, at, late] = (await second.line("claimed")).split(" ");
       const afterKill = Number(at) - killed;
-      console.log(`claimed ${afterKill} ms after the SIGKILL (lease ${LEASE_MS} ms, poll ${POLL_MS} ms)`);
+      console.log(
+        `claimed ${afterKill} ms after the SIGKILL (lease ${LEASE_MS} ms, poll ${POLL_MS} ms, its timers ${late} ms late)`,
+      );
       expect(by).not.toBe(owner);
-      expect(afterKill).toBeLessThan(LEASE_MS + POLL_MS * 1.25 + SCHEDULING_MS);
+      expect(afterKill).toBeLessThan(LEASE_MS + POLL_MS * 1.25 + SCHEDULING_MS + Number(late));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
