@@ -64,14 +64,20 @@ describe("RedisCheckpointStore against a Redis that never answered", () => {
       import { RedisCheckpointStore } from "./dist/index.js";
       const store = new RedisCheckpointStore(() => createClient({ url: "redis://127.0.0.1:${await freePort()}" }), { operationTimeoutMs: ${TIMEOUT} });
       await store.latest("r").catch(() => {});
-      await store.close();`;
+      await store.close();
+      console.log("closed");`;
     const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
       cwd: fileURLToPath(new URL("..", import.meta.url)),
-      stdio: "inherit",
+      stdio: ["ignore", "pipe", "inherit"],
     });
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const closed = new Promise<void>((resolve) =>
+      child.stdout.on("data", (bytes: Buffer) => bytes.toString().includes("closed") && resolve()),
+    );
     try {
-      await within(TIMEOUT + 4000, exited);
+      // Timed from the close, not from the spawn: a busy machine may take seconds to start a process.
+      await within(30_000, closed);
+      await within(2_200 + 4 * MARGIN, exited);
     } finally {
       child.kill("SIGKILL");
     }
