@@ -197,9 +197,6 @@ async function disturbed(disturbance: Promise<void>, slots: readonly WorkerSlot[
 }
 
 /** Where the soak keeps its runs: a fresh key prefix on Redis, a fresh database on PostgreSQL. */
-/** How long the soak's own setup (a migration) may wait for the database. */
-const SETUP_TIMEOUT_MS = 60_000;
-
 class Target {
   private constructor(
     readonly url: string,
@@ -214,8 +211,7 @@ class Target {
     }
     const own = ownDatabase("durable_soak", url);
     await own.create();
-    // A migration on a busy machine (a server just started beside CI's other jobs) may take longer than an operation.
-    const store = new PrismaCheckpointStore(own.url, { tablePrefix: "soak_", operationTimeoutMs: SETUP_TIMEOUT_MS });
+    const store = new PrismaCheckpointStore(own.url, { tablePrefix: "soak_" });
     await store.migrate();
     await store.close();
     return new Target(own.url, "soak_", own.drop);

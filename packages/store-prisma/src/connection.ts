@@ -28,6 +28,12 @@ export interface PrismaStoreOptions {
    * ms > 0, default 5000.
    */
   readonly operationTimeoutMs?: number;
+  /**
+   * PostgreSQL only: how long `migrate()` may wait for the database before
+   * `StoreUnavailable`; a migration waits its turn on other processes' and
+   * does DDL, so it gets longer than an operation. Default 60000.
+   */
+  readonly migrateTimeoutMs?: number;
 }
 
 /** Options of `PrismaCheckpointStore.fromClient(prisma, options)`. */
@@ -40,6 +46,8 @@ export interface PrismaClientStoreOptions {
   readonly tablePrefix?: string;
   /** PostgreSQL only: how long an operation may wait for the database before `StoreUnavailable`; default 5000 ms. */
   readonly operationTimeoutMs?: number;
+  /** PostgreSQL only: how long `migrate()` may wait for the database; default 60000 ms. */
+  readonly migrateTimeoutMs?: number;
 }
 
 /** The database of a store: the names of its tables and a client, opened on first use. */
@@ -52,6 +60,8 @@ export interface Connection extends Tables {
   release(): Promise<void>;
   /** PostgreSQL: the deadline of every operation, in ms; SQLite: undefined (its driver blocks; `busyTimeoutMs` bounds it). */
   readonly timeoutMs: number | undefined;
+  /** PostgreSQL: the deadline of `migrate()`, in ms; SQLite: undefined. */
+  readonly migrateTimeoutMs: number | undefined;
   /** Drops the store's own client and destroys its sockets after an operation timed out; the next operation opens a new one. */
   discard(): void;
 }
@@ -85,12 +95,21 @@ function lazy(open: () => Promise<Client>): {
   };
 }
 
-/** The `operationTimeoutMs` option, checked: a whole number of ms > 0 (`InvalidInput` otherwise). */
-function timeoutOf(options: { readonly operationTimeoutMs?: number | undefined }): number {
-  const timeout = options.operationTimeoutMs ?? 5000;
-  if (!Number.isSafeInteger(timeout) || timeout <= 0)
-    throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
-  return timeout;
+/** A deadline option, checked: a whole number of ms > 0 (`InvalidInput` otherwise). */
+function msOption(options: Readonly<Record<string, unknown>>, name: string, fallback: number): number {
+  const ms = options[name] ?? fallback;
+  if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms <= 0)
+    throw new InvalidInput(`${name} must be a whole number of ms > 0, not ${String(ms)}.`);
+  return ms;
+}
+
+/** The deadlines of a PostgreSQL connection: every operation's, and `migrate()`'s. */
+function deadlinesOf(options: PrismaStoreOptions | PrismaClientStoreOptions) {
+  const given = options as Readonly<Record<string, unknown>>;
+  return {
+    timeoutMs: msOption(given, "operationTimeoutMs", 5000),
+    migrateTimeoutMs: msOption(given, "migrateTimeoutMs", 60_000),
+  };
 }
 
 /**
@@ -156,7 +175,7 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
         "synchronous is for SQLite; PostgreSQL commits as its server is set up (synchronous_commit).",
       );
     const tables = tablesOf("postgresql", options);
-    const timeoutMs = timeoutOf(options);
+    const { timeoutMs, migrateTimeoutMs } = deadlinesOf(options);
     let sockets = new Set<Socket>();
     const client = lazy(() => {
       sockets = new Set();
@@ -167,13 +186,21 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
       for (const socket of sockets) socket.destroy();
       client.discard();
     };
-    return { ...tables, borrowed: false, client: client.get, release: client.close, timeoutMs, discard };
+    return {
+      ...tables,
+      borrowed: false,
+      client: client.get,
+      release: client.close,
+      timeoutMs,
+      migrateTimeoutMs,
+      discard,
+    };
   }
   if (url.startsWith("file:")) {
     const tables = tablesOf("sqlite", options);
-    if (options.operationTimeoutMs !== undefined)
+    if (options.operationTimeoutMs !== undefined || options.migrateTimeoutMs !== undefined)
       throw new InvalidInput(
-        "operationTimeoutMs is for PostgreSQL; a SQLite store waits at most busyTimeoutMs for a lock.",
+        `${options.operationTimeoutMs !== undefined ? "operationTimeoutMs" : "migrateTimeoutMs"} is for PostgreSQL; a SQLite store waits at most busyTimeoutMs for a lock.`,
       );
     const synchronous = options.synchronous ?? "full";
     if (synchronous !== "full" && synchronous !== "normal")
@@ -183,6 +210,7 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
       borrowed: false,
       ...sharedSqlite(resolve(url.slice("file:".length)), options.busyTimeoutMs ?? 5000, synchronous),
       timeoutMs: undefined,
+      migrateTimeoutMs: undefined,
       discard: () => {},
     };
   }
@@ -199,13 +227,14 @@ export function borrow(client: Client, options: PrismaClientStoreOptions): Conne
     );
   }
   const tables = tablesOf(options.provider, options);
-  const timeoutMs = options.provider === "postgresql" ? timeoutOf(options) : undefined;
+  const deadlines = options.provider === "postgresql" ? deadlinesOf(options) : undefined;
   return {
     ...tables,
     borrowed: true,
     client: () => Promise.resolve(client),
     release: () => Promise.resolve(),
-    timeoutMs,
+    timeoutMs: deadlines?.timeoutMs,
+    migrateTimeoutMs: deadlines?.migrateTimeoutMs,
     discard: () => {},
   };
 }

@@ -84,7 +84,8 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   /** Applies the shipped migrations that are missing (safe from many processes at once); returns their names. */
   async migrate(): Promise<string[]> {
-    return this.#bounded("migrate", async () => migrate(this.#db, await this.#db.client()));
+    const migrated = async () => migrate(this.#db, await this.#db.client());
+    return this.#bounded("migrate", migrated, this.#db.migrateTimeoutMs);
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
@@ -312,8 +313,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * a transaction whose COMMIT reached the server may still have applied,
    * which the protocol allows because every write is a compare-and-set.
    */
-  async #bounded<T>(what: string, operation: () => Promise<T>): Promise<T> {
-    const timeoutMs = this.#db.timeoutMs;
+  async #bounded<T>(what: string, operation: () => Promise<T>, timeoutMs = this.#db.timeoutMs): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const late =
       timeoutMs === undefined

@@ -12,8 +12,13 @@ const db = testDatabase();
 const hasPostgres = await postgresAnswers();
 
 describe("PrismaCheckpointStore operationTimeoutMs", () => {
-  it.each([0, -1, 1.5, Number.NaN])("refuses %s with InvalidInput", (operationTimeoutMs) => {
-    expect(() => new PrismaCheckpointStore("postgresql://127.0.0.1/x", { operationTimeoutMs })).toThrow(InvalidInput);
+  it.each([0, -1, 1.5, Number.NaN])("refuses %s with InvalidInput, and as migrateTimeoutMs too", (ms) => {
+    expect(() => new PrismaCheckpointStore("postgresql://127.0.0.1/x", { operationTimeoutMs: ms })).toThrow(
+      InvalidInput,
+    );
+    expect(() => new PrismaCheckpointStore("postgresql://127.0.0.1/x", { migrateTimeoutMs: ms })).toThrow(
+      /migrateTimeoutMs must be a whole number of ms > 0/,
+    );
   });
 });
 
@@ -39,7 +44,11 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connec
     await setup.migrate();
     await setup.save("r", 0, row());
     await setup.close();
-    const store = new PrismaCheckpointStore(url, { operationTimeoutMs: TIMEOUT, poolSize: 3 });
+    const store = new PrismaCheckpointStore(url, {
+      operationTimeoutMs: TIMEOUT,
+      migrateTimeoutMs: TIMEOUT,
+      poolSize: 3,
+    });
     await store.latest("r");
     proxy.silence();
     const operations = { ...everyOperation(store), migrate: () => store.migrate() };
