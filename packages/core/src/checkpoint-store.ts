@@ -71,6 +71,14 @@ export interface LeaseClaim extends LeaseTerms {
   readonly takeOver?: boolean;
 }
 
+/**
+ * One write of a `commit`: a call record (as `recordCall` takes it) or a
+ * checkpoint (as `save` takes it).
+ */
+export type RunWrite =
+  | { readonly kind: "record"; readonly segment: number; readonly seq: number; readonly sealed: string }
+  | { readonly kind: "save"; readonly step: number; readonly row: CheckpointRow; readonly lease?: LeaseClaim };
+
 /** Options of `listUnfinished`. */
 export interface ListOptions {
   /** Only runs a worker may claim now: `running`, with no lease or one that ran out by the store's clock. Paused runs wait for a resume. */
@@ -141,6 +149,17 @@ export interface CheckpointStore {
    * is durable.
    */
   recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
+
+  /**
+   * Optional, for a store that batches: applies `writes` to the run in their
+   * order as one atomic commit, each by the rules of `recordCall` or `save`
+   * over the run as the writes before it in the batch left it. Either every
+   * write is accepted and, when it resolves, durable; or the first refusal is
+   * thrown and nothing is written. A batch holds 1 to `MAX_BATCH_WRITES`
+   * writes, at most one of them a checkpoint (`InvalidInput` otherwise). The
+   * runner uses it to make one commit of everything between two tool calls.
+   */
+  commit?(runId: string, writes: readonly RunWrite[]): Promise<void>;
 
   /** Every call record of the run, ordered by segment then seq. Empty for an unknown run. */
   calls(runId: string): Promise<StoredCall[]>;

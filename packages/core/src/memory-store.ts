@@ -1,7 +1,9 @@
 import { CheckpointNotFound, InvalidInput } from "./errors.js";
 import {
+  checkBatch,
   checkLeaseTerms,
   claimRefusal,
+  commitRefusal,
   isClaimable,
   leaseAfterSave,
   recordRefusal,
@@ -17,6 +19,7 @@ import {
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
+  type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
 } from "./checkpoint-store.js";
@@ -125,6 +128,33 @@ export class MemoryCheckpointStore implements CheckpointStore {
     if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
     entry.calls.push(Object.freeze({ runId, segment, seq, sealed }));
     entry.counts.set(segment, next + 1);
+  }
+
+  async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    const entry = this.#runs.get(runId);
+    const now = storeClock();
+    const verdict = commitRefusal(
+      runId,
+      writes,
+      entry?.checkpoints.at(-1),
+      (segment) => entry?.counts.get(segment) ?? 0,
+      entry?.lease,
+      now,
+    );
+    if ("refused" in verdict) throw verdict.refused;
+    // Accepted as a whole: nothing below can be refused, so the writes land together.
+    const run = entry ?? { checkpoints: [], calls: [], counts: new Map<number, number>(), lease: undefined };
+    for (const write of writes) {
+      if (write.kind === "record") {
+        run.calls.push(Object.freeze({ runId, segment: write.segment, seq: write.seq, sealed: write.sealed }));
+        run.counts.set(write.segment, write.seq + 1);
+      } else {
+        run.checkpoints.push(stored(runId, write.step, write.row));
+      }
+    }
+    run.lease = verdict.lease;
+    if (entry === undefined) this.#runs.set(runId, run);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

@@ -7,6 +7,7 @@ import {
   type LeaseTerms,
   type RunKind,
   type RunStatus,
+  type RunWrite,
 } from "./checkpoint-store.js";
 
 /** Where a run stands, as a store's latest row for it says: what the protocol's rules read. */
@@ -161,4 +162,75 @@ export function renewRefusal(
 /** True when a worker may claim the run now: `running`, with no lease or one that ran out at `now`. */
 export function isClaimable(status: RunStatus, held: Lease | undefined, now: number): boolean {
   return status === "running" && (held === undefined || held.expiresAt <= now);
+}
+
+/** The most writes one `commit` takes. */
+export const MAX_BATCH_WRITES = 1_000;
+
+/**
+ * Checks a batch before a store reads anything: 1 to `MAX_BATCH_WRITES`
+ * writes of a known kind, at most one checkpoint, whole numbers ≥ 0 for every
+ * step, segment and seq, and lease terms as `save` takes them. `InvalidInput` otherwise.
+ */
+export function checkBatch(writes: readonly RunWrite[]): void {
+  if (!Array.isArray(writes) || writes.length === 0 || writes.length > MAX_BATCH_WRITES)
+    throw new InvalidInput(`a batch holds 1 to ${MAX_BATCH_WRITES} writes.`);
+  let saves = 0;
+  for (const write of writes) {
+    if (write?.kind === "record") {
+      wholeNumber("segment", write.segment);
+      wholeNumber("seq", write.seq);
+      if (typeof write.sealed !== "string") throw new InvalidInput("a record's sealed envelope must be a string.");
+    } else if (write?.kind === "save") {
+      saves += 1;
+      wholeNumber("step", write.step);
+      wholeNumber("segment", write.row?.segment);
+      checkLeaseTerms(write.lease);
+    } else {
+      throw new InvalidInput('each write of a batch is of kind "record" or "save".');
+    }
+  }
+  if (saves > 1) throw new InvalidInput(`a batch holds at most one checkpoint, not ${saves}.`);
+}
+
+function wholeNumber(what: string, value: unknown): void {
+  if (!Number.isSafeInteger(value) || (value as number) < 0)
+    throw new InvalidInput(`${what} must be a whole number ≥ 0, not ${String(value)}.`);
+}
+
+/**
+ * The rules of `commit`: the first refusal among `writes` applied in order
+ * over `head`, each by the rules of `recordCall` or `save` (and the lease
+ * rule) as the writes before it left the run; undefined when all are
+ * accepted. `next(segment)` is how many records the segment holds before the
+ * batch, `held` the run's lease at `now`. Returns the lease the batch leaves.
+ */
+export function commitRefusal(
+  runId: string,
+  writes: readonly RunWrite[],
+  head: RunHead | undefined,
+  next: (segment: number) => number,
+  held: Lease | undefined,
+  now: number,
+): { readonly refused: CheckpointConflict | CheckpointNotFound | LeaseHeld } | { readonly lease: Lease | undefined } {
+  let current = head;
+  let lease = held;
+  const added = new Map<number, number>();
+  for (const write of writes) {
+    if (write.kind === "record") {
+      const before = added.get(write.segment) ?? 0;
+      const refused = recordRefusal(runId, write.segment, write.seq, current, next(write.segment) + before);
+      if (refused !== undefined) return { refused };
+      added.set(write.segment, before + 1);
+    } else {
+      const refused =
+        saveRefusal(runId, write.step, write.row, current) ??
+        claimRefusal(runId, write.row, current, lease, write.lease, now);
+      if (refused !== undefined) return { refused };
+      lease = leaseAfterSave(write.row, write.lease, now, lease);
+      const { status, flow, kind, segment } = write.row;
+      current = { step: write.step, status, flow, kind, segment };
+    }
+  }
+  return { lease };
 }

@@ -13,6 +13,7 @@ export {
   type StoredCall,
   type RunKind,
   type RunStatus,
+  type RunWrite,
 } from "./checkpoint-store.js";
 export {
   saveRefusal,
@@ -23,6 +24,9 @@ export {
   renewRefusal,
   isClaimable,
   checkLeaseTerms,
+  checkBatch,
+  commitRefusal,
+  MAX_BATCH_WRITES,
   MAX_OWNER_LENGTH,
   type RunHead,
 } from "./protocol.js";
