@@ -1,3 +1,4 @@
+import { batchGroup } from "./cases/batch.js";
 import { callLogGroup } from "./cases/call-log.js";
 import { crashGroup } from "./cases/crash.js";
 import type { ConformanceGroup, GroupName } from "./cases/case.js";
@@ -16,6 +17,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   saveGroup,
   readGroup,
   callLogGroup,
+  batchGroup,
   leaseGroup,
   integrityGroup,
   tamperGroup,

@@ -50,17 +50,7 @@ export class Harness {
 
   /** A checkpoint row sealed as core seals it. */
   row(runId: string, step: number, options: RowOptions = {}): CheckpointRow {
-    return sealCheckpoint(this.sealer, {
-      runId,
-      step,
-      status: options.status ?? "running",
-      segment: options.segment ?? 0,
-      flow: options.flow ?? "conformance",
-      kind: options.kind ?? "flow",
-      identity: { user: "kit" },
-      calls: Array.from({ length: (options.segment ?? 0) + 1 }, (_, s) => options.calls?.[s] ?? 0),
-      data: options.data ?? { step },
-    });
+    return kitRow(this.sealer, runId, step, options);
   }
 
   /** Saves steps 0…last of a run. */
@@ -75,18 +65,7 @@ export class Harness {
 
   /** A call record sealed as core seals it. */
   call(runId: string, segment: number, seq: number, extra: Partial<CallRecord> = {}): string {
-    const record: CallRecord = {
-      runId,
-      segment,
-      seq,
-      round: 1,
-      callId: `call-${seq}`,
-      tool: "conformance_tool",
-      kind: "started",
-      args: { seq },
-      ...extra,
-    };
-    return this.sealer.seal("call", record);
+    return kitCall(this.sealer, runId, segment, seq, extra);
   }
 
   /** Appends records seq `from`…`to` - 1 of a segment, one after another. */
@@ -132,4 +111,41 @@ export class Harness {
       else await store.close();
     }
   }
+}
+
+/** A checkpoint row of the kit's, sealed as core seals it. */
+export function kitRow(sealer: Sealer, runId: string, step: number, options: RowOptions = {}): CheckpointRow {
+  return sealCheckpoint(sealer, {
+    runId,
+    step,
+    status: options.status ?? "running",
+    segment: options.segment ?? 0,
+    flow: options.flow ?? "conformance",
+    kind: options.kind ?? "flow",
+    identity: { user: "kit" },
+    calls: Array.from({ length: (options.segment ?? 0) + 1 }, (_, s) => options.calls?.[s] ?? 0),
+    data: options.data ?? { step },
+  });
+}
+
+/** A call record of the kit's, sealed as core seals it. */
+export function kitCall(
+  sealer: Sealer,
+  runId: string,
+  segment: number,
+  seq: number,
+  extra: Partial<CallRecord> = {},
+): string {
+  const record: CallRecord = {
+    runId,
+    segment,
+    seq,
+    round: 1,
+    callId: `call-${seq}`,
+    tool: "conformance_tool",
+    kind: "started",
+    args: { seq },
+    ...extra,
+  };
+  return sealer.seal("call", record);
 }

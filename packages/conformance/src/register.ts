@@ -56,6 +56,8 @@ function registerGroup(init: ConformanceInitializer, group: ConformanceGroup): v
           if (skip !== undefined) context.skip(`skipped: ${skip}`);
           const h = await Harness.open(init);
           try {
+            const storeSkip = group.skipFor?.(h.store);
+            if (storeSkip !== undefined) context.skip(`skipped: ${storeSkip}`);
             await testCase.run(h);
           } finally {
             await h.dispose();

@@ -1,6 +1,7 @@
 import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
 import {
   type CheckpointRow,
+  checkBatch,
   checkLeaseTerms,
   claimRefusal,
   isClaimable,
@@ -10,6 +11,7 @@ import {
   type ListOptions,
   leaseAfterSave,
   recordRefusal,
+  type RunWrite,
   saveRefusal,
   type StoredCall,
   type StoredCheckpoint,
@@ -195,6 +197,39 @@ class DropsLastRecord extends MemoryCheckpointStore {
   }
 }
 
+/** Commits a batch one write at a time through `save` and `recordCall`: the writes before a refused one stay. */
+class BatchOneByOne extends ForkedMemoryStore {
+  override async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    for (const write of writes) {
+      if (write.kind === "record") await this.recordCall(runId, write.segment, write.seq, write.sealed);
+      else await this.save(runId, write.step, write.row, write.lease);
+    }
+  }
+}
+
+/** Checks a batch's records against the run's head before the batch, not as the batch's own checkpoint leaves it. */
+class BatchCheckedAgainstHead extends ForkedMemoryStore {
+  override async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    const entry = this.data.get(runId);
+    const head = entry?.checkpoints.at(-1);
+    const added = new Map<number, number>();
+    for (const write of writes) {
+      if (write.kind !== "record") continue;
+      const before = added.get(write.segment) ?? 0;
+      const next = (entry?.counts.get(write.segment) ?? 0) + before;
+      const refused = recordRefusal(runId, write.segment, write.seq, head, next);
+      if (refused !== undefined) throw refused;
+      added.set(write.segment, before + 1);
+    }
+    const saves = writes.filter((w) => w.kind === "save");
+    if (saves.length > 0) await super.commit(runId, saves);
+    for (const write of writes)
+      if (write.kind === "record") this.appendCall(runId, write.segment, write.seq, write.sealed);
+  }
+}
+
 const shared: MemoryData = new Map();
 const byText = (key: (c: StoredCall) => string) => (a: StoredCall, b: StoredCall) =>
   key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
@@ -292,3 +327,12 @@ export const ignoresPrefix: ConformanceInitializer = broken(
 );
 
 export { memory };
+
+export const batchOneByOne: ConformanceInitializer = broken(
+  "commits a batch one write at a time",
+  () => new BatchOneByOne(),
+);
+export const batchCheckedAgainstHead: ConformanceInitializer = broken(
+  "checks a batch's records against the run before the batch",
+  () => new BatchCheckedAgainstHead(),
+);

@@ -33,7 +33,21 @@ const LEASE_CLOCK = "a lease runs out by the store's clock, not by the worker's 
 const RENEWAL = "only the owner renews a lease, and its renewal extends it";
 const TTL =
   "a finished run's checkpoints and records are gone after the TTL, a recording run's stay, a paused run's stay until it goes on";
+const BATCH_AFTER_DONE =
+  "refuses a record after the batch's own checkpoint ended the run with CheckpointConflict, and writes nothing of the batch";
 const CAUGHT: Caught[] = [
+  [
+    broken.batchOneByOne,
+    "batch",
+    "refuses a gap in the records after good ones with CheckpointConflict, and writes nothing of the batch",
+    "the run after commit(runId, …) with a gap in the records after good ones: expected exactly what it held before",
+  ],
+  [
+    broken.batchCheckedAgainstHead,
+    "batch",
+    BATCH_AFTER_DONE,
+    "commit(runId, …) with a record after the batch's own checkpoint ended the run: expected CheckpointConflict",
+  ],
   [broken.noCompareAndSet, "save", SAVE_REFUSALS, "save(runId, 0) of a run at step 2: expected CheckpointConflict"],
   [
     broken.noCompareAndSet,
@@ -196,6 +210,7 @@ describe("the kit catches broken stores", () => {
       "save",
       "read",
       "call-log",
+      "batch",
       "lease",
       "integrity",
       "tamper",

@@ -1,4 +1,5 @@
 import type { ConformanceInitializer } from "../initializer.js";
+import type { CheckpointStore } from "@durable/core/store";
 import type { Harness } from "../harness.js";
 
 /** The groups of the kit, in the order they run. */
@@ -6,6 +7,7 @@ export type GroupName =
   | "save"
   | "read"
   | "call-log"
+  | "batch"
   | "lease"
   | "integrity"
   | "tamper"
@@ -33,6 +35,8 @@ export interface ConformanceGroup {
   readonly proves: string;
   /** The reason to skip the whole group for a store that lacks what it needs, or undefined to run it. */
   skipUnless?(init: ConformanceInitializer): string | undefined;
+  /** The reason to skip the whole group for the store a case opened (an optional method it lacks), or undefined. */
+  skipFor?(store: CheckpointStore): string | undefined;
   readonly cases: readonly ConformanceCase[];
 }
 

@@ -12,6 +12,8 @@
  *                                   "won <runId> <status>" or "conflict <runId>" (a StoreUnavailable before
  *                                   the claim is tried again, up to 5 times)
  *     Anything else that goes wrong is "error <runId> <message>".
+ *   worker <opener> <handle> <effects> batches <size> <runId>
+ *     commits batches of `size` records and a checkpoint until it is killed (see batches.ts).
  * Every call record it writes is witnessed in `<effects>.acks` (see acknowledgments.ts).
  */
 import { createInterface } from "node:readline";
@@ -19,6 +21,7 @@ import { pathToFileURL } from "node:url";
 import { isAbsolute } from "node:path";
 import { CheckpointConflict, type CheckpointStore, StoreUnavailable } from "@durable/core";
 import { acknowledging, acknowledgmentsFile } from "./acknowledgments.js";
+import { commitBatches } from "./batches.js";
 import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
 
@@ -33,10 +36,13 @@ const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) a
 const url = isAbsolute(opener) ? pathToFileURL(opener).href : opener;
 const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> })
   .default;
-const store = claimBarrier(acknowledging(await open(handle), acknowledgmentsFile(effects)));
+const opened = await open(handle);
+const store = claimBarrier(acknowledging(opened, acknowledgmentsFile(effects)));
 const driver = new ScenarioDriver(store, effects);
 
-if (mode === "run") {
+if (mode === "batches") {
+  await commitBatches(opened, runId, Number(scenario));
+} else if (mode === "run") {
   await driver.run(scenario, runId);
   console.log("finished");
   await store.close();

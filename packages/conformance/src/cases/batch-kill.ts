@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readCallLog } from "@durable/core/runner";
+import { expect } from "vitest";
+import { DurableRun } from "@durable/core/runner";
+import type { ConformanceCase } from "./case.js";
+import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
+import { breaks } from "./rule.js";
+
+/** Records per batch: enough that a commit takes a while, so kills land inside some. */
+const SIZE = 200;
+/** Kills that must land inside a commit (between "committing" and "committed"). */
+const INSIDE = 3;
+const MAX_TRIALS = 30;
+
+const rule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const batchKillCase: ConformanceCase = {
+  name: `a process SIGKILLed while it commits batches of ${SIZE} records and a checkpoint leaves whole batches only`,
+  skipUnless: needsMultiProcess,
+  timeout: 300_000,
+  async run(h) {
+    const dir = mkdtempSync(join(tmpdir(), "durable-batch-"));
+    let inside = 0;
+    try {
+      for (let trial = 0; trial < MAX_TRIALS && inside < INSIDE; trial++) {
+        const runId = h.runId("batch-kill");
+        const worker = spawnWorker(
+          h.init,
+          h.store,
+          join(dir, "effects"),
+          ["batches", String(SIZE), runId],
+          withoutFaultPoint(),
+        );
+        try {
+          await worker.waitFor((line) => line === "committed 2");
+          // A moment into the next commits: the verdict below does not depend on where the kill lands.
+          await sleep(trial % 7);
+          worker.kill();
+          await worker.exited();
+        } finally {
+          worker.kill();
+        }
+        const last = worker.lines.at(-1) ?? "";
+        if (last.startsWith("committing")) inside += 1;
+        const latest = await DurableRun.latest(h.store, h.sealer, runId);
+        const records = await readCallLog(h.store, h.sealer, runId, latest.calls);
+        const operation = `calls(runId) of a run whose writer was SIGKILLed after "${last}"`;
+        expect(
+          records.length,
+          rule(operation, `${SIZE} records per checkpoint: whole batches only (latest step ${latest.step})`),
+        ).toBe(latest.step * SIZE);
+      }
+      expect(
+        inside,
+        rule(`${MAX_TRIALS} kills of a worker committing batches`, `at least ${INSIDE} inside a commit, to judge it`),
+      ).toBeGreaterThanOrEqual(INSIDE);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};
