@@ -62,9 +62,9 @@ function bucketBase(prefix: string, bucket: number): string {
 
 /** The keys of a run: its bucket comes from a hash of the run id; the id is hex-encoded, so no character of it reaches another key. */
 export function runKeys(prefix: string, runId: string): RunKeys {
-  const base = bucketBase(prefix, bucketOf(runId));
-  const run = `${base}${hex(runId)}`;
-  return { meta: `${run}:meta`, cps: `${run}:cps`, calls: `${run}:calls`, ...indexKeys(prefix, bucketOf(runId)) };
+  const bucket = bucketOf(runId);
+  const run = `${bucketBase(prefix, bucket)}${hex(runId)}`;
+  return { meta: `${run}:meta`, cps: `${run}:cps`, calls: `${run}:calls`, ...indexKeys(prefix, bucket) };
 }
 
 /** The index keys of a bucket. */

@@ -4,6 +4,7 @@ import {
   type CheckpointRow,
   type CheckpointStore,
   CheckpointStoreCorrupt,
+  checkBatch,
   checkLeaseTerms,
   DurableError,
   InvalidInput,
@@ -16,15 +17,17 @@ import {
   type RunKind,
   type RunStatus,
   renewRefusal,
+  type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
   StoreUnavailable,
 } from "@durable/core/store";
 import { Connection, type RedisLikeClient } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
-import { checkPrefix, hex, indexMember, keyPattern, runKeys, type RunKeys } from "./keys.js";
+import { checkPrefix, hex, keyPattern, runKeys, type RunKeys } from "./keys.js";
 import { listRuns } from "./listing.js";
 import { SCRIPTS, type Script } from "./scripts.js";
+import { writeArgs } from "./write-script.js";
 
 /** Options of `RedisCheckpointStore`. */
 export interface RedisStoreOptions {
@@ -48,8 +51,9 @@ export interface RedisStoreOptions {
 /**
  * A `CheckpointStore` on Redis, for workers on many hosts. Each operation is
  * one server-side script: compare-and-set `save`, the fenced and numbered
- * `recordCall`, leases by the server's clock (`TIME` inside the script), and
- * the per-flow indexes `listUnfinished` reads (no `KEYS` or `SCAN` anywhere).
+ * `recordCall`, a `commit` of many of them at once, leases by the server's
+ * clock (`TIME` inside the script), and the per-flow indexes
+ * `listUnfinished` reads (no `KEYS` or `SCAN` anywhere).
  * Every key starts with the prefix; the keys of a run share one hash tag.
  */
 export class RedisCheckpointStore implements CheckpointStore {
@@ -59,6 +63,8 @@ export class RedisCheckpointStore implements CheckpointStore {
   readonly #timeoutMs: number;
   readonly #durability: DurabilityCheck;
   #connection: Connection | undefined;
+  /** The last run's keys, as a script takes them: a runner writes one run many times in a row. */
+  #last: { readonly runId: string; readonly keys: string[] } | undefined;
   #closing: Promise<void> = Promise.resolve();
 
   constructor(client: () => RedisLikeClient, options: RedisStoreOptions = {}) {
@@ -79,21 +85,7 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     checkLeaseTerms(lease);
-    const { status, segment, flow, kind, sealed } = checkpoint;
-    const args = [
-      indexMember(flow, runId),
-      String(step),
-      status,
-      String(segment),
-      flow,
-      kind,
-      sealed,
-      String(this.ttlSeconds),
-      lease?.owner ?? "",
-      String(lease?.ms ?? 0),
-      lease?.takeOver === true ? "1" : "",
-    ];
-    this.#verdict(runId, await this.#eval(SCRIPTS.save, this.#all(runId), args));
+    await this.#write(runId, [{ kind: "save", step, row: checkpoint, lease }]);
   }
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
@@ -167,9 +159,18 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    const keys = this.keysOf(runId);
-    const args = [String(segment), String(seq), sealed, String(this.ttlSeconds), hex(runId)];
-    this.#verdict(runId, await this.#eval(SCRIPTS.record, [keys.meta, keys.cps, keys.calls, keys.expiring], args));
+    await this.#write(runId, [{ kind: "record", segment, seq, sealed }]);
+  }
+
+  /**
+   * Applies the writes in order as one atomic commit: one script, one round
+   * trip, whatever their number. The script checks them all before it writes
+   * any, so a refused batch writes nothing; a write to a run with a TTL
+   * refreshes it, as `save` and `recordCall` do.
+   */
+  async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    await this.#write(runId, writes);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
@@ -210,8 +211,20 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   #all(runId: string): string[] {
-    const keys = this.keysOf(runId);
-    return [keys.meta, keys.cps, keys.calls, keys.unfinished, keys.expiring, keys.claimable, keys.claimableOf];
+    if (this.#last?.runId !== runId) {
+      const keys = this.keysOf(runId);
+      const all = [keys.meta, keys.cps, keys.calls, keys.unfinished, keys.expiring, keys.claimable, keys.claimableOf];
+      this.#last = { runId, keys: all };
+    }
+    return this.#last.keys;
+  }
+
+  /** `save`, `recordCall` and `commit`: the write script, whose refusals are those of the single operations. */
+  async #write(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    this.#verdict(
+      runId,
+      await this.#eval(SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes)),
+    );
   }
 
   #verdict(runId: string, reply: unknown): void {

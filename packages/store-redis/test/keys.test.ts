@@ -94,7 +94,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
     return out.sort();
   }
 
-  it("writes only keys that start with the prefix through save, recordCall, leases, listUnfinished, delete and ttl", async () => {
+  it("writes only keys that start with the prefix through save, recordCall, commit, leases, listUnfinished, delete and ttl", async () => {
     const stores = [
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-a" }),
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-b", ttlSeconds: 1 }),
@@ -104,6 +104,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
         const id = `run ${i} {*}`;
         await store.save(id, 0, row(), { owner: "w", ms: 60_000 });
         await store.recordCall(id, 0, 0, "sealed");
+        await store.commit(id, [{ kind: "record", segment: 0, seq: 1, sealed: "sealed" }]);
         await store.renew(id, 0, { owner: "w", ms: 60_000 });
         if (i % 8 === 0) await store.release(id, 0, "w");
         await store.leaseOf(id);
@@ -178,15 +179,21 @@ describe("RedisCheckpointStore keys in Redis", () => {
     const store = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a", ttlSeconds: 60 });
     await store.save("r", 0, row(), { owner: "w", ms: 60_000 });
     await store.recordCall("r", 0, 0, "sealed");
+    // A retried record (read with HGET), a record and a checkpoint in one batch.
+    await store.commit("r", [
+      { kind: "record", segment: 0, seq: 0, sealed: "sealed" },
+      { kind: "record", segment: 0, seq: 1, sealed: "sealed" },
+      { kind: "save", step: 1, row: row(), lease: { owner: "w", ms: 60_000 } },
+    ]);
     await store.renew("r", 0, { owner: "w", ms: 60_000 });
     expect((await store.leaseOf("r"))?.owner).toBe("w");
-    await store.save("r", 1, row({ status: "paused" }));
-    await store.save("r", 2, row(), { owner: "w", ms: 60_000 });
+    await store.save("r", 2, row({ status: "paused" }));
+    await store.save("r", 3, row(), { owner: "w", ms: 60_000 });
     await store.release("r", 0, "w");
     expect(await collect(store.listUnfinished("f"))).toEqual(["r"]);
     expect(await collect(store.listUnfinished("f", { claimable: true }))).toEqual(["r"]);
-    expect((await store.latest("r")).step).toBe(2);
-    expect(await store.calls("r")).toHaveLength(1);
+    expect((await store.latest("r")).step).toBe(3);
+    expect(await store.calls("r")).toHaveLength(2);
     await store.delete("r");
     const other = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a:x" });
     const refused = await other.save("r", 0, row()).then(

@@ -1,0 +1,139 @@
+import { SAVE_RENEWS_AFTER, UNFINISHED, type RunWrite } from "@durable/core/store";
+import { EXPIRY, HEX, PLACE } from "./lua.js";
+
+/**
+ * The one script that writes a run: `save` and `recordCall` are a batch of
+ * one, `commit` a batch of many. It first checks every write in order, over
+ * the run as the writes before it leave it, and returns the first refusal
+ * before any write; then it applies them all. So a refused batch writes
+ * nothing, and each rule is written once.
+ *
+ * KEYS meta cps calls unfinished expiring claimable claimable-of;
+ * ARGV ttl hex-run-id, then each write: "r" segment seq sealed, or
+ * "s" step status segment flow kind sealed owner ms takeover.
+ * Returns {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner,
+ * expiresAt, now}.
+ *
+ * A record retried with the same envelope is accepted and not written again.
+ * A claim of a run whose live lease another owner holds is refused unless
+ * takeover is "1"; an accepted running save with ms > 0 sets the lease, any
+ * other releases it. A batch holds one save at most, and records leave the
+ * lease alone: the lease a save reads is the run's before the batch. A batch
+ * with a save also drops up to 100 index entries of the bucket whose runs
+ * expired: the only place stale entries are cleaned up (reads skip them).
+ */
+export const WRITE: string = `${EXPIRY}${PLACE}${HEX}
+local ttl = tonumber(ARGV[1])
+local now = now_ms()
+local m = redis.call('HMGET', KEYS[1], 'flow', 'kind', 'step', 'status', 'segment', 'segcalls', 'owner', 'expires')
+-- The run as the writes checked so far leave it (step nil: nothing stored); count: records of its segment.
+local flow, kind, step, status, segment, count = m[1], m[2], m[3], m[4], m[5], tonumber(m[6])
+local calls, pending, s = {}, {}, nil
+local i = 3
+while i <= #ARGV do
+  if ARGV[i] == 'r' then
+    local seg, seq, sealed = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
+    i = i + 4
+    if not step then return {'notfound'} end
+    if status == 'done' or status == 'failed' then return {'conflict', 'the run ended (' .. status .. '); it takes no more calls.'} end
+    if seg ~= tonumber(segment) then
+      return {'conflict', 'call-log segment ' .. seg .. ' is not the run\\'s current one (' .. segment .. '): this worker was cut off.'}
+    end
+    local field = seg .. ':' .. seq
+    if not (seq < count and (pending[field] or redis.call('HGET', KEYS[3], field)) == sealed) then
+      if seq ~= count then
+        return {'conflict', 'call record ' .. seq .. ' of segment ' .. seg .. ' is not the next one (' .. count .. ').'}
+      end
+      pending[field] = sealed
+      calls[#calls + 1] = field
+      calls[#calls + 1] = sealed
+      count = count + 1
+    end
+  else
+    s = i
+    i = i + 10
+    local new, seg = tonumber(ARGV[s + 1]), tonumber(ARGV[s + 3])
+    if not step then
+      if new ~= 0 then return {'conflict', 'nothing is stored, so the first step must be 0, not ' .. new .. '.'} end
+    else
+      -- A failed run may be claimed again (a raised segment): that is a retry (saveRefusal).
+      if status == 'done' or (status == 'failed' and seg <= tonumber(segment)) then
+        return {'conflict', 'the run ended (' .. status .. ').'}
+      end
+      if flow ~= ARGV[s + 4] or kind ~= ARGV[s + 5] then return {'conflict', 'the run belongs to ' .. kind .. ' "' .. flow .. '".'} end
+      if new ~= tonumber(step) + 1 then
+        return {'conflict', 'step ' .. new .. ' is not the next one (' .. (tonumber(step) + 1) .. '): another worker holds the run.'}
+      end
+      if seg < tonumber(segment) then
+        return {'conflict', 'segment ' .. seg .. ' is older than the run\\'s (' .. segment .. '): this worker was cut off.'}
+      end
+      local held = m[7] and m[7] ~= '' and tonumber(m[8]) > now
+      if seg > tonumber(segment) and held and m[7] ~= ARGV[s + 7] and ARGV[s + 9] ~= '1' then
+        return {'leaseheld', m[7], m[8], ms_text(now)}
+      end
+    end
+    if not step or seg ~= tonumber(segment) then count = 0 end
+    flow, kind, step, status, segment = ARGV[s + 4], ARGV[s + 5], new, ARGV[s + 2], seg
+  end
+end
+-- Every write is accepted. Only retried records: nothing to write.
+if not s and #calls == 0 then return {'ok'} end
+local member = hex(flow) .. ':' .. ARGV[2]
+if #calls > 0 then redis.call('HSET', KEYS[3], unpack(calls)) end
+if not s then
+  redis.call('HSET', KEYS[1], 'segcalls', count)
+else
+  redis.call('HSET', KEYS[2], ARGV[s + 1], cjson.encode({status, segment, flow, kind, ARGV[s + 6]}))
+  redis.call('HSET', KEYS[1], 'flow', flow, 'kind', kind, 'step', step, 'status', status, 'segment', segment, 'segcalls', count)
+  if ${UNFINISHED.map((status) => `status == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, member) else redis.call('ZREM', KEYS[4], member) end
+  local ms = tonumber(ARGV[s + 8])
+  if status == 'running' and ms > 0 then
+    -- The owner's lease stays as it is while less than a third of it passed (leaseAfterSave).
+    local held = m[7] == ARGV[s + 7] and tonumber(m[8])
+    if not (held and held <= now + ms and held - now >= ms * ${1 - SAVE_RENEWS_AFTER}) then
+      redis.call('HSET', KEYS[1], 'owner', ARGV[s + 7], 'expires', ms_text(now + ms))
+      place(member, now + ms, 6, 7)
+    end
+  else
+    redis.call('HDEL', KEYS[1], 'owner', 'expires')
+    place(member, status == 'running' and 0, 6, 7)
+  end
+end
+expiry(status, ttl, member, 5, now)
+if s then
+  local stale = redis.call('ZRANGE', KEYS[5], '-inf', '(' .. ms_text(now), 'BYSCORE', 'LIMIT', 0, 100)
+  if #stale > 0 then
+    redis.call('ZREM', KEYS[4], unpack(stale))
+    redis.call('ZREM', KEYS[5], unpack(stale))
+    for _, entry in ipairs(redis.call('HMGET', KEYS[7], unpack(stale))) do
+      if entry then redis.call('ZREM', KEYS[6], entry) end
+    end
+    redis.call('HDEL', KEYS[7], unpack(stale))
+  end
+end
+return {'ok'}`;
+
+/** The ARGV of the write script: the run's TTL and hex id, then the fields of each write in order. */
+export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly RunWrite[]): string[] {
+  const args = [String(ttlSeconds), hexRunId];
+  for (const write of writes) {
+    if (write.kind === "record") {
+      args.push("r", String(write.segment), String(write.seq), write.sealed);
+      continue;
+    }
+    const { step, row, lease } = write;
+    args.push(
+      "s",
+      String(step),
+      row.status,
+      String(row.segment),
+      row.flow,
+      row.kind,
+      row.sealed,
+      lease?.owner ?? "",
+      String(lease?.ms ?? 0),
+      lease?.takeOver === true ? "1" : "",
+    );
+  }
+  return args;
+}
