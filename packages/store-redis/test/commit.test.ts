@@ -15,16 +15,8 @@ import { redisAdmin } from "@durable/test-utils/redis";
 import { RedisCheckpointStore } from "../src/index.js";
 import { indexMember } from "../src/keys.js";
 import { OwnRedis } from "./own-server.js";
-import { client, dropPrefix, newStore, redisAnswers } from "./redis.js";
+import { client, dropPrefix, newStore, redisAnswers, row } from "./redis.js";
 
-const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
-  status: "running",
-  segment: 0,
-  flow: "f",
-  kind: "flow",
-  sealed: "d1.-.{}",
-  ...over,
-});
 const record = (segment: number, seq: number, sealed = `call ${segment}:${seq}`): RunWrite => ({
   kind: "record",
   segment,

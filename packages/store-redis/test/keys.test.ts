@@ -1,19 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CheckpointRow, InvalidInput, StoreUnavailable } from "@durable/core/store";
+import { InvalidInput, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
-
-const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
-  status: "running",
-  segment: 0,
-  flow: "f",
-  kind: "flow",
-  sealed: "d1.-.{}",
-  ...over,
-});
+import { row } from "./redis.js";
 
 describe("RedisCheckpointStore prefix", () => {
   it.each(["", "a*", "a?", "[a]", "{a}", "a}", "a b", "a\n", "é", "x".repeat(65)])(

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MemoryCheckpointStore } from "@durable/core";
 import {
-  type CheckpointRow,
   type CheckpointStore,
   CheckpointConflict,
   CheckpointNotFound,
@@ -10,16 +9,7 @@ import {
 } from "@durable/core/store";
 import { redisAdmin } from "@durable/test-utils/redis";
 import type { RedisCheckpointStore } from "../src/index.js";
-import { dropPrefix, newStore, redisAnswers } from "./redis.js";
-
-const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
-  status: "running",
-  segment: 0,
-  flow: "f",
-  kind: "flow",
-  sealed: "d1.-.{}",
-  ...over,
-});
+import { dropPrefix, newStore, redisAnswers, row } from "./redis.js";
 
 const A = { owner: "worker-a", ms: 60_000 };
 const B = { owner: "worker-b", ms: 60_000 };

@@ -1,19 +1,10 @@
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
-import { type CheckpointRow, StoreUnavailable } from "@durable/core/store";
+import { StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { indexMember } from "../src/keys.js";
-import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers } from "./redis.js";
-
-const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
-  status: "running",
-  segment: 0,
-  flow: "f",
-  kind: "flow",
-  sealed: "d1.-.{}",
-  ...over,
-});
+import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers, row } from "./redis.js";
 
 async function admin() {
   const c = createClient({ url: REDIS_URL });

@@ -1,12 +1,23 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import type { CheckpointRow } from "@durable/core/store";
 import { REDIS_URL, dropKeys, redisAdmin, redisAnswers } from "@durable/test-utils/redis";
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
 
 export { REDIS_URL, redisAnswers };
 
 export const client = () => createClient({ url: REDIS_URL });
+
+/** A checkpoint row as the store keeps it, sealed unsigned: the store never opens it. */
+export const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
+  status: "running",
+  segment: 0,
+  flow: "f",
+  kind: "flow",
+  sealed: "d1.-.{}",
+  ...over,
+});
 
 /** A store on a random prefix, so tests never see each other's keys. */
 export function newStore(options: RedisStoreOptions = {}): RedisCheckpointStore {

@@ -5,22 +5,21 @@ import {
   CheckpointNotFound,
   type CheckpointRow,
   type CheckpointStore,
+  checkBatch,
   checkLeaseTerms,
-  claimRefusal,
   InvalidInput,
   type Lease,
   type LeaseClaim,
   type LeaseTerms,
   type LeaseView,
-  leaseAfterSave,
   type ListOptions,
-  recordRefusal,
   renewRefusal,
-  saveRefusal,
+  type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
   StoreUnavailable,
 } from "@durable/core/store";
+import { commitWrites } from "./commit.js";
 import { storeError } from "./errors.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 import { heldLease, type ListedRow, prepare, type RunRow, type Statements } from "./statements.js";
@@ -44,9 +43,10 @@ const PAGE = 500;
 
 /**
  * A `CheckpointStore` in a SQLite file (better-sqlite3, WAL), shared by every
- * process on one host. Each operation is one `BEGIN IMMEDIATE` transaction, so
- * compare-and-set, claims, fencing and leases hold across processes; a write
- * is durable before its promise resolves. Leases run by SQLite's clock.
+ * process on one host. Each operation, and each `commit` batch, is one `BEGIN
+ * IMMEDIATE` transaction, so compare-and-set, claims, fencing and leases hold
+ * across processes; a write is durable before its promise resolves. Leases run
+ * by SQLite's clock.
  */
 export class SQLiteCheckpointStore implements CheckpointStore {
   readonly path: string;
@@ -79,29 +79,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
-    checkLeaseTerms(lease);
-    this.#run(() => {
-      const run = this.#head(runId);
-      const now = this.#now();
-      const refused =
-        saveRefusal(runId, step, checkpoint, run) ?? claimRefusal(runId, checkpoint, run, heldLease(run), lease, now);
-      if (refused !== undefined) throw refused;
-      const held = leaseAfterSave(checkpoint, lease, now, heldLease(run));
-      const { status, segment, flow, kind, sealed } = checkpoint;
-      const segmentCalls = run !== undefined && run.segment === segment ? run.segment_calls : 0;
-      this.#sql.insertCheckpoint.run(runId, step, status, segment, flow, kind, sealed);
-      this.#sql.upsertRun.run(
-        runId,
-        flow,
-        kind,
-        step,
-        status,
-        segment,
-        segmentCalls,
-        held?.owner ?? null,
-        held?.expiresAt ?? null,
-      );
-    });
+    return this.commit(runId, [{ kind: "save", step, row: checkpoint, lease }]);
   }
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
@@ -152,13 +130,19 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    this.#run(() => {
-      const run = this.#head(runId);
-      const refused = recordRefusal(runId, segment, seq, run, run?.segment_calls ?? 0);
-      if (refused !== undefined) throw refused;
-      this.#sql.insertCall.run(runId, segment, seq, sealed);
-      this.#sql.countCall.run(runId);
-    });
+    return this.commit(runId, [{ kind: "record", segment, seq, sealed }]);
+  }
+
+  /**
+   * Applies the writes in order, each by the rules of `recordCall` or `save`
+   * over the run as the writes before it left it, as one `BEGIN IMMEDIATE`
+   * transaction: one commit, one fsync of the WAL at `synchronous` FULL.
+   * Either all are durable when it resolves, or the first refusal is thrown
+   * and nothing is written. `InvalidInput` for a malformed batch.
+   */
+  async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    this.#run(() => commitWrites(this.#sql, runId, writes));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

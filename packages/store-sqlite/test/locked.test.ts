@@ -18,7 +18,8 @@ describe("SQLiteCheckpointStore on a file another connection keeps locked", () =
     await store.save("r", 0, row());
     const holder = new Database(path);
     holder.exec("BEGIN IMMEDIATE");
-    await expectEachTimesOut(writeOperations(store), /locked/, BUSY, MARGIN);
+    const commit = () => store.commit("r", [{ kind: "save", step: 1, row: row() }]);
+    await expectEachTimesOut({ ...writeOperations(store), commit }, /locked/, BUSY, MARGIN);
     // WAL: readers never wait on the writer.
     expect((await store.latest("r")).step).toBe(0);
     expect(await store.calls("r")).toEqual([]);

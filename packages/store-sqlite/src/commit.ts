@@ -1,0 +1,54 @@
+import { commitRefusal, type RunWrite } from "@durable/core/store";
+import { heldLease, type RunRow, type Statements } from "./statements.js";
+
+type SaveWrite = Extract<RunWrite, { kind: "save" }>;
+
+/**
+ * Applies a batch the caller checked (`checkBatch`), inside its `BEGIN
+ * IMMEDIATE` transaction: reads the run's head once, judges every write by
+ * the protocol's rules (`commitRefusal`) before writing any, then inserts the
+ * rows and writes the head once. `save` and `recordCall` are batches of one,
+ * so the rules have one path. A refusal is thrown before anything is written;
+ * the transaction rolls back whatever a failing statement left.
+ */
+export function commitWrites(sql: Statements, runId: string, writes: readonly RunWrite[]): void {
+  const run = sql.run.get(runId) as RunRow | undefined;
+  const save = writes.find((write): write is SaveWrite => write.kind === "save");
+  // Only a checkpoint's lease rule reads the clock (`commitRefusal` ignores `now` without one): a batch of records
+  // runs no more statements than recordCall did.
+  const now = save === undefined ? 0 : (sql.now.get() as { now: number }).now;
+  // `runs` counts the records of the run's current segment only; a segment a claim raises to holds none yet.
+  const stored = (segment: number) => (run !== undefined && run.segment === segment ? run.segment_calls : 0);
+  const verdict = commitRefusal(runId, writes, run, stored, heldLease(run), now);
+  if ("refused" in verdict) throw verdict.refused;
+
+  // Accepted: the segment the run ends in (a record-only batch needs a run, so `run` is there without a save).
+  const segment = save?.row.segment ?? run?.segment ?? 0;
+  let calls = stored(segment);
+  for (const write of writes) {
+    if (write.kind === "record") {
+      sql.insertCall.run(runId, write.segment, write.seq, write.sealed);
+      if (write.segment === segment) calls += 1;
+    } else {
+      const { status, flow, kind, sealed } = write.row;
+      sql.insertCheckpoint.run(runId, write.step, status, write.row.segment, flow, kind, sealed);
+    }
+  }
+  if (save === undefined) {
+    sql.setCalls.run(calls, runId);
+    return;
+  }
+  const { status, flow, kind } = save.row;
+  const { lease } = verdict;
+  sql.upsertRun.run(
+    runId,
+    flow,
+    kind,
+    save.step,
+    status,
+    segment,
+    calls,
+    lease?.owner ?? null,
+    lease?.expiresAt ?? null,
+  );
+}
