@@ -7,11 +7,11 @@ interface RunState extends RunHead {
   readonly segmentCalls: number;
 }
 
-/** What a transaction reads of one run under its lock: its row (undefined for an unknown run), its lease, the store's clock. */
-export interface LockedRun {
+/** What the store reads of one run, under its lock or not: its row (undefined for an unknown run), its lease, the store's clock. */
+export interface RunSnapshot {
   readonly head: RunState | undefined;
   readonly lease: Lease | undefined;
-  /** The store's clock once the lock was held, in ms since the epoch. */
+  /** The store's clock when the row was read (once the lock was held), in ms since the epoch. */
   readonly now: number;
 }
 
@@ -52,11 +52,20 @@ interface LockedRow extends LeaseColumns {
  * write lock before anything is read. The clock is read after the lock is
  * held: a wait for it does not age the time the rules see.
  */
-export async function lockRun(db: Tables, tx: Sql, runId: string): Promise<LockedRun> {
+export async function lockRun(db: Tables, tx: Sql, runId: string): Promise<RunSnapshot> {
   if (db.provider === "sqlite") await tx.$executeRawUnsafe(`DELETE FROM ${db.tables.runs} WHERE 0`);
-  const forUpdate = db.provider === "postgresql" ? " FOR UPDATE" : "";
+  return readRun(db, tx, runId, true);
+}
+
+/**
+ * Reads the run's row, its lease and the store's clock in one statement;
+ * with `lock` on PostgreSQL, locks the row too (`lockRun`). Unlocked, it is
+ * what a write guarded by every column it read (a compare-and-set) is decided on.
+ */
+export async function readRun(db: Tables, sql: Sql, runId: string, lock = false): Promise<RunSnapshot> {
+  const forUpdate = lock && db.provider === "postgresql" ? " FOR UPDATE" : "";
   // The row is a subquery left-joined to one row, so an unknown run still reads the clock.
-  const rows = await tx.$queryRawUnsafe<LockedRow[]>(
+  const rows = await sql.$queryRawUnsafe<LockedRow[]>(
     db.sql(
       `SELECT ${db.now} AS "now", "h".* FROM (SELECT 1 AS "one") AS "clock" LEFT JOIN (
          SELECT "flow", "kind", "step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at"

@@ -3,19 +3,16 @@ import {
   CheckpointNotFound,
   type CheckpointRow,
   type CheckpointStore,
+  checkBatch,
   checkLeaseTerms,
-  claimRefusal,
   DurableError,
-  isEnded,
   type Lease,
   type LeaseClaim,
-  leaseAfterSave,
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
-  recordRefusal,
+  type RunWrite,
   renewRefusal,
-  saveRefusal,
   type StoredCall,
   type StoredCheckpoint,
   StoreUnavailable,
@@ -31,20 +28,24 @@ import {
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
-import { type LeaseColumns, leaseFrom, leaseValues, lockRun } from "./locked-run.js";
+import { type BatchWrites, planBatch, planRecords, taken, writeBatch } from "./batch.js";
+import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { migrate } from "./migrate.js";
 import type { Tables } from "./tables.js";
 
 const PAGE = 500;
+/** Interactive transactions are short: they hold a lock only while the store's own statements run. */
+const TRANSACTION = { maxWait: 10_000, timeout: 10_000 };
 /** The statuses of a run that goes on. */
 const UNFINISHED_IN = sqlList(UNFINISHED);
 
 /**
  * A `CheckpointStore` on PostgreSQL or SQLite through Prisma 7's client and
- * driver adapters. A save locks the run's row, reads it with its lease and
- * the database's clock, lets the protocol's rules decide, then updates the
- * row and inserts the checkpoint, in a short transaction that holds no lock
- * while user code runs. Call `migrate()` once before use.
+ * driver adapters. A save, a record or a batch of them reads the run's row
+ * with its lease and the database's clock, lets the protocol's rules decide,
+ * then moves the row (a compare-and-set on what was read) and inserts the
+ * rows, in one commit that holds no lock while user code runs. Call
+ * `migrate()` once before use.
  *
  * `new PrismaCheckpointStore(url)` opens a client of its own, with the driver
  * adapter of the URL (an optional peer: `@prisma/adapter-pg` or
@@ -89,57 +90,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
-    checkLeaseTerms(lease);
-    const { status, segment, flow, kind, sealed } = checkpoint;
-    const t = this.#db.tables;
-    await this.#tx<undefined>("save", async (tx) => {
-      const run = await lockRun(this.#db, tx, runId);
-      const refused =
-        saveRefusal(runId, step, checkpoint, run.head) ??
-        claimRefusal(runId, checkpoint, run.head, run.lease, lease, run.now);
-      if (refused !== undefined) return refused;
-      const [owner, expiresAt] = leaseValues(leaseAfterSave(checkpoint, lease, run.now, run.lease));
-      // The row is locked and the rules passed; the step in the WHERE keeps the write a compare-and-set all the same.
-      const moved =
-        step === 0
-          ? await this.#exec(
-              tx,
-              `INSERT INTO ${t.runs} ("run_id", "flow", "kind", "step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at") VALUES (?, ?, ?, 0, ?, ?, 0, ?, ?) ON CONFLICT ("run_id") DO NOTHING`,
-              runId,
-              flow,
-              kind,
-              status,
-              segment,
-              owner,
-              expiresAt,
-            )
-          : await this.#exec(
-              tx,
-              `UPDATE ${t.runs} SET "step" = ?, "status" = ?, "segment_calls" = CASE WHEN "segment" = ? THEN "segment_calls" ELSE 0 END, "segment" = ?, "lease_owner" = ?, "lease_expires_at" = ?
-               WHERE "run_id" = ? AND "step" = ?`,
-              step,
-              status,
-              segment,
-              segment,
-              owner,
-              expiresAt,
-              runId,
-              step - 1,
-            );
-      if (moved === 0) return new CheckpointConflict(runId, `step ${step} was taken by another worker.`);
-      await this.#exec(
-        tx,
-        `INSERT INTO ${t.checkpoints} ("run_id", "step", "status", "segment", "flow", "kind", "sealed") VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        runId,
-        step,
-        status,
-        segment,
-        flow,
-        kind,
-        sealed,
-      );
-      return undefined;
-    });
+    await this.#commit("save", runId, [{ kind: "save", step, row: checkpoint, lease }]);
   }
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
@@ -230,43 +181,18 @@ export class PrismaCheckpointStore implements CheckpointStore {
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    const t = this.#db.tables;
-    await this.#tx<undefined>("recordCall", async (tx) => {
-      const moved = await this.#exec(
-        tx,
-        `UPDATE ${t.runs} SET "segment_calls" = "segment_calls" + 1 WHERE "run_id" = ? AND "segment" = ? AND "segment_calls" = ? AND "status" IN ${UNFINISHED_IN}`,
-        runId,
-        segment,
-        seq,
-      );
-      if (moved === 1) {
-        await this.#exec(
-          tx,
-          `INSERT INTO ${t.calls} ("run_id", "segment", "seq", "sealed") VALUES (?, ?, ?, ?)`,
-          runId,
-          segment,
-          seq,
-          sealed,
-        );
-        return undefined;
-      }
-      const run = (await lockRun(this.#db, tx, runId)).head;
-      const refused =
-        recordRefusal(runId, segment, seq, run, run?.segmentCalls ?? 0) ??
-        new CheckpointConflict(runId, `call record ${seq} of segment ${segment} was taken by another worker.`);
-      // A retry of a record that was applied is applied once.
-      if (run !== undefined && run.segment === segment && seq < run.segmentCalls && !isEnded(run.status)) {
-        const same = await tx.$queryRawUnsafe<unknown[]>(
-          this.#db.sql(`SELECT 1 FROM ${t.calls} WHERE "run_id" = ? AND "segment" = ? AND "seq" = ? AND "sealed" = ?`),
-          runId,
-          segment,
-          seq,
-          sealed,
-        );
-        if (same.length > 0) return undefined;
-      }
-      return refused;
-    });
+    const record = { kind: "record", segment, seq, sealed } as const;
+    // A retry of a record that was applied is applied once.
+    await this.#commit("recordCall", runId, [record], () => this.#holds(runId, record));
+  }
+
+  /**
+   * Applies the writes in order as one atomic commit, each by the rules of
+   * `recordCall` or `save` over the run as the writes before it left it; on
+   * a refusal nothing is written. See `CheckpointStore.commit`.
+   */
+  async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    await this.#commit("commit", runId, writes);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
@@ -283,6 +209,73 @@ export class PrismaCheckpointStore implements CheckpointStore {
     await this.#db.release();
   }
 
+  /**
+   * `save`, `recordCall` and `commit`: the batch checked, then applied within
+   * the deadline; a refusal is thrown, unless it is a `CheckpointConflict` and
+   * `applied` finds the batch was applied before (a retry).
+   */
+  async #commit(
+    what: string,
+    runId: string,
+    writes: readonly RunWrite[],
+    applied?: () => Promise<boolean>,
+  ): Promise<void> {
+    checkBatch(writes);
+    await this.#bounded(what, async () => {
+      const refused = await this.#apply(runId, writes);
+      if (refused === undefined || (refused instanceof CheckpointConflict && (await applied?.()) === true)) return;
+      throw refused;
+    });
+  }
+
+  /**
+   * A batch (a save and a record are batches of one), decided by the rules
+   * and written guarded by what they judged, as one commit; returns its
+   * first refusal. Records alone are written guarded by the run they need,
+   * with no read. PostgreSQL reads without a lock, then writes in one
+   * statement: no transaction held open. When the row was not as judged,
+   * nothing was written, and it is done again under the row's lock (SQLite
+   * always: its lock is the database's, held in this process).
+   */
+  async #apply(runId: string, writes: readonly RunWrite[]): Promise<DurableError | undefined> {
+    const client = await this.#db.client();
+    const records = planRecords(this.#db, runId, writes);
+    if (records !== undefined && (await this.#unlocked(client, records))) return undefined;
+    if (this.#db.provider === "postgresql") {
+      const plan = planBatch(this.#db, runId, writes, await readRun(this.#db, client, runId));
+      if ("refused" in plan) return plan.refused;
+      if (await this.#unlocked(client, plan.writes)) return undefined;
+    }
+    return client.$transaction(async (tx) => {
+      const plan = planBatch(this.#db, runId, writes, await lockRun(this.#db, tx, runId));
+      if ("refused" in plan) return plan.refused;
+      return (await writeBatch(this.#db, tx, plan.writes)) ? undefined : taken(runId, writes);
+    }, TRANSACTION);
+  }
+
+  /** Guarded writes with no lock held: PostgreSQL's are one statement; SQLite's need a transaction. */
+  #unlocked(client: Client, writes: BatchWrites): Promise<boolean> {
+    return this.#db.provider === "postgresql"
+      ? writeBatch(this.#db, client, writes)
+      : client.$transaction((tx) => writeBatch(this.#db, tx, writes), TRANSACTION);
+  }
+
+  /** True when `record` is stored as given, in the run's current segment, and the run goes on. */
+  async #holds(runId: string, record: { segment: number; seq: number; sealed: string }): Promise<boolean> {
+    const t = this.#db.tables;
+    const same = await (await this.#db.client()).$queryRawUnsafe<unknown[]>(
+      this.#db.sql(
+        `SELECT 1 FROM ${t.calls} AS "c" JOIN ${t.runs} AS "r" ON "r"."run_id" = "c"."run_id" AND "r"."segment" = "c"."segment"
+         WHERE "c"."run_id" = ? AND "c"."segment" = ? AND "c"."seq" = ? AND "c"."sealed" = ? AND "r"."status" IN ${UNFINISHED_IN}`,
+      ),
+      runId,
+      record.segment,
+      record.seq,
+      record.sealed,
+    );
+    return same.length > 0;
+  }
+
   #exec(tx: Sql, query: string, ...values: unknown[]): Promise<number> {
     return tx.$executeRawUnsafe(this.#db.sql(query), ...values);
   }
@@ -293,9 +286,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * so driver failures and refusals stay apart.
    */
   async #tx<T>(what: string, fn: (tx: Sql) => Promise<T | DurableError>): Promise<T> {
-    const result = await this.#bounded(what, async () =>
-      (await this.#db.client()).$transaction(fn, { maxWait: 10_000, timeout: 10_000 }),
-    );
+    const result = await this.#bounded(what, async () => (await this.#db.client()).$transaction(fn, TRANSACTION));
     if (result instanceof DurableError) throw result;
     return result;
   }
@@ -310,7 +301,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * One operation against the deadline of a PostgreSQL store; a driver
    * failure or a missed deadline is a store error. On a missed deadline the
    * store's own connections are destroyed, so none stays stuck in the pool;
-   * a transaction whose COMMIT reached the server may still have applied,
+   * a write whose commit reached the server may still have applied,
    * which the protocol allows because every write is a compare-and-set.
    */
   async #bounded<T>(what: string, operation: () => Promise<T>, timeoutMs = this.#db.timeoutMs): Promise<T> {

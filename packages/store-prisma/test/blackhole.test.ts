@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CheckpointRow, InvalidInput } from "@durable/core/store";
+import { type CheckpointRow, InvalidInput, type RunWrite } from "@durable/core/store";
 import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, testDatabase } from "./databases.js";
@@ -8,6 +8,12 @@ const TIMEOUT = 2500;
 // A busy CI machine may fire the timer late.
 const MARGIN = 1000;
 const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+/** A batch for run "r" at step 0: a record, the next checkpoint, a record. */
+const batch = (): RunWrite[] => [
+  { kind: "record", segment: 0, seq: 0, sealed: "d1.-.{}" },
+  { kind: "save", step: 1, row: row() },
+  { kind: "record", segment: 0, seq: 1, sealed: "d1.-.{}" },
+];
 const db = testDatabase();
 const hasPostgres = await postgresAnswers();
 
@@ -51,7 +57,11 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connec
     });
     await store.latest("r");
     proxy.silence();
-    const operations = { ...everyOperation(store), migrate: () => store.migrate() };
+    const operations = {
+      ...everyOperation(store),
+      commit: () => store.commit("r", batch()),
+      migrate: () => store.migrate(),
+    };
     await expectEachTimesOut(
       operations,
       new RegExp(`did not answer .* within ${TIMEOUT} ms; whether the operation was applied is unknown`),

@@ -23,7 +23,12 @@ describe("PrismaCheckpointStore on a SQLite file another connection keeps locked
     await store.save("r", 0, row());
     const holder = new Database(url.slice("file:".length));
     holder.exec("BEGIN IMMEDIATE");
-    await expectEachTimesOut(writeOperations(store), /locked|busy/i, BUSY, MARGIN);
+    const commit = () =>
+      store.commit("r", [
+        { kind: "record", segment: 0, seq: 0, sealed: "d1.-.{}" },
+        { kind: "save", step: 1, row: row() },
+      ]);
+    await expectEachTimesOut({ ...writeOperations(store), commit }, /locked|busy/i, BUSY, MARGIN);
     holder.exec("ROLLBACK");
     holder.close();
     await store.save("r", 1, row());
