@@ -2,6 +2,7 @@ import type { JsonValue } from "./canonical.js";
 import { CheckpointStoreCorrupt } from "./errors.js";
 import type { Sealer } from "./seal.js";
 import type { CheckpointStore } from "./checkpoint-store.js";
+import type { RunWriter } from "./run-writer.js";
 
 /**
  * What a record says of a call: `started` before each attempt of the tool,
@@ -77,24 +78,30 @@ const KINDS: ReadonlySet<unknown> = new Set([
 export type SegmentCounts = readonly number[];
 
 /**
+ * Records that need not be durable before the worker goes on: a call's
+ * outcome may wait for the next commit (the next call's `started`, the next
+ * checkpoint that must land). A crash before it leaves the call in doubt, as
+ * a crash between the tool and its record always could.
+ */
+const MAY_WAIT: ReadonlySet<CallRecordKind> = new Set(["done", "error"]);
+
+/**
  * The writing end of one run's call log for one segment. Records are sealed
- * and numbered when appended and reach the store one after another, so the
- * numbers stored never have a gap, even when calls run concurrently.
+ * and numbered when appended and reach the store in order through the run's
+ * writer, so the numbers stored never have a gap, even when calls run
+ * concurrently.
  */
 export class CallLog {
   readonly runId: string;
   readonly segment: number;
-  readonly #store: CheckpointStore;
+  readonly #writer: RunWriter;
   readonly #sealer: Sealer;
   #nextSeq = 0;
-  /** Records of this segment the store acknowledged: what a checkpoint may count. */
-  #stored = 0;
   #earlier: number[];
-  #tail: Promise<void> = Promise.resolve();
 
   /** @param earlier what is known of the run's earlier segments: at least this many records each. */
-  constructor(store: CheckpointStore, sealer: Sealer, runId: string, segment: number, earlier: SegmentCounts) {
-    this.#store = store;
+  constructor(writer: RunWriter, sealer: Sealer, runId: string, segment: number, earlier: SegmentCounts) {
+    this.#writer = writer;
     this.#sealer = sealer;
     this.runId = runId;
     this.segment = segment;
@@ -102,12 +109,14 @@ export class CallLog {
   }
 
   /**
-   * Records per segment, this one's included, that are known to be stored:
-   * sealed into the next checkpoint. A record still on its way is not counted
-   * (the worker may die before it lands, or its write may fail).
+   * Records per segment, this one's included, sealed into the next
+   * checkpoint: every record appended so far. The writer sends them before
+   * that checkpoint (in its batch, or earlier), and a failed record fails
+   * every later write, so a checkpoint that lands never counts a record that
+   * did not.
    */
   get counts(): SegmentCounts {
-    return [...this.#earlier, this.#stored];
+    return [...this.#earlier, this.#nextSeq];
   }
 
   /**
@@ -123,21 +132,18 @@ export class CallLog {
 
   /**
    * Seals the entry (an `InvalidInput` if it is not plain JSON: nothing is then
-   * queued) and resolves once the store holds it. After one write fails, every
-   * later append fails with the same error: the log's numbering is no longer known.
+   * queued) and resolves once the store holds it; an outcome (`done`, `error`)
+   * resolves once it is queued, and lands with the next commit. After one write
+   * fails, every later append fails with the same error.
    */
   append(entry: CallEntry): Promise<void> {
     const seq = this.#nextSeq;
     const record: CallRecord = { runId: this.runId, segment: this.segment, seq, ...entry };
     const sealed = this.#sealer.seal("call", record, `the ${entry.kind} record of ${entry.tool}`);
     this.#nextSeq += 1;
-    const write = this.#tail
-      .then(() => this.#store.recordCall(this.runId, this.segment, seq, sealed))
-      .then(() => {
-        this.#stored = seq + 1;
-      });
-    this.#tail = write;
-    return write;
+    const mayWait = MAY_WAIT.has(entry.kind);
+    const landed = this.#writer.write({ kind: "record", segment: this.segment, seq, sealed }, !mayWait);
+    return mayWait ? Promise.resolve() : landed;
   }
 }
 

@@ -78,18 +78,20 @@ export class RunDriver<D, R> {
 
   async #start(runId: string, data: D, ctx: Identity | undefined): Promise<R | PausedResult> {
     const envelope: RunEnvelope<D> = { round: 1, pending: [], decisions: [], program: data };
-    const { run, checkpoint } = await DurableRun.start({
-      store: this.#store,
-      sealer: this.#sealer,
-      runId,
-      flow: this.#program.name,
-      kind: this.#program.kind,
-      identity: identityOf(ctx),
-      data: this.#drive.json(envelope),
-      lease: this.#lease,
-    });
+    const { run } = DurableRun.startLater(
+      {
+        store: this.#store,
+        sealer: this.#sealer,
+        runId,
+        flow: this.#program.name,
+        kind: this.#program.kind,
+        identity: identityOf(ctx),
+        data: this.#drive.json(envelope),
+        lease: this.#lease,
+      },
+      (checkpoint) => void this.#drive.saved(checkpoint, data),
+    );
     return this.#holding(run, undefined, async () => {
-      await this.#drive.saved(checkpoint, data);
       return this.#drive.steps(run, envelope, freshPlan(envelope.round), undefined);
     });
   }
@@ -278,7 +280,12 @@ export class RunDriver<D, R> {
     signal: AbortSignal | undefined,
     work: () => Promise<R | PausedResult>,
   ): Promise<R | PausedResult> {
-    const giveUp = (): void => void run.stopLease(true);
+    // Writes still queued (finished calls' records) land before the run is given up: another worker may claim it at once.
+    const giveUp = (): void =>
+      void run.flush().then(
+        () => run.stopLease(true),
+        () => run.stopLease(true),
+      );
     signal?.addEventListener("abort", giveUp, { once: true });
     try {
       signal?.throwIfAborted();
@@ -286,6 +293,7 @@ export class RunDriver<D, R> {
       await run.stopLease(false);
       return result;
     } catch (error) {
+      await run.flush().catch(() => undefined);
       await run.stopLease(true);
       throw error;
     } finally {

@@ -68,15 +68,21 @@ export class RunSteps<D, R> {
       const next: RunEnvelope<D> = outcome.roundOver
         ? { round: envelope.round + 1, pending: [], decisions: [], program: outcome.data }
         : { ...envelope, program: outcome.data };
+      // Which finished calls of the log the round took is known once the round is over.
+      const unreplayed = outcome.roundOver ? scope.unreplayed : [];
       let checkpoint: CheckpointBody;
       try {
-        checkpoint = await run.save(outcome.done ? "done" : "running", this.json(next));
+        if (outcome.done) checkpoint = await run.save("done", this.json(next));
+        else {
+          // A running step lands with the run's next commit: the next call's `started`, or a save that must land.
+          const data = next.program;
+          checkpoint = run.saveLater(this.json(next), () => void this.saved(checkpoint, data, unreplayed)).body;
+        }
       } catch (error) {
         throw await this.#fail(run, envelope, error);
       }
-      // Which finished calls of the log the round took is known once the round is over.
-      await this.saved(checkpoint, next.program, outcome.roundOver ? scope.unreplayed : []);
       if (outcome.done) {
+        await this.saved(checkpoint, next.program, unreplayed);
         await emit(this.#events, {
           type: "run.done",
           runId: run.runId,

@@ -1,5 +1,5 @@
 import type { JsonValue } from "./canonical.js";
-import { CallLog, readCallLog, type CallRecord } from "./call-log.js";
+import { CallLog, readCallLog, type CallRecord, type SegmentCounts } from "./call-log.js";
 import { openCheckpoint, sealCheckpoint, type CheckpointBody } from "./checkpoint.js";
 import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "./errors.js";
 import { saveRefusal } from "./protocol.js";
@@ -8,6 +8,7 @@ import { faultPoint } from "./fault-points.js";
 import { assertRunId, assertRunName } from "./run-id.js";
 import type { Sealer } from "./seal.js";
 import { LeaseKeeper, leaseTerms } from "./lease.js";
+import { RunWriter } from "./run-writer.js";
 import type { CheckpointRow, CheckpointStore, LeaseTerms, RunKind, RunStatus } from "./checkpoint-store.js";
 
 /** What a new run starts from. */
@@ -47,16 +48,18 @@ export class DurableRun {
   readonly log: CallLog;
   readonly lease: LeaseTerms;
   readonly #keeper: LeaseKeeper;
+  readonly #writer: RunWriter;
   #step: number;
 
-  private constructor(init: RunStart, step: number, log: CallLog) {
+  private constructor(init: RunStart, step: number, segment: number, earlier: SegmentCounts) {
     this.store = init.store;
     this.sealer = init.sealer;
     this.runId = init.runId;
     this.flow = init.flow;
     this.kind = init.kind;
     this.identity = init.identity;
-    this.log = log;
+    this.#writer = new RunWriter(init.store, init.runId);
+    this.log = new CallLog(this.#writer, init.sealer, init.runId, segment, earlier);
     this.lease = init.lease ?? leaseTerms("DurableRun", undefined);
     this.#keeper = new LeaseKeeper(init.store, init.runId, this.lease, () => this.segment);
     this.#step = step;
@@ -74,12 +77,27 @@ export class DurableRun {
 
   /** Saves step 0 of a new run (`CheckpointConflict` if the run id is taken). State that is not plain JSON is `InvalidInput`. */
   static async start(init: RunStart): Promise<{ run: DurableRun; checkpoint: CheckpointBody }> {
+    const { run, checkpoint, landed } = DurableRun.startLater(init);
+    void run.flush().catch(() => undefined);
+    await landed;
+    faultPoint("checkpoint.after-save");
+    return { run, checkpoint };
+  }
+
+  /**
+   * Queues step 0 of a new run, to land with the run's first commit (its first
+   * call's `started`, or a save that must land), where a run id that is taken
+   * is `CheckpointConflict`. State that is not plain JSON is `InvalidInput` at once.
+   */
+  static startLater(
+    init: RunStart,
+    onLanded?: (checkpoint: CheckpointBody) => void,
+  ): { run: DurableRun; checkpoint: CheckpointBody; landed: Promise<void> } {
     assertRunId(init.runId);
     assertRunName(init.flow);
-    const log = new CallLog(init.store, init.sealer, init.runId, 0, []);
-    const run = new DurableRun(init, -1, log);
-    const checkpoint = await run.#write(0, "running", init.data);
-    return { run, checkpoint };
+    const run = new DurableRun(init, -1, 0, []);
+    const { body, landed } = run.#queue(0, "running", init.data, false, false, () => onLanded?.(body));
+    return { run, checkpoint: body, landed };
   }
 
   /** The run's latest checkpoint, verified. */
@@ -102,13 +120,12 @@ export class DurableRun {
     options: ClaimOptions = {},
   ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
     const init: RunStart = { ...latest, store, sealer, lease: options.lease };
-    const log = new CallLog(store, sealer, latest.runId, latest.segment + 1, latest.calls);
-    const run = new DurableRun(init, latest.step, log);
+    const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls);
     const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
     faultPoint("claim.before-log-read");
     try {
       const records = await readCallLog(store, sealer, latest.runId, latest.calls);
-      log.learn(records);
+      run.log.learn(records);
       return { run, checkpoint, records };
     } catch (error) {
       // The claim holds the run, but this worker cannot go on with it: give it up for another.
@@ -117,9 +134,25 @@ export class DurableRun {
     }
   }
 
-  /** Saves the next step with this worker's segment. */
+  /** Saves the next step with this worker's segment; resolves once it landed. */
   save(status: RunStatus, data: JsonValue): Promise<CheckpointBody> {
     return this.#write(this.#step + 1, status, data);
+  }
+
+  /**
+   * Queues the next running step to land with the run's next commit (the next
+   * call's `started`, or a save that must land): gives it at once, with the
+   * promise that it landed. A crash before then recovers from the step before.
+   */
+  saveLater(data: JsonValue, onLanded?: () => void): { readonly body: CheckpointBody; readonly landed: Promise<void> } {
+    const queued = this.#queue(this.#step + 1, "running", data, false, false, onLanded);
+    faultPoint("checkpoint.after-save");
+    return queued;
+  }
+
+  /** Commits every write still queued (a `done` record, a running step); resolves once they landed. */
+  flush(): Promise<void> {
+    return this.#writer.flush();
   }
 
   /** Stops keeping the lease; with `release`, the run is claimable at once (a worker that gives it up). */
@@ -128,6 +161,20 @@ export class DurableRun {
   }
 
   async #write(step: number, status: RunStatus, data: JsonValue, takeOver?: boolean): Promise<CheckpointBody> {
+    const { body, landed } = this.#queue(step, status, data, takeOver === true, true);
+    await landed;
+    faultPoint("checkpoint.after-save");
+    return body;
+  }
+
+  #queue(
+    step: number,
+    status: RunStatus,
+    data: JsonValue,
+    takeOver: boolean,
+    durable: boolean,
+    onLanded?: () => void,
+  ): { body: CheckpointBody; landed: Promise<void> } {
     const body: CheckpointBody = {
       runId: this.runId,
       step,
@@ -141,18 +188,23 @@ export class DurableRun {
     };
     const row = sealCheckpoint(this.sealer, body);
     faultPoint("checkpoint.before-save");
-    const startedAt = performance.now();
-    try {
-      await this.store.save(this.runId, step, row, takeOver === true ? { ...this.lease, takeOver } : this.lease);
-    } catch (error) {
-      if (error instanceof CheckpointConflict) await this.#checkRefusal(step, row);
-      throw error;
-    }
-    faultPoint("checkpoint.after-save");
+    const queuedAt = performance.now();
+    const lease = takeOver ? { ...this.lease, takeOver } : this.lease;
     this.#step = step;
-    if (status === "running") this.#keeper.saved(startedAt);
-    else void this.#keeper.stop(false);
-    return body;
+    const landedNow = (): void => {
+      if (status === "running") this.#keeper.saved(queuedAt);
+      else void this.#keeper.stop(false);
+      onLanded?.();
+    };
+    const landed = this.#writer
+      .write({ kind: "save", step, row, lease }, durable, landedNow)
+      .catch(async (error: unknown) => {
+        if (error instanceof CheckpointConflict) await this.#checkRefusal(step, row);
+        throw error;
+      });
+    // A step that waits is awaited by no one until it lands: its failure reaches the run's next write instead.
+    landed.catch(() => undefined);
+    return { body, landed };
   }
 
   /**

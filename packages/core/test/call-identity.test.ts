@@ -62,6 +62,7 @@ describe("call identity", () => {
           };
           const before = await shoppingNode(call);
           // Another worker replays the same round with other latencies: every call replays its own result.
+          await run.flush();
           const plan = planReplay(run.runId, await readCallLog(store, sealer, run.runId, []), 1, executor.registry);
           const replay = new CallScope({ kind: "flow", log: run.log, plan, identity: {} });
           const again = new Executor(tools(latency(second), ran));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointStoreCorrupt, type StoredCall } from "../src/store.js";
 import { type CallEntry, CallLog, DurableRun, readCallLog, Sealer } from "../src/runner.js";
+import { RunWriter } from "../src/run-writer.js";
 import { OLD_KEY, TamperedStore, editSealed, sealer, startRun } from "./helpers.js";
 
 const entry = (callId: string, kind: CallEntry["kind"] = "started"): CallEntry => ({
@@ -91,6 +92,7 @@ describe("call log", () => {
       const store = new TamperedStore();
       const { run } = await startRun(store);
       for (const record of [entry("a"), outcome, after]) await run.log.append(record);
+      await run.flush();
       const read = readCallLog(store, sealer, "run-1", []);
       await expect(read).rejects.toThrow(CheckpointStoreCorrupt);
       await expect(read).rejects.toThrow(/record after its outcome/);
@@ -147,7 +149,7 @@ describe("call log", () => {
 
   it("fails every append after a write the store refused: the numbering is no longer known", async () => {
     const { store } = await startRun();
-    const log = new CallLog(store, sealer, "run-1", 5, []);
+    const log = new CallLog(new RunWriter(store, "run-1"), sealer, "run-1", 5, []);
     await expect(log.append(entry("a"))).rejects.toThrow(/segment 5/);
     await expect(log.append(entry("b"))).rejects.toThrow(/segment 5/);
   });

@@ -42,6 +42,7 @@ describe("Executor", () => {
     const outcome = await new Executor(registry).call(scopeFor(run), "pay", "charge_card", { amount: 5 });
     expect(outcome).toEqual({ status: "ok", value: { charged: 5 } });
     expect(seenByTool).toEqual(["started"]);
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     const callId = idOf(run, "pay", "charge_card", { amount: 5 });
     expect(records.map((r) => [r.kind, r.callId, r.tool])).toEqual([
@@ -57,6 +58,7 @@ describe("Executor", () => {
     const registry = new ToolRegistry().tool("t", (args: { n: number }) => ++runs + args.n);
     const executor = new Executor(registry);
     await executor.call(scopeFor(run), "c", "t", { n: 10 });
+    await run.flush();
     const plan = planReplay("run-1", await readCallLog(store, sealer, "run-1", []), 1, registry);
 
     const replay = scopeFor(run, plan);
@@ -139,6 +141,7 @@ describe("Executor", () => {
     const first = await executor.call(scope, "c", "t", {});
     expect(first).toMatchObject({ status: "error", error: "TypeError: no seats left", attempts: 1 });
     expect(first.status === "error" && first.cause).toBeInstanceOf(TypeError);
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => [r.kind, r.error])).toEqual([
       ["started", undefined],
@@ -160,6 +163,7 @@ describe("Executor", () => {
   it("an error record without its error text is a corrupt log", async () => {
     const { store, run } = await startRun();
     await run.log.append({ round: 1, callId: "c", tool: "t", kind: "error", args: {} });
+    await run.flush();
     await expect(readCallLog(store, sealer, "run-1", [])).rejects.toThrow(CheckpointStoreCorrupt);
   });
 

@@ -26,6 +26,7 @@ describe("a tool's result", () => {
       "offers",
       {},
     );
+    await run.flush();
     const plan = planReplay(run.runId, await readCallLog(store, sealer, run.runId, []), 1, registry);
     const replayed = await executor.call(
       new CallScope({ kind: "flow", log: run.log, plan, identity: {} }),

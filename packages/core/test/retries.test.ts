@@ -40,6 +40,7 @@ describe("tool retries", () => {
     expect(outcome).toEqual({ status: "ok", value: { attempt: 3 } });
     expect(tool.seen.map((s) => s.attempt)).toEqual([1, 2, 3]);
     expect(new Set(tool.seen.flatMap((s) => [s.key, s.ctxKey])).size).toBe(1);
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => [r.kind, r.attempt, r.error])).toEqual([
       ["started", undefined, undefined],
@@ -70,6 +71,7 @@ describe("tool retries", () => {
     const registry = new ToolRegistry().tool("charge", tool.fn, { retry: { ...fast, attempts: 2 } });
     const outcome = await new Executor(registry).call(scopeFor(run), "pay", "charge", {});
     expect(outcome).toMatchObject({ status: "error", error: "Error: ECONNRESET", attempts: 2 });
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => r.kind)).toEqual(["started", "failed", "started", "error"]);
     // Replayed, the failure is the call's outcome: no attempt runs, no decision is asked.
@@ -103,6 +105,7 @@ describe("tool retries", () => {
       const registry = new ToolRegistry().tool("charge", tool.fn, { retry: { ...options, attempts: 5 } });
       const outcome = await new Executor(registry).call(scopeFor(run), "pay", "charge", {});
       expect(outcome, name).toMatchObject({ status: "error", attempts: 1 });
+      await run.flush();
       expect(tool.seen, name).toHaveLength(1);
       expect(
         (await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind),
@@ -135,6 +138,7 @@ describe("tool retries", () => {
     expect(reasons[0]).toBeInstanceOf(ToolTimedOut);
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(lateReturned).toBe(true);
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => [r.kind, r.result ?? r.error])).toEqual([
       ["started", undefined],

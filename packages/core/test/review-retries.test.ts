@@ -66,6 +66,7 @@ describe("the log the executor writes", () => {
     expect(Date.now()).toBeGreaterThanOrEqual(records[3]!.retryAt!);
     expect(Date.now() - begun).toBeLessThan(500); // what was left of the 500 ms (about 150), not all of it
     expect(attempts).toEqual([1, 2, 3]);
+    await run.flush();
     expect((await readCallLog(store, sealer, "run-1", [])).slice(4).map((r) => [r.kind, r.attempt])).toEqual([
       ["started", 3],
       ["done", undefined],
@@ -91,6 +92,7 @@ describe("a tool that ignores its signal after a timeout", () => {
     expect((outcome as { cause: unknown }).cause).toBeInstanceOf(ToolTimedOut);
     await until(() => late);
     await sleep(20);
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     expect(records.map((r) => r.kind)).toEqual(["started", "error"]);
     // Replayed: the error, no attempt.
@@ -167,6 +169,7 @@ describe("concurrent calls of one round (Promise.all), retries and a give-up", (
     giveUp.abort(new Error("shutting down"));
     await first.catch(() => undefined);
 
+    await run.flush();
     const records = await readCallLog(store, sealer, "run-1", []);
     const plan = planReplay("run-1", records, 1, registry);
     expect(plan.inDoubt.size).toBe(0);
@@ -180,6 +183,7 @@ describe("concurrent calls of one round (Promise.all), retries and a give-up", (
     ]);
     expect(Object.fromEntries(ran)).toEqual({ once1: 2, flaky: 2, bad: 1 });
     expect(events.filter((e) => e.type === "call.started")).toHaveLength(1);
+    await run.flush();
     await expect(readCallLog(store, sealer, "run-1", [])).resolves.toHaveLength(records.length + 2);
   });
 });

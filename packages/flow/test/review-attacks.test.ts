@@ -53,7 +53,8 @@ describe("a call record the store did not take", () => {
       })
       .edge("a", "b")
       .end("b");
-    const first = runner(store, registry);
+    // Through a store that writes one at a time (no `commit`), so the record fails alone, not in a batch with a checkpoint.
+    const first = runner(storeWith(store, {}), registry);
     // The log of this worker is poisoned after the failed write: node b's call fails and leaves the run for recovery.
     await expect(first.run(flow, {}, { runId: "flaky-1" })).rejects.toBeInstanceOf(StoreUnavailable);
     firstWorker = false;
