@@ -16,12 +16,25 @@ export function report(results: readonly StoreResult[]): string {
     lines.push(...alignColumns([header, ...rows]), "");
   const first = results[0]?.tickets;
   lines.push(
-    `The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms.`,
+    `The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms; commits: the store operations that wrote, per run (a batch is one).`,
   );
   table(
-    ["store", "runs/s", "p50", "p99", "16 at once: runs/s", "p50", "p99", "µs per call", "raw p50", "durable ÷ raw"],
+    [
+      "store",
+      "commits",
+      "runs/s",
+      "p50",
+      "p99",
+      "16 at once: runs/s",
+      "p50",
+      "p99",
+      "µs per call",
+      "raw p50",
+      "durable ÷ raw",
+    ],
     results.map(({ store, tickets: t }) => [
       store,
+      t.commitsPerRun,
       t.single.runsPerSecond,
       t.single.p50Ms,
       t.single.p99Ms,

@@ -20,6 +20,8 @@ export interface TicketsFigures {
   /** What durability adds per tool call: (run − plain run) ÷ 3 calls, medians. */
   readonly perCallUs: number;
   readonly writesPerRun: number;
+  /** Store operations that wrote, per run: a batch is one. */
+  readonly commitsPerRun: number;
   readonly bytesPerRun: number;
   /** What leases add to a run: the writes of their own (renewals, releases; 0 when each save carries the lease) and the time, medians. */
   readonly lease: { readonly writesPerRun: number; readonly usPerRun: number };
@@ -39,7 +41,7 @@ export async function measureTickets(
   raw: RawWriter | undefined,
   budgetMs: number,
 ): Promise<TicketsFigures> {
-  const log: WriteLog = { writes: [] };
+  const log: WriteLog = { writes: [], commits: 0 };
   await runner(noting(store, log)).run(tickets, ORDER, { runId: "sizing" });
   const worker = runner(store);
   let n = 0;
@@ -85,6 +87,7 @@ export async function measureTickets(
     plainP50Ms: round(plain.p50, 4),
     perCallUs: round(((durable.p50 - plain.p50) * 1000) / 3, 0),
     writesPerRun: log.writes.length,
+    commitsPerRun: log.commits,
     bytesPerRun: log.writes.reduce((a, w) => a + w.bytes, 0),
     lease: {
       writesPerRun: log.writes.filter((w) => w.kind === "renew" || w.kind === "release").length,

@@ -43,14 +43,18 @@ export function fanFlow(calls: number): Flow<{ n: number }> {
 /** The writes a store is asked for, by kind and size. */
 export interface WriteLog {
   readonly writes: Array<{ kind: "save" | "record" | "renew" | "release"; bytes: number }>;
+  /** The store operations that wrote: a batch (`commit`) is one, whatever it holds. */
+  commits: number;
 }
 
-/** The store with its writes passed through `save`, `recordCall`, `renew` and `release` where given. */
+/** The store with its writes passed through `save`, `recordCall`, `commit`, `renew` and `release` where given; it batches when the store does. */
 function intercepted(
   store: CheckpointStore,
-  writes: Partial<Pick<CheckpointStore, "save" | "recordCall" | "renew" | "release">>,
+  writes: Partial<Pick<CheckpointStore, "save" | "recordCall" | "commit" | "renew" | "release">>,
 ): CheckpointStore {
+  const commit = store.commit?.bind(store);
   return {
+    ...(commit === undefined ? {} : { commit: writes.commit ?? commit }),
     save: writes.save ?? ((id, step, row, lease) => store.save(id, step, row, lease)),
     latest: (id) => store.latest(id),
     listUnfinished: (flow, options) => store.listUnfinished(flow, options),
@@ -66,21 +70,31 @@ function intercepted(
 
 /** The store, noting each write's size. */
 export function noting(store: CheckpointStore, log: WriteLog): CheckpointStore {
+  const note = (kind: WriteLog["writes"][number]["kind"], bytes: number) => void log.writes.push({ kind, bytes });
   return intercepted(store, {
     save: (id, step, row: CheckpointRow, lease) => {
-      log.writes.push({ kind: "save", bytes: row.sealed.length });
+      note("save", row.sealed.length);
+      log.commits += 1;
       return store.save(id, step, row, lease);
     },
     recordCall: (id, segment, seq, sealed) => {
-      log.writes.push({ kind: "record", bytes: sealed.length });
+      note("record", sealed.length);
+      log.commits += 1;
       return store.recordCall(id, segment, seq, sealed);
     },
+    commit: (id, writes) => {
+      for (const w of writes) note(w.kind, w.kind === "record" ? w.sealed.length : w.row.sealed.length);
+      log.commits += 1;
+      return store.commit?.(id, writes) ?? Promise.reject(new Error("the store does not batch"));
+    },
     renew: (id, segment, terms) => {
-      log.writes.push({ kind: "renew", bytes: 0 });
+      note("renew", 0);
+      log.commits += 1;
       return store.renew(id, segment, terms);
     },
     release: (id, segment, owner) => {
-      log.writes.push({ kind: "release", bytes: 0 });
+      note("release", 0);
+      log.commits += 1;
       return store.release(id, segment, owner);
     },
   });
@@ -91,13 +105,21 @@ export function unleased(store: CheckpointStore): CheckpointStore {
   return intercepted(store, { save: (id, step, row) => store.save(id, step, row) });
 }
 
-/** The store as a worker sees it that loses its connection at the n-th save: the run is left for recovery. */
+/**
+ * The store as a worker sees it that loses its connection at the n-th save:
+ * what it wrote before that save lands (a batch holding it, up to it), and the
+ * run is left for recovery.
+ */
 export function cutAtSave(store: CheckpointStore, n: number): CheckpointStore {
   let saves = 0;
+  const cut = () => Promise.reject(new StoreUnavailable("cut off for the benchmark"));
   return intercepted(store, {
-    save: (id, step, row, lease) =>
-      ++saves >= n
-        ? Promise.reject(new StoreUnavailable("cut off for the benchmark"))
-        : store.save(id, step, row, lease),
+    save: (id, step, row, lease) => (++saves >= n ? cut() : store.save(id, step, row, lease)),
+    commit: async (id, writes) => {
+      const at = writes.findIndex((w) => w.kind === "save");
+      if (at === -1 || ++saves < n) return store.commit?.(id, writes);
+      if (at > 0) await store.commit?.(id, writes.slice(0, at));
+      return cut();
+    },
   });
 }

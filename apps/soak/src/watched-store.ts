@@ -1,4 +1,5 @@
 import { type CheckpointStore, LeaseHeld, StoreUnavailable } from "@durable/core";
+import type { LeaseClaim, RunWrite } from "@durable/core/store";
 import { LateTimers } from "@durable/test-utils/late-timers";
 
 /** Operations slower than this are reported to the soak, which keeps the longest per fault. */
@@ -15,8 +16,8 @@ export interface StoreWatch {
   unavailable(): void;
   /** A claim was refused: another worker's lease on the run was live. */
   leaseHeld(runId: string): void;
-  /** A save of the run is about to be sent (a claim found in doubt is dated by it). */
-  saving(runId: string): void;
+  /** A save of the run's `step` is about to be sent, alone or in a batch (a claim found in doubt is dated by it). */
+  saving(runId: string, step: number): void;
   /** A save claimed a run with `takeOver`. */
   tookOver(runId: string): void;
 }
@@ -50,18 +51,37 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
         });
     }
   };
+  /** Sends a write that holds a checkpoint (a save, or a batch with one): late by `saveDelayMs`, watched. */
+  const saving = (
+    runId: string,
+    step: number,
+    lease: LeaseClaim | undefined,
+    write: () => Promise<void>,
+  ): Promise<void> => {
+    const send = () => {
+      watch.saving(runId, step);
+      if (lease?.takeOver === true) watch.tookOver(runId);
+      return time(write);
+    };
+    return slowly(send).catch((error: unknown) => {
+      if (error instanceof LeaseHeld) watch.leaseHeld(runId);
+      throw error;
+    });
+  };
+  const commit = store.commit?.bind(store);
   return {
-    save: (runId, step, checkpoint, lease) => {
-      const save = () => {
-        watch.saving(runId);
-        if (lease?.takeOver === true) watch.tookOver(runId);
-        return time(() => store.save(runId, step, checkpoint, lease));
-      };
-      return slowly(save).catch((error: unknown) => {
-        if (error instanceof LeaseHeld) watch.leaseHeld(runId);
-        throw error;
-      });
-    },
+    save: (runId, step, checkpoint, lease) =>
+      saving(runId, step, lease, () => store.save(runId, step, checkpoint, lease)),
+    ...(commit === undefined
+      ? {}
+      : {
+          commit: (runId: string, writes: readonly RunWrite[]) => {
+            const save = writes.find((w) => w.kind === "save");
+            return save === undefined
+              ? time(() => commit(runId, writes))
+              : saving(runId, save.step, save.lease, () => commit(runId, writes));
+          },
+        }),
     latest: (runId) => time(() => store.latest(runId)),
     renew: (runId, segment, terms) => time(() => store.renew(runId, segment, terms)),
     release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),

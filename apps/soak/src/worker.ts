@@ -72,7 +72,11 @@ const store = watchedStore(
     slow: (ms) => say(`op ${Math.round(ms)}`),
     unavailable: () => say("unavailable"),
     leaseHeld: (runId) => ledger.leaseHeld(runId),
-    saving: (runId) => lastSave.set(runId, Date.now()),
+    saving: (runId, step) => {
+      lastSave.set(runId, Date.now());
+      // A start is a claim, noted before it is sent: it may land with the run's first call record.
+      if (step === 0) ledger.claimed(runId);
+    },
     tookOver: (runId) => ledger.tookOver(runId),
   },
   config.saveDelayMs,
@@ -83,7 +87,6 @@ const claimedAt = (runId: string): number => lastSave.get(runId) ?? Date.now();
 const deciding = new Map<string, Promise<void>>();
 const events: EventSink = (event) => {
   if (event.type === "checkpoint.saved" && event.step === 0) {
-    ledger.claimed(event.runId);
     say(`started ${event.runId}`);
   } else if (event.type === "run.recovered") {
     ledger.claimed(event.runId);

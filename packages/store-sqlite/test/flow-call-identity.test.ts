@@ -66,13 +66,16 @@ describe("node code that reads a result's key order, then a crash", () => {
     const c: CallCase = {
       layers: [[[[{ kind: "firstKey", n: 3 }], [{ kind: "call", call: { tool: "mail", n: 9 } }]]]],
       latencies: [SLOW_MAIL, SLOW_CHARGE],
-      kill: { point: "checkpoint.before-save", hit: 2 }, // every call finished; the superstep's checkpoint was not saved
+      // Every call finished; the superstep's checkpoint, and the last mail's `done` that goes with it, were not saved.
+      kill: { point: "checkpoint.before-save", hit: 2 },
     };
     const outcome = await crashAndRecover(c);
     expect(outcome.killed).toBe(true);
     const charges = outcome.effects.filter((e) => e.tool === "charge").map(text);
     expect(charges).toEqual(['charge {"product":"args"}']);
-    expect(outcome.effects.filter((e) => e.pid !== outcome.firstPid)).toEqual([]);
+    // Only the mail whose record had not landed runs again, reported in doubt.
+    expect(outcome.effects.filter((e) => e.pid !== outcome.firstPid).map(text)).toEqual([LAST_MAIL]);
+    expect(outcome.recovered.inDoubt).toEqual([["mail", "started with no result"]]);
     expect(outcome.recovered.state.seen.s0n0).toEqual(await expectedOf(c.layers[0]![0]!));
     expect(await problemsOf(c, outcome)).toEqual([]);
   });

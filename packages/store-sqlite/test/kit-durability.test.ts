@@ -7,13 +7,15 @@ import { checkOutsideTransaction, deferredCommit, sqlite, writeBehind } from "./
 const CRASH_CASE = "a worker killed at every fault point in turn, in a flow (with a fan-out) and a tool loop";
 const RACE_CASE = "refuses a record from an older segment when the claim and the record race";
 
-// Only the kills right after a call's `done` or `failed` record resolved (10 trials, not 85), to keep CI short: there
-// the lost record shows in every trial. The SQLite store's own conformance run proves it passes every point.
+// Only the kills inside a tool and right after a call's `failed` record resolved (12 trials, not the whole group), to
+// keep CI short: a lost `started` shows as a tool run twice unreported, a lost `failed` as an attempt run again. (A
+// `done` record waits for the run's next commit, so a kill right after it finds it not yet written.) The SQLite store's
+// own conformance run proves it passes every point.
 describe("the crash group judges from what the tools did, not from the store under test", () => {
   let saved: string | undefined;
   beforeEach(() => {
     saved = process.env["DURABLE_CRASH_POINTS"];
-    process.env["DURABLE_CRASH_POINTS"] = "call.after-done,call.after-failed";
+    process.env["DURABLE_CRASH_POINTS"] = "tool.inside,call.after-failed";
   });
   afterEach(() => {
     if (saved === undefined) delete process.env["DURABLE_CRASH_POINTS"];
@@ -29,9 +31,9 @@ describe("the crash group judges from what the tools did, not from the store und
     async (_, init) => {
       const failed = await failingCases(init, "crash");
       expect([...failed.keys()]).toEqual([CRASH_CASE]);
-      expect(failed.get(CRASH_CASE)).toMatch(/10 of 10 crash trials failed/);
+      expect(failed.get(CRASH_CASE)).toMatch(/[1-9]\d* of 12 crash trials failed/);
       expect(failed.get(CRASH_CASE)).toMatch(
-        /the store had acknowledged its `done` record before the crash|non-idempotent tool ran 2 times .* without being reported/,
+        /the store had acknowledged its `started` record and no `done` was ever issued|non-idempotent tool ran 2 times .* without being reported/,
       );
       // The kills while a call waits between attempts: its acknowledged `failed` record was lost.
       expect(failed.get(CRASH_CASE)).toMatch(/loop at call\.after-failed@1: charge \(\S+\): .*`failed` record/);

@@ -14,14 +14,24 @@ import { kitSealer } from "./scenarios.js";
  * when the store later forgets it.
  */
 export function acknowledging(store: CheckpointStore, file: string): CheckpointStore {
+  const witnessed = async (id: string, sealed: readonly string[], write: () => Promise<void>) => {
+    const lines = sealed.map((one) => {
+      const record = kitSealer.open("call", one, id) as unknown as CallRecord;
+      return `${id} ${record.callId} ${record.kind} ${record.attempt ?? "-"}`;
+    });
+    appendFileSync(file, lines.map((line) => `${line} issued\n`).join(""));
+    await write();
+    appendFileSync(file, lines.map((line) => `${line} acked\n`).join(""));
+  };
   return intercepted(store, {
-    async recordCall(id, segment, seq, sealed) {
-      const record = kitSealer.open("call", sealed, id) as unknown as CallRecord;
-      const line = `${id} ${record.callId} ${record.kind} ${record.attempt ?? "-"}`;
-      appendFileSync(file, `${line} issued\n`);
-      await store.recordCall(id, segment, seq, sealed);
-      appendFileSync(file, `${line} acked\n`);
-    },
+    recordCall: (id, segment, seq, sealed) => witnessed(id, [sealed], () => store.recordCall(id, segment, seq, sealed)),
+    // A batch's records are acknowledged together, when the batch is.
+    commit: (id, writes) =>
+      witnessed(
+        id,
+        writes.flatMap((w) => (w.kind === "record" ? [w.sealed] : [])),
+        () => store.commit?.(id, writes) ?? Promise.reject(new Error("the store has no commit")),
+      ),
   });
 }
 

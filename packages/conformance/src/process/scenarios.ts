@@ -20,6 +20,7 @@ import {
   type RunEnvelope,
   Sealer,
 } from "@durable/core/runner";
+import type { RunWrite } from "@durable/core/store";
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
 import {
   recoverToolLoop,
@@ -305,15 +306,26 @@ export { sealer as kitSealer };
 
 /**
  * The store as a worker sees it whose connection is lost for good at the first
- * call record of one of `tools`: the run is left cut short, as a dead worker
- * leaves it, and the runner returns `StoreUnavailable`.
+ * call record of one of `tools`: what it wrote before that record lands (a
+ * batch holding it lands up to it), that record and nothing after it does.
+ * The run is left cut short, as a dead worker leaves it, and the runner
+ * returns `StoreUnavailable`.
  */
 export function cutShort(store: CheckpointStore, tools: ReadonlySet<string>): CheckpointStore {
+  const cut = (id: string, write: RunWrite) =>
+    write.kind === "record" && tools.has((sealer.open("call", write.sealed, id) as unknown as CallRecord).tool);
+  const lost = () => new StoreUnavailable("the kit cut this worker off");
   return intercepted(store, {
     async recordCall(id, segment, seq, sealed) {
-      const record = sealer.open("call", sealed, id) as unknown as CallRecord;
-      if (tools.has(record.tool)) throw new StoreUnavailable("the kit cut this worker off");
+      if (cut(id, { kind: "record", segment, seq, sealed })) throw lost();
       return store.recordCall(id, segment, seq, sealed);
+    },
+    async commit(id, writes) {
+      const at = writes.findIndex((w) => cut(id, w));
+      if (at === -1) return store.commit?.(id, writes);
+      const before = writes.slice(0, at);
+      if (before.length > 0) await store.commit?.(id, before);
+      throw lost();
     },
   });
 }
