@@ -72,7 +72,7 @@ export class RunWriter {
     return entry.landed;
   }
 
-  /** Commits everything queued; resolves once it landed. */
+  /** Commits everything queued; resolves once it landed, rejects once any write of the run failed. */
   flush(): Promise<void> {
     if (this.#soon !== undefined) clearImmediate(this.#soon);
     this.#soon = undefined;
@@ -84,6 +84,8 @@ export class RunWriter {
   }
 
   async #commitAll(batches: readonly Queued[][]): Promise<void> {
+    // Nothing more lands after a failure, and a flush then says so even with nothing queued.
+    if (this.#failure !== undefined && batches.length === 0) throw this.#failure.error;
     for (const [i, batch] of batches.entries()) {
       try {
         if (this.#failure !== undefined) throw this.#failure.error;
