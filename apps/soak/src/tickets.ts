@@ -1,9 +1,12 @@
 import { idempotencyKey, ToolRegistry } from "@durable/core";
-import { ticketsFlow } from "@durable-apps/shared/tickets";
+import { checkoutFlow } from "@durable-apps/shared/tickets";
 import type { LedgerWriter } from "./ledger.js";
 
-/** The tickets flow under the soak's name: every worker serves it, so any of them may go on with any run. */
-export const SOAK_FLOW: ReturnType<typeof ticketsFlow> = ticketsFlow("soak");
+/**
+ * The soak's flow: hold the seats, then charge and email in one node, so kills inside the email find the
+ * charge's result stored and recovery replays it. Every worker serves it, so any may go on with any run.
+ */
+export const SOAK_FLOW: ReturnType<typeof checkoutFlow> = checkoutFlow("soak");
 
 /** Tools whose second execution would be a second effect: each one past the first must have been reported in doubt. */
 export const NON_IDEMPOTENT: ReadonlySet<string> = new Set(["charge_card", "email_tickets"]);
