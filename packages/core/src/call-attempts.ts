@@ -43,6 +43,8 @@ export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome>
     faultPoint("call.before-started");
     await log.append({ ...base, kind: "started", ...(attempt > 1 ? { attempt } : {}) });
     faultPoint("call.after-started");
+    // Given up while its record was on its way: the call is left in doubt, its tool not run.
+    giveUp?.throwIfAborted();
     await emit(events, { type: "call.started", runId: scope.runId, kind, call: ref, attempt });
     const started = performance.now();
     let returned: unknown;

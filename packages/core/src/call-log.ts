@@ -141,7 +141,7 @@ export class CallLog {
     const record: CallRecord = { runId: this.runId, segment: this.segment, seq, ...entry };
     const sealed = this.#sealer.seal("call", record, `the ${entry.kind} record of ${entry.tool}`);
     this.#nextSeq += 1;
-    const mayWait = MAY_WAIT.has(entry.kind);
+    const mayWait = MAY_WAIT.has(entry.kind) && this.#writer.failure === undefined;
     const landed = this.#writer.write({ kind: "record", segment: this.segment, seq, sealed }, !mayWait);
     return mayWait ? Promise.resolve() : landed;
   }

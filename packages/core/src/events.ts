@@ -78,7 +78,7 @@ export interface CallStarted extends EventBase {
   readonly attempt: number;
 }
 
-/** A tool call finished and its result is stored. */
+/** A tool call finished and its result is recorded: it lands with the run's next commit (see docs/protocol.md, Commits). */
 export interface CallDone extends EventBase {
   readonly type: "call.done";
   readonly call: CallRef;
@@ -102,7 +102,7 @@ export interface CallRetrying extends EventBase {
   readonly delayMs: number;
 }
 
-/** A tool threw (on its last attempt, or an error not worth retrying), and its error is stored as the call's outcome. */
+/** A tool threw (on its last attempt, or an error not worth retrying), and its error is recorded as the call's outcome (it lands with the run's next commit). */
 export interface CallFailed extends EventBase {
   readonly type: "call.failed";
   readonly call: CallRef;

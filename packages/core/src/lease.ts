@@ -93,7 +93,8 @@ export class LeaseKeeper {
   async stop(release: boolean): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    if (!release) return;
+    // A worker none of whose saves landed (a start refused: the run id was taken) holds no lease to give back.
+    if (!release || this.#set === undefined) return;
     // Best effort: a worker that cannot reach its store leaves the lease to run out.
     await this.#store.release(this.#runId, this.#segment(), this.#terms.owner).catch(() => undefined);
   }

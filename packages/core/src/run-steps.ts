@@ -36,6 +36,8 @@ export class RunSteps<D, R> {
   ): Promise<R | PausedResult> {
     for (;;) {
       signal?.throwIfAborted();
+      // A step queued to land later that did not (its commit failed) stops the run here, not rounds later.
+      run.throwIfWriteFailed();
       const decisions = new Map(envelope.decisions.map((d) => [d.callId, d]));
       const scope = new CallScope({
         kind: this.#program.kind,

@@ -39,7 +39,7 @@ export class RunWriter {
   /** Queued writes cut into batches: at most one checkpoint and `MAX_BATCH_WRITES` writes each. */
   #batches: Queued[][] = [];
   #tail: Promise<void> = Promise.resolve();
-  #failure: { readonly error: unknown } | undefined;
+  #failure: { readonly error: unknown; readonly refused: ReadonlySet<RunWrite> } | undefined;
   /** A commit of what waits, at the end of this turn of the event loop, unless a durable write takes it first. */
   #soon: NodeJS.Immediate | undefined;
 
@@ -58,7 +58,11 @@ export class RunWriter {
    * finished beside a slow one is not left in doubt while it runs.
    */
   write(write: RunWrite, durable: boolean, onLanded?: () => void): Promise<void> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure.error);
+    if (this.#failure !== undefined) {
+      const failed = Promise.reject(this.#failure.error);
+      failed.catch(() => undefined);
+      return failed;
+    }
     const entry = queued(write, onLanded);
     const last = this.#batches.at(-1);
     const full =
@@ -70,6 +74,16 @@ export class RunWriter {
     if (durable) void this.flush().catch(() => undefined);
     else this.#soon ??= setImmediate(() => void this.flush().catch(() => undefined));
     return entry.landed;
+  }
+
+  /** The error a commit of this run failed with, if one did: no write of the run lands after it. */
+  get failure(): unknown {
+    return this.#failure?.error;
+  }
+
+  /** Whether `write` was in the batch the store refused (not one queued behind it). */
+  refused(write: RunWrite): boolean {
+    return this.#failure?.refused.has(write) === true;
   }
 
   /** Commits everything queued; resolves once it landed, rejects once any write of the run failed. */
@@ -91,7 +105,7 @@ export class RunWriter {
         if (this.#failure !== undefined) throw this.#failure.error;
         await this.#commit(batch.map((q) => q.write));
       } catch (error) {
-        this.#failure ??= { error };
+        this.#failure ??= { error, refused: new Set(batch.map((q) => q.write)) };
         for (const rest of [...batches.slice(i), ...this.#batches]) for (const q of rest) q.reject(error);
         this.#batches = [];
         throw error;

@@ -150,6 +150,11 @@ export class DurableRun {
     return queued;
   }
 
+  /** Throws the error a commit of this run failed with, if one did: a worker cannot go on with the run then. */
+  throwIfWriteFailed(): void {
+    if (this.#writer.failure !== undefined) throw this.#writer.failure;
+  }
+
   /** Commits every write still queued (a `done` record, a running step); resolves once they landed. */
   flush(): Promise<void> {
     return this.#writer.flush();
@@ -196,12 +201,12 @@ export class DurableRun {
       else void this.#keeper.stop(false);
       onLanded?.();
     };
-    const landed = this.#writer
-      .write({ kind: "save", step, row, lease }, durable, landedNow)
-      .catch(async (error: unknown) => {
-        if (error instanceof CheckpointConflict) await this.#checkRefusal(step, row);
-        throw error;
-      });
+    const write = { kind: "save", step, row, lease } as const;
+    const landed = this.#writer.write(write, durable, landedNow).catch(async (error: unknown) => {
+      // Only a refusal of this save's own batch says anything of this step; a write queued behind it just fails.
+      if (error instanceof CheckpointConflict && this.#writer.refused(write)) await this.#checkRefusal(step, row);
+      throw error;
+    });
     // A step that waits is awaited by no one until it lands: its failure reaches the run's next write instead.
     landed.catch(() => undefined);
     return { body, landed };

@@ -127,4 +127,29 @@ describe("a run's writes", () => {
     expect(store.commits).toEqual([["save"], ["save"], ["save"]]);
     await expect(run.save("running", {})).rejects.toBeInstanceOf(CheckpointConflict);
   });
+
+  it("give a record appended after a failed commit its error at once, never as an unhandled rejection", async () => {
+    const store = new MemoryCheckpointStore();
+    await DurableRun.start(start(store));
+    // Another worker's run under the same id: this one's start is refused, and so is everything after it.
+    const { run } = DurableRun.startLater(start(store));
+    const call = { round: 1, callId: "c", tool: "step", args: {} };
+    await expect(run.log.append({ ...call, kind: "started" })).rejects.toBeInstanceOf(CheckpointConflict);
+    await expect(run.log.append({ ...call, kind: "done", result: 1 })).rejects.toBeInstanceOf(CheckpointConflict);
+    expect(() => run.throwIfWriteFailed()).toThrow(CheckpointConflict);
+  });
+
+  it("leave the lease of the run whose id a refused start wanted: a start that never landed holds none", async () => {
+    const store = new MemoryCheckpointStore();
+    const lease = { owner: "one-process", ms: 60_000 };
+    const first = await DurableRun.start({ ...start(store), lease });
+    const second = DurableRun.startLater({ ...start(store), lease });
+    // A step queued behind the refused start fails with the same conflict, not as corruption: it says nothing of the store.
+    const later = second.run.saveLater({ n: 1 }).landed;
+    await expect(second.run.flush()).rejects.toBeInstanceOf(CheckpointConflict);
+    await expect(later).rejects.toBeInstanceOf(CheckpointConflict);
+    await second.run.stopLease(true);
+    expect((await store.leaseOf("r"))?.owner).toBe("one-process");
+    await first.run.stopLease(true);
+  });
 });
