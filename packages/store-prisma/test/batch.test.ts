@@ -12,21 +12,10 @@ import {
   type RunWrite,
 } from "@durable/core/store";
 import { PrismaCheckpointStore } from "../src/index.js";
-import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
-
-const db = testDatabase();
-const hasPostgres = await postgresAnswers();
-beforeAll(async () => hasPostgres && (await db.create()), 60_000);
-afterAll(async () => {
-  if (hasPostgres) await db.drop();
-  removeSqlite();
-});
+import { everyDatabase } from "./databases.js";
 
 /** Every database the tests run on: PostgreSQL (when it answers) and a SQLite file. */
-const targets: Array<[string, () => string]> = [
-  ...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []),
-  ["SQLite", sqliteUrl],
-];
+const targets = await everyDatabase();
 
 const LIVE = 60_000;
 

@@ -5,10 +5,27 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
-import { ownDatabase, type OwnDatabase } from "@durable/test-utils/postgres";
+import { afterAll, beforeAll } from "vitest";
+import { ownDatabase, postgresAnswers, type OwnDatabase } from "@durable/test-utils/postgres";
 import { PrismaCheckpointStore } from "../src/index.js";
 
 export { postgresAnswers } from "@durable/test-utils/postgres";
+
+/**
+ * The databases a test file runs on, by name and URL: PostgreSQL when it
+ * answers (a database of the file's own, made before its tests and dropped
+ * after) and a SQLite file. Registers those hooks: call it at the top level.
+ */
+export async function everyDatabase(): Promise<Array<[string, () => string]>> {
+  const db = testDatabase();
+  const hasPostgres = await postgresAnswers();
+  beforeAll(async () => hasPostgres && (await db.create()), 60_000);
+  afterAll(async () => {
+    if (hasPostgres) await db.drop();
+    removeSqlite();
+  });
+  return [...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []), ["SQLite", sqliteUrl]];
+}
 
 /** A database of this test file's own on the shared PostgreSQL server, made in `create` and dropped in `drop`. */
 export const testDatabase = (): OwnDatabase => ownDatabase("durable");

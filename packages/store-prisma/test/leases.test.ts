@@ -15,21 +15,10 @@ import {
 import { PrismaCheckpointStore } from "../src/index.js";
 import { connect } from "../src/connection.js";
 import { migrate, shippedMigrations } from "../src/migrate.js";
-import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
-
-const db = testDatabase();
-const hasPostgres = await postgresAnswers();
-beforeAll(async () => hasPostgres && (await db.create()), 60_000);
-afterAll(async () => {
-  if (hasPostgres) await db.drop();
-  removeSqlite();
-});
+import { everyDatabase } from "./databases.js";
 
 /** Every database the tests run on: PostgreSQL (when it answers) and a SQLite file. */
-const targets: Array<[string, () => string]> = [
-  ...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []),
-  ["SQLite", sqliteUrl],
-];
+const targets = await everyDatabase();
 
 /** Long enough to stay live through any test on a busy machine. */
 const LIVE = 60_000;

@@ -2,30 +2,19 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/store";
 import { sealCheckpoint, Sealer } from "@durable/core/runner";
 import { connect } from "../src/connection.js";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { runScript } from "@durable/test-utils/processes";
 import { everyOperation } from "@durable/test-utils/blackhole";
-import { postgresAnswers, removeSqlite, sqliteUrl, testDatabase } from "./databases.js";
+import { everyDatabase, sqliteUrl, testDatabase } from "./databases.js";
 
 const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
 const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");
-const db = testDatabase();
-const hasPostgres = await postgresAnswers();
-beforeAll(async () => hasPostgres && (await db.create()), 60_000);
-afterAll(async () => {
-  if (hasPostgres) await db.drop();
-  removeSqlite();
-});
-
 /** Every database the tests run on: PostgreSQL (when it answers) and a SQLite file. */
-const targets: Array<[string, () => string]> = [
-  ...(hasPostgres ? [["PostgreSQL", () => db.url] as [string, () => string]] : []),
-  ["SQLite", sqliteUrl],
-];
+const targets = await everyDatabase();
 
 /** The tables and columns the shipped models declare (by their @@map and @map names). */
 function modelColumns(): Record<string, string[]> {
