@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { report, type StoreResult } from "./report.js";
+import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
 import { FULL_SIZES, sweep, type SweepSizes } from "./sweeps.js";
 import { memoryTarget, postgresTarget, redisTarget, sqliteTarget, type Target } from "./targets.js";
@@ -14,16 +15,21 @@ const BENCH_COMMAND = {
   command: "pnpm bench",
   about:
     "what durability costs, per store (memory, SQLite, Redis, PostgreSQL through Prisma): the tickets flow one run at a time and 16 at once, " +
-    "the cost per tool call over no store, the same writes straight through the driver, and how the cost grows. " +
+    "the cost per tool call over no store, the same writes straight through the driver, and how the cost grows; " +
+    "next to the peers on the same kind of store (LangGraph.js with its memory, SQLite and PostgreSQL savers, DBOS Transact on PostgreSQL). " +
     "Prints tables; writes JSON to apps/bench/results/. A store whose server does not answer is skipped.",
   options: {
     "budget-ms": {
       type: "string",
-      default: "1500",
       value: "<ms>",
-      about: "the time each runs-per-second measure takes, per store",
+      defaultText: "1500, or 300 with --quick",
+      about: "the time each runs-per-second measure takes, per store and per peer",
     },
-    quick: { type: "boolean", default: false, about: "two sizes per sweep instead of the full range" },
+    quick: {
+      type: "boolean",
+      default: false,
+      about: "a smoke run for CI: two sizes per sweep instead of the full range, and a short budget",
+    },
   },
   environment: {
     REDIS_URL: "the Redis to measure (default: redis://127.0.0.1:6379)",
@@ -42,7 +48,7 @@ const QUICK: SweepSizes = {
 };
 
 await runCommand(BENCH_COMMAND, async (values) => {
-  const budgetMs = wholeNumber("budget-ms", values["budget-ms"]);
+  const budgetMs = wholeNumber("budget-ms", values["budget-ms"] ?? (values.quick ? "300" : "1500"));
   const machine = {
     cpu: cpus()[0]?.model.trim() ?? "unknown",
     cores: cpus().length,
@@ -64,10 +70,17 @@ await runCommand(BENCH_COMMAND, async (values) => {
       continue;
     }
     const started = performance.now();
+    const peers: Peer[] = [];
     try {
+      for (const peer of (await target.peers?.()) ?? []) {
+        if (typeof peer === "string") {
+          skipped.push(peer);
+          console.log(`skipped: ${peer}`);
+        } else peers.push(peer);
+      }
       const store = await target.store();
       const raw = await target.raw?.();
-      const tickets = await measureTickets(store, raw, budgetMs);
+      const tickets = await measureTickets(store, raw, budgetMs, peers);
       await raw?.close();
       await store.close();
       const sizes = values.quick ? QUICK : target.name === "postgresql" ? HEAVY : FULL_SIZES;
@@ -75,6 +88,7 @@ await runCommand(BENCH_COMMAND, async (values) => {
       results.push({ store: target.name, detail: target.detail, tickets, sweeps });
       console.log(`measured ${target.name} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
     } finally {
+      for (const peer of peers) await peer.close();
       await target.cleanup();
     }
   }

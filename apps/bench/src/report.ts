@@ -1,5 +1,5 @@
 import { alignColumns } from "@durable-apps/shared/table";
-import type { TicketsFigures } from "./runs.js";
+import type { PeerFigures, TicketsFigures } from "./runs.js";
 import type { SweepFigures } from "./sweeps.js";
 
 export interface StoreResult {
@@ -35,12 +35,7 @@ export function report(results: readonly StoreResult[]): string {
     results.map(({ store, tickets: t }) => [
       store,
       t.commitsPerRun,
-      t.single.runsPerSecond,
-      t.single.p50Ms,
-      t.single.p99Ms,
-      t.concurrent16.runsPerSecond,
-      t.concurrent16.p50Ms,
-      t.concurrent16.p99Ms,
+      ...runColumns(t),
       t.perCallUs,
       t.raw?.p50Ms ?? "–",
       t.raw?.ratio ?? "–",
@@ -50,6 +45,24 @@ export function report(results: readonly StoreResult[]): string {
     "µs per call: what durability adds to each tool call over the same tools called with no store. raw: the same writes, one by one, through the driver.",
   );
   lines.push("");
+  const withPeers = results.filter(({ tickets: t }) => t.peers.length > 0);
+  if (withPeers.length > 0) {
+    lines.push(
+      "Next to the peers: the same flow (3 steps, one no-op call each, ~200 B of state) on the same kind of store.",
+    );
+    table(
+      ["store", "run by", "runs/s", "p50", "p99", "16 at once: runs/s", "p50", "p99", "durable ÷ peer", "at 16"],
+      withPeers.flatMap(({ store, tickets: t }) => [
+        [store, "@durable", ...runColumns(t), "–", "–"],
+        ...t.peers.map((p) => [store, p.name, ...runColumns(p), p.durableOver.single, p.durableOver.concurrent16]),
+      ]),
+    );
+    lines.push(
+      "durable ÷ peer: a @durable run's time over the peer's, one at a time at the median and 16 at once per run of wall time; below 1, @durable is faster. " +
+        "One at a time the contenders run one after another; 16 at once their batches take turns.",
+    );
+    lines.push("");
+  }
   table(
     ["store", "lease writes per run", "lease µs per run"],
     results.map(({ store, tickets: t }) => [store, t.lease.writesPerRun, t.lease.usPerRun]),
@@ -79,3 +92,13 @@ export function report(results: readonly StoreResult[]): string {
   }
   return lines.join("\n").trimEnd();
 }
+
+/** runs/s, p50 and p99, one at a time then 16 at once. */
+const runColumns = ({ single: a, concurrent16: b }: Pick<PeerFigures, "single" | "concurrent16">): number[] => [
+  a.runsPerSecond,
+  a.p50Ms,
+  a.p99Ms,
+  b.runsPerSecond,
+  b.p50Ms,
+  b.p99Ms,
+];

@@ -1,5 +1,6 @@
 import { Bench } from "tinybench";
 import type { CheckpointStore } from "@durable/core";
+import type { Peer } from "./peers/peer.js";
 import { latencyOf, round, type Latency } from "./stats.js";
 import type { RawWriter } from "./targets.js";
 import { ORDER, noting, plainTickets, runner, tickets, unleased, type WriteLog } from "./workload.js";
@@ -27,6 +28,20 @@ export interface TicketsFigures {
   readonly lease: { readonly writesPerRun: number; readonly usPerRun: number };
   /** The same writes (number and sizes) straight through the driver, and durable ÷ raw at the median. */
   readonly raw?: { readonly p50Ms: number; readonly ratio: number };
+  /** Other libraries running the same flow on the same kind of store, measured alongside. */
+  readonly peers: readonly PeerFigures[];
+}
+
+export interface PeerFigures {
+  readonly name: string;
+  readonly single: RunFigures;
+  readonly concurrent16: RunFigures;
+  /**
+   * A @durable run's time over the peer's: one at a time at the median, 16 at
+   * once per run of wall time (the peer's runs/s over @durable's). Below 1,
+   * @durable is faster.
+   */
+  readonly durableOver: { readonly single: number; readonly concurrent16: number };
 }
 
 const figures = (l: Latency, runsPerSecond: number): RunFigures => ({
@@ -35,11 +50,12 @@ const figures = (l: Latency, runsPerSecond: number): RunFigures => ({
   p99Ms: round(l.p99, 3),
 });
 
-/** The tickets flow on one store, next to no store and next to the raw driver. */
+/** The tickets flow on one store, next to no store, the raw driver and the peers on the same kind of store. */
 export async function measureTickets(
   store: CheckpointStore,
   raw: RawWriter | undefined,
   budgetMs: number,
+  peers: readonly Peer[] = [],
 ): Promise<TicketsFigures> {
   const log: WriteLog = { writes: [], commits: 0 };
   await runner(noting(store, log)).run(tickets, ORDER, { runId: "sizing" });
@@ -48,6 +64,7 @@ export async function measureTickets(
 
   const bench = new Bench({ time: budgetMs, iterations: 50, warmupIterations: 10 });
   bench.add("durable", async () => void (await worker.run(tickets, ORDER, { runId: `single-${n++}` })));
+  for (const peer of peers) bench.add(peer.name, () => peer.run(`single-${n++}`));
   bench.add("plain", plainTickets);
   if (raw !== undefined) {
     let r = 0;
@@ -67,23 +84,16 @@ export async function measureTickets(
   const plain = latency("plain");
   const leased = await leaseCost(store, Math.max(40, Math.round(budgetMs / durable.mean / 2)));
 
-  // 16 at once, in batches, for about the same time budget.
-  const samples: number[] = [];
-  const started = performance.now();
-  while (performance.now() - started < budgetMs || samples.length < 160) {
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        const t = performance.now();
-        await worker.run(tickets, ORDER, { runId: `concurrent-${n++}` });
-        samples.push(performance.now() - t);
-      }),
-    );
-  }
-  const wall = (performance.now() - started) / 1000;
+  const [concurrent16, ...peersAt16] = await sixteenAtOnce(
+    [async (id) => void (await worker.run(tickets, ORDER, { runId: id })), ...peers.map((peer) => peer.run)],
+    budgetMs,
+  );
+  if (concurrent16 === undefined) throw new Error("16 at once measured nothing");
+  const single = figures(durable, 1000 / durable.mean);
 
   return {
-    single: figures(durable, 1000 / durable.mean),
-    concurrent16: figures(latencyOf(samples), samples.length / wall),
+    single,
+    concurrent16,
     plainP50Ms: round(plain.p50, 4),
     perCallUs: round(((durable.p50 - plain.p50) * 1000) / 3, 0),
     writesPerRun: log.writes.length,
@@ -96,7 +106,49 @@ export async function measureTickets(
     ...(raw === undefined
       ? {}
       : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),
+    peers: peers.map((peer, i) => {
+      const own = latency(peer.name);
+      const at16 = peersAt16[i] ?? concurrent16;
+      return {
+        name: peer.name,
+        single: figures(own, 1000 / own.mean),
+        concurrent16: at16,
+        durableOver: {
+          single: round(durable.p50 / own.p50),
+          concurrent16: round(at16.runsPerSecond / concurrent16.runsPerSecond),
+        },
+      };
+    }),
   };
+}
+
+/**
+ * Each contender's runs 16 at once, in batches taken in turns (the order
+ * rotating each round) so a machine that is busier at one moment weighs on
+ * all alike; each gets about the time budget and at least 10 batches.
+ */
+async function sixteenAtOnce(
+  contenders: ReadonlyArray<(runId: string) => Promise<void>>,
+  budgetMs: number,
+): Promise<RunFigures[]> {
+  const sides = contenders.map((run) => ({ run, samples: [] as number[], wallMs: 0 }));
+  let n = 0;
+  const started = performance.now();
+  for (let round = 0; round < 10 || performance.now() - started < budgetMs * sides.length; round++) {
+    const turn = round % sides.length;
+    for (const side of [...sides.slice(turn), ...sides.slice(0, turn)]) {
+      const batch = performance.now();
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          const t = performance.now();
+          await side.run(`concurrent-${n++}`);
+          side.samples.push(performance.now() - t);
+        }),
+      );
+      side.wallMs += performance.now() - batch;
+    }
+  }
+  return sides.map((side) => figures(latencyOf(side.samples), side.samples.length / (side.wallMs / 1000)));
 }
 
 /**

@@ -11,6 +11,9 @@ import { PrismaCheckpointStore } from "@durable/store-prisma";
 import { RedisCheckpointStore } from "@durable/store-redis";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { DATABASE_URL, ownDatabase } from "@durable/test-utils/postgres";
+import { dbosPeer } from "./peers/dbos.js";
+import { langgraphPeers } from "./peers/langgraph.js";
+import type { PeerOrReason } from "./peers/peer.js";
 import { REDIS_URL, dropKeys, pingFails } from "@durable/test-utils/redis";
 
 /** The same bytes written straight through the store's driver, one write a time: the physical limit. */
@@ -26,6 +29,8 @@ export interface Target {
   readonly detail: string;
   store(): Promise<CheckpointStore>;
   raw?(): Promise<RawWriter>;
+  /** Other libraries on the same kind of store, started fresh; the caller closes them. */
+  peers?(): Promise<PeerOrReason[]>;
   cleanup(): Promise<void>;
 }
 
@@ -34,6 +39,7 @@ export function memoryTarget(): Target {
     name: "memory",
     detail: "in process",
     store: async () => new MemoryCheckpointStore(),
+    peers: () => langgraphPeers({ kind: "memory" }),
     cleanup: async () => {},
   };
 }
@@ -55,6 +61,7 @@ export function sqliteTarget(): Target {
       const one = db.transaction((key: string, payload: string) => insert.run(key, payload));
       return { write: async (key, payload) => void one.immediate(key, payload), close: async () => void db.close() };
     },
+    peers: () => langgraphPeers({ kind: "sqlite", dir }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
@@ -96,6 +103,8 @@ export async function postgresTarget(): Promise<Target | string> {
   } catch (error) {
     return `PostgreSQL does not answer at ${DATABASE_URL} (${String(error)})`;
   }
+  // DBOS's system database is a database of its own, which DBOS creates at launch.
+  const dbos = ownDatabase("durable_bench_dbos");
   let n = 0;
   return {
     name: "postgresql",
@@ -116,6 +125,10 @@ export async function postgresTarget(): Promise<Target | string> {
         close: () => client.end(),
       };
     },
-    cleanup: database.drop,
+    peers: async () => [...(await langgraphPeers({ kind: "postgresql", url: database.url })), await dbosPeer(dbos.url)],
+    async cleanup() {
+      await dbos.drop();
+      await database.drop();
+    },
   };
 }

@@ -18,11 +18,18 @@ const tools: ToolRegistry = new ToolRegistry()
   .tool("email_tickets", (a: { show: string }) => `mailed ${a.show}`)
   .tool("work", (a: { i: number }) => a.i);
 
+type TicketCall = (order: typeof ORDER) => Promise<unknown>;
+
+/** The tickets flow's three tool calls, in order, outside any runner: what no store and the peers' nodes and steps call. */
+export const TICKET_CALLS: readonly [TicketCall, TicketCall, TicketCall] = [
+  async (o) => tools.get("hold_seats").fn(o, undefined as never),
+  async (o) => tools.get("charge_card").fn(o, undefined as never),
+  async (o) => tools.get("email_tickets").fn({ show: o.show }, undefined as never),
+];
+
 /** The tickets run without any store: the same tools called one after another. */
 export async function plainTickets(): Promise<void> {
-  await tools.get("hold_seats").fn(ORDER, undefined as never);
-  await tools.get("charge_card").fn(ORDER, undefined as never);
-  await tools.get("email_tickets").fn({ show: ORDER.show }, undefined as never);
+  for (const call of TICKET_CALLS) await call(ORDER);
 }
 
 export function runner(store: CheckpointStore): FlowRunner {
