@@ -4,12 +4,13 @@ import { heldLease, type RunRow, type Statements } from "./statements.js";
 type SaveWrite = Extract<RunWrite, { kind: "save" }>;
 
 /**
- * Applies a batch the caller checked (`checkBatch`), inside its `BEGIN
- * IMMEDIATE` transaction: reads the run's head once, judges every write by
- * the protocol's rules (`commitRefusal`) before writing any, then inserts the
- * rows and writes the head once. `save` and `recordCall` are batches of one,
- * so the rules have one path. A refusal is thrown before anything is written;
- * the transaction rolls back whatever a failing statement left.
+ * Applies a batch the caller checked (`checkBatch`), inside its savepoint of
+ * a `BEGIN IMMEDIATE` transaction (`GroupCommit`): reads the run's head once,
+ * judges every write by the protocol's rules (`commitRefusal`) before writing
+ * any, then inserts the rows and writes the head once. `save` and
+ * `recordCall` are batches of one, so the rules have one path. A refusal is
+ * thrown before anything is written; the savepoint rolls back whatever a
+ * failing statement left.
  */
 export function commitWrites(sql: Statements, runId: string, writes: readonly RunWrite[]): void {
   const run = sql.run.get(runId) as RunRow | undefined;

@@ -17,10 +17,10 @@ import {
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
-  StoreUnavailable,
 } from "@durable/core/store";
 import { commitWrites } from "./commit.js";
-import { storeError } from "./errors.js";
+import { closedError, storeError } from "./errors.js";
+import { GroupCommit } from "./group-commit.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 import { heldLease, type ListedRow, prepare, type RunRow, type Statements } from "./statements.js";
 
@@ -43,10 +43,11 @@ const PAGE = 500;
 
 /**
  * A `CheckpointStore` in a SQLite file (better-sqlite3, WAL), shared by every
- * process on one host. Each operation, and each `commit` batch, is one `BEGIN
- * IMMEDIATE` transaction, so compare-and-set, claims, fencing and leases hold
- * across processes; a write is durable before its promise resolves. Leases run
- * by SQLite's clock.
+ * process on one host. The writes called in one turn of the event loop share
+ * one `BEGIN IMMEDIATE` transaction (group commit), each operation, and each
+ * `commit` batch, atomic under its own savepoint, so compare-and-set, claims,
+ * fencing and leases hold across processes; a write is durable before its
+ * promise resolves. Leases run by SQLite's clock.
  */
 export class SQLiteCheckpointStore implements CheckpointStore {
   readonly path: string;
@@ -54,6 +55,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   readonly #db: Database.Database;
   readonly #where: string;
   readonly #sql: Statements;
+  readonly #group: GroupCommit;
 
   constructor(path: string, options: SQLiteStoreOptions = {}) {
     if (typeof path !== "string" || path.length === 0)
@@ -72,6 +74,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
       this.#db.pragma(`synchronous = ${options.synchronous === "normal" ? "NORMAL" : "FULL"}`);
       migrate(this.#db, this.tables, this.#where);
       this.#sql = prepare(this.#db, this.tables);
+      this.#group = new GroupCommit(this.#db, this.#where);
     } catch (error) {
       this.#db.close();
       throw storeError(error, this.#where);
@@ -84,7 +87,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
-    return this.#run(() => {
+    return this.#write(() => {
       const run = this.#head(runId);
       const refused = renewRefusal(runId, segment, terms.owner, run, heldLease(run));
       if (refused !== undefined) throw refused;
@@ -95,7 +98,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
-    this.#run(() => this.#sql.release.run(runId, segment, owner));
+    return this.#write(() => void this.#sql.release.run(runId, segment, owner));
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
@@ -122,7 +125,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async delete(runId: string): Promise<void> {
-    this.#run(() => {
+    return this.#write(() => {
       this.#sql.deleteCalls.run(runId);
       this.#sql.deleteCheckpoints.run(runId);
       this.#sql.deleteRun.run(runId);
@@ -135,14 +138,15 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   /**
    * Applies the writes in order, each by the rules of `recordCall` or `save`
-   * over the run as the writes before it left it, as one `BEGIN IMMEDIATE`
-   * transaction: one commit, one fsync of the WAL at `synchronous` FULL.
+   * over the run as the writes before it left it, atomically: under one
+   * savepoint of this turn's group commit, so one fsync of the WAL at
+   * `synchronous` FULL for the batch and every other write of the turn.
    * Either all are durable when it resolves, or the first refusal is thrown
-   * and nothing is written. `InvalidInput` for a malformed batch.
+   * and nothing of the batch is written. `InvalidInput` for a malformed batch.
    */
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     checkBatch(writes);
-    this.#run(() => commitWrites(this.#sql, runId, writes));
+    return this.#write(() => commitWrites(this.#sql, runId, writes));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
@@ -156,18 +160,16 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     return { journalMode, synchronous: (["off", "normal", "full", "extra"] as const)[level] ?? "full" };
   }
 
+  /** Commits the writes already queued (their promises settle as usual), then closes the connection. */
   async close(): Promise<void> {
+    this.#group.flush();
     if (this.#db.open) this.#db.close();
   }
 
-  /** One write operation: a `BEGIN IMMEDIATE` transaction, committed durably. */
-  #run<T>(fn: () => T): T {
+  /** One write operation: queued for this turn's group commit (see `GroupCommit`), settled after its COMMIT. */
+  #write<T>(fn: () => T): Promise<T> {
     this.#checkOpen();
-    try {
-      return this.#db.transaction(fn).immediate();
-    } catch (error) {
-      throw storeError(error, this.#where);
-    }
+    return this.#group.run(fn);
   }
 
   #read<T>(fn: () => T): T {
@@ -201,7 +203,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   #checkOpen(): void {
-    if (!this.#db.open) throw new StoreUnavailable(`${this.#where}: the store is closed.`);
+    if (!this.#db.open) throw closedError(this.#where);
   }
 }
 

@@ -92,7 +92,7 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     deleteCheckpoints: `DELETE FROM ${t.checkpoints} WHERE run_id = ?`,
     deleteRun: `DELETE FROM ${t.runs} WHERE run_id = ?`,
     insertCall: `INSERT INTO ${t.calls} (run_id, segment, seq, sealed) VALUES (?, ?, ?, ?)`,
-    // Under the batch's write lock, so the count read with the head is still the stored one.
+    // Under the group's write lock, so the count read with the head is still the stored one.
     setCalls: `UPDATE ${t.runs} SET segment_calls = ? WHERE run_id = ?`,
     calls: `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`,
   };

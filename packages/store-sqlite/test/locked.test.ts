@@ -10,7 +10,8 @@ const BUSY = 300;
 const MARGIN = 1000;
 const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
 const path = newDatabasePath();
-afterAll(() => removeDatabase(path));
+const groupPath = newDatabasePath();
+afterAll(() => [path, groupPath].forEach(removeDatabase));
 
 describe("SQLiteCheckpointStore on a file another connection keeps locked", () => {
   it("fails every write with StoreUnavailable within busyTimeoutMs, reads go on, and writes work once the lock is gone", async () => {
@@ -27,6 +28,24 @@ describe("SQLiteCheckpointStore on a file another connection keeps locked", () =
     holder.close();
     await store.save("r", 1, row());
     expect((await store.latest("r")).step).toBe(1);
+    await store.close();
+  });
+
+  it("fails every operation of a group (writes of many runs in one turn) with StoreUnavailable within busyTimeoutMs", async () => {
+    const store = new SQLiteCheckpointStore(groupPath, { busyTimeoutMs: BUSY });
+    await store.save("r", 0, row());
+    const holder = new Database(groupPath);
+    holder.exec("BEGIN IMMEDIATE");
+    const runs = Object.fromEntries(
+      Array.from({ length: 8 }, (_, i) => [`start of run ${i}`, () => store.save(`group-${i}`, 0, row())]),
+    );
+    const commit = () => store.commit("r", [{ kind: "save", step: 1, row: row() }]);
+    // Started together, they share one group: one wait on the lock, not one after another.
+    await expectEachTimesOut({ ...writeOperations(store), commit, ...runs }, /locked/, BUSY, MARGIN, { atOnce: true });
+    holder.exec("ROLLBACK");
+    holder.close();
+    expect((await store.latest("r")).step).toBe(0);
+    await expect(store.latest("group-0")).rejects.toThrow(/group-0/);
     await store.close();
   });
 });
