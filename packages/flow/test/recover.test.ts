@@ -99,7 +99,9 @@ describe("recovery", () => {
     tools.hangInside = "tc";
     // The first worker on a connection of its own, as another process would be.
     void runnerOn(storeWith(store, {}), registry).run(flow, { a: "", b: "", c: "" }, { runId: "r" });
-    await settle();
+    // Until ta's and tb's results are stored (each lands at the end of the turn it finished in) while tc hangs.
+    const done = async () => (await store.calls("r")).filter((c) => c.sealed.includes('"kind":"done"')).length;
+    for (let wait = 0; wait < 500 && (await done()) < 2; wait++) await settle(10);
     tools.hangInside = undefined;
     const error = await runnerOn(store, registry)
       .recover(flow, "r")
