@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckpointConflict,
   CheckpointNotFound,
@@ -12,21 +12,10 @@ import {
   type RunWrite,
   StoreUnavailable,
 } from "@durable/core/store";
-import { SQLiteCheckpointStore } from "../src/index.js";
-import { newDatabasePath, removeDatabase } from "./conformance.js";
+import type { SQLiteCheckpointStore } from "../src/index.js";
+import { storesOfThisFile } from "./conformance.js";
 
-const created: SQLiteCheckpointStore[] = [];
-function open(): SQLiteCheckpointStore {
-  const store = new SQLiteCheckpointStore(newDatabasePath());
-  created.push(store);
-  return store;
-}
-afterAll(async () => {
-  for (const store of created) {
-    await store.close();
-    removeDatabase(store.path);
-  }
-});
+const open = storesOfThisFile();
 
 const MINUTE = 60_000;
 const row = (status: RunStatus, segment: number): CheckpointRow => ({

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import Database from "better-sqlite3";
+import { afterAll } from "vitest";
 import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
 import { SQLiteCheckpointStore } from "../src/index.js";
 
@@ -95,3 +96,19 @@ const sqlite: ConformanceInitializer<SQLiteCheckpointStore> = {
 };
 
 export default sqlite;
+
+/** Opens stores on new files (or `path`), closed and removed after this test file: call it at the top level. */
+export function storesOfThisFile(): (path?: string) => SQLiteCheckpointStore {
+  const created: SQLiteCheckpointStore[] = [];
+  afterAll(async () => {
+    for (const store of created) {
+      await store.close();
+      removeDatabase(store.path);
+    }
+  });
+  return (path = newDatabasePath()) => {
+    const store = new SQLiteCheckpointStore(path);
+    created.push(store);
+    return store;
+  };
+}
