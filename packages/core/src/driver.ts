@@ -91,9 +91,7 @@ export class RunDriver<D, R> {
       },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
-    return this.#holding(run, undefined, async () => {
-      return this.#drive.steps(run, envelope, freshPlan(envelope.round), undefined);
-    });
+    return this.#holding(run, undefined, () => this.#drive.steps(run, envelope, freshPlan(envelope.round), undefined));
   }
 
   /**
@@ -280,12 +278,7 @@ export class RunDriver<D, R> {
     signal: AbortSignal | undefined,
     work: () => Promise<R | PausedResult>,
   ): Promise<R | PausedResult> {
-    // Writes still queued (finished calls' records) land before the run is given up: another worker may claim it at once.
-    const giveUp = (): void =>
-      void run.flush().then(
-        () => run.stopLease(true),
-        () => run.stopLease(true),
-      );
+    const giveUp = (): void => void run.giveUp();
     signal?.addEventListener("abort", giveUp, { once: true });
     try {
       signal?.throwIfAborted();
@@ -293,8 +286,7 @@ export class RunDriver<D, R> {
       await run.stopLease(false);
       return result;
     } catch (error) {
-      await run.flush().catch(() => undefined);
-      await run.stopLease(true);
+      await run.giveUp();
       throw error;
     } finally {
       signal?.removeEventListener("abort", giveUp);

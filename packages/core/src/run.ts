@@ -160,6 +160,15 @@ export class DurableRun {
     return this.#writer.flush();
   }
 
+  /**
+   * Gives the run up: what is still queued (finished calls' records) lands
+   * first, since another worker may claim the run as soon as it is released.
+   */
+  async giveUp(): Promise<void> {
+    await this.flush().catch(() => undefined);
+    await this.stopLease(true);
+  }
+
   /** Stops keeping the lease; with `release`, the run is claimable at once (a worker that gives it up). */
   stopLease(release: boolean): Promise<void> {
     return this.#keeper.stop(release);

@@ -1,9 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readCallLog } from "@durable/core/runner";
+import { DurableRun, readCallLog } from "@durable/core/runner";
 import { expect } from "vitest";
-import { DurableRun } from "@durable/core/runner";
 import type { ConformanceCase } from "./case.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import { breaks } from "./rule.js";
@@ -45,7 +44,19 @@ export const batchKillCase: ConformanceCase = {
         }
         const last = worker.lines.at(-1) ?? "";
         if (last.startsWith("committing")) inside += 1;
+        // The witness outside the store: the last batch the worker printed as acknowledged must be stored.
+        const acked = Math.max(
+          0,
+          ...worker.lines.filter((l) => l.startsWith("committed ")).map((l) => Number(l.slice(10))),
+        );
         const latest = await DurableRun.latest(h.store, h.sealer, runId);
+        expect(
+          latest.step,
+          rule(
+            `latest(runId) after the worker printed "committed ${acked}"`,
+            `step ${acked} or later: an acknowledged batch stays`,
+          ),
+        ).toBeGreaterThanOrEqual(acked);
         const records = await readCallLog(h.store, h.sealer, runId, latest.calls);
         const operation = `calls(runId) of a run whose writer was SIGKILLed after "${last}"`;
         expect(
