@@ -2,18 +2,23 @@ import {
   CheckpointConflict,
   type CheckpointNotFound,
   commitRefusal,
+  type Lease,
   type LeaseHeld,
   type RunHead,
   type RunWrite,
+  SAVE_RENEWS_AFTER,
   UNFINISHED,
 } from "@durable/core/store";
 import { sqlList } from "./claimable.js";
 import type { Sql } from "./client.js";
-import { leaseValues, type RunSnapshot } from "./locked-run.js";
+import type { RunState } from "./known-runs.js";
+import { type LeaseColumns, leaseFrom, leaseValues } from "./locked-run.js";
 import type { Tables } from "./tables.js";
 
 /** A call record of a batch. */
 type RecordWrite = Extract<RunWrite, { kind: "record" }>;
+/** A checkpoint of a batch. */
+type SaveWrite = Extract<RunWrite, { kind: "save" }>;
 
 /** One SQL statement, with `?` placeholders, and its values. */
 interface Statement {
@@ -23,12 +28,15 @@ interface Statement {
 
 /**
  * The writes of a batch the rules accepted: the run's row moved as a
- * compare-and-set on every column the rules read, then the checkpoint and
- * records inserted only if it moved.
+ * compare-and-set on every column the rules read (its lease set by the
+ * database's clock, `"clock"."ms"`), then the checkpoint and records
+ * inserted only if it moved; and the row they leave, but for its lease.
  */
 export interface BatchWrites {
   readonly run: Statement;
   readonly inserts: readonly Statement[];
+  /** Undefined where the plan did not know the run's row (records alone, written with no read). */
+  readonly after: RunState | undefined;
 }
 
 /** A batch's first refusal by the protocol's rules, or the writes that apply it. */
@@ -37,15 +45,36 @@ type BatchPlan =
   | { readonly writes: BatchWrites };
 
 /**
- * Decides a batch over the run as `run` read it (`commitRefusal`, the rules
- * of `save` and `recordCall` in order) and, if accepted, writes the row the
- * batch leaves: guarded by what was read, so the writes apply only to the
- * run the rules judged, whether or not a lock kept it.
+ * The run a batch is decided over: as read (with the store's clock when it
+ * was read), or as this store last left it (no clock), or unknown.
  */
-export function planBatch(db: Tables, runId: string, writes: readonly RunWrite[], run: RunSnapshot): BatchPlan {
+export interface RunBefore {
+  readonly head: RunState | undefined;
+  readonly lease: Lease | undefined;
+  readonly now?: number;
+}
+
+/**
+ * Decides a batch over the run as `run` holds it (`commitRefusal`, the rules
+ * of `save` and `recordCall` in order) and, if accepted, writes the row the
+ * batch leaves: guarded by what was judged, so the writes apply only to the
+ * run the rules judged, whether or not a lock kept it. Undefined when the
+ * verdict needs the store's clock and `run` has none: a claim of a run
+ * whose lease may be live.
+ */
+export function planBatch(
+  db: Tables,
+  runId: string,
+  writes: readonly RunWrite[],
+  run: RunBefore,
+): BatchPlan | undefined {
   const before = run.head;
+  const save = writes.find((write) => write.kind === "save");
+  if (run.now === undefined && before !== undefined && save !== undefined && save.row.segment > before.segment)
+    return undefined;
   const next = (segment: number) => (before !== undefined && segment === before.segment ? before.segmentCalls : 0);
-  const verdict = commitRefusal(runId, writes, before, next, run.lease, run.now);
+  // The lease the batch leaves is set by the database's clock when it writes (leaseSet); the clock here only decides claims.
+  const verdict = commitRefusal(runId, writes, before, next, run.lease, run.now ?? 0);
   if ("refused" in verdict) return verdict;
   // The row the accepted writes leave: each save moves the head, each record counts in its (current) segment.
   let head: RunHead | undefined = before;
@@ -70,32 +99,90 @@ export function planBatch(db: Tables, runId: string, writes: readonly RunWrite[]
   // Unreachable once the rules accepted (a batch of an unknown run starts with its step 0), but the types cannot tell.
   if (head === undefined) return { refused: new CheckpointConflict(runId, "the batch has no checkpoint to start it.") };
   if (records.length > 0) inserts.push(insertRecords(db, runId, records));
-  const [owner, expiresAt] = leaseValues(verdict.lease);
-  const after = [head.step, head.status, head.segment, segmentCalls, owner, expiresAt];
-  const moved: Statement =
-    before === undefined
-      ? {
-          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at", "run_id", "flow", "kind")
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("run_id") DO NOTHING`,
-          values: [...after, runId, head.flow, head.kind],
-        }
-      : {
-          sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "lease_owner" = ?, "lease_expires_at" = ?
-                WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ?
-                AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
-          values: [
-            ...after,
-            runId,
-            before.flow,
-            before.kind,
-            before.step,
-            before.status,
-            before.segment,
-            before.segmentCalls,
-            ...leaseValues(run.lease),
-          ],
-        };
-  return { writes: { run: moved, inserts } };
+  const after = { ...head, segmentCalls };
+  const clock = `(SELECT ${db.now} AS "ms") AS "clock"`;
+  if (before === undefined) {
+    const lease = leaseOfNewRun(save);
+    return {
+      writes: {
+        run: {
+          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "lease_owner", "lease_expires_at")
+                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ${lease.sql}
+                FROM ${clock} WHERE true ON CONFLICT ("run_id") DO NOTHING`,
+          values: [head.step, head.status, head.segment, segmentCalls, runId, head.flow, head.kind, ...lease.values],
+        },
+        inserts,
+        after,
+      },
+    };
+  }
+  const lease = leaseSet(save);
+  return {
+    writes: {
+      run: {
+        sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?${lease.sql} FROM ${clock}
+              WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ?
+              AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
+        values: [
+          head.step,
+          head.status,
+          head.segment,
+          segmentCalls,
+          ...lease.values,
+          runId,
+          before.flow,
+          before.kind,
+          before.step,
+          before.status,
+          before.segment,
+          before.segmentCalls,
+          ...leaseValues(run.lease),
+        ],
+      },
+      inserts,
+      after,
+    },
+  };
+}
+
+/** The claim a save makes, when it leaves a lease: a `running` row, and a lease of some length. */
+function claimOf(save: SaveWrite | undefined): { owner: string; ms: number } | undefined {
+  const claim = save?.lease;
+  return save?.row.status === "running" && claim !== undefined && claim.ms > 0 ? claim : undefined;
+}
+
+/** The lease columns' values of a new run: the claimer's until the clock + its length (`leaseAfterSave` with none held). */
+function leaseOfNewRun(save: SaveWrite | undefined): Statement {
+  const claim = claimOf(save);
+  return claim === undefined
+    ? { sql: "CAST(NULL AS TEXT), CAST(NULL AS BIGINT)", values: [] }
+    : { sql: `CAST(? AS TEXT), "clock"."ms" + CAST(? AS BIGINT)`, values: [claim.owner, claim.ms] };
+}
+
+/**
+ * The SET of the lease columns by `leaseAfterSave`, on the database's clock:
+ * the claimer's until the clock + its length, or the lease held as it is when
+ * it is the claimer's and less than a third of it has passed; released for a
+ * row that is not running. Nothing without a save (records leave the lease).
+ */
+function leaseSet(save: SaveWrite | undefined): Statement {
+  if (save === undefined) return { sql: "", values: [] };
+  const claim = claimOf(save);
+  if (claim === undefined) return { sql: `, "lease_owner" = NULL, "lease_expires_at" = NULL`, values: [] };
+  const ms = `CAST(? AS BIGINT)`;
+  return {
+    sql: `, "lease_owner" = CAST(? AS TEXT), "lease_expires_at" = CASE
+            WHEN "lease_owner" = CAST(? AS TEXT) AND "lease_expires_at" <= "clock"."ms" + ${ms}
+              AND "lease_expires_at" - "clock"."ms" >= CAST(? AS DOUBLE PRECISION) THEN "lease_expires_at"
+            ELSE "clock"."ms" + ${ms} END`,
+    values: [claim.owner, claim.owner, claim.ms, claim.ms * (1 - SAVE_RENEWS_AFTER), claim.ms],
+  };
+}
+
+/** True when the batch starts a run: its first write is step 0 (for a run the store holds, the rules refuse it). */
+export function startsRun(writes: readonly RunWrite[]): boolean {
+  const first = writes[0];
+  return first?.kind === "save" && first.step === 0;
 }
 
 /**
@@ -119,6 +206,7 @@ export function planRecords(db: Tables, runId: string, writes: readonly RunWrite
       values: [seq + records.length, runId, segment, seq],
     },
     inserts: [insertRecords(db, runId, records)],
+    after: undefined,
   };
 }
 
@@ -135,28 +223,35 @@ function insertRecords(db: Tables, runId: string, records: readonly RecordWrite[
 }
 
 /**
- * Applies a plan's writes; false when the run's row had changed since it was
- * read, and nothing was written. PostgreSQL: one statement (the row's write
- * and the inserts as data-modifying CTEs, the inserts guarded by the row's),
- * atomic even outside a transaction. SQLite has no such CTEs: one statement
- * each, inside the caller's transaction.
+ * Applies a plan's writes; returns the lease the run's row holds after them,
+ * or undefined when the row had changed since it was judged, and nothing was
+ * written. PostgreSQL: one statement (the row's write and the inserts as
+ * data-modifying CTEs, the inserts guarded by the row's), atomic even outside
+ * a transaction. SQLite has no such CTEs: one statement each, inside the
+ * caller's transaction.
  */
-export async function writeBatch(db: Tables, sql: Sql, writes: BatchWrites): Promise<boolean> {
+export async function writeBatch(
+  db: Tables,
+  sql: Sql,
+  writes: BatchWrites,
+): Promise<{ readonly lease: Lease | undefined } | undefined> {
+  const returning = `RETURNING "lease_owner", "lease_expires_at"`;
   if (db.provider === "sqlite") {
-    if ((await sql.$executeRawUnsafe(db.sql(writes.run.sql), ...writes.run.values)) !== 1) return false;
-    for (const insert of writes.inserts) await sql.$executeRawUnsafe(db.sql(insert.sql), ...insert.values);
-    return true;
+    const [moved] = await sql.$queryRawUnsafe<LeaseColumns[]>(`${writes.run.sql} ${returning}`, ...writes.run.values);
+    if (moved === undefined) return undefined;
+    for (const insert of writes.inserts) await sql.$executeRawUnsafe(insert.sql, ...insert.values);
+    return { lease: leaseFrom(moved) };
   }
   const ctes = [
-    `"moved" AS (${writes.run.sql} RETURNING 1)`,
+    `"moved" AS (${writes.run.sql} ${returning})`,
     ...writes.inserts.map((insert, i) => `"insert${i}" AS (${insert.sql} WHERE EXISTS (SELECT 1 FROM "moved"))`),
   ];
   const values = [writes.run, ...writes.inserts].flatMap((statement) => statement.values);
-  const rows = await sql.$queryRawUnsafe<Array<{ moved: number }>>(
-    db.sql(`WITH ${ctes.join(", ")} SELECT CAST(count(*) AS INTEGER) AS "moved" FROM "moved"`),
+  const [moved] = await sql.$queryRawUnsafe<LeaseColumns[]>(
+    db.sql(`WITH ${ctes.join(", ")} SELECT "lease_owner", "lease_expires_at" FROM "moved"`),
     ...values,
   );
-  return rows[0]?.moved === 1;
+  return moved === undefined ? undefined : { lease: leaseFrom(moved) };
 }
 
 /** The refusal of a batch whose write missed under the row's lock: only a new run can, started meanwhile by another worker. */

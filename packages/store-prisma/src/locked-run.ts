@@ -1,11 +1,7 @@
-import { type Lease, type RunHead, type RunKind, type RunStatus, StoreUnavailable } from "@durable/core/store";
+import { type Lease, type RunKind, type RunStatus, StoreUnavailable } from "@durable/core/store";
 import type { Sql } from "./client.js";
+import type { RunState } from "./known-runs.js";
 import type { Tables } from "./tables.js";
-
-/** A run's row as the protocol's rules read it, with how many records its current segment holds. */
-interface RunState extends RunHead {
-  readonly segmentCalls: number;
-}
 
 /** What the store reads of one run, under its lock or not: its row (undefined for an unknown run), its lease, the store's clock. */
 export interface RunSnapshot {

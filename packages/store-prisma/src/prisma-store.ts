@@ -28,8 +28,9 @@ import {
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
-import { type BatchWrites, planBatch, planRecords, taken, writeBatch } from "./batch.js";
+import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch } from "./batch.js";
 import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
+import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
 import type { Tables } from "./tables.js";
 
@@ -55,6 +56,7 @@ const UNFINISHED_IN = sqlList(UNFINISHED);
 export class PrismaCheckpointStore implements CheckpointStore {
   readonly provider: "postgresql" | "sqlite";
   readonly #db: Connection;
+  readonly #known = new KnownRuns();
 
   /**
    * A store on `postgresql://…` or `file:…` with a client of its own, opened
@@ -106,11 +108,13 @@ export class PrismaCheckpointStore implements CheckpointStore {
         ...leaseValues(lease),
         runId,
       );
+      this.#known.set(runId, run.head === undefined ? undefined : { head: run.head, lease });
       return lease;
     });
   }
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
+    this.#known.forget(runId);
     // One conditional UPDATE: a released lease (NULL) never equals the owner.
     await this.#tx<undefined>("release", async (tx) => {
       await this.#exec(
@@ -173,6 +177,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async delete(runId: string): Promise<void> {
     const t = this.#db.tables;
+    this.#known.forget(runId);
     await this.#tx<undefined>("delete", async (tx) => {
       for (const table of [t.calls, t.checkpoints, t.runs])
         await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
@@ -222,7 +227,10 @@ export class PrismaCheckpointStore implements CheckpointStore {
   ): Promise<void> {
     checkBatch(writes);
     await this.#bounded(what, async () => {
-      const refused = await this.#apply(runId, writes);
+      const refused = await this.#apply(runId, writes).catch((error: unknown) => {
+        this.#known.forget(runId); // whether it was written is unknown
+        throw error;
+      });
       if (refused === undefined || (refused instanceof CheckpointConflict && (await applied?.()) === true)) return;
       throw refused;
     });
@@ -231,33 +239,49 @@ export class PrismaCheckpointStore implements CheckpointStore {
   /**
    * A batch (a save and a record are batches of one), decided by the rules
    * and written guarded by what they judged, as one commit; returns its
-   * first refusal. Records alone are written guarded by the run they need,
-   * with no read. PostgreSQL reads without a lock, then writes in one
-   * statement: no transaction held open. When the row was not as judged,
-   * nothing was written, and it is done again under the row's lock (SQLite
+   * first refusal. A run this store wrote last is decided on the row it left
+   * (`KnownRuns`), a new run on none, and records alone on the run they need:
+   * no read. Otherwise, or when the row was not as judged (nothing was
+   * written, and a refusal on a guess is not trusted), PostgreSQL reads
+   * without a lock, then writes in one statement: no transaction held open.
+   * When the row changed again, it is done under the row's lock (SQLite
    * always: its lock is the database's, held in this process).
    */
   async #apply(runId: string, writes: readonly RunWrite[]): Promise<DurableError | undefined> {
     const client = await this.#db.client();
+    const guess = this.#known.get(runId) ?? (startsRun(writes) ? { head: undefined, lease: undefined } : undefined);
+    const planned = guess === undefined ? undefined : planBatch(this.#db, runId, writes, guess);
+    if (planned !== undefined && "writes" in planned && (await this.#unlocked(client, runId, planned.writes)))
+      return undefined;
     const records = planRecords(this.#db, runId, writes);
-    if (records !== undefined && (await this.#unlocked(client, records))) return undefined;
+    if (records !== undefined && (await this.#unlocked(client, runId, records))) return undefined;
     if (this.#db.provider === "postgresql") {
       const plan = planBatch(this.#db, runId, writes, await readRun(this.#db, client, runId));
-      if ("refused" in plan) return plan.refused;
-      if (await this.#unlocked(client, plan.writes)) return undefined;
+      if (plan !== undefined && "refused" in plan) return plan.refused;
+      if (plan !== undefined && (await this.#unlocked(client, runId, plan.writes))) return undefined;
     }
     return client.$transaction(async (tx) => {
       const plan = planBatch(this.#db, runId, writes, await lockRun(this.#db, tx, runId));
-      if ("refused" in plan) return plan.refused;
-      return (await writeBatch(this.#db, tx, plan.writes)) ? undefined : taken(runId, writes);
+      if (plan === undefined || "refused" in plan) return plan?.refused ?? taken(runId, writes);
+      return (await this.#written(tx, runId, plan.writes)) ? undefined : taken(runId, writes);
     }, TRANSACTION);
   }
 
   /** Guarded writes with no lock held: PostgreSQL's are one statement; SQLite's need a transaction. */
-  #unlocked(client: Client, writes: BatchWrites): Promise<boolean> {
+  #unlocked(client: Client, runId: string, writes: BatchWrites): Promise<boolean> {
     return this.#db.provider === "postgresql"
-      ? writeBatch(this.#db, client, writes)
-      : client.$transaction((tx) => writeBatch(this.#db, tx, writes), TRANSACTION);
+      ? this.#written(client, runId, writes)
+      : client.$transaction((tx) => this.#written(tx, runId, writes), TRANSACTION);
+  }
+
+  /** Applies guarded writes; true when they were, and the run's row is then known as they left it. */
+  async #written(sql: Sql, runId: string, writes: BatchWrites): Promise<boolean> {
+    const moved = await writeBatch(this.#db, sql, writes);
+    this.#known.set(
+      runId,
+      moved === undefined || writes.after === undefined ? undefined : { head: writes.after, lease: moved.lease },
+    );
+    return moved !== undefined;
   }
 
   /** True when `record` is stored as given, in the run's current segment, and the run goes on. */

@@ -90,9 +90,51 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore commit on PostgreSQL, between
     await db.drop();
   });
 
-  it("is two statements and no transaction when nothing else writes the run", async () => {
+  it("after its own write, is one statement with no read and no transaction; the lease stays as the database set it", async () => {
     const runId = randomUUID();
     await store.save(runId, 0, row(0), { owner: "w", ms: LIVE });
+    const lease = await store.leaseOf(runId);
+    spy.queries = 0;
+    spy.transactions = 0;
+    await store.commit(runId, [record(0), save(1), record(1)]);
+    await store.commit(runId, [{ kind: "record", segment: 0, seq: 2, sealed: "d1.-.mine" }, save(2)]);
+    expect([spy.queries, spy.transactions]).toEqual([2, 0]);
+    expect((await store.calls(runId)).map((c) => c.seq)).toEqual([0, 1, 2]);
+    expect((await store.latest(runId)).step).toBe(2);
+    expect((await store.leaseOf(runId))?.expiresAt).toBe(lease?.expiresAt);
+  });
+
+  it("after its own write, misses when another worker moved the row since (a renewal), and is decided on a read: accepted once", async () => {
+    const runId = randomUUID();
+    await store.save(runId, 0, row(0), { owner: "w", ms: LIVE });
+    await other.renew(runId, 0, { owner: "w", ms: 2 * LIVE });
+    spy.queries = 0;
+    spy.transactions = 0;
+    await store.commit(runId, [record(0), save(1), record(1)]);
+    expect([spy.queries, spy.transactions]).toEqual([3, 0]);
+    expect((await store.calls(runId)).map((c) => c.seq)).toEqual([0, 1]);
+  });
+
+  it("after its own write, is refused for the reason the stored run gives when another worker took the step since", async () => {
+    const runId = randomUUID();
+    await store.save(runId, 0, row(0));
+    await other.commit(runId, [record(0, "theirs"), save(1)]);
+    const refused = await failure(store.commit(runId, [record(0), save(1), record(1)]));
+    expect((refused as Error).message).toMatch(/call record 0 of segment 0 is not the next one \(1\)/);
+    expect((await store.calls(runId)).map((c) => c.sealed)).toEqual(["d1.-.theirs"]);
+  });
+
+  it("after its own write, is refused as an unknown run when another worker deleted the run since", async () => {
+    const runId = randomUUID();
+    await store.save(runId, 0, row(0));
+    await other.delete(runId);
+    expect(await failure(store.commit(runId, [record(0), save(1)]))).toBeInstanceOf(CheckpointNotFound);
+    expect(await store.calls(runId)).toEqual([]);
+  });
+
+  it("of a run it did not write is two statements and no transaction when nothing else writes the run", async () => {
+    const runId = randomUUID();
+    await other.save(runId, 0, row(0), { owner: "w", ms: LIVE });
     spy.queries = 0;
     spy.transactions = 0;
     await store.commit(runId, [record(0), save(1), record(1)]);
@@ -102,7 +144,7 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore commit on PostgreSQL, between
 
   it("of records alone is one statement, with no read; refused, it reads the run for the reason", async () => {
     const runId = randomUUID();
-    await store.save(runId, 0, row(0));
+    await other.save(runId, 0, row(0));
     spy.queries = 0;
     spy.transactions = 0;
     await store.commit(runId, [record(0), record(1)]);
@@ -116,7 +158,7 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore commit on PostgreSQL, between
 
   it("is done again under the run's lock when the row changed (a renewal): accepted, and written once", async () => {
     const runId = randomUUID();
-    await store.save(runId, 0, row(0), { owner: "w", ms: LIVE });
+    await other.save(runId, 0, row(0), { owner: "w", ms: LIVE });
     spy.transactions = 0;
     spy.between = async () => void (await other.renew(runId, 0, { owner: "w", ms: 2 * LIVE }));
     await store.commit(runId, [record(0), save(1), record(1)]);
@@ -130,7 +172,7 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore commit on PostgreSQL, between
 
   it("is refused, writing nothing, when another worker's batch took the step in between", async () => {
     const runId = randomUUID();
-    await store.save(runId, 0, row(0));
+    await other.save(runId, 0, row(0));
     spy.between = () => other.commit(runId, [record(0, "theirs"), save(1)]);
     const refused = await failure(store.commit(runId, [record(0), save(1), record(1)]));
     expect(refused).toBeInstanceOf(CheckpointConflict);
@@ -138,18 +180,23 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore commit on PostgreSQL, between
     expect((await store.calls(runId)).map((c) => c.sealed)).toEqual(["d1.-.theirs"]);
   });
 
-  it("is refused, writing nothing, when another worker started the run in between", async () => {
-    const runId = randomUUID();
-    spy.between = () => other.save(runId, 0, row(0));
-    const refused = await failure(store.commit(runId, [save(0), record(0)]));
+  it("starting a run, is one statement with no read; refused, writing nothing, when another worker started it first", async () => {
+    const mine = randomUUID();
+    spy.queries = 0;
+    await store.commit(mine, [save(0), record(0)]);
+    expect(spy.queries).toBe(1);
+    expect((await store.leaseOf(mine))?.owner).toBe("w");
+    const theirs = randomUUID();
+    await other.save(theirs, 0, row(0));
+    const refused = await failure(store.commit(theirs, [save(0), record(0)]));
     expect(refused).toBeInstanceOf(CheckpointConflict);
-    expect(await store.calls(runId)).toEqual([]);
-    expect(await store.leaseOf(runId)).toBeUndefined();
+    expect(await store.calls(theirs)).toEqual([]);
+    expect(await store.leaseOf(theirs)).toBeUndefined();
   });
 
   it("is refused as an unknown run when the run was deleted in between", async () => {
     const runId = randomUUID();
-    await store.save(runId, 0, row(0));
+    await other.save(runId, 0, row(0));
     spy.between = () => other.delete(runId);
     expect(await failure(store.commit(runId, [record(0), save(1)]))).toBeInstanceOf(CheckpointNotFound);
     expect(await store.calls(runId)).toEqual([]);
