@@ -4,6 +4,9 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
@@ -25,6 +28,18 @@ const BENCH_COMMAND = {
       defaultText: "1500, or 300 with --quick",
       about: "the time each runs-per-second measure takes, per store and per peer",
     },
+    out: {
+      type: "string",
+      value: "<dir>",
+      defaultText: "apps/bench/results",
+      about: "the folder the run's JSON is written to",
+    },
+    stores: {
+      type: "string",
+      value: "<names>",
+      default: "memory,sqlite,redis,postgresql",
+      about: "the stores to measure, comma-separated, each with its peers",
+    },
     quick: {
       type: "boolean",
       default: false,
@@ -35,7 +50,7 @@ const BENCH_COMMAND = {
     REDIS_URL: "the Redis to measure (default: redis://127.0.0.1:6379)",
     DATABASE_URL: "the PostgreSQL to measure (default: postgresql://postgres@127.0.0.1:5432/test)",
   },
-  example: "pnpm bench --quick --budget-ms 500",
+  example: "pnpm bench --quick --budget-ms 500 --stores sqlite,postgresql",
 } as const satisfies CommandLineSpec<OptionSpecs>;
 
 /** PostgreSQL through Prisma costs milliseconds per write: its sweeps stop one size earlier. */
@@ -46,6 +61,22 @@ const QUICK: SweepSizes = {
   recoveredCalls: [5, 50],
   unfinishedRuns: [100, 300],
 };
+
+const TARGETS = {
+  memory: memoryTarget,
+  sqlite: sqliteTarget,
+  redis: redisTarget,
+  postgresql: postgresTarget,
+} satisfies Record<string, () => Target | Promise<Target | string>>;
+
+/** The stores `--stores` names, in the bench's order; a name it does not know is a usage error. */
+function storeNames(list: string): Array<keyof typeof TARGETS> {
+  const names = list.split(",").map((name) => name.trim());
+  for (const name of names)
+    if (!Object.hasOwn(TARGETS, name))
+      throw new CommandLineError(`--stores: no store ${JSON.stringify(name)} (${Object.keys(TARGETS).join(", ")}).`);
+  return (Object.keys(TARGETS) as Array<keyof typeof TARGETS>).filter((name) => names.includes(name));
+}
 
 await runCommand(BENCH_COMMAND, async (values) => {
   const budgetMs = wholeNumber("budget-ms", values["budget-ms"] ?? (values.quick ? "300" : "1500"));
@@ -62,7 +93,8 @@ await runCommand(BENCH_COMMAND, async (values) => {
 
   const results: StoreResult[] = [];
   const skipped: string[] = [];
-  const targets: Array<Target | string> = [memoryTarget(), sqliteTarget(), await redisTarget(), await postgresTarget()];
+  const targets: Array<Target | string> = [];
+  for (const name of storeNames(values.stores)) targets.push(await TARGETS[name]());
   for (const target of targets) {
     if (typeof target === "string") {
       skipped.push(target);
@@ -80,7 +112,7 @@ await runCommand(BENCH_COMMAND, async (values) => {
       }
       const store = await target.store();
       const raw = await target.raw?.();
-      const tickets = await measureTickets(store, raw, budgetMs, peers);
+      const tickets = await measureTickets(store, raw, budgetMs, peers, target.countTrips);
       await raw?.close();
       await store.close();
       const sizes = values.quick ? QUICK : target.name === "postgresql" ? HEAVY : FULL_SIZES;
@@ -95,9 +127,13 @@ await runCommand(BENCH_COMMAND, async (values) => {
 
   console.log(`\n${report(results)}`);
   for (const reason of skipped) console.log(`skipped: ${reason}`);
-  const dir = new URL("../results/", import.meta.url);
+  // pnpm runs the bench in apps/bench: a relative --out is taken from where pnpm was started.
+  const dir =
+    values.out === undefined
+      ? fileURLToPath(new URL("../results/", import.meta.url))
+      : resolve(process.env.INIT_CWD ?? process.cwd(), values.out);
   mkdirSync(dir, { recursive: true });
-  const file = new URL(`bench-${machine.at.slice(0, 19).replaceAll(":", "-")}.json`, dir);
+  const file = join(dir, `bench-${machine.at.slice(0, 19).replaceAll(":", "-")}.json`);
   writeFileSync(file, `${JSON.stringify({ machine, budgetMs, results, skipped }, null, 2)}\n`);
-  console.log(`\nwrote ${file.pathname}`);
+  console.log(`\nwrote ${file}`);
 });

@@ -16,12 +16,13 @@ export function report(results: readonly StoreResult[]): string {
     lines.push(...alignColumns([header, ...rows]), "");
   const first = results[0]?.tickets;
   lines.push(
-    `The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms; commits: the store operations that wrote, per run (a batch is one).`,
+    `The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms; commits: the store operations that wrote, per run (a batch is one); round trips: the statements one run sends to the server, counted in the driver.`,
   );
   table(
     [
       "store",
       "commits",
+      "round trips",
       "runs/s",
       "p50",
       "p99",
@@ -35,6 +36,7 @@ export function report(results: readonly StoreResult[]): string {
     results.map(({ store, tickets: t }) => [
       store,
       t.commitsPerRun,
+      t.roundTripsPerRun ?? "–",
       ...runColumns(t),
       t.perCallUs,
       t.raw?.p50Ms ?? "–",
@@ -51,10 +53,29 @@ export function report(results: readonly StoreResult[]): string {
       "Next to the peers: the same flow (3 steps, one no-op call each, ~200 B of state) on the same kind of store.",
     );
     table(
-      ["store", "run by", "runs/s", "p50", "p99", "16 at once: runs/s", "p50", "p99", "durable ÷ peer", "at 16"],
+      [
+        "store",
+        "run by",
+        "round trips",
+        "runs/s",
+        "p50",
+        "p99",
+        "16 at once: runs/s",
+        "p50",
+        "p99",
+        "durable ÷ peer",
+        "at 16",
+      ],
       withPeers.flatMap(({ store, tickets: t }) => [
-        [store, "@durable", ...runColumns(t), "–", "–"],
-        ...t.peers.map((p) => [store, p.name, ...runColumns(p), p.durableOver.single, p.durableOver.concurrent16]),
+        [store, "@durable", t.roundTripsPerRun ?? "–", ...runColumns(t), "–", "–"],
+        ...t.peers.map((p) => [
+          store,
+          p.name,
+          p.roundTripsPerRun ?? "–",
+          ...runColumns(p),
+          p.durableOver.single,
+          p.durableOver.concurrent16,
+        ]),
       ]),
     );
     lines.push(

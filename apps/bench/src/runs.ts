@@ -23,6 +23,8 @@ export interface TicketsFigures {
   readonly writesPerRun: number;
   /** Store operations that wrote, per run: a batch is one. */
   readonly commitsPerRun: number;
+  /** Statements (round trips) sent to the server in one run, counted where the target can count them. */
+  readonly roundTripsPerRun?: number;
   readonly bytesPerRun: number;
   /** What leases add to a run: the writes of their own (renewals, releases; 0 when each save carries the lease) and the time, medians. */
   readonly lease: { readonly writesPerRun: number; readonly usPerRun: number };
@@ -34,6 +36,7 @@ export interface TicketsFigures {
 
 export interface PeerFigures {
   readonly name: string;
+  readonly roundTripsPerRun?: number;
   readonly single: RunFigures;
   readonly concurrent16: RunFigures;
   /**
@@ -56,11 +59,22 @@ export async function measureTickets(
   raw: RawWriter | undefined,
   budgetMs: number,
   peers: readonly Peer[] = [],
+  countTrips?: () => () => number,
 ): Promise<TicketsFigures> {
   const log: WriteLog = { writes: [], commits: 0 };
   await runner(noting(store, log)).run(tickets, ORDER, { runId: "sizing" });
   const worker = runner(store);
   let n = 0;
+  // One warm run of each contender, its round trips counted.
+  const tripsOf = async (run: (id: string) => Promise<void>) => {
+    await run(`warm-${n++}`);
+    const stop = countTrips?.();
+    await run(`counted-${n++}`);
+    return stop?.();
+  };
+  const roundTripsPerRun = await tripsOf(async (id) => void (await worker.run(tickets, ORDER, { runId: id })));
+  const peerTrips: Array<number | undefined> = [];
+  for (const peer of peers) peerTrips.push(await tripsOf(peer.run));
 
   const bench = new Bench({ time: budgetMs, iterations: 50, warmupIterations: 10 });
   bench.add("durable", async () => void (await worker.run(tickets, ORDER, { runId: `single-${n++}` })));
@@ -98,6 +112,7 @@ export async function measureTickets(
     perCallUs: round(((durable.p50 - plain.p50) * 1000) / 3, 0),
     writesPerRun: log.writes.length,
     commitsPerRun: log.commits,
+    ...(roundTripsPerRun === undefined ? {} : { roundTripsPerRun }),
     bytesPerRun: log.writes.reduce((a, w) => a + w.bytes, 0),
     lease: {
       writesPerRun: log.writes.filter((w) => w.kind === "renew" || w.kind === "release").length,
@@ -109,8 +124,10 @@ export async function measureTickets(
     peers: peers.map((peer, i) => {
       const own = latency(peer.name);
       const at16 = peersAt16[i] ?? concurrent16;
+      const roundTripsPerRun = peerTrips[i];
       return {
         name: peer.name,
+        ...(roundTripsPerRun === undefined ? {} : { roundTripsPerRun }),
         single: figures(own, 1000 / own.mean),
         concurrent16: at16,
         durableOver: {

@@ -31,7 +31,28 @@ export interface Target {
   raw?(): Promise<RawWriter>;
   /** Other libraries on the same kind of store, started fresh; the caller closes them. */
   peers?(): Promise<PeerOrReason[]>;
+  /**
+   * Starts counting the round trips to the server that anything in this
+   * process makes (the store and the peers alike); the function returned
+   * stops counting and gives the count.
+   */
+  countTrips?(): () => number;
   cleanup(): Promise<void>;
+}
+
+/** Counts the statements every `pg` client of the process sends (Prisma's pg adapter, the peers' pools): each is a round trip. */
+function countPgStatements(): () => number {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const query = proto.query;
+  let sent = 0;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    sent++;
+    return query.apply(this, args);
+  };
+  return () => {
+    proto.query = query;
+    return sent;
+  };
 }
 
 export function memoryTarget(): Target {
@@ -126,6 +147,7 @@ export async function postgresTarget(): Promise<Target | string> {
       };
     },
     peers: async () => [...(await langgraphPeers({ kind: "postgresql", url: database.url })), await dbosPeer(dbos.url)],
+    countTrips: countPgStatements,
     async cleanup() {
       await dbos.drop();
       await database.drop();

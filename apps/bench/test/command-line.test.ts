@@ -1,3 +1,8 @@
 import { describeBin } from "@durable-apps/shared/bin-checks";
 
-describeBin("bench", new URL("../src/main.ts", import.meta.url), ["--budget-ms <ms>", "--quick"]);
+describeBin("bench", new URL("../src/main.ts", import.meta.url), [
+  "--budget-ms <ms>",
+  "--out <dir>",
+  "--stores <names>",
+  "--quick",
+]);

@@ -8,10 +8,15 @@ export interface ScriptRun {
   readonly stderr: string;
 }
 
-/** Runs a TypeScript test script in a child process to its end (with the `tsx` of the package whose tests run it). */
-export function runScript(script: URL, args: readonly string[]): Promise<ScriptRun> {
+/**
+ * Runs a TypeScript test script in a child process to its end (with the
+ * `tsx` of the package whose tests run it); with `timeoutMs`, a script still
+ * running then is killed (SIGKILL), and ends with a code ≠ 0.
+ */
+export function runScript(script: URL, args: readonly string[], timeoutMs = 0): Promise<ScriptRun> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", fileURLToPath(script), ...args], (error, stdout, stderr) => {
+    const argv = ["--import", "tsx", fileURLToPath(script), ...args];
+    execFile(process.execPath, argv, { timeout: timeoutMs, killSignal: "SIGKILL" }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
       resolve({ code, stdout: stdout.split("\n").filter(Boolean), stderr });
     });
