@@ -42,10 +42,11 @@ const UNFINISHED_IN = sqlList(UNFINISHED);
 
 /**
  * A `CheckpointStore` on PostgreSQL or SQLite through Prisma 7's client and
- * driver adapters. A save, a record or a batch of them reads the run's row
- * with its lease and the database's clock, lets the protocol's rules decide,
- * then moves the row (a compare-and-set on what was read) and inserts the
- * rows, in one commit that holds no lock while user code runs. Call
+ * driver adapters. A save, a record or a batch of them is decided by the
+ * protocol's rules over the run's row (as this store last wrote it, or as
+ * read), then moves the row (a compare-and-set on what was judged, the lease
+ * set by the database's clock) and inserts the rows, in one commit that
+ * holds no lock while user code runs. Call
  * `migrate()` once before use.
  *
  * `new PrismaCheckpointStore(url)` opens a client of its own, with the driver
