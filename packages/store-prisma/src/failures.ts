@@ -17,6 +17,9 @@ function driverFailure(error: unknown): DriverFailure | undefined {
 function missingTable(error: unknown): string | undefined {
   const driver = driverFailure(error);
   if (driver?.kind === "TableDoesNotExist" || driver?.originalCode === "42P01") return String(driver.table ?? "");
+  // A statement sent straight through pg: its own error, with the SQLSTATE as `code`, the table in the message.
+  if ((error as { code?: unknown } | undefined)?.code === "42P01")
+    return /relation "([^"]+)"/.exec(String((error as Error).message))?.[1] ?? "";
   const prisma = error as { code?: unknown; meta?: { table?: unknown } } | undefined;
   if (prisma?.code === "P2021") return String(prisma.meta?.table ?? "");
   return undefined;
