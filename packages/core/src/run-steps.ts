@@ -72,6 +72,7 @@ export class RunSteps<D, R> {
         : { ...envelope, program: outcome.data };
       // Which finished calls of the log the round took is known once the round is over.
       const unreplayed = outcome.roundOver ? scope.unreplayed : [];
+      if (outcome.waits === true) return this.#wait(run, next, unreplayed);
       let checkpoint: CheckpointBody;
       try {
         if (outcome.done) checkpoint = await run.save("done", this.json(next));
@@ -138,6 +139,20 @@ export class RunSteps<D, R> {
     return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };
   }
 
+  /** Saves a run that waits for outside input as paused with no pending call, and returns the program's result. */
+  async #wait(run: DurableRun, next: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<R> {
+    const checkpoint = await run.save("paused", this.json(next));
+    await this.saved(checkpoint, next.program, unreplayed);
+    await emit(this.#events, {
+      type: "run.paused",
+      runId: run.runId,
+      kind: this.#program.kind,
+      step: checkpoint.step,
+      approvals: [],
+    });
+    return this.#program.result(next.program, { runId: run.runId, step: checkpoint.step });
+  }
+
   /**
    * Saves the run as failed for an error of the program (a node, a tool, the
    * model) and returns the error to throw. Errors of the durable machinery (a
@@ -163,10 +178,10 @@ export class RunSteps<D, R> {
     return error;
   }
 
-  claimed(envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
+  claimed(run: DurableRun, envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
     return this.#program.claimed === undefined
       ? envelope
-      : { ...envelope, program: this.#program.claimed(envelope.program, records) };
+      : { ...envelope, program: this.#program.claimed(envelope.program, records, run.runId) };
   }
 
   json(envelope: RunEnvelope<D>): JsonObject {
