@@ -70,9 +70,9 @@ describe(`aiSdkModel with AI SDK ${major}`, () => {
     });
     expect(result).toMatchObject({ status: "done", text: "Two seats held." });
     expect(prompts[0]).toMatchObject({ tools: [{ type: "function", name: "hold_seats", description: "Holds seats" }] });
-    // The second call sees the tool call and its result as the AI SDK's messages.
+    // The second call sees the tool call and its result as the AI SDK's messages: a JSON result as JSON.
     expect(JSON.stringify(prompts[1])).toContain('"toolCallId":"call-1"');
-    expect(JSON.stringify(prompts[1])).toContain('{\\"held\\":2}');
+    expect(JSON.stringify(prompts[1])).toContain('"output":{"type":"json","value":{"held":2}}');
     await expect(recoverToolLoop(aiSdkModel(model), registry, "chat", { checkpoints: store })).rejects.toThrow(/ended/);
   });
 
