@@ -10,7 +10,7 @@ export {
 } from "./tool-loop.js";
 export { streamToolLoop, streamRecoveredToolLoop, type LoopStream } from "./stream-tool-loop.js";
 export type { LoopResult, LoopDone, LoopAwaitingUser, LoopStepResult } from "./loop-result.js";
-export type { LoopStopCondition } from "./loop-program.js";
+export type { LoopStopCondition, StopStep } from "./loop-program.js";
 export type { LoopStreamPart } from "./stream-parts.js";
 export type { LoopModel, ModelReply, ModelStreamPart, ReplyOptions, ToolSpec } from "./model.js";
 export type { Message, ToolCallRequest } from "./message.js";

@@ -19,12 +19,19 @@ import {
 } from "@durable/core/runner";
 import { withLoopCall } from "./call-context.js";
 import { loopDataJson, readLoopData, type LoopData, type LoopStep, type StopReason } from "./loop-data.js";
-import { loopResult, stepResults, type LoopAwaitingUser, type LoopDone, type LoopStepResult } from "./loop-result.js";
+import { loopResult, stepResults, type LoopAwaitingUser, type LoopDone } from "./loop-result.js";
 import { readMessage, type Message } from "./message.js";
 import type { LoopModel, ModelReply, ToolSpec } from "./model.js";
 import type { PartSink } from "./stream-parts.js";
 import { toolSpecs } from "./tool-specs.js";
 import { readUsage } from "./usage.js";
+
+/** What a stop condition reads of each step of the turn (a `LoopStepResult`, which has more). */
+export interface StopStep {
+  readonly text: string;
+  readonly toolCalls: readonly { readonly toolCallId: string; readonly toolName: string; readonly input: unknown }[];
+  readonly finishReason?: string;
+}
 
 /**
  * A condition that ends a turn before the model is asked again, checked after
@@ -32,7 +39,11 @@ import { readUsage } from "./usage.js";
  * `hasToolCall` are such conditions). It must decide from the steps alone, the
  * same on every worker: a recovery checks it again.
  */
-export type LoopStopCondition = (options: { readonly steps: LoopStepResult[] }) => boolean | PromiseLike<boolean>;
+export type LoopStopCondition = {
+  // Checked as a method (its parameter bivariant), so the AI SDK's conditions, typed for its own step
+  // results, of which they read only what `StopStep` has, are accepted as they are.
+  check(options: { readonly steps: readonly StopStep[] }): boolean | PromiseLike<boolean>;
+}["check"];
 
 /** What a loop program is made of. */
 export interface LoopProgramInit {

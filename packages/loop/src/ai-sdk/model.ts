@@ -68,7 +68,8 @@ function abortSignal(
 /** One `streamText` step: its parts to `onPart` as they arrive, then the reply as `generateText` would give it. */
 async function streamed(call: GenerateOptions, onPart: (part: ModelStreamPart) => void) {
   // The same settings: streamText takes what generateText does (its callbacks get its own events).
-  const result = streamText(call as Parameters<typeof streamText>[0]);
+  // Its errors are thrown from here (the `error` part), not logged by the AI SDK's default handler.
+  const result = streamText({ onError: () => undefined, ...call } as Parameters<typeof streamText>[0]);
   for await (const part of result.fullStream) {
     switch (part.type) {
       case "text-delta":
