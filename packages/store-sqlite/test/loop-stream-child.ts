@@ -23,7 +23,7 @@ const usage = (output: number) => ({
   outputTokens: { total: output, text: output, reasoning: 0 },
 });
 const finish = (unified: "stop" | "tool-calls", output: number) => ({
-  type: "finish",
+  type: "finish" as const,
   finishReason: { unified, raw: undefined },
   usage: usage(output),
 });
