@@ -60,14 +60,18 @@ beforeAll(() => {
   }
 }, 120_000);
 
-/** Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the tests run at once. */
-async function project(name: string, packages: string[], extra: string[] = []): Promise<string> {
+/**
+ * Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the
+ * tests run at once. `strictPeers` makes a peer dependency conflict fail the install, not just warn.
+ */
+async function project(name: string, packages: string[], extra: string[] = [], strictPeers = false): Promise<string> {
   const dir = join(work, name);
   mkdirSync(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `try-${name}`, private: true, type: "module" }));
+  const strict = strictPeers ? ["--strict-peer-deps"] : [];
   await promisify(execFile)(
     "npm",
-    ["install", "--no-audit", "--no-fund", ...packages.map((p) => tarballs.get(p)!), ...extra],
+    ["install", "--no-audit", "--no-fund", ...strict, ...packages.map((p) => tarballs.get(p)!), ...extra],
     { cwd: dir, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds } },
   );
   return dir;
@@ -229,6 +233,37 @@ describe("installing from the packed tarballs with npm", () => {
     },
     600_000,
   );
+
+  // The adapter's peer range names both majors of `ai`: each installs with no peer conflict, its types compile, and it runs.
+  it.concurrent.each([
+    ["ai@6", "ai-v6"],
+    ["ai@7", "ai"],
+  ])("@durable/loop installs with %s without peer errors, and its AI SDK adapter runs a durable loop", async (_, alias) => {
+    const ai = `ai@${workspaceVersion("packages/loop", alias)}`;
+    const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
+    const dir = await project(`loop-${alias}`, ["core", "loop"], extra, true);
+    compileConsumer(dir, ["@durable/core", "@durable/loop", "@durable/loop/ai-sdk"]);
+    const out = evaluate(
+      dir,
+      `import * as mocks from "ai/test";
+       import { tool, jsonSchema } from "ai";
+       import { MemoryCheckpointStore } from "@durable/core";
+       import { runToolLoop } from "@durable/loop";
+       import { aiSdkModel, durableTools } from "@durable/loop/ai-sdk";
+       const Mock = mocks.MockLanguageModelV4 ?? mocks.MockLanguageModelV3;
+       const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
+       const replies = [
+         { content: [{ type: "tool-call", toolCallId: "c1", toolName: "hold", input: '{"seats":2}' }], finishReason: { unified: "tool-calls" } },
+         { content: [{ type: "text", text: "held" }], finishReason: { unified: "stop" } },
+       ];
+       let n = 0;
+       const model = new Mock({ doGenerate: async () => ({ usage, warnings: [], ...replies[n++] }) });
+       const tools = durableTools({ hold: tool({ inputSchema: jsonSchema({ type: "object" }), execute: async (a) => a }) });
+       const result = await runToolLoop(aiSdkModel(model), tools, [{ role: "user", content: "hi" }], { checkpoints: new MemoryCheckpointStore() });
+       console.log(result.status, result.text, JSON.stringify(result.steps[0].toolResults[0].result));`,
+    );
+    expect(out).toBe('done held {"seats":2}\n');
+  }, 600_000);
 
   it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", async () => {
     const ai = `ai@${workspaceVersion("packages/loop", "ai")}`;
