@@ -16,6 +16,11 @@ export function checkLoopArgs(where: string, model: unknown, registry: unknown, 
     );
   }
   checkRegistry(where, registry);
+  checkLoopOptions(where, options);
+}
+
+/** Checks a loop's options (see `checkLoopArgs`). */
+export function checkLoopOptions(where: string, options: unknown): void {
   checkRunnerOptions(where, options);
   const { toolErrors, stopWhen, conversation } = options as {
     toolErrors?: unknown;

@@ -8,6 +8,7 @@ export {
   type ToolLoopOptions,
   type LoopStoreOptions,
 } from "./tool-loop.js";
+export { readToolLoop, type LoopSnapshot } from "./read-tool-loop.js";
 export { streamToolLoop, streamRecoveredToolLoop, type LoopStream } from "./stream-tool-loop.js";
 export type { LoopResult, LoopDone, LoopAwaitingUser, LoopStepResult } from "./loop-result.js";
 export type { LoopStopCondition, StopStep } from "./loop-program.js";
