@@ -238,14 +238,20 @@ describe("installing from the packed tarballs with npm", () => {
   it.concurrent.each([
     ["ai@6", "ai-v6"],
     ["ai@7", "ai"],
-  ])("@durable/loop installs with %s without peer errors, and its AI SDK adapter runs a durable loop", async (_, alias) => {
-    const ai = `ai@${workspaceVersion("packages/loop", alias)}`;
-    const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
-    const dir = await project(`loop-${alias}`, ["core", "loop"], extra, true);
-    compileConsumer(dir, ["@durable/core", "@durable/loop", "@durable/loop/ai-sdk"]);
-    const out = evaluate(
-      dir,
-      `import * as mocks from "ai/test";
+  ])(
+    "@durable/loop installs with %s without peer errors, and its AI SDK adapter runs a durable loop",
+    async (_, alias) => {
+      const ai = `ai@${workspaceVersion("packages/loop", alias)}`;
+      const extra = [
+        ai,
+        "@types/json-schema@7.0.15",
+        `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`,
+      ];
+      const dir = await project(`loop-${alias}`, ["core", "loop"], extra, true);
+      compileConsumer(dir, ["@durable/core", "@durable/loop", "@durable/loop/ai-sdk"]);
+      const out = evaluate(
+        dir,
+        `import * as mocks from "ai/test";
        import { tool, jsonSchema } from "ai";
        import { MemoryCheckpointStore } from "@durable/core";
        import { runToolLoop } from "@durable/loop";
@@ -261,9 +267,11 @@ describe("installing from the packed tarballs with npm", () => {
        const tools = durableTools({ hold: tool({ inputSchema: jsonSchema({ type: "object" }), execute: async (a) => a }) });
        const result = await runToolLoop(aiSdkModel(model), tools, [{ role: "user", content: "hi" }], { checkpoints: new MemoryCheckpointStore() });
        console.log(result.status, result.text, JSON.stringify(result.steps[0].toolResults[0].result));`,
-    );
-    expect(out).toBe('done held {"seats":2}\n');
-  }, 600_000);
+      );
+      expect(out).toBe('done held {"seats":2}\n');
+    },
+    600_000,
+  );
 
   it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", async () => {
     const ai = `ai@${workspaceVersion("packages/loop", "ai")}`;

@@ -41,8 +41,17 @@ export interface LoopData {
 
 /** Reads a loop's data out of a verified checkpoint, checking every field and message. */
 export function readLoopData(runId: string, data: JsonObject): LoopData {
-  const { messages, stage, modelCalls, maxSteps, stopped, steps = [], turn = 1, turnStart = 0, conversation = false } =
-    data;
+  const {
+    messages,
+    stage,
+    modelCalls,
+    maxSteps,
+    stopped,
+    steps = [],
+    turn = 1,
+    turnStart = 0,
+    conversation = false,
+  } = data;
   const read = Array.isArray(messages) ? readHistory(messages) : { bad: 0 };
   const ok =
     "history" in read &&

@@ -71,7 +71,10 @@ export function stepResults(data: LoopData): LoopStepResult[] {
 }
 
 /** The result of a loop whose turn stopped: done, or (a conversation) awaiting the next user message. */
-export function loopResult(data: LoopData, at: { readonly runId: string; readonly step: number }): LoopDone | LoopAwaitingUser {
+export function loopResult(
+  data: LoopData,
+  at: { readonly runId: string; readonly step: number },
+): LoopDone | LoopAwaitingUser {
   const steps = stepResults(data);
   const lastStep = steps.at(-1);
   const last = data.messages.findLast((m) => m.role === "assistant");

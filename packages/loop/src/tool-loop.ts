@@ -217,11 +217,7 @@ export async function recoverAllToolLoops(
 }
 
 /** The tool loops of the name (`options.name`) as a `Worker` serves them: their driver. */
-export function servedToolLoops(
-  model: LoopModel,
-  registry: ToolRegistry,
-  options: LoopStoreOptions,
-): LoopDriver {
+export function servedToolLoops(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): LoopDriver {
   return loopDriver("servedToolLoops", model, registry, options, undefined);
 }
 

@@ -17,12 +17,17 @@ const providerOptions = fc.dictionary(fc.constantFrom("anthropic", "openai", "go
   maxKeys: 2,
 });
 const withOptions = <T extends object>(arbitrary: fc.Arbitrary<T>) =>
-  fc.tuple(arbitrary, fc.option(providerOptions, { nil: undefined })).map(([value, options]) =>
-    options === undefined ? value : { ...value, providerOptions: options },
-  );
+  fc
+    .tuple(arbitrary, fc.option(providerOptions, { nil: undefined }))
+    .map(([value, options]) => (options === undefined ? value : { ...value, providerOptions: options }));
 const textPart = withOptions(fc.record({ type: fc.constant("text"), text }));
 const filePart = fc.record(
-  { type: fc.constant("file"), data: fc.base64String({ maxLength: 16 }), mediaType: fc.constantFrom("image/png", "application/pdf"), filename: id },
+  {
+    type: fc.constant("file"),
+    data: fc.base64String({ maxLength: 16 }),
+    mediaType: fc.constantFrom("image/png", "application/pdf"),
+    filename: id,
+  },
   { requiredKeys: ["type", "data", "mediaType"] },
 );
 const imagePart = fc.record({ type: fc.constant("image"), image: fc.webUrl() });
@@ -37,7 +42,10 @@ const output = fc.oneof(
   fc.record({ type: fc.constantFrom("text", "error-text"), value: text }),
   fc.record({ type: fc.constantFrom("json", "error-json"), value: json }),
   fc.record({ type: fc.constant("execution-denied"), reason: text }, { requiredKeys: ["type"] }),
-  fc.record({ type: fc.constant("content"), value: fc.array(fc.record({ type: fc.constant("text"), text }), { maxLength: 2 }) }),
+  fc.record({
+    type: fc.constant("content"),
+    value: fc.array(fc.record({ type: fc.constant("text"), text }), { maxLength: 2 }),
+  }),
 );
 const toolResult = withOptions(fc.record({ type: fc.constant("tool-result"), toolCallId: id, toolName: id, output }));
 const approvalResponse = fc.record(

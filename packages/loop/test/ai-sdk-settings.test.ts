@@ -36,7 +36,11 @@ describe(`aiSdkModel settings and results with AI SDK ${major}`, () => {
 
   it("returns usage per step and in total, the finish reason and the response metadata", async () => {
     const { model } = scripted([
-      { ...calls(["c1", "hold", {}]), usage: usage(10, 2), response: { id: "r-1", modelId: "m-1", timestamp: new Date(1000) } },
+      {
+        ...calls(["c1", "hold", {}]),
+        usage: usage(10, 2),
+        response: { id: "r-1", modelId: "m-1", timestamp: new Date(1000) },
+      },
       { ...said("Held."), usage: usage(20, 5), response: { id: "r-2", modelId: "m-1", timestamp: new Date(2000) } },
     ]);
     const result = await runToolLoop(aiSdkModel(model), registry(), ask, { checkpoints: new MemoryCheckpointStore() });
@@ -61,7 +65,10 @@ describe(`aiSdkModel settings and results with AI SDK ${major}`, () => {
   });
 
   it("counts the usage of every saved reply in total after the loop goes on from a checkpoint", async () => {
-    const replies = [{ ...calls(["c1", "hold", {}]), usage: usage(10, 2) }, { ...said("Held."), usage: usage(20, 5) }];
+    const replies = [
+      { ...calls(["c1", "hold", {}]), usage: usage(10, 2) },
+      { ...said("Held."), usage: usage(20, 5) },
+    ];
     const failing = scripted([replies[0] as object]);
     const store = new MemoryCheckpointStore();
     await expect(
@@ -89,7 +96,11 @@ describe(`aiSdkModel settings and results with AI SDK ${major}`, () => {
     });
     expect(called).toMatchObject({ status: "done", stopped: "stop-condition" });
     expect(byCall.prompts).toHaveLength(2);
-    expect(called.status === "done" && called.messages.at(-1)).toMatchObject({ role: "tool", name: "pay", content: "paid" });
+    expect(called.status === "done" && called.messages.at(-1)).toMatchObject({
+      role: "tool",
+      name: "pay",
+      content: "paid",
+    });
   });
 
   it("reports the finish reason the provider gave, e.g. a reply cut off at maxOutputTokens", async () => {

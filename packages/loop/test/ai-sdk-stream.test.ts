@@ -60,7 +60,11 @@ describe(`streamToolLoop with AI SDK ${major}`, () => {
     expect(parts[4]).toEqual({ type: "tool-call", toolCallId: "c1", toolName: "hold_seats", args: { seats: 2 } });
     expect(parts[6]).toMatchObject({ type: "tool-result", message: { toolCallId: "c1", result: { held: 2 } } });
     const result = await stream.result;
-    expect(result).toMatchObject({ status: "done", text: "Two seats held.", usage: { inputTokens: 8, outputTokens: 5 } });
+    expect(result).toMatchObject({
+      status: "done",
+      text: "Two seats held.",
+      usage: { inputTokens: 8, outputTokens: 5 },
+    });
     // The streamed reasoning is kept with its signature and sent back with the next call.
     expect(JSON.stringify(prompts[1]?.prompt)).toContain('"signature":"sig"');
   });

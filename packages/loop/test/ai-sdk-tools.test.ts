@@ -62,7 +62,9 @@ describe(`durableTools with AI SDK ${major}`, () => {
           { role: "user", content: "Two seats for Hamlet" },
           {
             role: "assistant",
-            content: [{ type: "tool-call", toolCallId: "call-1", toolName: "hold_seats", input: { show: "Hamlet", seats: 2 } }],
+            content: [
+              { type: "tool-call", toolCallId: "call-1", toolName: "hold_seats", input: { show: "Hamlet", seats: 2 } },
+            ],
           },
         ],
         signal: true,
@@ -73,7 +75,10 @@ describe(`durableTools with AI SDK ${major}`, () => {
 
   it("sends arguments the zod schema refuses back to the model, without running the tool", async () => {
     const { tools, seen } = ticketTools();
-    const { model, prompts } = scripted([calls(["call-1", "hold_seats", { show: "Hamlet", seats: 0 }]), said("Sorry.")]);
+    const { model, prompts } = scripted([
+      calls(["call-1", "hold_seats", { show: "Hamlet", seats: 0 }]),
+      said("Sorry."),
+    ]);
     await runToolLoop(aiSdkModel(model), durableTools(tools), ask, { checkpoints: new MemoryCheckpointStore() });
     expect(seen).toEqual([]);
     expect(JSON.stringify(prompts[1])).toMatch(/"output":\{"type":"error-text","value":"error: [^"]*seats/);
@@ -103,7 +108,11 @@ describe(`durableTools with AI SDK ${major}`, () => {
     const { tools, seen } = ticketTools();
     let failing = true;
     // The second reply is lost to the outage; the third answers the retry.
-    const { model } = scripted([calls(["call-1", "hold_seats", { show: "Hamlet", seats: 2 }]), said("Held."), said("Held.")]);
+    const { model } = scripted([
+      calls(["call-1", "hold_seats", { show: "Hamlet", seats: 2 }]),
+      said("Held."),
+      said("Held."),
+    ]);
     const flaky = new Proxy(model as object, {
       get(target, key, receiver) {
         const value: unknown = Reflect.get(target, key, receiver);
@@ -120,9 +129,12 @@ describe(`durableTools with AI SDK ${major}`, () => {
     });
     const store = new MemoryCheckpointStore();
     const registry = durableTools(tools);
-    await expect(runToolLoop(aiSdkModel(flaky as typeof model, { maxRetries: 0 }), registry, ask, { runId: "r", checkpoints: store })).rejects.toThrow(
-      /provider is down/,
-    );
+    await expect(
+      runToolLoop(aiSdkModel(flaky as typeof model, { maxRetries: 0 }), registry, ask, {
+        runId: "r",
+        checkpoints: store,
+      }),
+    ).rejects.toThrow(/provider is down/);
     expect(seen).toHaveLength(1);
     await expect(retryToolLoop(aiSdkModel(model), registry, "r", { checkpoints: store })).resolves.toMatchObject({
       status: "done",
@@ -133,13 +145,20 @@ describe(`durableTools with AI SDK ${major}`, () => {
   it("takes durable options per tool: durable(tool, …) and by name; needsApproval: true pauses", async () => {
     const { tools } = ticketTools();
     const registry = durableTools(
-      { hold_seats: durable(tools.hold_seats, { idempotent: true, retry: { attempts: 3 } }), charge_card: tools.charge_card },
+      {
+        hold_seats: durable(tools.hold_seats, { idempotent: true, retry: { attempts: 3 } }),
+        charge_card: tools.charge_card,
+      },
       { charge_card: { approval: true, timeoutMs: 5_000 } },
     );
     expect(registry.get("hold_seats")).toMatchObject({ idempotent: true, approval: false, retry: { attempts: 3 } });
     expect(registry.get("charge_card")).toMatchObject({ idempotent: false, approval: true, timeoutMs: 5_000 });
     const asked = durableTools({
-      charge_card: tool({ inputSchema: z.object({ cents: z.number() }), needsApproval: true, execute: async () => "ok" }),
+      charge_card: tool({
+        inputSchema: z.object({ cents: z.number() }),
+        needsApproval: true,
+        execute: async () => "ok",
+      }),
     });
     const { model } = scripted([calls(["call-1", "charge_card", { cents: 500 }])]);
     const paused = await runToolLoop(aiSdkModel(model), asked, ask, { checkpoints: new MemoryCheckpointStore() });
@@ -165,7 +184,11 @@ describe(`durableTools with AI SDK ${major}`, () => {
       },
     );
     const registry = durableTools({ hold: tool({ inputSchema: seats, execute: async ({ seats: n }) => n * 2 }) });
-    const { model, prompts } = scripted([calls(["c1", "hold", { seats: "two" }]), calls(["c2", "hold", { seats: 2 }]), said("ok")]);
+    const { model, prompts } = scripted([
+      calls(["c1", "hold", { seats: "two" }]),
+      calls(["c2", "hold", { seats: 2 }]),
+      said("ok"),
+    ]);
     await runToolLoop(aiSdkModel(model), registry, ask, { checkpoints: new MemoryCheckpointStore() });
     expect(JSON.stringify(prompts[1])).toContain("seats must be a number");
     expect(JSON.stringify(prompts[2])).toContain('"output":{"type":"json","value":4}');

@@ -72,7 +72,12 @@ describe(`aiSdkModel with AI SDK ${major}`, () => {
         conversation: true,
       }),
     ).resolves.toMatchObject({ status: "awaiting-user", text: "Hello.", turn: 1 });
-    const second = await runToolLoop(aiSdkModel(model), new ToolRegistry(), [{ role: "user", content: "Two" }], options);
+    const second = await runToolLoop(
+      aiSdkModel(model),
+      new ToolRegistry(),
+      [{ role: "user", content: "Two" }],
+      options,
+    );
     expect(second).toMatchObject({ status: "awaiting-user", runId: "talk", text: "Two seats, then.", turn: 2 });
     expect(prompts[1]?.prompt).toMatchObject([
       { role: "user", content: [{ type: "text", text: "Hi" }] },

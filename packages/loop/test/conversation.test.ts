@@ -90,7 +90,9 @@ describe("a conversation on one run id", () => {
       /paused for approvals: resume it with decisions/,
     );
     const callId = paused.approvals[0]?.callId ?? "";
-    await expect(runToolLoop(model, registry, [], { ...options, decisions: { [callId]: true } })).resolves.toMatchObject({
+    await expect(
+      runToolLoop(model, registry, [], { ...options, decisions: { [callId]: true } }),
+    ).resolves.toMatchObject({
       status: "awaiting-user",
       text: "Charged.",
     });
@@ -111,15 +113,19 @@ describe("a conversation on one run id", () => {
     await expect(
       runToolLoop(model, new ToolRegistry(), [user("Hi")], { runId: "once", checkpoints: store }),
     ).resolves.toMatchObject({ status: "done", turn: 1 });
-    await expect(runToolLoop(model, new ToolRegistry(), [user("More")], { runId: "once", checkpoints: store })).rejects.toThrow(
-      /ended \(done\)/,
-    );
+    await expect(
+      runToolLoop(model, new ToolRegistry(), [user("More")], { runId: "once", checkpoints: store }),
+    ).rejects.toThrow(/ended \(done\)/);
   });
 
   it("ends a conversation for good with cancelToolLoop", async () => {
     const store = new MemoryCheckpointStore();
     const { model } = scripted([say("Hello.")]);
-    await runToolLoop(model, new ToolRegistry(), [user("Hi")], { runId: "end", checkpoints: store, conversation: true });
+    await runToolLoop(model, new ToolRegistry(), [user("Hi")], {
+      runId: "end",
+      checkpoints: store,
+      conversation: true,
+    });
     await cancelToolLoop(model, new ToolRegistry(), "end", "the user closed the chat", { checkpoints: store });
     await expect(
       runToolLoop(model, new ToolRegistry(), [user("Hello?")], { runId: "end", checkpoints: store }),

@@ -18,7 +18,11 @@ function worker(dir: string, args: string[], killAfterTool = false) {
   const all = ["--import", "tsx", CHILD, join(dir, "runs.db"), join(dir, "effects"), "talk-1", ...args];
   const result = spawnSync(process.execPath, all, { env, encoding: "utf8", timeout: 60_000 });
   const out = result.stdout.trim();
-  return { signal: result.signal, result: out === "" ? undefined : (JSON.parse(out) as unknown), stderr: result.stderr };
+  return {
+    signal: result.signal,
+    result: out === "" ? undefined : (JSON.parse(out) as unknown),
+    stderr: result.stderr,
+  };
 }
 
 const effects = (dir: string, what: string) =>

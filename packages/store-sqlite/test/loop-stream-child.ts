@@ -41,10 +41,15 @@ const model = new MockLanguageModelV4({
         ]),
       };
     const text = ["Two ", "seats ", "held."].map((delta) => ({ type: "text-delta" as const, id: "t", delta }));
-    const start = [{ type: "stream-start" as const, warnings: [] }, { type: "text-start" as const, id: "t" }];
+    const start = [
+      { type: "stream-start" as const, warnings: [] },
+      { type: "text-start" as const, id: "t" },
+    ];
     if (mode === "start")
       // Two pieces, then nothing: the reply never completes before the worker is killed.
-      return { stream: new ReadableStream({ start: (c) => [...start, ...text.slice(0, 2)].forEach((p) => c.enqueue(p)) }) };
+      return {
+        stream: new ReadableStream({ start: (c) => [...start, ...text.slice(0, 2)].forEach((p) => c.enqueue(p)) }),
+      };
     return {
       stream: convertArrayToReadableStream([...start, ...text, { type: "text-end", id: "t" }, finish("stop", 4)]),
     };

@@ -50,7 +50,8 @@ describe("a streaming tool loop", () => {
   it("SIGKILLed mid-stream: the recovery says so, replays the saved reply and tool result, and reruns the cut-off model call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-loop-stream-"));
     dirs.push(dir);
-    const twoPieces = (parts: Record<string, unknown>[]) => parts.filter((p) => p["type"] === "text-delta").length === 2;
+    const twoPieces = (parts: Record<string, unknown>[]) =>
+      parts.filter((p) => p["type"] === "text-delta").length === 2;
     const first = await worker(dir, "start", twoPieces);
     expect(first.signal, first.stderr).toBe("SIGKILL");
     expect(first.parts.map((part) => part["type"])).toEqual([

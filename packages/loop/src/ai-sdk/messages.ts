@@ -72,7 +72,11 @@ function toolCallOf(part: JsonObject): ToolCallRequest[] {
 }
 
 /** One loop message per tool result; the parts after a result that are not results (approval responses) ride with it. */
-function toolMessages(parts: readonly JsonObject[], options: { providerOptions?: JsonObject }, index: number): Message[] {
+function toolMessages(
+  parts: readonly JsonObject[],
+  options: { providerOptions?: JsonObject },
+  index: number,
+): Message[] {
   const messages: { result: JsonObject; parts: JsonObject[] }[] = [];
   for (const part of parts) {
     if (part["type"] === "tool-result") messages.push({ result: part, parts: [part] });
@@ -129,7 +133,8 @@ export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
   for (const message of messages) {
     // Provider options are kept as the AI SDK gave them (JSON objects by provider).
     type Options = NonNullable<SystemModelMessage["providerOptions"]>;
-    const options = message.providerOptions === undefined ? {} : { providerOptions: message.providerOptions as Options };
+    const options =
+      message.providerOptions === undefined ? {} : { providerOptions: message.providerOptions as Options };
     switch (message.role) {
       case "system":
         out.push({ role: "system", content: message.content, ...options });

@@ -57,10 +57,7 @@ export function aiSdkModel(model: LanguageModel, settings: AiSdkSettings = {} as
   };
 }
 
-function abortSignal(
-  own: AbortSignal | undefined,
-  loop: ReplyOptions["signal"],
-): { abortSignal?: AbortSignal } {
+function abortSignal(own: AbortSignal | undefined, loop: ReplyOptions["signal"]): { abortSignal?: AbortSignal } {
   const signals = [own, loop].filter((signal) => signal !== undefined);
   return signals.length === 0 ? {} : { abortSignal: AbortSignal.any(signals) };
 }
@@ -100,4 +97,3 @@ function toToolSet(tools: readonly ToolSpec[]): ToolSet {
     ]),
   );
 }
-

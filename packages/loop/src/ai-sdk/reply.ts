@@ -6,7 +6,12 @@ import { fromModelMessages } from "./messages.js";
 
 /** What `generateText` and `streamText` tell of one step, once it is done. */
 export interface StepOutput {
-  readonly response: { readonly messages: readonly ModelMessage[]; readonly id: string; readonly modelId: string; readonly timestamp: Date };
+  readonly response: {
+    readonly messages: readonly ModelMessage[];
+    readonly id: string;
+    readonly modelId: string;
+    readonly timestamp: Date;
+  };
   readonly usage: LanguageModelUsage;
   readonly finishReason: string;
 }

@@ -80,10 +80,7 @@ function toolOptions(name: string, aiTool: Tool): ToolOptions<unknown> {
 }
 
 /** The tool's input schema as a Standard Schema: itself when it is one (zod, valibot), else around its `validate`. */
-function argsSchema(
-  given: unknown,
-  validate: ((value: unknown) => unknown) | undefined,
-): ToolOptions<unknown>["args"] {
+function argsSchema(given: unknown, validate: ((value: unknown) => unknown) | undefined): ToolOptions<unknown>["args"] {
   if (isStandardSchema(given)) return given;
   if (validate === undefined) return undefined;
   return {

@@ -105,7 +105,11 @@ class UIChunks {
         this.push(
           message.isError === true
             ? { type: "tool-output-error", toolCallId: message.toolCallId, errorText: message.content }
-            : { type: "tool-output-available", toolCallId: message.toolCallId, output: message.result ?? message.content },
+            : {
+                type: "tool-output-available",
+                toolCallId: message.toolCallId,
+                output: message.result ?? message.content,
+              },
         );
         break;
       }
