@@ -30,6 +30,7 @@ const effects = (dir: string, what: string) =>
     .split("\n")
     .filter((line) => line.startsWith(what)).length;
 
+// Each worker is a child process started through tsx: seconds each on a busy machine.
 describe("a conversation's second turn", () => {
   it("SIGKILLed after its tool ran: the recovery finishes the turn on the same run id, the tool not run again", () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-loop-conversation-"));
@@ -60,5 +61,5 @@ describe("a conversation's second turn", () => {
       text: "You said: Thanks",
       messages: ["user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant"],
     });
-  });
+  }, 120_000);
 });

@@ -46,6 +46,7 @@ const effects = (dir: string, what: string) =>
     .split("\n")
     .filter((line) => line.startsWith(what)).length;
 
+// Each worker is a child process started through tsx: seconds each on a busy machine.
 describe("a streaming tool loop", () => {
   it("SIGKILLed mid-stream: the recovery says so, replays the saved reply and tool result, and reruns the cut-off model call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-loop-stream-"));
@@ -98,5 +99,5 @@ describe("a streaming tool loop", () => {
     });
     expect(effects(dir, "tool")).toBe(1);
     expect(effects(dir, "model")).toBe(3);
-  });
+  }, 120_000);
 });
