@@ -9,7 +9,6 @@ import {
 import {
   type CallOutcome,
   type CallRecord,
-  type CallScope,
   canonicalCopy,
   faultPoint,
   isJsonObject,

@@ -48,7 +48,11 @@ const model = new MockLanguageModelV4({
     if (mode === "start")
       // Two pieces, then nothing: the reply never completes before the worker is killed.
       return {
-        stream: new ReadableStream({ start: (c) => [...start, ...text.slice(0, 2)].forEach((p) => c.enqueue(p)) }),
+        stream: new ReadableStream({
+          start(controller) {
+            for (const part of [...start, ...text.slice(0, 2)]) controller.enqueue(part);
+          },
+        }),
       };
     return {
       stream: convertArrayToReadableStream([...start, ...text, { type: "text-end", id: "t" }, finish("stop", 4)]),
