@@ -126,31 +126,29 @@ export class RunSteps<D, R> {
   async #pause(run: DurableRun, envelope: RunEnvelope<D>, scope: CallScope): Promise<PausedResult> {
     const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
     // Decisions already given stay with the run until its round is over: each is bound to its call.
-    const held: RunEnvelope<D> = { ...envelope, pending };
-    const checkpoint = await run.save("paused", this.json(held));
-    await this.saved(checkpoint, held.program);
-    await emit(this.#events, {
-      type: "run.paused",
-      runId: run.runId,
-      kind: this.#program.kind,
-      step: checkpoint.step,
-      approvals: pending,
-    });
-    return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };
+    const step = await this.#savePaused(run, { ...envelope, pending }, []);
+    return { status: "paused", runId: run.runId, step, approvals: pending };
   }
 
   /** Saves a run that waits for outside input as paused with no pending call, and returns the program's result. */
   async #wait(run: DurableRun, next: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<R> {
-    const checkpoint = await run.save("paused", this.json(next));
-    await this.saved(checkpoint, next.program, unreplayed);
+    const step = await this.#savePaused(run, next, unreplayed);
+    return this.#program.result(next.program, { runId: run.runId, step });
+  }
+
+  /** Saves `envelope` paused, with its events (`run.paused` lists its pending calls); returns the step. */
+  async #savePaused(run: DurableRun, envelope: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<number> {
+    const checkpoint = await run.save("paused", this.json(envelope));
+    await this.saved(checkpoint, envelope.program, unreplayed);
+    const { runId } = run;
     await emit(this.#events, {
       type: "run.paused",
-      runId: run.runId,
+      runId,
       kind: this.#program.kind,
       step: checkpoint.step,
-      approvals: [],
+      approvals: envelope.pending,
     });
-    return this.#program.result(next.program, { runId: run.runId, step: checkpoint.step });
+    return checkpoint.step;
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { JsonObject, JsonValue } from "@durable/core";
-import { isArrayOf, isJsonObject, isString } from "@durable/core/runner";
+import { canonicalCopy, isArrayOf, isJsonObject, isString } from "@durable/core/runner";
 
 /** A tool call a model asked for. `id` is the model's own id for it. */
 export interface ToolCallRequest {
@@ -109,34 +109,11 @@ function readToolCall(value: JsonValue): ToolCallRequest | undefined {
   return isString(id) && isString(name) && args !== undefined ? { id, name, args } : undefined;
 }
 
-/** A message as plain JSON, as the loop's checkpoints keep it: its known fields only. */
+/**
+ * A message as plain JSON, as the loop's checkpoints keep it. Every message
+ * the loop holds was read with `readMessage` or built by the loop with its
+ * known fields only, so a copy is its JSON.
+ */
 export function messageJson(message: Message): JsonObject {
-  const { parts, providerOptions } = message;
-  const extras: JsonObject = {
-    ...(parts === undefined ? {} : { parts: [...parts] }),
-    ...(providerOptions === undefined ? {} : { providerOptions }),
-  };
-  switch (message.role) {
-    case "assistant": {
-      const { role, content, toolCalls } = message;
-      return toolCalls === undefined
-        ? { role, content, ...extras }
-        : { role, content, toolCalls: toolCalls.map(({ id, name, args }) => ({ id, name, args })), ...extras };
-    }
-    case "tool": {
-      const { role, toolCallId, name, content, isError, result, joined } = message;
-      return {
-        role,
-        toolCallId,
-        name,
-        content,
-        ...(isError === true ? { isError } : {}),
-        ...(result === undefined ? {} : { result }),
-        ...(joined === true ? { joined } : {}),
-        ...extras,
-      };
-    }
-    default:
-      return { role: message.role, content: message.content, ...extras };
-  }
+  return canonicalCopy(message, "a message") as JsonObject;
 }
