@@ -49,33 +49,28 @@ export const calls = (...made: [string, string, object][]) => ({
   finishReason: finish("tool-calls"),
 });
 
-/** A mock model answering `generateText` from `replies` in turn, keeping what it was sent. */
-export function scripted(replies: readonly object[]) {
+/** A mock model whose `method` answers each call with the next of `answers` (made by `answer`), keeping what it was sent. */
+function recording<T>(method: "doGenerate" | "doStream", answers: readonly T[], answer: (given: T) => unknown) {
   const prompts: CallOptions[] = [];
   const model = new MockModel({
-    doGenerate: async (options) => {
+    [method]: async (options: CallOptions) => {
       prompts.push(options);
-      const reply = replies[prompts.length - 1];
-      if (reply === undefined) throw new Error(`the mock model has no reply ${prompts.length}`);
-      return { usage: usage(), warnings: [], ...reply };
+      const given = answers[prompts.length - 1];
+      if (given === undefined)
+        throw new Error(`the mock model has no ${method === "doGenerate" ? "reply" : "stream"} ${prompts.length}`);
+      return answer(given);
     },
   });
   return { model: model as AiModel, prompts };
 }
 
+/** A mock model answering `generateText` from `replies` in turn, keeping what it was sent. */
+export const scripted = (replies: readonly object[]) =>
+  recording("doGenerate", replies, (reply) => ({ usage: usage(), warnings: [], ...reply }));
+
 /** A mock model answering `streamText` with `streams` in turn (lists of provider stream parts). */
-export function streaming(streams: readonly (readonly object[])[]) {
-  const prompts: CallOptions[] = [];
-  const model = new MockModel({
-    doStream: async (options) => {
-      prompts.push(options);
-      const parts = streams[prompts.length - 1];
-      if (parts === undefined) throw new Error(`the mock model has no stream ${prompts.length}`);
-      return { stream: aiTest.convertArrayToReadableStream([...parts]) };
-    },
-  });
-  return { model: model as AiModel, prompts };
-}
+export const streaming = (streams: readonly (readonly object[])[]) =>
+  recording("doStream", streams, (parts) => ({ stream: aiTest.convertArrayToReadableStream([...parts]) }));
 
 /** The provider stream parts of a reply that says `text` in pieces. */
 export function streamedText(...pieces: string[]): object[] {
