@@ -63,7 +63,7 @@ export interface LoopStoreOptions {
 
 /** Options of `runToolLoop`. */
 export interface ToolLoopOptions extends LoopStoreOptions {
-  /** Default `newRunId()`. With the id of a paused loop, resumes it with `decisions`. */
+  /** Default `newRunId()`. With the id of a stored loop, goes on with it: `decisions` for a pause, `messages` for a conversation's next turn. */
   readonly runId?: string;
   /**
    * Model calls allowed per turn, across recoveries (a run of one turn: over
