@@ -60,14 +60,18 @@ beforeAll(() => {
   }
 }, 120_000);
 
-/** Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the tests run at once. */
-async function project(name: string, packages: string[], extra: string[] = []): Promise<string> {
+/**
+ * Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the
+ * tests run at once. `strictPeers` makes a peer dependency conflict fail the install, not just warn.
+ */
+async function project(name: string, packages: string[], extra: string[] = [], strictPeers = false): Promise<string> {
   const dir = join(work, name);
   mkdirSync(dir);
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `try-${name}`, private: true, type: "module" }));
+  const strict = strictPeers ? ["--strict-peer-deps"] : [];
   await promisify(execFile)(
     "npm",
-    ["install", "--no-audit", "--no-fund", ...packages.map((p) => tarballs.get(p)!), ...extra],
+    ["install", "--no-audit", "--no-fund", ...strict, ...packages.map((p) => tarballs.get(p)!), ...extra],
     { cwd: dir, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds } },
   );
   return dir;
@@ -130,6 +134,24 @@ const CORE_ENTRIES = ["@durable/core", "@durable/core/store", "@durable/core/run
 /** Runs an ES module snippet in a project; what it printed. */
 const evaluate = (dir: string, code: string) =>
   execFileSync(process.execPath, ["--input-type=module", "-e", code], { cwd: dir, encoding: "utf8" });
+
+/** A durable loop with an AI SDK ToolSet and the installed major's own mock model; prints its status, text and tool result. */
+const AI_SDK_LOOP = `import * as mocks from "ai/test";
+       import { tool, jsonSchema } from "ai";
+       import { MemoryCheckpointStore } from "@durable/core";
+       import { runToolLoop } from "@durable/loop";
+       import { aiSdkModel, durableTools } from "@durable/loop/ai-sdk";
+       const Mock = mocks.MockLanguageModelV4 ?? mocks.MockLanguageModelV3;
+       const usage = { inputTokens: { total: 1 }, outputTokens: { total: 1 } };
+       const replies = [
+         { content: [{ type: "tool-call", toolCallId: "c1", toolName: "hold", input: '{"seats":2}' }], finishReason: { unified: "tool-calls" } },
+         { content: [{ type: "text", text: "held" }], finishReason: { unified: "stop" } },
+       ];
+       let n = 0;
+       const model = new Mock({ doGenerate: async () => ({ usage, warnings: [], ...replies[n++] }) });
+       const tools = durableTools({ hold: tool({ inputSchema: jsonSchema({ type: "object" }), execute: async (a) => a }) });
+       const result = await runToolLoop(aiSdkModel(model), tools, [{ role: "user", content: "hi" }], { checkpoints: new MemoryCheckpointStore() });
+       console.log(result.status, result.text, JSON.stringify(result.steps[0].toolResults[0].result));`;
 
 /** A database of its own on the shared PostgreSQL server, for one project. */
 function postgresDatabase(): { url: string; drop: () => void } {
@@ -230,11 +252,23 @@ describe("installing from the packed tarballs with npm", () => {
     600_000,
   );
 
-  it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, and the loop's and the kit's types compile", async () => {
+  // The adapter's peer range names both majors of `ai`: AI SDK 6 here (AI SDK 7 with the conformance CLI's project).
+  it.concurrent("@durable/loop installs with ai@6 without peer errors, its types compile, and its AI SDK adapter runs a durable loop", async () => {
+    const ai = `ai@${workspaceVersion("packages/loop", "ai-v6")}`;
+    const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
+    const dir = await project("loop-ai-v6", ["core", "loop"], extra, true);
+    compileConsumer(dir, ["@durable/core", "@durable/loop", "@durable/loop/ai-sdk"]);
+    expect(evaluate(dir, AI_SDK_LOOP)).toBe('done held {"seats":2}\n');
+  }, 600_000);
+
+  it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, the loop's and the kit's types compile, and the loop runs with AI SDK 7", async () => {
     const ai = `ai@${workspaceVersion("packages/loop", "ai")}`;
     // ai's own declarations import json-schema's types without depending on them: its users add them.
     const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];
     const dir = await project("conformance", ["core", "flow", "loop", "conformance"], extra);
+    // No peer problem with AI SDK 7 (npm ls fails on one), and the adapter runs with it.
+    execFileSync("npm", ["ls", "ai", "@durable/loop"], { cwd: dir, encoding: "utf8" });
+    expect(evaluate(dir, AI_SDK_LOOP)).toBe('done held {"seats":2}\n');
     compileConsumer(dir, [
       ...CORE_ENTRIES,
       "@durable/flow",

@@ -160,8 +160,12 @@ export class RunDriver<D, R> {
     const by = decidedBy(options.by, this.#lease.owner);
     const opened = await this.open(runId, options.ctx, retrying);
     const { latest } = opened;
-    if (latest.status === "paused")
-      return { status: "paused", runId, step: latest.step, approvals: opened.envelope.pending };
+    if (latest.status === "paused") {
+      const { pending, program } = opened.envelope;
+      // A run paused with no pending call waits for outside input (a conversation's next message): its result as it stands.
+      if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
+      return { status: "paused", runId, step: latest.step, approvals: pending };
+    }
     const { error: _failedWith, ...envelope } = opened.envelope;
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
@@ -190,7 +194,7 @@ export class RunDriver<D, R> {
         rerun: refs(plan.inDoubt.values()),
         decided: refs(plan.decided.values()),
       });
-      return this.#drive.steps(run, this.#drive.claimed(envelope, records), plan, options.signal);
+      return this.#drive.steps(run, this.#drive.claimed(run, envelope, records), plan, options.signal);
     });
   }
 
@@ -239,14 +243,27 @@ export class RunDriver<D, R> {
   /**
    * Resumes a paused run with decisions on its pending approvals. The
    * decisions are stored with the claim before any is spent, so one resume
-   * wins: a second one of the same pause is `CheckpointConflict`.
+   * wins: a second one of the same pause is `CheckpointConflict`. `program`,
+   * when given, replaces the program's data with the claim (a conversation's
+   * next message, added to a run that waits for it).
    */
-  resume(opened: OpenedRun<D>, decisions: Decisions, options: RecoverOptions = {}): Promise<R | PausedResult> {
-    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, decisions, options));
+  resume(
+    opened: OpenedRun<D>,
+    decisions: Decisions,
+    options: RecoverOptions = {},
+    program?: D,
+  ): Promise<R | PausedResult> {
+    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, decisions, options, program));
   }
 
-  async #resume(opened: OpenedRun<D>, decisions: Decisions, options: RecoverOptions): Promise<R | PausedResult> {
-    const { latest, envelope } = opened;
+  async #resume(
+    opened: OpenedRun<D>,
+    decisions: Decisions,
+    options: RecoverOptions,
+    program: D | undefined,
+  ): Promise<R | PausedResult> {
+    const { latest } = opened;
+    const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
     if (latest.status !== "paused")
       throw new CheckpointConflict(
         latest.runId,
@@ -262,7 +279,7 @@ export class RunDriver<D, R> {
     return this.#holding(run, options.signal, async () => {
       await this.#drive.saved(checkpoint, decided.program);
       const plan = await this.#drive.plan(run, records, decided.round, options);
-      return this.#drive.steps(run, this.#drive.claimed(decided, records), plan, options.signal);
+      return this.#drive.steps(run, this.#drive.claimed(run, decided, records), plan, options.signal);
     });
   }
 

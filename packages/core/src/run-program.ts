@@ -34,6 +34,12 @@ export type StepOutcome<D> =
       readonly roundOver: boolean;
       /** The run ended: its checkpoint is saved `done`. */
       readonly done: boolean;
+      /**
+       * The run waits for input from outside (a conversation's next message):
+       * saved `paused` with this data and no pending call, and the program's
+       * result returned. A resume with new data goes on from it.
+       */
+      readonly waits?: boolean;
     };
 
 /** What a step works with. */
@@ -68,7 +74,7 @@ export interface RunProgram<D, R> {
   /** Its data as sealed. */
   write(data: D): JsonObject;
   /** Its data with what the call log read at a claim tells (a loop counts the model calls a dead worker made). */
-  claimed?(data: D, records: readonly CallRecord[]): D;
+  claimed?(data: D, records: readonly CallRecord[], runId: string): D;
   /** Takes one step: a superstep, a model reply, a round of tool calls. */
   step(data: D, context: StepContext): Promise<StepOutcome<D>>;
   /** The result of a run that is done. */

@@ -72,6 +72,7 @@ export class RunSteps<D, R> {
         : { ...envelope, program: outcome.data };
       // Which finished calls of the log the round took is known once the round is over.
       const unreplayed = outcome.roundOver ? scope.unreplayed : [];
+      if (outcome.waits === true) return this.#wait(run, next, unreplayed);
       let checkpoint: CheckpointBody;
       try {
         if (outcome.done) checkpoint = await run.save("done", this.json(next));
@@ -125,17 +126,29 @@ export class RunSteps<D, R> {
   async #pause(run: DurableRun, envelope: RunEnvelope<D>, scope: CallScope): Promise<PausedResult> {
     const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
     // Decisions already given stay with the run until its round is over: each is bound to its call.
-    const held: RunEnvelope<D> = { ...envelope, pending };
-    const checkpoint = await run.save("paused", this.json(held));
-    await this.saved(checkpoint, held.program);
+    const step = await this.#savePaused(run, { ...envelope, pending }, []);
+    return { status: "paused", runId: run.runId, step, approvals: pending };
+  }
+
+  /** Saves a run that waits for outside input as paused with no pending call, and returns the program's result. */
+  async #wait(run: DurableRun, next: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<R> {
+    const step = await this.#savePaused(run, next, unreplayed);
+    return this.#program.result(next.program, { runId: run.runId, step });
+  }
+
+  /** Saves `envelope` paused, with its events (`run.paused` lists its pending calls); returns the step. */
+  async #savePaused(run: DurableRun, envelope: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<number> {
+    const checkpoint = await run.save("paused", this.json(envelope));
+    await this.saved(checkpoint, envelope.program, unreplayed);
+    const { runId } = run;
     await emit(this.#events, {
       type: "run.paused",
-      runId: run.runId,
+      runId,
       kind: this.#program.kind,
       step: checkpoint.step,
-      approvals: pending,
+      approvals: envelope.pending,
     });
-    return { status: "paused", runId: run.runId, step: checkpoint.step, approvals: pending };
+    return checkpoint.step;
   }
 
   /**
@@ -163,10 +176,10 @@ export class RunSteps<D, R> {
     return error;
   }
 
-  claimed(envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
+  claimed(run: DurableRun, envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
     return this.#program.claimed === undefined
       ? envelope
-      : { ...envelope, program: this.#program.claimed(envelope.program, records) };
+      : { ...envelope, program: this.#program.claimed(envelope.program, records, run.runId) };
   }
 
   json(envelope: RunEnvelope<D>): JsonObject {

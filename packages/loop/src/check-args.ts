@@ -1,7 +1,7 @@
 import { InvalidInput } from "@durable/core";
 import { canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core/runner";
 import { readHistory } from "./loop-data.js";
-import type { Message } from "./model.js";
+import type { Message } from "./message.js";
 
 /**
  * Checks what `runToolLoop`, `recoverToolLoop` or `recoverAllToolLoops` is
@@ -16,8 +16,24 @@ export function checkLoopArgs(where: string, model: unknown, registry: unknown, 
     );
   }
   checkRegistry(where, registry);
+  checkLoopOptions(where, options);
+}
+
+/** Checks a loop's options (see `checkLoopArgs`). */
+export function checkLoopOptions(where: string, options: unknown): void {
   checkRunnerOptions(where, options);
-  const toolErrors = (options as { toolErrors?: unknown }).toolErrors;
+  const { toolErrors, stopWhen, conversation } = options as {
+    toolErrors?: unknown;
+    stopWhen?: unknown;
+    conversation?: unknown;
+  };
+  const conditions = Array.isArray(stopWhen) ? stopWhen : [stopWhen];
+  if (stopWhen !== undefined && !conditions.every((condition) => typeof condition === "function"))
+    throw new InvalidInput(
+      `${where}: stopWhen must be a condition ({ steps }) => boolean or a list of them, not ${describeType(stopWhen)}.`,
+    );
+  if (conversation !== undefined && typeof conversation !== "boolean")
+    throw new InvalidInput(`${where}: conversation must be true or false, not ${describeType(conversation)}.`);
   if (toolErrors !== undefined && toolErrors !== "model" && toolErrors !== "fail") {
     throw new InvalidInput(
       `${where}: toolErrors must be "model" or "fail", not ${typeof toolErrors === "string" ? JSON.stringify(toolErrors) : describeType(toolErrors)}.`,
@@ -37,7 +53,7 @@ export function readInputMessages(where: string, messages: unknown): Message[] {
   const read = readHistory(Array.isArray(copy) ? copy : []);
   if ("bad" in read) {
     throw new InvalidInput(
-      `${where}: messages[${read.bad}] must be { role: "system" | "user" | "assistant" | "tool", content: string, … }.`,
+      `${where}: messages[${read.bad}] must be { role: "system" | "user" | "assistant" | "tool", content: string, … } (parts, if given, a list of { type: string, … }).`,
     );
   }
   return read.history;

@@ -5,11 +5,17 @@ export {
   cancelToolLoop,
   recoverAllToolLoops,
   servedToolLoops,
-  type LoopResult,
-  type LoopDone,
   type ToolLoopOptions,
   type LoopStoreOptions,
 } from "./tool-loop.js";
-export type { LoopModel, Message, ModelReply, ToolCallRequest, ToolSpec } from "./model.js";
-export type { LoopData } from "./loop-data.js";
+export { readToolLoop, type LoopSnapshot } from "./read-tool-loop.js";
+export { streamToolLoop, streamRecoveredToolLoop, type LoopStream } from "./stream-tool-loop.js";
+export type { LoopResult, LoopDone, LoopAwaitingUser, LoopStepResult } from "./loop-result.js";
+export type { LoopStopCondition, StopStep } from "./loop-program.js";
+export type { LoopStreamPart } from "./stream-parts.js";
+export type { LoopModel, ModelReply, ModelStreamPart, ReplyOptions, ToolSpec } from "./model.js";
+export type { Message, ToolCallRequest } from "./message.js";
+export type { ModelUsage } from "./usage.js";
+export { loopCallContext, type LoopCallContext } from "./call-context.js";
+export type { LoopData, LoopStep, StopReason } from "./loop-data.js";
 export type { Decisions, PendingCall, PausedResult } from "@durable/core";

@@ -1,6 +1,22 @@
 import { CheckpointStoreCorrupt, type JsonObject, type JsonValue, type LoopStage } from "@durable/core";
-import { isCount } from "@durable/core/runner";
-import { messageJson, readMessage, type Message } from "./model.js";
+import { isArrayOf, isCount, isJsonObject, isString } from "@durable/core/runner";
+import { messageJson, readMessage, type Message } from "./message.js";
+import { readUsage, usageJson, type ModelUsage } from "./usage.js";
+
+/** Why a turn stopped: the model answered with no tool call, `maxSteps` ran out, or a `stopWhen` condition held. */
+export type StopReason = "final" | "max-steps" | "stop-condition";
+
+/** One model reply of the run, as saved: where it is in the history, and what the provider said of it. */
+export interface LoopStep {
+  /** The index of the reply (an assistant message) in `messages`. */
+  readonly message: number;
+  /** The turn it answered in. */
+  readonly turn: number;
+  readonly usage?: ModelUsage;
+  readonly finishReason?: string;
+  /** The provider's response metadata (id, model id, timestamp), as JSON. */
+  readonly response?: JsonObject;
+}
 
 /** What a tool loop seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
 export interface LoopData {
@@ -9,26 +25,73 @@ export interface LoopData {
   readonly stage: LoopStage;
   /** Model calls so far, over the whole run. */
   readonly modelCalls: number;
+  /** Model calls allowed per turn (a one-turn run: over the whole run). */
   readonly maxSteps: number;
-  /** Why the loop stopped: the model answered with no tool call, or `maxSteps` ran out. */
-  readonly stopped?: "final" | "max-steps";
+  /** Why the turn stopped (a stopped conversation waits for its next message). */
+  readonly stopped?: StopReason;
+  /** The run's model replies, in order. */
+  readonly steps: readonly LoopStep[];
+  /** The turn the run is in, from 1: each next user message of a conversation opens one. */
+  readonly turn: number;
+  /** `modelCalls` when the current turn began: the turn's `maxSteps` counts from there. */
+  readonly turnStart: number;
+  /** A conversation: a turn that stops waits for the next user message instead of ending the run. */
+  readonly conversation: boolean;
 }
 
 /** Reads a loop's data out of a verified checkpoint, checking every field and message. */
 export function readLoopData(runId: string, data: JsonObject): LoopData {
-  const { messages, stage, modelCalls, maxSteps, stopped } = data;
+  const {
+    messages,
+    stage,
+    modelCalls,
+    maxSteps,
+    stopped,
+    steps = [],
+    turn = 1,
+    turnStart = 0,
+    conversation = false,
+  } = data;
   const read = Array.isArray(messages) ? readHistory(messages) : { bad: 0 };
-  if (!("history" in read) || !isStage(stage) || !isCount(modelCalls) || !isCount(maxSteps) || !isStopped(stopped)) {
-    throw new CheckpointStoreCorrupt(runId, "the checkpoint holds no tool-loop data.");
-  }
-  return { messages: read.history, stage, modelCalls, maxSteps, ...(stopped === undefined ? {} : { stopped }) };
+  const ok =
+    "history" in read &&
+    isStage(stage) &&
+    isCount(modelCalls) &&
+    isCount(maxSteps) &&
+    isStopped(stopped) &&
+    isArrayOf(steps, isStep) &&
+    isCount(turn) &&
+    turn >= 1 &&
+    isCount(turnStart) &&
+    typeof conversation === "boolean";
+  if (!ok) throw new CheckpointStoreCorrupt(runId, "the checkpoint holds no tool-loop data.");
+  return {
+    messages: read.history,
+    stage,
+    modelCalls,
+    maxSteps,
+    ...(stopped === undefined ? {} : { stopped }),
+    steps: steps.map(readStep),
+    turn,
+    turnStart,
+    conversation,
+  };
 }
 
 /** A loop's data as sealed. */
 export function loopDataJson(data: LoopData): JsonObject {
-  const { messages, stage, modelCalls, maxSteps, stopped } = data;
-  const fields: JsonObject = { messages: messages.map(messageJson), stage, modelCalls, maxSteps };
-  return stopped === undefined ? fields : { ...fields, stopped };
+  const { messages, stage, modelCalls, maxSteps, stopped, steps, turn, turnStart, conversation } = data;
+  return {
+    messages: messages.map(messageJson),
+    stage,
+    modelCalls,
+    maxSteps,
+    ...(stopped === undefined ? {} : { stopped }),
+    steps: steps.map(stepJson),
+    turn,
+    turnStart,
+    conversation,
+  };
 }
 
 /** Every message of a history, read with `readMessage`; or the index of the first that is not a message. */
@@ -44,10 +107,45 @@ export function readHistory(
   return { history };
 }
 
+function isStep(value: JsonValue): value is JsonObject {
+  if (!isJsonObject(value)) return false;
+  const { message, turn, usage, finishReason, response } = value;
+  return (
+    isCount(message) &&
+    isCount(turn) &&
+    (usage === undefined || isJsonObject(usage)) &&
+    (finishReason === undefined || isString(finishReason)) &&
+    (response === undefined || isJsonObject(response))
+  );
+}
+
+function readStep(value: JsonObject): LoopStep {
+  const usage = readUsage(value["usage"]);
+  const { finishReason, response } = value;
+  return {
+    message: value["message"] as number,
+    turn: value["turn"] as number,
+    ...(usage === undefined ? {} : { usage }),
+    ...(isString(finishReason) ? { finishReason } : {}),
+    ...(isJsonObject(response) ? { response } : {}),
+  };
+}
+
+function stepJson(step: LoopStep): JsonObject {
+  const { message, turn, usage, finishReason, response } = step;
+  return {
+    message,
+    turn,
+    ...(usage === undefined ? {} : { usage: usageJson(usage) }),
+    ...(finishReason === undefined ? {} : { finishReason }),
+    ...(response === undefined ? {} : { response }),
+  };
+}
+
 function isStage(value: JsonValue | undefined): value is LoopStage {
   return value === "start" || value === "model-reply" || value === "tool-results";
 }
 
-function isStopped(value: JsonValue | undefined): value is LoopData["stopped"] {
-  return value === undefined || value === "final" || value === "max-steps";
+function isStopped(value: JsonValue | undefined): value is StopReason | undefined {
+  return value === undefined || value === "final" || value === "max-steps" || value === "stop-condition";
 }

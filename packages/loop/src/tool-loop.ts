@@ -9,44 +9,18 @@ import {
   type Identity,
   InvalidInput,
   type LeaseOptions,
-  type PausedResult,
-  InvalidToolArgs,
-  ToolFailed,
+  newRunId,
   type ToolRegistry,
   type ValueCodec,
 } from "@durable/core";
-import {
-  type CallRecord,
-  type CallOutcome,
-  type CallScope,
-  canonicalCopy,
-  faultPoint,
-  leaseTerms,
-  RunDriver,
-  type RunProgram,
-  sealerFor,
-  type StepContext,
-  type StepOutcome,
-} from "@durable/core/runner";
+import { leaseTerms, RunDriver, sealerFor, type OpenedRun } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
-import { toolSpecs } from "./tool-specs.js";
-import { loopDataJson, readLoopData, type LoopData } from "./loop-data.js";
-import { readMessage, type LoopModel, type Message, type ModelReply, type ToolSpec } from "./model.js";
-
-/** A tool loop that is done. */
-export interface LoopDone {
-  readonly status: "done";
-  readonly runId: string;
-  readonly step: number;
-  readonly messages: readonly Message[];
-  /** The model's last text. */
-  readonly text: string;
-  /** `final`: the model answered with no tool call; `max-steps`: it was called `maxSteps` times. */
-  readonly stopped: "final" | "max-steps";
-}
-
-/** Where a tool loop stands when it returns. */
-export type LoopResult = LoopDone | PausedResult;
+import type { LoopData } from "./loop-data.js";
+import { loopProgram, type LoopStopCondition } from "./loop-program.js";
+import type { LoopAwaitingUser, LoopDone, LoopResult } from "./loop-result.js";
+import type { Message } from "./message.js";
+import type { LoopModel } from "./model.js";
+import type { PartSink } from "./stream-parts.js";
 
 /** What every entry point takes. */
 export interface LoopStoreOptions {
@@ -79,40 +53,122 @@ export interface LoopStoreOptions {
    * fails the run with `ToolFailed`, as in a flow.
    */
   readonly toolErrors?: "model" | "fail";
+  /**
+   * Ends a turn before the model is asked again once any condition holds,
+   * checked after each tool round with the turn's steps (AI SDK's
+   * `stepCountIs(n)` and `hasToolCall(name)` work). The same on every worker.
+   */
+  readonly stopWhen?: LoopStopCondition | readonly LoopStopCondition[];
 }
 
 /** Options of `runToolLoop`. */
 export interface ToolLoopOptions extends LoopStoreOptions {
-  /** Default `newRunId()`. With the id of a paused loop, resumes it with `decisions`. */
+  /** Default `newRunId()`. With the id of a stored loop, goes on with it: `decisions` for a pause, `messages` for a conversation's next turn. */
   readonly runId?: string;
-  /** Model calls allowed over the whole run, across recoveries; default 20. */
+  /**
+   * Model calls allowed per turn, across recoveries (a run of one turn: over
+   * the whole run); default 20. A conversation's next message may set a new one.
+   */
   readonly maxSteps?: number;
   /** Decisions for the pending approvals of a paused loop, by call id. */
   readonly decisions?: Decisions;
+  /**
+   * A conversation: when a turn stops, the run waits for the next user
+   * message (result `awaiting-user`, saved paused) instead of ending; give it
+   * with `runToolLoop(model, registry, [message], { runId })`. Sealed with the run.
+   */
+  readonly conversation?: boolean;
 }
 
 /**
  * Runs an LLM tool loop durably. The history is saved after each model reply
  * (its tool calls are pinned: recovery never asks the model again for a saved
  * reply) and after the tool results. A reply's tool calls run concurrently,
- * each through the call log. With the `runId` of a stored loop, resumes it
- * with `decisions` instead.
+ * each through the call log. With the `runId` of a stored loop, resumes it:
+ * a loop paused for approvals with `decisions`, a conversation that awaits
+ * the user with `messages` (its next turn, same run id and history).
  */
-export async function runToolLoop(
+export function runToolLoop(
   model: LoopModel,
   registry: ToolRegistry,
   messages: readonly Message[],
   options: ToolLoopOptions,
 ): Promise<LoopResult> {
-  const driver = loopDriver("runToolLoop", model, registry, options);
-  const history = readInputMessages("runToolLoop", messages);
+  return startOrContinue("runToolLoop", model, registry, messages, options, undefined);
+}
+
+/** `runToolLoop` for `where`, its stream parts to `sink`. */
+export async function startOrContinue(
+  where: string,
+  model: LoopModel,
+  registry: ToolRegistry,
+  messages: readonly Message[],
+  options: ToolLoopOptions,
+  sink: PartSink,
+): Promise<LoopResult> {
+  const driver = loopDriver(where, model, registry, options, sink);
+  const history = readInputMessages(where, messages);
+  const maxSteps = readMaxSteps(where, options.maxSteps);
   const stored =
     options.runId === undefined ? undefined : await driver.open(options.runId, options.ctx).catch(ifNotFound);
-  if (stored !== undefined) return driver.resume(stored, options.decisions ?? {}, options);
-  const maxSteps = options.maxSteps ?? 20;
-  if (!Number.isSafeInteger(maxSteps) || maxSteps < 1)
-    throw new InvalidInput(`maxSteps must be a whole number ≥ 1, not ${maxSteps}.`);
-  return driver.start({ messages: history, stage: "start", modelCalls: 0, maxSteps }, options);
+  if (stored !== undefined) return goOn(where, driver, stored, history, maxSteps, options);
+  const runId = options.runId ?? newRunId();
+  sink?.({ type: "run-start", runId, recovered: false, messages: history });
+  const data: LoopData = {
+    messages: history,
+    stage: "start",
+    modelCalls: 0,
+    maxSteps: maxSteps ?? 20,
+    steps: [],
+    turn: 1,
+    turnStart: 0,
+    conversation: options.conversation === true,
+  };
+  return driver.start(data, { ...options, runId });
+}
+
+/** A stored loop goes on: a paused one with decisions, a conversation that awaits the user with its next messages. */
+function goOn(
+  where: string,
+  driver: LoopDriver,
+  stored: OpenedRun<LoopData>,
+  history: readonly Message[],
+  maxSteps: number | undefined,
+  options: ToolLoopOptions,
+): Promise<LoopResult> {
+  const { latest, envelope } = stored;
+  const data = envelope.program;
+  const awaitsUser = latest.status === "paused" && envelope.pending.length === 0;
+  if (!awaitsUser) {
+    if (history.length > 0)
+      throw new InvalidInput(
+        `${where}: run ${JSON.stringify(latest.runId)} is ${latest.status === "paused" ? "paused for approvals: resume it with decisions" : "not waiting for a message"}, and messages are given; its history is its own.`,
+      );
+    return driver.resume(stored, options.decisions ?? {}, options);
+  }
+  if (history.length === 0)
+    throw new InvalidInput(
+      `${where}: conversation ${JSON.stringify(latest.runId)} awaits the next user message: give it in messages.`,
+    );
+  if (options.decisions !== undefined && Object.keys(options.decisions).length > 0)
+    throw new InvalidInput(`${where}: conversation ${JSON.stringify(latest.runId)} has no approvals to decide.`);
+  const { stopped: _stopped, ...rest } = data;
+  const next: LoopData = {
+    ...rest,
+    messages: [...data.messages, ...history],
+    stage: "start",
+    maxSteps: maxSteps ?? data.maxSteps,
+    turn: data.turn + 1,
+    turnStart: data.modelCalls,
+  };
+  return driver.resume(stored, {}, options, next);
+}
+
+function readMaxSteps(where: string, maxSteps: unknown): number | undefined {
+  if (maxSteps === undefined) return undefined;
+  if (typeof maxSteps !== "number" || !Number.isSafeInteger(maxSteps) || maxSteps < 1)
+    throw new InvalidInput(`${where}: maxSteps must be a whole number ≥ 1, not ${String(maxSteps)}.`);
+  return maxSteps;
 }
 
 /** Goes on with a tool loop from its last checkpoint on any worker; a paused loop comes back paused. */
@@ -122,7 +178,7 @@ export async function recoverToolLoop(
   runId: string,
   options: LoopStoreOptions,
 ): Promise<LoopResult> {
-  return loopDriver("recoverToolLoop", model, registry, options).recover(runId, options);
+  return loopDriver("recoverToolLoop", model, registry, options, undefined).recover(runId, options);
 }
 
 /**
@@ -137,7 +193,7 @@ export async function retryToolLoop(
   runId: string,
   options: LoopStoreOptions,
 ): Promise<LoopResult> {
-  return loopDriver("retryToolLoop", model, registry, options).retry(runId, options);
+  return loopDriver("retryToolLoop", model, registry, options, undefined).retry(runId, options);
 }
 
 /** Cancels a tool loop that has not ended, even one a worker drives (it is fenced); returns the step it was saved as. */
@@ -148,7 +204,7 @@ export async function cancelToolLoop(
   reason: string,
   options: LoopStoreOptions,
 ): Promise<number> {
-  return loopDriver("cancelToolLoop", model, registry, options).cancel(runId, reason, options);
+  return loopDriver("cancelToolLoop", model, registry, options, undefined).cancel(runId, reason, options);
 }
 
 /** Recovers every claimable tool loop of the name (`options.name`; never one another worker holds), mapping each run id to its result or to the error that stopped it. */
@@ -157,16 +213,12 @@ export async function recoverAllToolLoops(
   registry: ToolRegistry,
   options: LoopStoreOptions & { readonly concurrency?: number },
 ): Promise<Map<string, LoopResult | Error>> {
-  return loopDriver("recoverAllToolLoops", model, registry, options).recoverAll(options);
+  return loopDriver("recoverAllToolLoops", model, registry, options, undefined).recoverAll(options);
 }
 
 /** The tool loops of the name (`options.name`) as a `Worker` serves them: their driver. */
-export function servedToolLoops(
-  model: LoopModel,
-  registry: ToolRegistry,
-  options: LoopStoreOptions,
-): RunDriver<LoopData, LoopDone> {
-  return loopDriver("servedToolLoops", model, registry, options);
+export function servedToolLoops(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): LoopDriver {
+  return loopDriver("servedToolLoops", model, registry, options, undefined);
 }
 
 function ifNotFound(error: unknown): undefined {
@@ -174,44 +226,32 @@ function ifNotFound(error: unknown): undefined {
   throw error;
 }
 
+type LoopDriver = RunDriver<LoopData, LoopDone | LoopAwaitingUser>;
+
 /**
- * The driver of one loop, its arguments checked for `where` first (`InvalidInput` before anything is read):
- * one step is a model reply, or the tool round of the last reply.
+ * The driver of one loop, its arguments checked for `where` first (`InvalidInput` before anything is read);
+ * its stream parts go to `sink`.
  */
-function loopDriver(
+export function loopDriver(
   where: string,
   model: LoopModel,
   registry: ToolRegistry,
   options: LoopStoreOptions,
-): RunDriver<LoopData, LoopDone> {
+  sink: PartSink,
+): LoopDriver {
   checkLoopArgs(where, model, registry, options);
-  const toModel = (options.toolErrors ?? "model") === "model";
-  const executor = new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals });
-  const specs = toolSpecs(registry);
-  const program: RunProgram<LoopData, LoopDone> = {
-    kind: "loop",
+  const { stopWhen = [] } = options;
+  const program = loopProgram({
     name: options.name ?? "tool-loop",
+    model,
     registry,
-    read: readLoopData,
-    write: loopDataJson,
-    claimed: withModelCalls,
-    step: (data, context) =>
-      data.stage === "model-reply"
-        ? toolRound(executor, data, context.scope, toModel)
-        : modelReply(model, specs, data, context),
-    result: (data, { runId, step }) => {
-      const last = data.messages.findLast((m) => m.role === "assistant");
-      return {
-        status: "done",
-        runId,
-        step,
-        messages: data.messages,
-        text: last?.content ?? "",
-        stopped: data.stopped ?? "final",
-      };
-    },
-    saved: (data) => ({ stage: data.stage }),
-  };
+    executor: new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals }),
+    errorsToModel: (options.toolErrors ?? "model") === "model",
+    stopWhen: typeof stopWhen === "function" ? [stopWhen] : stopWhen,
+    sink,
+    // A claim by runToolLoop resumes a pause or a conversation; any other claim recovers a cut-short run.
+    recovering: where !== "runToolLoop" && where !== "streamToolLoop",
+  });
   return new RunDriver(program, {
     store: options.checkpoints,
     sealer: sealerFor(options.checkpoints, options.checkpointKey),
@@ -219,115 +259,4 @@ function loopDriver(
     lease: leaseTerms("tool loop", options.lease),
     codec: options.codec,
   });
-}
-
-/**
- * The loop's data with every model call the log records counted: a worker
- * that died while the model answered made a call its checkpoint never saw.
- */
-function withModelCalls(data: LoopData, records: readonly CallRecord[]): LoopData {
-  const made = records.filter((record) => record.kind === "model").length;
-  return made > data.modelCalls ? { ...data, modelCalls: made } : data;
-}
-
-/** Asks the model for its next reply, which opens the round; a reply with no tool call ends the loop, as does `maxSteps`. */
-async function modelReply(
-  model: LoopModel,
-  specs: readonly ToolSpec[],
-  data: LoopData,
-  { log, round }: StepContext,
-): Promise<StepOutcome<LoopData>> {
-  if (data.modelCalls >= data.maxSteps)
-    return { paused: false, data: { ...data, stopped: "max-steps" }, roundOver: false, done: true };
-  // Stored before the model is asked, so maxSteps bounds the calls made, crashes included.
-  await log.append({ round, callId: `model:${data.modelCalls + 1}`, tool: "model", kind: "model", args: null });
-  faultPoint("model.before-call");
-  const message = pinned(await model.reply(data.messages, specs));
-  const next: LoopData = {
-    ...data,
-    messages: [...data.messages, message],
-    modelCalls: data.modelCalls + 1,
-    stage: "model-reply",
-  };
-  if (message.role !== "assistant" || message.toolCalls === undefined)
-    return { paused: false, data: { ...next, stopped: "final" }, roundOver: false, done: true };
-  return { paused: false, data: next, roundOver: false, done: false };
-}
-
-/** The model's reply as the history keeps it (plain JSON, as replay gives it); a reply of another shape is `InvalidInput`. */
-function pinned(reply: ModelReply): Message {
-  const calls: unknown = reply?.toolCalls;
-  const said = {
-    role: "assistant",
-    content: reply?.text,
-    ...(Array.isArray(calls) && calls.length > 0 ? { toolCalls: calls } : {}),
-  };
-  const message = Array.isArray(calls) ? readMessage(canonicalCopy(said, "the model's reply")) : undefined;
-  if (message === undefined)
-    throw new InvalidInput(
-      "The model's reply must be { text: string, toolCalls: [{ id: string, name: string, args }] }.",
-    );
-  return message;
-}
-
-/**
- * Runs the pinned tool calls of the last reply concurrently, each through the
- * call log; pauses when one waits on an approval. A denial, an unknown tool
- * and (with `toolErrors: "model"`) a tool's error go back to the model as the
- * call's result.
- */
-async function toolRound(
-  executor: Executor,
-  data: LoopData,
-  scope: CallScope,
-  errorsToModel: boolean,
-): Promise<StepOutcome<LoopData>> {
-  const last = data.messages.at(-1);
-  const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
-  const round = Promise.all(
-    calls.map(async (call): Promise<Message | undefined> => {
-      const reply = (content: string, isError = false): Message => ({
-        role: "tool",
-        toolCallId: call.id,
-        name: call.name,
-        content,
-        ...(isError ? { isError } : {}),
-      });
-      if (!executor.registry.has(call.name))
-        return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, true);
-      let outcome: CallOutcome;
-      try {
-        outcome = await executor.call(scope, call.id, call.name, call.args);
-      } catch (error) {
-        // Arguments the tool's schema refuses: nothing ran or was recorded, and the model is told why.
-        if (error instanceof InvalidToolArgs) return reply(`error: ${error.message}`, true);
-        throw error;
-      }
-      switch (outcome.status) {
-        case "pending":
-          return undefined;
-        case "denied":
-          return reply(`denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`);
-        case "error":
-          if (!errorsToModel)
-            throw new ToolFailed(call.name, outcome.error, outcome.attempts, { cause: outcome.cause });
-          return reply(`error: ${outcome.error}`, true);
-        case "ok":
-          return reply(typeof outcome.value === "string" ? outcome.value : JSON.stringify(outcome.value));
-      }
-    }),
-  );
-  let results: Awaited<typeof round>;
-  try {
-    results = await round;
-  } finally {
-    await scope.settled(); // a call left running when another threw lands first
-  }
-  if (!results.every((result) => result !== undefined)) return { paused: true };
-  return {
-    paused: false,
-    data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" },
-    roundOver: true,
-    done: false,
-  };
 }

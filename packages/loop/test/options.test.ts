@@ -29,7 +29,7 @@ describe("tool loop options", () => {
     [
       "with a string as maxSteps",
       (checkpoints) => ({ checkpoints, maxSteps: "3" }),
-      /^maxSteps must be a whole number/,
+      /^runToolLoop: maxSteps must be a whole number/,
     ],
     [
       "with a number as events",

@@ -43,7 +43,7 @@ export interface Options {
 
 /** What a run returned, as both programs shape it. */
 export type Outcome = {
-  readonly status: "done" | "paused";
+  readonly status: "done" | "paused" | "awaiting-user";
   readonly runId: string;
   readonly step: number;
   readonly approvals?: ReadonlyArray<{ readonly callId: string }>;
