@@ -1,8 +1,6 @@
 import {
   type ApprovalPort,
-  type CheckpointKeys,
   CheckpointNotFound,
-  type CheckpointStore,
   type Decisions,
   type EventSink,
   Executor,
@@ -10,6 +8,7 @@ import {
   InvalidInput,
   type LeaseOptions,
   type PausedResult,
+  type StorageOptions,
   InvalidToolArgs,
   ToolFailed,
   type ToolRegistry,
@@ -24,7 +23,7 @@ import {
   leaseTerms,
   RunDriver,
   type RunProgram,
-  sealerFor,
+  runStorage,
   type StepContext,
   type StepOutcome,
 } from "@durable/core/runner";
@@ -49,10 +48,7 @@ export interface LoopDone {
 export type LoopResult = LoopDone | PausedResult;
 
 /** What every entry point takes. */
-export interface LoopStoreOptions {
-  readonly checkpoints: CheckpointStore;
-  /** At least 32 bytes, the same on every worker; required unless the store is in-process only. */
-  readonly checkpointKey?: CheckpointKeys;
+export interface LoopStoreOptions extends StorageOptions {
   /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
   readonly name?: string;
   /** The end user, thread and principal; sealed in, and checked on recovery and resume. */
@@ -213,8 +209,7 @@ function loopDriver(
     saved: (data) => ({ stage: data.stage }),
   };
   return new RunDriver(program, {
-    store: options.checkpoints,
-    sealer: sealerFor(options.checkpoints, options.checkpointKey),
+    ...runStorage("tool loop", options),
     events: options.events,
     lease: leaseTerms("tool loop", options.lease),
     codec: options.codec,
