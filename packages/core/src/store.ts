@@ -41,3 +41,4 @@ export {
   StoreUnavailable,
   StoreNotReady,
 } from "./errors.js";
+export { assertRunId } from "./run-id.js";

@@ -7,6 +7,7 @@ import {
   type JsonValue,
   RecoveryNeedsDecision,
   StoreUnavailable,
+  type RunAnchor,
   type ToolContext,
   ToolRegistry,
 } from "@durable/core";
@@ -195,11 +196,15 @@ export class ScenarioDriver {
   readonly #loopTools: ToolRegistry;
   readonly #flowRunners: { readonly plain: FlowRunner; readonly encrypted: FlowRunner };
 
-  constructor(store: CheckpointStore, effects: string) {
+  readonly #anchor: RunAnchor | undefined;
+
+  /** With `anchor`, every run is written through it and checked against it (the anchor group). */
+  constructor(store: CheckpointStore, effects: string, anchor?: RunAnchor) {
     this.#store = store;
+    this.#anchor = anchor;
     this.#loopTools = scenarioTools(effects, RETRIED.loop);
     const executor = new Executor(scenarioTools(effects, RETRIED.flow));
-    const options = { checkpoints: store, checkpointKey: KIT_KEY };
+    const options = { checkpoints: store, checkpointKey: KIT_KEY, ...(anchor === undefined ? {} : { anchor }) };
     this.#flowRunners = {
       plain: new FlowRunner(executor, options),
       encrypted: new FlowRunner(executor, { ...options, encryptionKey: KIT_ENCRYPTION_KEY }),
@@ -298,7 +303,8 @@ export class ScenarioDriver {
 
   #loopOptions(runId: string) {
     const encryption = isEncryptedRun(runId) ? { encryptionKey: KIT_ENCRYPTION_KEY } : {};
-    return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME, ...encryption };
+    const anchor = this.#anchor === undefined ? {} : { anchor: this.#anchor };
+    return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME, ...encryption, ...anchor };
   }
 }
 
