@@ -1,16 +1,5 @@
 import type { AnchoredHead, RunAnchor } from "./anchor.js";
-import type {
-  CheckpointRow,
-  CheckpointStore,
-  Lease,
-  LeaseClaim,
-  LeaseTerms,
-  LeaseView,
-  ListOptions,
-  RunWrite,
-  StoredCall,
-  StoredCheckpoint,
-} from "./checkpoint-store.js";
+import type * as Store from "./checkpoint-store.js";
 import { CheckpointNotFound, CheckpointStoreCorrupt } from "./errors.js";
 
 /**
@@ -22,13 +11,13 @@ import { CheckpointNotFound, CheckpointStoreCorrupt } from "./errors.js";
  * `CheckpointStoreCorrupt`. Reading the anchor first matters: whatever it
  * says was stored before the store is read, even while a worker writes.
  */
-export class AnchoredStore implements CheckpointStore {
-  readonly inner: CheckpointStore;
+export class AnchoredStore implements Store.CheckpointStore {
+  readonly inner: Store.CheckpointStore;
   readonly anchor: RunAnchor;
   readonly inProcessOnly?: boolean;
-  readonly commit?: (runId: string, writes: readonly RunWrite[]) => Promise<void>;
+  readonly commit?: (runId: string, writes: readonly Store.RunWrite[]) => Promise<void>;
 
-  constructor(inner: CheckpointStore, anchor: RunAnchor) {
+  constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
     this.inner = inner;
     this.anchor = anchor;
     if (inner.inProcessOnly !== undefined) this.inProcessOnly = inner.inProcessOnly;
@@ -40,7 +29,7 @@ export class AnchoredStore implements CheckpointStore {
       };
   }
 
-  async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+  async save(runId: string, step: number, row: Store.CheckpointRow, lease?: Store.LeaseClaim): Promise<void> {
     await this.inner.save(runId, step, row, lease);
     await this.anchor.advance(runId, headOf([{ kind: "save", step, row }]));
   }
@@ -50,9 +39,9 @@ export class AnchoredStore implements CheckpointStore {
     await this.anchor.advance(runId, headOf([{ kind: "record", segment, seq, sealed }]));
   }
 
-  async latest(runId: string): Promise<StoredCheckpoint> {
+  async latest(runId: string): Promise<Store.StoredCheckpoint> {
     const head = await this.anchor.read(runId);
-    let row: StoredCheckpoint;
+    let row: Store.StoredCheckpoint;
     try {
       row = await this.inner.latest(runId);
     } catch (error) {
@@ -71,7 +60,7 @@ export class AnchoredStore implements CheckpointStore {
     return row;
   }
 
-  async calls(runId: string): Promise<StoredCall[]> {
+  async calls(runId: string): Promise<Store.StoredCall[]> {
     const head = await this.anchor.read(runId);
     const rows = await this.inner.calls(runId);
     if (head === undefined) return rows;
@@ -92,11 +81,11 @@ export class AnchoredStore implements CheckpointStore {
     await this.anchor.forget(runId);
   }
 
-  listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string> {
+  listUnfinished(flow: string, options?: Store.ListOptions): AsyncIterable<string> {
     return this.inner.listUnfinished(flow, options);
   }
 
-  renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+  renew(runId: string, segment: number, terms: Store.LeaseTerms): Promise<Store.Lease> {
     return this.inner.renew(runId, segment, terms);
   }
 
@@ -104,7 +93,7 @@ export class AnchoredStore implements CheckpointStore {
     return this.inner.release(runId, segment, owner);
   }
 
-  leaseOf(runId: string): Promise<LeaseView | undefined> {
+  leaseOf(runId: string): Promise<Store.LeaseView | undefined> {
     return this.inner.leaseOf(runId);
   }
 
@@ -114,14 +103,14 @@ export class AnchoredStore implements CheckpointStore {
   }
 }
 
-const wrapped = new WeakMap<CheckpointStore, WeakMap<RunAnchor, AnchoredStore>>();
+const wrapped = new WeakMap<Store.CheckpointStore, WeakMap<RunAnchor, AnchoredStore>>();
 
 /**
  * The store a runner writes through: `store` itself without an anchor, else
  * the one `AnchoredStore` of that store and anchor (the same object for every
  * runner, so a process still sees each run it drives once).
  */
-export function anchoredStore(store: CheckpointStore, anchor: RunAnchor | undefined): CheckpointStore {
+export function anchoredStore(store: Store.CheckpointStore, anchor: RunAnchor | undefined): Store.CheckpointStore {
   if (anchor === undefined) return store;
   let byAnchor = wrapped.get(store);
   if (byAnchor === undefined) {
@@ -137,7 +126,7 @@ export function anchoredStore(store: CheckpointStore, anchor: RunAnchor | undefi
 }
 
 /** What a batch of writes tells of the run's head: its checkpoint's step and segment, each segment's records. */
-function headOf(writes: readonly RunWrite[]): AnchoredHead {
+function headOf(writes: readonly Store.RunWrite[]): AnchoredHead {
   let step = 0;
   let segment = 0;
   const calls: number[] = [];

@@ -8,7 +8,7 @@ import type { Harness } from "../harness.js";
 import { executions } from "../process/child.js";
 import { CALLS, SCENARIOS, ScenarioDriver, cutShort, kitSealer } from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
-import type { ConformanceGroup } from "./case.js";
+import type { ConformanceCase, ConformanceGroup } from "./case.js";
 import { callTampers, checkpointTampers, LATEST_STEP, type Tamper } from "./tampers.js";
 
 const CLEAN_RUNS = 500;
@@ -22,26 +22,8 @@ export const tamperGroup: ConformanceGroup = {
   skipUnless: (init) =>
     init.raw === undefined ? "the initializer gives no `raw` oracle to change stored bytes" : undefined,
   cases: [
-    {
-      name: "each field of the latest checkpoint changed or removed; the row forged, swapped, moved or replaced: CheckpointStoreCorrupt",
-      timeout: 300_000,
-      run: (h) => sweep(h, checkpointTampers(FLOW), false),
-    },
-    {
-      name: "each field of a call record changed or removed; records forged, swapped, moved, duplicated or deleted: CheckpointStoreCorrupt",
-      timeout: 300_000,
-      run: (h) => sweep(h, callTampers(), false),
-    },
-    {
-      name: "an encrypted run: each field of the latest checkpoint changed (re-encrypted under the kept signature) or removed; its ciphertext changed; the row forged with either key alone, swapped, moved or replaced: CheckpointStoreCorrupt",
-      timeout: 300_000,
-      run: (h) => sweep(h, checkpointTampers(FLOW), true),
-    },
-    {
-      name: "an encrypted run: each field of a call record changed or removed; its ciphertext changed; records forged with either key alone, swapped, moved, duplicated or deleted: CheckpointStoreCorrupt",
-      timeout: 300_000,
-      run: (h) => sweep(h, callTampers(), true),
-    },
+    ...sweeps(false),
+    ...sweeps(true),
     {
       name: "the store's plain head set to done by hand while the sealed latest checkpoint says running: recovery is CheckpointStoreCorrupt, no tool runs",
       skipUnless: (init) =>
@@ -131,6 +113,29 @@ async function countedRecordsDeleted(h: Harness): Promise<void> {
     recoverer.kill();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The sweeps over the latest checkpoint and over a call record, of a plain or an encrypted run. */
+function sweeps(encrypted: boolean): ConformanceCase[] {
+  const [run, content, signed] = encrypted
+    ? [
+        "an encrypted run: ",
+        " (re-encrypted under the kept signature)",
+        "; its ciphertext changed; forged with either key alone",
+      ]
+    : ["", "", "; forged"];
+  return [
+    {
+      name: `${run}each field of the latest checkpoint changed${content} or removed${signed}; the row swapped, moved or replaced: CheckpointStoreCorrupt`,
+      timeout: 300_000,
+      run: (h) => sweep(h, checkpointTampers(FLOW), encrypted),
+    },
+    {
+      name: `${run}each field of a call record changed${content} or removed${signed}; records swapped, moved, duplicated or deleted: CheckpointStoreCorrupt`,
+      timeout: 300_000,
+      run: (h) => sweep(h, callTampers(), encrypted),
+    },
+  ];
 }
 
 /** Applies each tamper to a run of its own (encrypted or not) and checks the recovery refuses it without running a tool. */
