@@ -86,7 +86,7 @@ export async function measureTickets(
   const durable = latency("durable");
   const plain = latency("plain");
   const leased = await leaseCost(store, Math.max(40, Math.round(budgetMs / durable.mean / 2)));
-  const security = await securityCost(store, Math.max(60, Math.round(budgetMs / durable.mean / 2)));
+  const security = await securityCost(store, Math.max(20, Math.round(budgetMs / durable.mean / 2)));
 
   const [concurrent16, ...peersAt16] = await sixteenAtOnce(
     [async (id) => void (await worker.run(tickets, ORDER, { runId: id })), ...peers.map((peer) => peer.run)],

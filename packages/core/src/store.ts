@@ -41,4 +41,3 @@ export {
   StoreUnavailable,
   StoreNotReady,
 } from "./errors.js";
-export { assertRunId } from "./run-id.js";

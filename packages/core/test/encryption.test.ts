@@ -2,6 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { CheckpointStoreCorrupt, InvalidInput, MemoryCheckpointStore } from "../src/index.js";
 import { DurableRun, openCheckpoint, readCallLog, Sealer, sealerFor } from "../src/runner.js";
+import type { StoredCheckpoint } from "../src/store.js";
 import { KEY, OLD_KEY, TamperedStore } from "./helpers.js";
 
 const ENCRYPTION_KEY = "e".repeat(32);
@@ -69,7 +70,14 @@ describe("encryption at rest", () => {
       expect(() => encrypting.open("call", sealed, columns)).toThrow(/does not decrypt/);
     const store = new TamperedStore();
     await encryptedRun(store);
-    for (const edit of [{ step: 1 }, { status: "done" }, { segment: 4 }, { flow: "other" }, { kind: "loop" }]) {
+    const edits: Partial<StoredCheckpoint>[] = [
+      { step: 1 },
+      { status: "done" },
+      { segment: 4 },
+      { flow: "other" },
+      { kind: "loop" },
+    ];
+    for (const edit of edits) {
       store.editCheckpoint = (row) => ({ ...row, ...edit });
       await expect(DurableRun.latest(store, encrypting, "run-1")).rejects.toThrow(/does not decrypt/);
     }

@@ -143,14 +143,19 @@ describe("RedisCheckpointStore keys in Redis", () => {
     await admin.flushAll();
     const kept = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list" });
     for (let i = 0; i < 30; i++) await kept.save(`kept ${i}`, 0, row({ status: i % 2 === 0 ? "paused" : "running" }));
-    // The gone runs expire as an earlier version let running runs expire, after the kept ones are saved,
-    // so no save drops their index entries before the listing.
-    for (let i = 0; i < 30; i++) {
-      await kept.save(`gone ${i}`, 0, row());
-      const keys = kept.keysOf(`gone ${i}`);
-      for (const key of [keys.meta, keys.cps, keys.calls]) await admin.pExpire(key, 1000);
-      await admin.zAdd(keys.expiring, { score: Date.now() + 1000, value: `${hex("f")}:${hex(`gone ${i}`)}` });
-    }
+    for (let i = 0; i < 30; i++) await kept.save(`gone ${i}`, 0, row());
+    // The gone runs then expire as an earlier version let running runs expire; no save follows that could drop
+    // their index entries before the listing.
+    const gone = Array.from({ length: 30 }, (_, i) => `gone ${i}`);
+    await Promise.all(
+      gone.map((id) => {
+        const keys = kept.keysOf(id);
+        return Promise.all([
+          ...[keys.meta, keys.cps, keys.calls].map((key) => admin.pExpire(key, 1000)),
+          admin.zAdd(keys.expiring, { score: Date.now() + 1000, value: `${hex("f")}:${hex(id)}` }),
+        ]);
+      }),
+    );
     await new Promise((r) => setTimeout(r, 1100));
     expect(await admin.zScore(kept.keysOf("gone 0").unfinished, `${hex("f")}:${hex("gone 0")}`)).toBe(0);
     // The first claimable listing backfills the indexes of a prefix written before leases; later ones only read.

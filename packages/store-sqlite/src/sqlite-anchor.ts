@@ -1,8 +1,8 @@
 import Database from "better-sqlite3";
 import {
   type AnchoredHead,
-  assertRunId,
   CheckpointStoreCorrupt,
+  InvalidInput,
   isAnchoredHead,
   mergeHeads,
   type RunAnchor,
@@ -70,17 +70,16 @@ export class SQLiteRunAnchor implements RunAnchor {
   }
 
   async advance(runId: string, head: AnchoredHead): Promise<void> {
-    assertRunId(runId);
+    if (!isAnchoredHead(head))
+      throw new InvalidInput(`${this.#where}: a head is { step, segment, calls } of whole numbers ≥ 0.`);
     this.#run(() => this.#advance(runId, head));
   }
 
   async read(runId: string): Promise<AnchoredHead | undefined> {
-    assertRunId(runId);
     return this.#run(() => this.#head(runId));
   }
 
   async forget(runId: string): Promise<void> {
-    assertRunId(runId);
     this.#run(() => this.#forget.run(runId));
   }
 

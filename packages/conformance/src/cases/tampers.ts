@@ -10,7 +10,7 @@ import { kitSealer } from "../process/scenarios.js";
  * notify's `failed` and second `started`).
  */
 export const LATEST_STEP = 2;
-export const RECORDS = 10;
+const RECORDS = 10;
 
 const FORGER_KEY = "a key the workers do not have, 0123456789";
 /** Holds neither of the workers' keys. */

@@ -195,7 +195,6 @@ export class ScenarioDriver {
   readonly #store: CheckpointStore;
   readonly #loopTools: ToolRegistry;
   readonly #flowRunners: { readonly plain: FlowRunner; readonly encrypted: FlowRunner };
-
   readonly #anchor: RunAnchor | undefined;
 
   /** With `anchor`, every run is written through it and checked against it (the anchor group). */
