@@ -2,6 +2,7 @@ import { Bench } from "tinybench";
 import type { CheckpointStore } from "@durable/core";
 import type { Peer } from "./peers/peer.js";
 import { latencyOf, round, type Latency } from "./stats.js";
+import { mediansInTurns, securityCost, type SecurityFigures } from "./security.js";
 import type { RawWriter } from "./targets.js";
 import { ORDER, noting, plainTickets, runner, tickets, unleased, type WriteLog } from "./workload.js";
 
@@ -28,6 +29,8 @@ export interface TicketsFigures {
   readonly bytesPerRun: number;
   /** What leases add to a run: the writes of their own (renewals, releases; 0 when each save carries the lease) and the time, medians. */
   readonly lease: { readonly writesPerRun: number; readonly usPerRun: number };
+  /** What encryption, Ed25519 and an anchor add to a run (µs at the median over the default). */
+  readonly security: SecurityFigures;
   /** The same writes (number and sizes) straight through the driver, and durable ÷ raw at the median. */
   readonly raw?: { readonly p50Ms: number; readonly ratio: number };
   /** Other libraries running the same flow on the same kind of store, measured alongside. */
@@ -97,6 +100,7 @@ export async function measureTickets(
   const durable = latency("durable");
   const plain = latency("plain");
   const leased = await leaseCost(store, Math.max(40, Math.round(budgetMs / durable.mean / 2)));
+  const security = await securityCost(store, Math.max(20, Math.round(budgetMs / durable.mean / 2)));
 
   const [concurrent16, ...peersAt16] = await sixteenAtOnce(
     [async (id) => void (await worker.run(tickets, ORDER, { runId: id })), ...peers.map((peer) => peer.run)],
@@ -118,6 +122,7 @@ export async function measureTickets(
       writesPerRun: log.writes.filter((w) => w.kind === "renew" || w.kind === "release").length,
       usPerRun: leased,
     },
+    security,
     ...(raw === undefined
       ? {}
       : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),
@@ -175,18 +180,6 @@ async function sixteenAtOnce(
  * on both alike.
  */
 async function leaseCost(store: CheckpointStore, pairs: number): Promise<number> {
-  const sides = [
-    { runner: runner(store), samples: [] as number[] },
-    { runner: runner(unleased(store)), samples: [] as number[] },
-  ];
-  let n = 0;
-  for (let i = 0; i < pairs; i++) {
-    for (const side of i % 2 === 0 ? sides : [...sides].reverse()) {
-      const start = performance.now();
-      await side.runner.run(tickets, ORDER, { runId: `lease-cost-${n++}` });
-      side.samples.push(performance.now() - start);
-    }
-  }
-  const [leased, bare] = sides.map((side) => latencyOf(side.samples).p50);
-  return round(((leased ?? 0) - (bare ?? 0)) * 1000, 0);
+  const [leased = 0, bare = 0] = await mediansInTurns([runner(store), runner(unleased(store))], pairs, "lease-cost");
+  return round((leased - bare) * 1000, 0);
 }

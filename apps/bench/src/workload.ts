@@ -1,4 +1,4 @@
-import { Executor, ToolRegistry } from "@durable/core";
+import { Executor, type StorageOptions, ToolRegistry } from "@durable/core";
 import { type CheckpointRow, type CheckpointStore, StoreUnavailable } from "@durable/core/store";
 import { Flow, FlowRunner } from "@durable/flow";
 import { ticketsFlow } from "@durable-apps/shared/tickets";
@@ -32,8 +32,9 @@ export async function plainTickets(): Promise<void> {
   for (const call of TICKET_CALLS) await call(ORDER);
 }
 
-export function runner(store: CheckpointStore): FlowRunner {
-  return new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY });
+/** A runner of the tickets flow on `store`, signed with HMAC under `KEY` unless `storage` says otherwise. */
+export function runner(store: CheckpointStore, storage: Omit<StorageOptions, "checkpoints"> = {}): FlowRunner {
+  return new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY, ...storage });
 }
 
 /** A flow of one superstep in which one node makes `calls` tool calls at once. */

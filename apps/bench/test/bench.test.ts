@@ -17,6 +17,12 @@ describe("the bench, on small sizes", () => {
         writesPerRun: 10,
         raw: { ratio: expect.any(Number) },
         lease: { writesPerRun: 0, usPerRun: expect.any(Number) },
+        security: {
+          encryptionUs: expect.any(Number),
+          ed25519Us: expect.any(Number),
+          ed25519EncryptedUs: expect.any(Number),
+          sqliteAnchorUs: expect.any(Number),
+        },
       });
       expect(figures.single.runsPerSecond).toBeGreaterThan(0);
     } finally {

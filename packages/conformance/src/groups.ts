@@ -10,6 +10,7 @@ import { readGroup } from "./cases/read.js";
 import { saveGroup } from "./cases/save.js";
 import { scaleGroup } from "./cases/scale.js";
 import { tamperGroup } from "./cases/tamper.js";
+import { anchorGroup } from "./cases/anchor.js";
 import { ttlGroup } from "./cases/ttl.js";
 
 /** Every group of the kit, in the order they run. */
@@ -21,6 +22,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   leaseGroup,
   integrityGroup,
   tamperGroup,
+  anchorGroup,
   isolationGroup,
   ttlGroup,
   scaleGroup,

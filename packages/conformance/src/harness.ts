@@ -6,6 +6,17 @@ import type { ConformanceInitializer, RawAccess } from "./initializer.js";
 /** The key the kit seals with. Stores never see keys; any 32 bytes do. */
 export const KIT_KEY = "durable-conformance-kit-key-0123456789";
 
+/** The key the kit encrypts its encrypted runs with (see `isEncryptedRun`). */
+export const KIT_ENCRYPTION_KEY = "durable-conformance-kit-encryption-key-0123456789";
+
+/** What a run id starts with when the kit's runners encrypt the run: every group drives some of each. */
+const ENCRYPTED = "encrypted-";
+
+/** True for a run the kit's runners encrypt: the choice travels with the id, to every worker process. */
+export function isEncryptedRun(runId: string): boolean {
+  return runId.startsWith(ENCRYPTED);
+}
+
 /** What a test changes of a checkpoint row it saves. */
 export interface RowOptions {
   readonly status?: RunStatus;
@@ -43,9 +54,9 @@ export class Harness {
     return this.init.raw(this.store);
   }
 
-  /** A run id no other test uses. */
-  runId(label = "run"): string {
-    return `${label}-${newRunId()}`;
+  /** A run id no other test uses; with `encrypted`, one the kit's runners encrypt. */
+  runId(label = "run", encrypted = false): string {
+    return `${encrypted ? ENCRYPTED : ""}${label}-${newRunId()}`;
   }
 
   /** A checkpoint row sealed as core seals it. */

@@ -5,6 +5,7 @@ export {
   initializerProblems,
   type Capabilities,
   type MultiProcess,
+  type AnchorCapability,
   type ConformanceInitializer,
   type RawAccess,
 } from "./initializer.js";
@@ -23,3 +24,5 @@ export { scaleGroup } from "./cases/scale.js";
 export { tamperGroup } from "./cases/tamper.js";
 export { raceGroup } from "./cases/race.js";
 export { crashGroup } from "./cases/crash.js";
+export { anchorGroup } from "./cases/anchor.js";
+export { anchorInFiles } from "./process/anchors.js";

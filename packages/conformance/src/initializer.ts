@@ -43,6 +43,25 @@ export interface Capabilities<S extends CheckpointStore = CheckpointStore> {
    * status to `done` past the store's API, leaving every sealed row as it is.
    */
   readonly plainHead?: { endByHand(store: S, runId: string): Promise<void> };
+  /**
+   * A `RunAnchor` in a second place (not the store under test) for the
+   * anchor group: its contract, and the rollback and truncation attacks on
+   * the store that it must catch.
+   */
+  readonly anchor?: AnchorCapability;
+}
+
+/** How the anchor group gets anchors: the test and its worker processes open them the same way. */
+export interface AnchorCapability {
+  /**
+   * The URL (or absolute path) of a module whose default export opens an
+   * anchor from a handle, `(handle: string) => anchor`.
+   */
+  readonly opener: string;
+  /** The handle of a new, empty anchor, isolated from every other (a new file path, a new prefix). */
+  newHandle(): string;
+  /** Removes what the anchor of `handle` stored, once it is closed. */
+  remove?(handle: string): void | Promise<void>;
 }
 
 /** How child processes open the store under test. */
@@ -98,7 +117,7 @@ export function initializerProblems(value: unknown): string[] {
   return problems;
 }
 
-const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect", "plainHead"]);
+const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect", "plainHead", "anchor"]);
 
 function capabilityProblems(caps: Record<string, unknown>): string[] {
   const problems: string[] = [];
@@ -121,6 +140,12 @@ function capabilityProblems(caps: Record<string, unknown>): string[] {
   const head = caps["plainHead"] as { endByHand?: unknown } | undefined;
   if (head !== undefined && typeof head?.endByHand !== "function") {
     problems.push("`capabilities.plainHead` must be { endByHand: (store, runId) => Promise<void> }.");
+  }
+  const anchor = caps["anchor"] as { newHandle?: unknown; opener?: unknown } | undefined;
+  if (anchor !== undefined && !(typeof anchor?.newHandle === "function" && typeof anchor.opener === "string")) {
+    problems.push(
+      "`capabilities.anchor` must be { opener: <URL of a module whose default export opens an anchor from a handle>, newHandle: () => string, remove?: (handle) => void }.",
+    );
   }
   if (caps["connect"] !== undefined && typeof caps["connect"] !== "function") {
     problems.push("`capabilities.connect` must be a function (store) => Promise<store>.");

@@ -14,13 +14,13 @@ import { ForkedMemoryStore } from "./broken-stores.js";
 /** Short, so the ttl group's waits stay short; fractions are fine for a store that keeps milliseconds. */
 const TTL_SECONDS = 0.3;
 
-/** How an expiring store refreshes a run's TTL; the correct one refreshes on every write and never expires a paused run. */
+/** Which runs an expiring store lets expire besides ended ones; the correct one expires no unfinished run. */
 interface ExpiryRules {
-  readonly recordsRefresh: boolean;
+  readonly runningExpires: boolean;
   readonly pausedExpires: boolean;
 }
 
-/** The memory store with the TTL rule: a run's rows expire ttlSeconds after its last write, except while it is paused. */
+/** The memory store with the TTL rule: an ended run's rows expire ttlSeconds after its last write; an unfinished run's never. */
 class ExpiringMemoryStore extends ForkedMemoryStore {
   readonly #expiresAt = new Map<string, number>();
   constructor(readonly rules: ExpiryRules) {
@@ -29,8 +29,14 @@ class ExpiringMemoryStore extends ForkedMemoryStore {
   #touch(runId: string): void {
     const head = this.head(runId);
     if (head === undefined) return;
-    if (head.status === "paused" && !this.rules.pausedExpires) this.#expiresAt.delete(runId);
-    else this.#expiresAt.set(runId, Date.now() + TTL_SECONDS * 1000);
+    const expires =
+      head.status === "paused"
+        ? this.rules.pausedExpires
+        : head.status === "running"
+          ? this.rules.runningExpires
+          : true;
+    if (expires) this.#expiresAt.set(runId, Date.now() + TTL_SECONDS * 1000);
+    else this.#expiresAt.delete(runId);
   }
   #expire(): void {
     const now = Date.now();
@@ -60,7 +66,7 @@ class ExpiringMemoryStore extends ForkedMemoryStore {
   override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     this.#expire();
     await super.recordCall(runId, segment, seq, sealed);
-    if (this.rules.recordsRefresh) this.#touch(runId);
+    this.#touch(runId);
   }
   override async latest(runId: string): Promise<StoredCheckpoint> {
     this.#expire();
@@ -86,14 +92,15 @@ function expiring(name: string, rules: ExpiryRules): ConformanceInitializer {
 
 /** The correct one: the ttl group passes it. */
 export const expiringMemory: ConformanceInitializer = expiring("memory with a TTL", {
-  recordsRefresh: true,
+  runningExpires: false,
   pausedExpires: false,
 });
 export const ttlOnPaused: ConformanceInitializer = expiring("expires paused runs", {
-  recordsRefresh: true,
+  runningExpires: false,
   pausedExpires: true,
 });
-export const ttlOnlyOnSave: ConformanceInitializer = expiring("refreshes the TTL only on save", {
-  recordsRefresh: false,
+/** The rule of earlier versions: a crashed run expired with the evidence of its calls in doubt. */
+export const ttlOnRunning: ConformanceInitializer = expiring("expires running runs", {
+  runningExpires: true,
   pausedExpires: false,
 });

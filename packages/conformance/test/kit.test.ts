@@ -8,7 +8,7 @@ import {
   type GroupName,
 } from "../src/index.js";
 import * as broken from "./broken-stores.js";
-import { expiringMemory, ttlOnPaused, ttlOnlyOnSave } from "./expiring-stores.js";
+import { expiringMemory, ttlOnPaused, ttlOnRunning } from "./expiring-stores.js";
 import * as leases from "./lease-stores.js";
 
 const { memory } = broken;
@@ -32,7 +32,7 @@ const LIVE_LEASE =
 const LEASE_CLOCK = "a lease runs out by the store's clock, not by the worker's Date.now";
 const RENEWAL = "only the owner renews a lease, and its renewal extends it";
 const TTL =
-  "a finished run's checkpoints and records are gone after the TTL, a recording run's stay, a paused run's stay until it goes on";
+  "an ended run's checkpoints and records are gone after the TTL; a running run's (its worker died mid-call) and a paused run's stay, until each ends";
 const BATCH_AFTER_DONE =
   "refuses a record after the batch's own checkpoint ended the run with CheckpointConflict, and writes nothing of the batch";
 const CAUGHT: Caught[] = [
@@ -172,8 +172,8 @@ const CAUGHT: Caught[] = [
     "a claim after a lease ran out succeeds, and until then the run is not claimable",
     "listUnfinished(flow, { claimable: true }) right after a 300 ms lease: expected not the run",
   ],
-  [ttlOnPaused, "ttl", TTL, "of a paused run"],
-  [ttlOnlyOnSave, "ttl", TTL, "of a running run recording every 75 ms and saving nothing: expected accepted"],
+  [ttlOnPaused, "ttl", TTL, "latest(runId) of a paused run"],
+  [ttlOnRunning, "ttl", TTL, "latest(runId) of a running run 900 ms after its last write: expected the running row"],
 ];
 
 describe("the kit catches broken stores", () => {
@@ -214,6 +214,7 @@ describe("the kit catches broken stores", () => {
       "lease",
       "integrity",
       "tamper",
+      "anchor",
       "isolation",
       "ttl",
       "scale",

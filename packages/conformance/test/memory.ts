@@ -52,7 +52,10 @@ function raw(data: MemoryData): RawAccess {
 const memory: ConformanceInitializer<MemoryCheckpointStore> = {
   name: "memory",
   createStore: () => open(),
-  capabilities: { connect: async (store) => open(dataOf.get(store)) },
+  capabilities: {
+    connect: async (store) => open(dataOf.get(store)),
+    anchor: { opener: new URL("./open-memory-anchor.ts", import.meta.url).href, newHandle: () => "memory" },
+  },
   raw: (store) => raw(dataOf.get(store)!),
 };
 

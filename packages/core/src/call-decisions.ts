@@ -1,8 +1,9 @@
 import type { JsonValue } from "./canonical.js";
 import { type CallLog, type CallRecord, readCallLog } from "./call-log.js";
-import { type CheckpointBody, sealerFor } from "./checkpoint.js";
+import type { CheckpointBody } from "./checkpoint.js";
 import { encodeValue, PLAIN_JSON, type ValueCodec } from "./codec.js";
 import { isEnded, type CheckpointStore } from "./checkpoint-store.js";
+import { runStorage, type StorageOptions } from "./run-storage.js";
 import { readEnvelope } from "./envelope.js";
 import { CheckpointConflict, InvalidInput, MAX_ERROR_TEXT } from "./errors.js";
 import { whileDriving } from "./in-flight.js";
@@ -144,8 +145,7 @@ export async function decideAtClaim(
 }
 
 /** Where `decideCalls` records: the store, the key, and who decides. */
-export interface DecideCallsOptions {
-  readonly checkpoints: CheckpointStore;
+export interface DecideCallsOptions extends StorageOptions {
   readonly checkpointKey: CheckpointKeys;
   /** Who decides, recorded with each decision (default: this process's worker id). */
   readonly by?: string;
@@ -170,8 +170,7 @@ export async function decideCalls(
 ): Promise<string[]> {
   checkCodec("decideCalls", options.codec);
   const decided = readCallDecisions(decide, options.codec ?? PLAIN_JSON);
-  const store = options.checkpoints;
-  const sealer = sealerFor(store, options.checkpointKey);
+  const { store, sealer } = runStorage("decideCalls", options);
   const lease = leaseTerms("decideCalls", options.lease);
   const by = decidedBy(options.by, lease.owner);
   return whileDriving(store, runId, async () => {

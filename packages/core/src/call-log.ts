@@ -177,7 +177,7 @@ export async function readCallLog(
   let segment = -1;
   let expected = 0;
   for (const row of rows) {
-    const body = sealer.open("call", row.sealed, runId);
+    const body = sealer.open("call", row.sealed, { ...row, runId });
     if (!isRecord(body)) throw new CheckpointStoreCorrupt(runId, "a call record has an unknown shape.");
     if (body.runId !== runId || row.runId !== runId) {
       throw new CheckpointStoreCorrupt(

@@ -1,6 +1,6 @@
 import type { JsonValue } from "./canonical.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "./errors.js";
-import { Sealer, type CheckpointKeys } from "./seal.js";
+import { Sealer, type CheckpointKeys, type EncryptionKeys } from "./seal.js";
 import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "./checkpoint-store.js";
 import type { Identity } from "./identity.js";
 import { isSegmentCounts, type SegmentCounts } from "./call-log.js";
@@ -29,15 +29,29 @@ const KINDS: ReadonlySet<unknown> = new Set(["flow", "loop"]);
 
 /**
  * The sealer a runner uses with a store: signed with `keys`, or unsigned when
- * no key is given and the store never leaves this process.
+ * no key is given and the store never leaves this process; encrypted with
+ * `encryptionKey` when given. A runner writes, so a reader's keys (Ed25519
+ * public keys only) are `InvalidInput`.
  */
-export function sealerFor(store: CheckpointStore, keys: CheckpointKeys | undefined): Sealer {
-  if (keys !== undefined) return Sealer.withKeys(keys);
-  if (store.inProcessOnly === true) return Sealer.unsigned();
-  throw new InvalidInput(
-    "checkpointKey is required with a store that other processes can read, so each of them can check what it reads. " +
-      "Give the same key (at least 32 random bytes) to every worker.",
-  );
+export function sealerFor(
+  store: CheckpointStore,
+  keys: CheckpointKeys | undefined,
+  encryptionKey?: EncryptionKeys,
+): Sealer {
+  let sealer: Sealer;
+  if (keys !== undefined) sealer = Sealer.withKeys(keys, encryptionKey);
+  else if (store.inProcessOnly === true) sealer = Sealer.unsigned(encryptionKey);
+  else
+    throw new InvalidInput(
+      "checkpointKey is required with a store that other processes can read, so each of them can check what it reads. " +
+        "Give the same key (at least 32 random bytes, or an Ed25519 private key) to every worker.",
+    );
+  if (!sealer.canSeal)
+    throw new InvalidInput(
+      "checkpointKey: the first key is an Ed25519 public key, which verifies but cannot sign. " +
+        "Workers need the private key; readers open runs with Sealer.withKeys(publicKey).",
+    );
+  return sealer;
 }
 
 /** Seals a checkpoint into the row a store keeps. State that is not plain JSON is `InvalidInput`; nothing is written. */
@@ -56,7 +70,7 @@ export function sealCheckpoint(sealer: Sealer, body: CheckpointBody): Checkpoint
  * a plain column that differs from the sealed content, is `CheckpointStoreCorrupt`.
  */
 export function openCheckpoint(sealer: Sealer, row: StoredCheckpoint): CheckpointBody {
-  const body = sealer.open("checkpoint", row.sealed, row.runId);
+  const body = sealer.open("checkpoint", row.sealed, row);
   if (!isBody(body)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
   const columns = ["runId", "step", "status", "segment", "flow", "kind"] as const;
   for (const column of columns) {

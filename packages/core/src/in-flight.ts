@@ -1,5 +1,6 @@
 import { CheckpointConflict } from "./errors.js";
 import type { CheckpointStore } from "./checkpoint-store.js";
+import { AnchoredStore } from "./anchored-store.js";
 
 /** The runs this process drives now, per store. */
 const driving = new WeakMap<CheckpointStore, Set<string>>();
@@ -12,10 +13,12 @@ const driving = new WeakMap<CheckpointStore, Set<string>>();
  * would cut that drive off mid-tool. This refuses it before anything is written.
  */
 export async function whileDriving<T>(store: CheckpointStore, runId: string, work: () => Promise<T>): Promise<T> {
-  let runs = driving.get(store);
+  // A runner with an anchor drives the same runs as one without it, on the same store.
+  const key = store instanceof AnchoredStore ? store.inner : store;
+  let runs = driving.get(key);
   if (runs === undefined) {
     runs = new Set();
-    driving.set(store, runs);
+    driving.set(key, runs);
   }
   if (runs.has(runId))
     throw new CheckpointConflict(runId, "this process drives the run already; it is not claimed a second time.");

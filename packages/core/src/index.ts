@@ -63,7 +63,9 @@ export { MemoryCheckpointStore, type MemoryData, type MemoryRun, type MemoryStor
 export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
 export { newRunId } from "./run-id.js";
 export type { Identity } from "./identity.js";
-export type { CheckpointKey, CheckpointKeys } from "./seal.js";
+export type { StorageOptions } from "./run-storage.js";
+export { MemoryRunAnchor, type RunAnchor, type AnchoredHead } from "./anchor.js";
+export type { CheckpointKey, CheckpointKeys, EncryptionKey, EncryptionKeys } from "./seal.js";
 export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./checkpoint-store.js";
 export type { JsonValue, JsonObject } from "./canonical.js";
 export type { ValueCodec } from "./codec.js";

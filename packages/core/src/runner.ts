@@ -22,7 +22,9 @@ export {
   type CallEntry,
   type SegmentCounts,
 } from "./call-log.js";
-export { Sealer, type SealPurpose } from "./seal.js";
+export { Sealer, type SealPurpose, type SealedColumns } from "./seal.js";
+export { runStorage } from "./run-storage.js";
+export { AnchoredStore, anchoredStore } from "./anchored-store.js";
 export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./checkpoint.js";
 export { canonicalJson, canonicalCopy, assertJson } from "./canonical.js";
 export { PLAIN_JSON, encodeValue, encodedText, decodeValue } from "./codec.js";

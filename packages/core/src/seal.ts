@@ -1,85 +1,140 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { canonicalJson, type JsonValue } from "./canonical.js";
+import { Encryption, type EncryptionKeys, isEncrypted } from "./encryption.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "./errors.js";
-import { describeType } from "./options.js";
+import { type CheckpointKeys, type SignatureAlgorithm, SigningKeys } from "./signing.js";
 
-/** A signing key: at least 32 bytes, as a string (UTF-8) or bytes. */
-export type CheckpointKey = string | Uint8Array;
-
-/** One key, or a list for rotation: the first signs, every one verifies. */
-export type CheckpointKeys = CheckpointKey | readonly CheckpointKey[];
+export type { CheckpointKey, CheckpointKeys } from "./signing.js";
+export type { EncryptionKey, EncryptionKeys } from "./encryption.js";
 
 /** What a sealed value is; bound into the signature so one kind cannot pass for another. */
 export type SealPurpose = "checkpoint" | "call";
 
-const VERSION = "d1";
+/**
+ * The plain columns a store keeps beside a sealed value, as the reader found
+ * them (a `StoredCheckpoint`, a `StoredCall`): an encrypted envelope binds
+ * them as associated data. `runId` also names the run in errors.
+ */
+export interface SealedColumns {
+  readonly runId: string;
+  readonly step?: number;
+  readonly status?: string;
+  readonly segment?: number;
+  readonly seq?: number;
+  readonly flow?: string;
+  readonly kind?: string;
+}
+
+/** The columns each purpose binds: what a store keeps in the clear beside the envelope. */
+const COLUMNS: Readonly<Record<SealPurpose, readonly (keyof SealedColumns)[]>> = {
+  checkpoint: ["runId", "step", "status", "segment", "flow", "kind"],
+  call: ["runId", "segment", "seq"],
+};
+
+const V1 = "d1";
+const V2 = "d2";
 const UNSIGNED = "-";
-const MIN_KEY_BYTES = 32;
+const SIGNATURES: ReadonlySet<string> = new Set<SignatureAlgorithm>(["hs256", "ed25519"]);
 
 /**
- * Seals values into a versioned envelope, `d1.<mac>.<canonical JSON>`, where the
- * mac is HMAC-SHA256 over the purpose and the canonical bytes, and opens them
- * again with a constant-time check against every key.
+ * Seals values into versioned envelopes and opens them again:
+ *
+ * - `d1.<mac>.<canonical JSON>`: HMAC-SHA256 (or `-`, unsigned) over the
+ *   purpose and the canonical text; what a sealer with HMAC keys and no
+ *   encryption writes, as every earlier version did.
+ * - `d2.<alg>:<signature>.<content>` (or `d2.-.<content>`): the signature, by
+ *   HMAC-SHA256 (`hs256`) or Ed25519 (`ed25519`), covers the purpose and the
+ *   content; the content is the canonical JSON, or with an `encryptionKey`
+ *   `a256gcm:<key id>:<IV, ciphertext, tag>` (encrypt, then sign, so a
+ *   signature checks without decrypting).
+ *
+ * Every sealer opens both versions: turning encryption or Ed25519 on leaves
+ * older rows readable.
  */
 export class Sealer {
-  readonly #keys: readonly Buffer[];
+  readonly #keys: SigningKeys;
+  readonly #encryption: Encryption | undefined;
 
-  private constructor(keys: readonly Buffer[]) {
+  private constructor(keys: SigningKeys, encryption: Encryption | undefined) {
     this.#keys = keys;
+    this.#encryption = encryption;
   }
 
-  /** A sealer that signs with the first key and verifies with any of them. */
-  static withKeys(keys: CheckpointKeys): Sealer {
-    if (isKey(keys)) return new Sealer([toKeyBytes(keys, "checkpointKey")]);
-    if (!Array.isArray(keys)) {
-      throw new InvalidInput(
-        `checkpointKey must be a key (a string or bytes) or a list of keys, not ${describeType(keys)}.`,
-      );
-    }
-    if (keys.length === 0) throw new InvalidInput("checkpointKey: give at least one key.");
-    return new Sealer(keys.map((key: unknown, index) => toKeyBytes(key, `checkpointKey[${index}]`)));
+  /**
+   * A sealer that signs with the first key and verifies with any of them, and
+   * with `encryptionKey` encrypts with its first key and decrypts with any.
+   */
+  static withKeys(keys: CheckpointKeys, encryptionKey?: EncryptionKeys): Sealer {
+    return new Sealer(SigningKeys.of(keys), encryptionKey === undefined ? undefined : Encryption.of(encryptionKey));
   }
 
   /** A sealer that signs nothing: only for a store that never leaves this process. */
-  static unsigned(): Sealer {
-    return new Sealer([]);
+  static unsigned(encryptionKey?: EncryptionKeys): Sealer {
+    return new Sealer(SigningKeys.none(), encryptionKey === undefined ? undefined : Encryption.of(encryptionKey));
   }
 
-  /** True when this sealer signs; false for `Sealer.unsigned()`. */
+  /** True when this sealer signs or verifies; false for `Sealer.unsigned()`. */
   get signs(): boolean {
-    return this.#keys.length > 0;
+    return this.#keys.any;
+  }
+
+  /** False for a reader's sealer: it holds only Ed25519 public keys, so it verifies but cannot seal. */
+  get canSeal(): boolean {
+    return !this.#keys.any || this.#keys.algorithm !== undefined;
+  }
+
+  /** True when this sealer encrypts what it seals. */
+  get encrypts(): boolean {
+    return this.#encryption !== undefined;
   }
 
   /**
    * Seals plain JSON data. A value that is not plain JSON is an `InvalidInput`
-   * naming `what` and the path inside it.
+   * naming `what` and the path inside it. The body's own column fields
+   * (`runId`, `step`, …) are what an encrypted envelope binds.
    */
   seal(purpose: SealPurpose, body: unknown, what: string = purpose): string {
     const text = canonicalJson(body, what);
-    const signer = this.#keys[0];
-    const mac = signer === undefined ? UNSIGNED : mac64(signer, purpose, text);
-    return `${VERSION}.${mac}.${text}`;
+    const algorithm = this.#keys.algorithm;
+    if (this.#keys.any && algorithm === undefined)
+      throw new InvalidInput(
+        "this sealer holds only Ed25519 public keys: it verifies, it cannot write. Workers need the private key.",
+      );
+    if (this.#encryption === undefined && algorithm !== "ed25519") {
+      const mac = algorithm === undefined ? UNSIGNED : this.#keys.sign(`${V1}:${purpose}\n`, text);
+      return `${V1}.${mac}.${text}`;
+    }
+    const columns = typeof body === "object" && body !== null ? (body as SealedColumns) : { runId: "" };
+    const content =
+      this.#encryption === undefined ? text : this.#encryption.encrypt(text, associated(purpose, columns, undefined));
+    const signature =
+      algorithm === undefined ? UNSIGNED : `${algorithm}:${this.#keys.sign(`${V2}:${purpose}\n`, content)}`;
+    return `${V2}.${signature}.${content}`;
   }
 
   /**
-   * Verifies a sealed envelope and returns its body. Any mismatch (another key,
-   * a changed byte, another purpose, a signed envelope read unsigned or the
-   * reverse) is `CheckpointStoreCorrupt`.
+   * Verifies a sealed envelope and returns its body. `columns` are the plain
+   * columns stored beside it (at least the run id). Any mismatch (another
+   * key, a changed byte or column, another purpose, a signed envelope read
+   * unsigned or the reverse, encrypted content without the key) is
+   * `CheckpointStoreCorrupt`.
    */
-  open(purpose: SealPurpose, sealed: string, runId: string | undefined): JsonValue {
+  open(purpose: SealPurpose, sealed: string, columns: SealedColumns): JsonValue {
+    const runId = columns.runId;
     const first = sealed.indexOf(".");
     const second = first < 0 ? -1 : sealed.indexOf(".", first + 1);
-    if (second < 0 || sealed.slice(0, first) !== VERSION) {
-      throw new CheckpointStoreCorrupt(runId, `a stored ${purpose} is not a sealed ${VERSION} envelope.`);
+    const version = sealed.slice(0, first);
+    if (second < 0 || (version !== V1 && version !== V2)) {
+      throw new CheckpointStoreCorrupt(runId, `a stored ${purpose} is not a sealed ${V1} or ${V2} envelope.`);
     }
-    const mac = sealed.slice(first + 1, second);
-    const text = sealed.slice(second + 1);
-    if (!this.#verifies(purpose, mac, text)) {
+    const signature = sealed.slice(first + 1, second);
+    const content = sealed.slice(second + 1);
+    if (!this.#verifies(version, purpose, signature, content)) {
       throw new CheckpointStoreCorrupt(
         runId,
         `the signature of a stored ${purpose} does not match: it was changed, or sealed with a key this worker does not have.`,
       );
     }
+    const text = version === V2 && isEncrypted(content) ? this.#decrypt(purpose, content, columns) : content;
     try {
       return JSON.parse(text) as JsonValue;
     } catch (cause) {
@@ -87,37 +142,33 @@ export class Sealer {
     }
   }
 
-  #verifies(purpose: SealPurpose, mac: string, text: string): boolean {
-    if (this.#keys.length === 0) return mac === UNSIGNED;
-    // Compare the encoded text, not decoded bytes: base64url decoding ignores
-    // trailing bits, so two mac strings could otherwise stand for one digest.
-    const given = Buffer.from(mac, "latin1");
-    let ok = false;
-    for (const key of this.#keys) {
-      const expected = Buffer.from(mac64(key, purpose, text), "latin1");
-      if (given.length === expected.length && timingSafeEqual(given, expected)) ok = true;
-    }
-    return ok;
+  #verifies(version: string, purpose: SealPurpose, signature: string, content: string): boolean {
+    if (!this.#keys.any) return signature === UNSIGNED;
+    if (version === V1) return this.#keys.verify("hs256", `${V1}:${purpose}\n`, signature, content);
+    const colon = signature.indexOf(":");
+    const algorithm = signature.slice(0, colon);
+    if (colon < 0 || !SIGNATURES.has(algorithm)) return false;
+    const prefix = `${V2}:${purpose}\n`;
+    return this.#keys.verify(algorithm as SignatureAlgorithm, prefix, signature.slice(colon + 1), content);
+  }
+
+  #decrypt(purpose: SealPurpose, content: string, columns: SealedColumns): string {
+    if (this.#encryption === undefined)
+      throw new CheckpointStoreCorrupt(
+        columns.runId,
+        `a stored ${purpose} is encrypted, and this worker has no encryptionKey: give it the workers' encryption keys.`,
+      );
+    return this.#encryption.decrypt(content, associated(purpose, columns, columns.runId), columns.runId, purpose);
   }
 }
 
-function mac64(key: Buffer, purpose: SealPurpose, text: string): string {
-  return createHmac("sha256", key).update(`${VERSION}:${purpose}\n`).update(text).digest("base64url");
-}
-
-function isKey(key: unknown): key is CheckpointKey {
-  return typeof key === "string" || key instanceof Uint8Array;
-}
-
-/** The bytes of one key; `name` is how messages call it (`checkpointKey`, `checkpointKey[1]`). */
-function toKeyBytes(key: unknown, name: string): Buffer {
-  if (!isKey(key)) throw new InvalidInput(`${name} must be a string or bytes, not ${describeType(key)}.`);
-  const bytes = typeof key === "string" ? Buffer.from(key, "utf8") : Buffer.from(key);
-  if (bytes.length < MIN_KEY_BYTES) {
-    throw new InvalidInput(
-      `${name} is ${bytes.length} bytes; a key needs at least ${MIN_KEY_BYTES} ` +
-        "random bytes (for example `openssl rand -base64 32`).",
-    );
+/** The associated data of an encrypted envelope: its purpose and the plain columns a store keeps beside it. */
+function associated(purpose: SealPurpose, columns: SealedColumns, runId: string | undefined): string {
+  const bound: Record<string, unknown> = {};
+  for (const name of COLUMNS[purpose]) if (columns[name] !== undefined) bound[name] = columns[name];
+  try {
+    return `${V2}:${purpose}\n${canonicalJson(bound, "columns")}`;
+  } catch (cause) {
+    throw new CheckpointStoreCorrupt(runId, `a stored ${purpose}'s plain columns are not plain values.`, { cause });
   }
-  return bytes;
 }

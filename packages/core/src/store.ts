@@ -15,6 +15,7 @@ export {
   type RunStatus,
   type RunWrite,
 } from "./checkpoint-store.js";
+export { mergeHeads, isAnchoredHead, type AnchoredHead, type RunAnchor } from "./anchor.js";
 export {
   saveRefusal,
   recordRefusal,

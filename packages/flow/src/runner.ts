@@ -1,5 +1,4 @@
 import {
-  type CheckpointKeys,
   type CheckpointStore,
   type Decisions,
   type EventSink,
@@ -13,6 +12,7 @@ import {
   type RecoverEachOptions,
   type Recovered,
   type RecoverOptions,
+  type StorageOptions,
   type ValueCodec,
 } from "@durable/core";
 import {
@@ -22,7 +22,7 @@ import {
   leaseTerms,
   PLAIN_JSON,
   RunDriver,
-  sealerFor,
+  runStorage,
 } from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
@@ -42,10 +42,7 @@ export interface FlowDone<S> {
 export type FlowResult<S> = FlowDone<S> | PausedResult;
 
 /** Options of `FlowRunner`. */
-export interface FlowRunnerOptions {
-  readonly checkpoints: CheckpointStore;
-  /** At least 32 bytes, the same on every worker; a list rotates keys (the first signs). Required unless the store is in-process only. */
-  readonly checkpointKey?: CheckpointKeys;
+export interface FlowRunnerOptions extends StorageOptions {
   readonly events?: EventSink;
   /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
   readonly lease?: LeaseOptions;
@@ -82,8 +79,7 @@ export class FlowRunner {
     this.store = options.checkpoints;
     this.#codec = options.codec ?? PLAIN_JSON;
     this.#driverOptions = {
-      store: options.checkpoints,
-      sealer: sealerFor(options.checkpoints, options.checkpointKey),
+      ...runStorage("FlowRunner", options),
       events: options.events,
       lease: leaseTerms("FlowRunner", options.lease),
       codec: this.#codec,

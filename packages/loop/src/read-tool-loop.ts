@@ -1,5 +1,5 @@
 import { CheckpointConflict, type RunStatus } from "@durable/core";
-import { DurableRun, readEnvelope, resumeIdentity, sealerFor } from "@durable/core/runner";
+import { DurableRun, readEnvelope, resumeIdentity, runStorage } from "@durable/core/runner";
 import { checkLoopOptions } from "./check-args.js";
 import { readLoopData, type StopReason } from "./loop-data.js";
 import { stepResults, type LoopStepResult } from "./loop-result.js";
@@ -32,8 +32,9 @@ export interface LoopSnapshot {
  */
 export async function readToolLoop(runId: string, options: LoopStoreOptions): Promise<LoopSnapshot> {
   checkLoopOptions("readToolLoop", options);
-  const sealer = sealerFor(options.checkpoints, options.checkpointKey);
-  const latest = await DurableRun.latest(options.checkpoints, sealer, runId);
+  // Read as a worker reads: decrypted, verified, and checked against the anchor when one is given.
+  const { store, sealer } = runStorage("readToolLoop", options);
+  const latest = await DurableRun.latest(store, sealer, runId);
   resumeIdentity(runId, latest.identity, options.ctx);
   const name = options.name ?? "tool-loop";
   if (latest.kind !== "loop" || latest.flow !== name)

@@ -1,8 +1,6 @@
 import {
   type ApprovalPort,
-  type CheckpointKeys,
   CheckpointNotFound,
-  type CheckpointStore,
   type Decisions,
   type EventSink,
   Executor,
@@ -10,10 +8,11 @@ import {
   InvalidInput,
   type LeaseOptions,
   newRunId,
+  type StorageOptions,
   type ToolRegistry,
   type ValueCodec,
 } from "@durable/core";
-import { leaseTerms, RunDriver, sealerFor, type OpenedRun } from "@durable/core/runner";
+import { leaseTerms, RunDriver, runStorage, type OpenedRun } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import type { LoopData } from "./loop-data.js";
 import { loopProgram, type LoopStopCondition } from "./loop-program.js";
@@ -23,10 +22,7 @@ import type { LoopModel } from "./model.js";
 import type { PartSink } from "./stream-parts.js";
 
 /** What every entry point takes. */
-export interface LoopStoreOptions {
-  readonly checkpoints: CheckpointStore;
-  /** At least 32 bytes, the same on every worker; required unless the store is in-process only. */
-  readonly checkpointKey?: CheckpointKeys;
+export interface LoopStoreOptions extends StorageOptions {
   /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
   readonly name?: string;
   /** The end user, thread and principal; sealed in, and checked on recovery and resume. */
@@ -253,8 +249,7 @@ export function loopDriver(
     recovering: where !== "runToolLoop" && where !== "streamToolLoop",
   });
   return new RunDriver(program, {
-    store: options.checkpoints,
-    sealer: sealerFor(options.checkpoints, options.checkpointKey),
+    ...runStorage("tool loop", options),
     events: options.events,
     lease: leaseTerms("tool loop", options.lease),
     codec: options.codec,

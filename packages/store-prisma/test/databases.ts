@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
-import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
 import { afterAll, beforeAll } from "vitest";
 import { ownDatabase, postgresAnswers, type OwnDatabase } from "@durable/test-utils/postgres";
 import { PrismaCheckpointStore } from "../src/index.js";
@@ -127,6 +127,8 @@ export function initializer(name: string, url: () => string): ConformanceInitial
         const { url: same, prefix } = prefixOf.get(store)!;
         return open(same, prefix);
       },
+      // The kit's anchors: each in a SQLite file, a second place beside the database.
+      anchor: anchorInFiles(new URL("./open-anchor.mjs", import.meta.url).href),
       plainHead: {
         endByHand: async (store, runId) =>
           void (await sqlOn(store, `UPDATE ${store.tables.runs} SET "status" = 'done' WHERE "run_id" = $1`, [runId])),

@@ -21,24 +21,22 @@ local function hex(text)
 end`;
 
 /**
- * The run's keys (KEYS 1-3) expire ttl seconds from now (never while paused,
- * or with ttl 0); a running run's entry in expiring (KEYS[e]) says when, so
- * reads can skip it once the run is gone. A run that is not to expire and
- * whose keys never did (they are set together) is left as it is: one command,
- * not four that change nothing.
+ * The run's keys (KEYS 1-3) expire ttl seconds from now once it ended (done
+ * or failed; never with ttl 0), and never before: a running run may hold the
+ * only evidence of a call in doubt (its worker died and nobody recovered it
+ * yet), a paused one waits for a decision. An unfinished run that an earlier
+ * version gave an expiry loses it, and its entry in expiring (KEYS[e]). A run
+ * that is not to expire and whose keys never did (they are set together) is
+ * left as it is: one command, not four that change nothing.
  */
 export const EXPIRY: string = `${NOW}
-local function expiry(status, ttl, member, e, now)
-  local lasts = status ~= 'paused' and ttl > 0
+local function expiry(status, ttl, member, e)
+  local lasts = (status == 'done' or status == 'failed') and ttl > 0
   if not lasts and redis.call('PTTL', KEYS[1]) == -1 then return end
   for i = 1, 3 do
     if lasts then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
   end
-  if lasts and status == 'running' then
-    redis.call('ZADD', KEYS[e], ms_text(now + ttl * 1000), member)
-  else
-    redis.call('ZREM', KEYS[e], member)
-  end
+  redis.call('ZREM', KEYS[e], member)
 end`;
 
 /**

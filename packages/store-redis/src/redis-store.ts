@@ -36,7 +36,12 @@ export interface RedisStoreOptions {
    * 1 to 64 letters, digits or `_ . : -`; default `"durable"`.
    */
   readonly prefix?: string;
-  /** Every key of a run expires this long after the run's last write, except while it is paused. 0 or unset: never. */
+  /**
+   * Every key of a run that ended (done or failed) expires this long after
+   * its last write. An unfinished run never expires: a crashed one keeps the
+   * evidence of its calls in doubt until it is recovered, decided or deleted.
+   * 0 or unset: never.
+   */
   readonly ttlSeconds?: number;
   /** How long an operation (and `close`) waits for Redis before `StoreUnavailable`; default 5000 ms. */
   readonly operationTimeoutMs?: number;

@@ -94,7 +94,7 @@ local now = now_ms()
 local member = hex(m[3]) .. ':' .. ARGV[5]
 redis.call('HSET', KEYS[1], 'expires', ms_text(now + ms))
 place(member, now + ms, 6, 7)
-expiry('running', ttl, member, 5, now)
+expiry('running', ttl, member, 5)
 return {'ok', ms_text(now + ms)}`;
 
 /** KEYS meta claimable claimable-of; ARGV segment owner hex-run-id: releases the lease if the owner holds it in that segment. */

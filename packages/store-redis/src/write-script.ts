@@ -99,7 +99,7 @@ else
     place(member, status == 'running' and 0, 6, 7)
   end
 end
-expiry(status, ttl, member, 5, now)
+expiry(status, ttl, member, 5)
 if s then
   local stale = redis.call('ZRANGE', KEYS[5], '-inf', '(' .. ms_text(now), 'BYSCORE', 'LIMIT', 0, 100)
   if #stale > 0 then

@@ -295,28 +295,20 @@ if (await redisAnswers()) {
         ).rejects.toThrow(InvalidInput);
     });
 
-    it("refreshes the TTL of a run that has one, from a batch of records alone too; a refused batch leaves it", async () => {
+    it("gives a run its TTL with the batch that ends it, never before (a crashed run keeps its evidence); a refused batch leaves the keys", async () => {
       const s = store({ ttlSeconds: 100 });
       const keys = s.keysOf("r");
       const run = [keys.meta, keys.cps, keys.calls];
-      const shorten = () => Promise.all(run.map((key) => admin.pExpire(key, 5_000)));
       const ttls = () => Promise.all(run.map((key) => admin.pTTL(key)));
       await s.commit("r", [save(0), record(0, 0)]);
-      await shorten();
       await s.commit("r", [record(0, 1), save(1), record(0, 2)]);
-      expect(Math.min(...(await ttls()))).toBeGreaterThan(90_000);
-      const expiring = Number(await admin.zScore(keys.expiring, indexMember("f", "r")));
-      expect(expiring).toBeGreaterThan(Date.now() + 90_000);
-      await shorten();
-      await s.commit("r", [record(0, 3)]);
-      expect(Math.min(...(await ttls()))).toBeGreaterThan(90_000);
-      await shorten();
-      await refusal(s.commit("r", [record(0, 4), record(0, 6)]));
-      expect(Math.max(...(await ttls()))).toBeLessThanOrEqual(5_000);
-      // A paused run never expires; a run with no TTL never gets one.
-      await s.commit("r", [record(0, 4), save(2, { status: "paused" })]);
+      await s.commit("r", [record(0, 3), save(2, { status: "paused" })]);
       expect(await ttls()).toEqual([-1, -1, -1]);
       expect(await admin.zScore(keys.expiring, indexMember("f", "r"))).toBeNull();
+      await refusal(s.commit("r", [save(3), record(0, 5)]));
+      expect(await ttls()).toEqual([-1, -1, -1]);
+      await s.commit("r", [record(0, 4), save(3, { status: "done" })]);
+      expect(Math.min(...(await ttls()))).toBeGreaterThan(90_000);
       const plain = store();
       await plain.commit("r", [save(0), record(0, 0)]);
       await plain.commit("r", [record(0, 1), save(1), record(0, 2)]);

@@ -7,6 +7,9 @@ import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
 import { row } from "./redis.js";
 
+/** Hex-encodes text, as the store does for flows and run ids in its index members. */
+const hex = (text: string) => Buffer.from(text).toString("hex");
+
 describe("RedisCheckpointStore prefix", () => {
   it.each(["", "a*", "a?", "[a]", "{a}", "a}", "a b", "a\n", "é", "x".repeat(65)])(
     "refuses %j with InvalidInput naming the option",
@@ -112,11 +115,12 @@ describe("RedisCheckpointStore keys in Redis", () => {
       await store.calls("run 0 {*}");
     }
     await new Promise((r) => setTimeout(r, 1100));
-    // A save after the expiry drops the expired runs' index entries.
+    // Only the done runs expired: a running or paused run never does.
     await stores[1]!.save("late", 0, row());
     expect(await collect(stores[1]!.listUnfinished("f"))).toEqual(
-      [...Array.from({ length: 10 }, (_, i) => `run ${i * 4 + 1} {*}`), "late"].sort(),
+      [...Array.from({ length: 20 }, (_, i) => `run ${Math.floor(i / 2) * 4 + (i % 2)} {*}`), "late"].sort(),
     );
+    expect(await stores[1]!.calls("run 2 {*}")).toEqual([]);
     const keys = [...(await snapshot()).keys()];
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) expect(key).toMatch(/^app:tenant-[ab]:\{app:tenant-[ab]\.\d+\}:/);
@@ -135,18 +139,24 @@ describe("RedisCheckpointStore keys in Redis", () => {
     }
   });
 
-  it("changes nothing in Redis when listing unfinished runs, even entries of runs that expired", async () => {
+  it("changes nothing in Redis when listing unfinished runs, even entries of running runs an earlier version let expire", async () => {
     await admin.flushAll();
-    // The kept runs never expire; the gone ones do, after them, so no save drops their index entries before the listing.
     const kept = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list" });
-    const expiring = new RedisCheckpointStore(() => createClient({ url: server.url }), {
-      prefix: "list",
-      ttlSeconds: 1,
-    });
     for (let i = 0; i < 30; i++) await kept.save(`kept ${i}`, 0, row({ status: i % 2 === 0 ? "paused" : "running" }));
-    for (let i = 0; i < 30; i++) await expiring.save(`gone ${i}`, 0, row());
+    for (let i = 0; i < 30; i++) await kept.save(`gone ${i}`, 0, row());
+    // The gone runs then expire as an earlier version let running runs expire; no save follows that could drop
+    // their index entries before the listing.
+    const gone = Array.from({ length: 30 }, (_, i) => `gone ${i}`);
+    await Promise.all(
+      gone.map((id) => {
+        const keys = kept.keysOf(id);
+        return Promise.all([
+          ...[keys.meta, keys.cps, keys.calls].map((key) => admin.pExpire(key, 1000)),
+          admin.zAdd(keys.expiring, { score: Date.now() + 1000, value: `${hex("f")}:${hex(id)}` }),
+        ]);
+      }),
+    );
     await new Promise((r) => setTimeout(r, 1100));
-    const hex = (text: string) => Buffer.from(text).toString("hex");
     expect(await admin.zScore(kept.keysOf("gone 0").unfinished, `${hex("f")}:${hex("gone 0")}`)).toBe(0);
     // The first claimable listing backfills the indexes of a prefix written before leases; later ones only read.
     const running = Array.from({ length: 15 }, (_, i) => `kept ${i * 2 + 1}`).sort();
@@ -159,7 +169,6 @@ describe("RedisCheckpointStore keys in Redis", () => {
     expect(await kept.leaseOf("kept 1")).toBeUndefined();
     expect(await snapshot()).toEqual(before);
     await kept.close();
-    await expiring.close();
   });
 
   it("works for a user confined to its prefix by the README's ACL rule, and that user reaches no other prefix", async () => {

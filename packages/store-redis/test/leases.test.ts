@@ -222,10 +222,17 @@ if (await redisAnswers()) {
       expect(await collect(s.listUnfinished("f", { claimable: true }))).toEqual([]);
     });
 
-    it("drops the claimable entries of runs that expired by their TTL", async () => {
+    it("drops the claimable entries of running runs an earlier version let expire by their TTL", async () => {
       const s = store({ ttlSeconds: 1 });
       await s.save("gone", 0, row());
-      const bucket = s.keysOf("gone").claimable;
+      const keys = s.keysOf("gone");
+      // What an earlier version did to a running run: an expiry, and its entry in expiring.
+      const setup = await redisAdmin();
+      for (const key of [keys.meta, keys.cps, keys.calls]) await setup.pExpire(key, 1000);
+      const member = `${Buffer.from("f").toString("hex")}:${Buffer.from("gone").toString("hex")}`;
+      await setup.zAdd(keys.expiring, { score: Date.now() + 1000, value: member });
+      await setup.close();
+      const bucket = keys.claimable;
       const sibling = Array.from({ length: 200 }, (_, i) => `sibling ${i}`).find(
         (id) => s.keysOf(id).claimable === bucket,
       );

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
-import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
 import type { CheckpointRow } from "@durable/core/store";
 import { REDIS_URL, dropKeys, redisAdmin, redisAnswers } from "@durable/test-utils/redis";
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
@@ -79,6 +79,8 @@ const redis: ConformanceInitializer<RedisCheckpointStore> = {
   capabilities: {
     multiProcess: { opener: new URL("./open-store.mjs", import.meta.url).href, handle: (store) => store.prefix },
     connect: async (store) => new RedisCheckpointStore(client, { prefix: store.prefix, ttlSeconds: store.ttlSeconds }),
+    // The kit's anchors: each in a SQLite file, a second place beside Redis.
+    anchor: anchorInFiles(new URL("./open-anchor.mjs", import.meta.url).href),
     plainHead: {
       async endByHand(store, runId) {
         const c = await redisAdmin();

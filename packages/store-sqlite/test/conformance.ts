@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import Database from "better-sqlite3";
 import { afterAll } from "vitest";
-import type { ConformanceInitializer, RawAccess } from "@durable/conformance";
+import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
 import { SQLiteCheckpointStore } from "../src/index.js";
 
 /** The SQLite store's conformance initializer: a new file per store, in the system's temp folder. */
@@ -84,6 +84,8 @@ const sqlite: ConformanceInitializer<SQLiteCheckpointStore> = {
   capabilities: {
     multiProcess: { opener: new URL("./open-store.mjs", import.meta.url).href, handle: (store) => store.path },
     connect: async (store) => new SQLiteCheckpointStore(store.path),
+    // The kit's anchors: each in a SQLite file of its own, beside the store's.
+    anchor: anchorInFiles(new URL("./open-anchor.mjs", import.meta.url).href),
     plainHead: {
       async endByHand(store, runId) {
         const db = new Database(store.path, { timeout: 5000 });

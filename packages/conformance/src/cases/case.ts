@@ -11,6 +11,7 @@ export type GroupName =
   | "lease"
   | "integrity"
   | "tamper"
+  | "anchor"
   | "isolation"
   | "ttl"
   | "scale"

@@ -17,12 +17,14 @@ interface Trial {
   readonly scenario: ScenarioName;
   readonly point: FaultPoint;
   readonly hit: number;
+  /** Every other trial's run is encrypted (`encryptionKey`): what a crash leaves must open and recover the same. */
+  readonly encrypted: boolean;
 }
 
 export const crashGroup: ConformanceGroup = {
   name: "crash",
   proves:
-    "a worker killed with SIGKILL at every fault point of a flow and a tool loop, each with a tool that fails its first attempt and retries, is recovered by another process: calls whose result was stored never run again, nor attempts whose failure was stored, a call waiting between attempts goes on with the next, calls in doubt are reported and rerun on a recorded decision, and the run ends as if nothing happened",
+    "a worker killed with SIGKILL at every fault point of a flow and a tool loop (every other run encrypted), each with a tool that fails its first attempt and retries, is recovered by another process: calls whose result was stored never run again, nor attempts whose failure was stored, a call waiting between attempts goes on with the next, calls in doubt are reported and rerun on a recorded decision, and the run ends as if nothing happened",
   skipUnless: needsMultiProcess,
   cases: [
     {
@@ -50,7 +52,8 @@ export const crashGroup: ConformanceGroup = {
           for (const { scenario, reference, hits } of prepared) {
             references.set(scenario, reference);
             for (const point of points)
-              for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++) trials.push({ scenario, point, hit });
+              for (let hit = 1; hit <= (hits.get(point) ?? 0); hit++)
+                trials.push({ scenario, point, hit, encrypted: trials.length % 2 === 1 });
           }
           const failures = await inPool(trials, CONCURRENT_TRIALS, (trial) =>
             crashAndRecover(h, recoverer, effects, trial, references.get(trial.scenario)!),
@@ -59,7 +62,7 @@ export const crashGroup: ConformanceGroup = {
           const failed = [...failures].filter(([, message]) => message !== undefined);
           if (failed.length > 0) {
             throw new Error(
-              `${failed.length} of ${trials.length} crash trials failed:\n${failed.map(([t, m]) => `- ${t.scenario} at ${t.point}@${t.hit}: ${m}`).join("\n")}`,
+              `${failed.length} of ${trials.length} crash trials failed:\n${failed.map(([t, m]) => `- ${t.scenario}${t.encrypted ? " (encrypted)" : ""} at ${t.point}@${t.hit}: ${m}`).join("\n")}`,
             );
           }
         } finally {
@@ -133,7 +136,7 @@ async function crashAndRecover(
   trial: Trial,
   reference: Reference,
 ): Promise<string | undefined> {
-  const runId = h.runId(`crash-${trial.scenario}`);
+  const runId = h.runId(`crash-${trial.scenario}`, trial.encrypted);
   const faultPoint = `${trial.point}@${trial.hit}`;
   const worker = spawnWorker(h.init, h.store, effects, ["run", trial.scenario, runId], {
     ...process.env,

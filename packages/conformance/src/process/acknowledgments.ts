@@ -1,5 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import type { CheckpointStore } from "@durable/core";
+import type { StoredCall } from "@durable/core/store";
 import type { CallRecord } from "@durable/core/runner";
 import { intercepted } from "./intercepted.js";
 import { kitSealer } from "./scenarios.js";
@@ -14,9 +15,9 @@ import { kitSealer } from "./scenarios.js";
  * when the store later forgets it.
  */
 export function acknowledging(store: CheckpointStore, file: string): CheckpointStore {
-  const witnessed = async (id: string, sealed: readonly string[], write: () => Promise<void>) => {
-    const lines = sealed.map((one) => {
-      const record = kitSealer.open("call", one, id) as unknown as CallRecord;
+  const witnessed = async (id: string, records: readonly StoredCall[], write: () => Promise<void>) => {
+    const lines = records.map((one) => {
+      const record = kitSealer.open("call", one.sealed, one) as unknown as CallRecord;
       return `${id} ${record.callId} ${record.kind} ${record.attempt ?? "-"}`;
     });
     appendFileSync(file, lines.map((line) => `${line} issued\n`).join(""));
@@ -24,12 +25,15 @@ export function acknowledging(store: CheckpointStore, file: string): CheckpointS
     appendFileSync(file, lines.map((line) => `${line} acked\n`).join(""));
   };
   return intercepted(store, {
-    recordCall: (id, segment, seq, sealed) => witnessed(id, [sealed], () => store.recordCall(id, segment, seq, sealed)),
+    recordCall: (id, segment, seq, sealed) =>
+      witnessed(id, [{ runId: id, segment, seq, sealed }], () => store.recordCall(id, segment, seq, sealed)),
     // A batch's records are acknowledged together, when the batch is.
     commit: (id, writes) =>
       witnessed(
         id,
-        writes.flatMap((w) => (w.kind === "record" ? [w.sealed] : [])),
+        writes.flatMap((w) =>
+          w.kind === "record" ? [{ runId: id, segment: w.segment, seq: w.seq, sealed: w.sealed }] : [],
+        ),
         () => store.commit?.(id, writes) ?? Promise.reject(new Error("the store has no commit")),
       ),
   });

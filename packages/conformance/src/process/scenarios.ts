@@ -7,6 +7,7 @@ import {
   type JsonValue,
   RecoveryNeedsDecision,
   StoreUnavailable,
+  type RunAnchor,
   type ToolContext,
   ToolRegistry,
 } from "@durable/core";
@@ -30,7 +31,7 @@ import {
   type Message,
   type ModelReply,
 } from "@durable/loop";
-import { KIT_KEY } from "../harness.js";
+import { isEncryptedRun, KIT_ENCRYPTION_KEY, KIT_KEY } from "../harness.js";
 import { intercepted } from "./intercepted.js";
 
 /**
@@ -86,7 +87,8 @@ export const CALLS: Readonly<Record<ScenarioName, ReadonlyMap<string, string>>> 
   ]),
 };
 
-const sealer: Sealer = Sealer.withKeys(KIT_KEY);
+/** Opens the kit's runs, encrypted or not. */
+const sealer: Sealer = Sealer.withKeys(KIT_KEY, KIT_ENCRYPTION_KEY);
 
 /** The tools, writing their executions to `effects`; `retried` fails its first attempt and retries. */
 function scenarioTools(effects: string, retried: string | undefined): ToolRegistry {
@@ -185,24 +187,39 @@ interface Decisions {
   readonly by?: string;
 }
 
-/** Drives a scenario's run; every call goes through `store` with the kit's key. */
+/**
+ * Drives a scenario's run; every call goes through `store` with the kit's
+ * key, and a run whose id says so (`isEncryptedRun`) is encrypted too.
+ */
 export class ScenarioDriver {
   readonly #store: CheckpointStore;
   readonly #loopTools: ToolRegistry;
-  readonly #runner: FlowRunner;
+  readonly #flowRunners: { readonly plain: FlowRunner; readonly encrypted: FlowRunner };
+  readonly #anchor: RunAnchor | undefined;
 
-  constructor(store: CheckpointStore, effects: string) {
+  /** With `anchor`, every run is written through it and checked against it (the anchor group). */
+  constructor(store: CheckpointStore, effects: string, anchor?: RunAnchor) {
     this.#store = store;
+    this.#anchor = anchor;
     this.#loopTools = scenarioTools(effects, RETRIED.loop);
-    const flowTools = scenarioTools(effects, RETRIED.flow);
-    this.#runner = new FlowRunner(new Executor(flowTools), { checkpoints: store, checkpointKey: KIT_KEY });
+    const executor = new Executor(scenarioTools(effects, RETRIED.flow));
+    const options = { checkpoints: store, checkpointKey: KIT_KEY, ...(anchor === undefined ? {} : { anchor }) };
+    this.#flowRunners = {
+      plain: new FlowRunner(executor, options),
+      encrypted: new FlowRunner(executor, { ...options, encryptionKey: KIT_ENCRYPTION_KEY }),
+    };
+  }
+
+  /** The flow runner for the run: encrypting or not, as its id says. */
+  #runner(runId: string): FlowRunner {
+    return isEncryptedRun(runId) ? this.#flowRunners.encrypted : this.#flowRunners.plain;
   }
 
   /** Starts a run and takes it to the end, approving what it pauses for. */
   async run(scenario: ScenarioName, runId: string): Promise<void> {
     if (scenario !== "loop") {
       const flow = flowOf(scenario);
-      await this.#finishFlow(flow, await this.#runner.run(flow, { order: ORDER }, { runId }));
+      await this.#finishFlow(flow, await this.#runner(runId).run(flow, { order: ORDER }, { runId }));
     } else {
       await this.#finishLoop(
         await runToolLoop(crashModel, this.#loopTools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)),
@@ -217,7 +234,7 @@ export class ScenarioDriver {
    */
   async recoverOnce(scenario: ScenarioName, runId: string, rerunInDoubt = false): Promise<string> {
     const options = { rerunInDoubt, takeOver: true };
-    if (scenario !== "loop") return (await this.#runner.recover(flowOf(scenario), runId, options)).status;
+    if (scenario !== "loop") return (await this.#runner(runId).recover(flowOf(scenario), runId, options)).status;
     return (await recoverToolLoop(crashModel, this.#loopTools, runId, { ...this.#loopOptions(runId), ...options }))
       .status;
   }
@@ -263,7 +280,7 @@ export class ScenarioDriver {
     if (latest.status === "done") return;
     const options = { ...decisions, takeOver: true };
     if (scenario !== "loop")
-      await this.#finishFlow(flowOf(scenario), await this.#runner.recover(flowOf(scenario), runId, options));
+      await this.#finishFlow(flowOf(scenario), await this.#runner(runId).recover(flowOf(scenario), runId, options));
     else
       await this.#finishLoop(
         await recoverToolLoop(crashModel, this.#loopTools, runId, { ...this.#loopOptions(runId), ...options }),
@@ -272,7 +289,7 @@ export class ScenarioDriver {
 
   async #finishFlow(flow: Flow<CrashState>, result: FlowResult<CrashState>): Promise<void> {
     while (result.status === "paused") {
-      result = await this.#runner.resume(flow, result.runId, approveAll(result.approvals));
+      result = await this.#runner(result.runId).resume(flow, result.runId, approveAll(result.approvals));
     }
   }
 
@@ -284,7 +301,9 @@ export class ScenarioDriver {
   }
 
   #loopOptions(runId: string) {
-    return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME };
+    const encryption = isEncryptedRun(runId) ? { encryptionKey: KIT_ENCRYPTION_KEY } : {};
+    const anchor = this.#anchor === undefined ? {} : { anchor: this.#anchor };
+    return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME, ...encryption, ...anchor };
   }
 }
 
@@ -313,7 +332,8 @@ export { sealer as kitSealer };
  */
 export function cutShort(store: CheckpointStore, tools: ReadonlySet<string>): CheckpointStore {
   const cut = (id: string, write: RunWrite) =>
-    write.kind === "record" && tools.has((sealer.open("call", write.sealed, id) as unknown as CallRecord).tool);
+    write.kind === "record" &&
+    tools.has((sealer.open("call", write.sealed, { runId: id, ...write }) as unknown as CallRecord).tool);
   const lost = () => new StoreUnavailable("the kit cut this worker off");
   return intercepted(store, {
     async recordCall(id, segment, seq, sealed) {

@@ -24,6 +24,7 @@ import { acknowledging, acknowledgmentsFile } from "./acknowledgments.js";
 import { commitBatches } from "./batches.js";
 import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
+import { ANCHOR_VARIABLE, type AnchorHandle, openAnchor } from "./anchors.js";
 
 const [opener, handle, effects, mode, scenario, runId] = process.argv.slice(2) as [
   string,
@@ -38,7 +39,9 @@ const open = ((await import(url)) as { default: (handle: string) => CheckpointSt
   .default;
 const opened = await open(handle);
 const store = claimBarrier(acknowledging(opened, acknowledgmentsFile(effects)));
-const driver = new ScenarioDriver(store, effects);
+const named = process.env[ANCHOR_VARIABLE];
+const anchor = named === undefined ? undefined : await openAnchor(JSON.parse(named) as AnchorHandle);
+const driver = new ScenarioDriver(store, effects, anchor);
 
 if (mode === "batches") {
   await commitBatches(opened, runId, Number(scenario));
