@@ -1,0 +1,250 @@
+/**
+ * A Redis Cluster of the test's own: masters with a replica each, on free
+ * local ports, in a temp dir, with AOF `appendfsync always` on every node.
+ * Never the shared Redis; `stop()` kills every node and removes the dir.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { createCluster } from "redis";
+import { freePort } from "./net.js";
+import { pingFails, redisAdmin } from "./redis.js";
+
+const run = promisify(execFile);
+
+/** One node of the cluster: its port and process. */
+interface ClusterProcess {
+  readonly port: number;
+  readonly process: ChildProcess;
+  readonly exited: Promise<void>;
+}
+
+export interface OwnClusterOptions {
+  /** How many masters (default 3), each with one replica. */
+  readonly masters?: number;
+  /** `cluster-node-timeout`: how long a master may be silent before its replica takes over (default 3000 ms). */
+  readonly nodeTimeoutMs?: number;
+}
+
+/** What `CLUSTER NODES` says of one node. */
+export interface NodeView {
+  readonly id: string;
+  readonly port: number;
+  readonly role: "master" | "replica";
+  /** Its master's id, for a replica. */
+  readonly masterId: string | undefined;
+  readonly failed: boolean;
+  /** Slot ranges, for a master: "0-5460". */
+  readonly slots: readonly string[];
+}
+
+export class OwnCluster {
+  readonly #dir: string;
+  readonly #nodes: ClusterProcess[] = [];
+
+  private constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  /** Starts the nodes, joins them with `redis-cli --cluster create`, and waits until every node says the cluster is ok. */
+  static async start(options: OwnClusterOptions = {}): Promise<OwnCluster> {
+    const cluster = new OwnCluster(mkdtempSync(join(tmpdir(), "durable-cluster-")));
+    try {
+      const count = (options.masters ?? 3) * 2;
+      for (let i = 0; i < count; i++) cluster.#nodes.push(await cluster.#spawn(options.nodeTimeoutMs ?? 3000));
+      await Promise.all(cluster.#nodes.map((node) => untilPing(node.port)));
+      await run("redis-cli", [
+        "--cluster",
+        "create",
+        ...cluster.#nodes.map((node) => `127.0.0.1:${node.port}`),
+        "--cluster-replicas",
+        "1",
+        "--cluster-yes",
+      ]);
+      await cluster.settled();
+      return cluster;
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+  }
+
+  /** The root nodes to give `createCluster`: every node. */
+  get rootNodes(): Array<{ url: string }> {
+    return this.#nodes.map((node) => ({ url: `redis://127.0.0.1:${node.port}` }));
+  }
+
+  /** A cluster client of its own (connected), for setting up and checking tests. */
+  async admin() {
+    const client = createCluster({ rootNodes: this.rootNodes });
+    client.on("error", () => {});
+    await client.connect();
+    return client;
+  }
+
+  /** The nodes as a live node sees them (`CLUSTER NODES`). */
+  async view(): Promise<NodeView[]> {
+    for (const node of this.#live()) {
+      try {
+        return parseNodes(await command(node.port, ["CLUSTER", "NODES"]));
+      } catch {
+        // A node that is going down: ask the next one.
+      }
+    }
+    throw new Error("no node of the cluster answers.");
+  }
+
+  /**
+   * Waits until every live node says `cluster_state:ok`, knows every live
+   * node and has no failed one taking slots, and every live replica's link
+   * to its master is up: a failover or reshard has finished.
+   */
+  async settled(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let why = "";
+    for (;;) {
+      why = await this.#unsettled();
+      if (why === "") return;
+      if (Date.now() > deadline) throw new Error(`the cluster did not settle within ${timeoutMs} ms: ${why}`);
+      await sleep(100);
+    }
+  }
+
+  /**
+   * SIGKILLs a master, as a crash: its replica takes over after the node
+   * timeout. Resolves once the process is gone; `settled()` waits for the
+   * failover. Returns the killed master's port.
+   */
+  async killMaster(port?: number): Promise<number> {
+    const masters = (await this.view()).filter((n) => n.role === "master" && !n.failed && n.slots.length > 0);
+    const victim = port ?? masters[0]?.port;
+    const node = this.#nodes.find((n) => n.port === victim);
+    if (node === undefined) throw new Error("no live master to kill.");
+    node.process.kill("SIGKILL");
+    await node.exited;
+    return node.port;
+  }
+
+  /** Moves `slots` slots from one master to another, key by key (`redis-cli --cluster reshard`). */
+  async reshard(fromPort: number, toPort: number, slots: number): Promise<void> {
+    const view = await this.view();
+    const id = (port: number) => {
+      const node = view.find((n) => n.port === port && n.role === "master");
+      if (node === undefined) throw new Error(`no master on port ${port}.`);
+      return node.id;
+    };
+    await run("redis-cli", [
+      "--cluster",
+      "reshard",
+      `127.0.0.1:${toPort}`,
+      "--cluster-from",
+      id(fromPort),
+      "--cluster-to",
+      id(toPort),
+      "--cluster-slots",
+      String(slots),
+      "--cluster-yes",
+    ]);
+  }
+
+  /** Removes every key matching `pattern` on every master (cleanup only: it scans). */
+  async dropKeys(pattern: string): Promise<void> {
+    for (const node of (await this.view()).filter((n) => n.role === "master" && !n.failed)) {
+      const client = await redisAdmin(`redis://127.0.0.1:${node.port}`);
+      try {
+        for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 }))
+          for (const key of keys) await client.del(key);
+      } finally {
+        await client.close();
+      }
+    }
+  }
+
+  /** Kills every node and removes the dir; harmless twice. */
+  async stop(): Promise<void> {
+    for (const node of this.#nodes) node.process.kill("SIGKILL");
+    await Promise.all(this.#nodes.map((node) => node.exited));
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+
+  #live(): ClusterProcess[] {
+    return this.#nodes.filter((node) => node.process.exitCode === null && node.process.signalCode === null);
+  }
+
+  async #spawn(nodeTimeoutMs: number): Promise<ClusterProcess> {
+    const [port, bus] = [await freePort(), await freePort()];
+    const dir = join(this.#dir, String(port));
+    mkdirSync(dir);
+    const args = ["--port", String(port), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--dir", dir];
+    const cluster = ["--cluster-enabled", "yes", "--cluster-node-timeout", String(nodeTimeoutMs)];
+    const aof = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""];
+    const child = spawn("redis-server", [...args, ...cluster, ...aof], { stdio: "ignore" });
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    return { port, process: child, exited };
+  }
+
+  /** Why the cluster is not settled, or "" when it is. */
+  async #unsettled(): Promise<string> {
+    const live = this.#live();
+    for (const node of live) {
+      try {
+        const info = await command(node.port, ["CLUSTER", "INFO"]);
+        if (!info.includes("cluster_state:ok")) return `node ${node.port} says the cluster is not ok`;
+        const view = parseNodes(await command(node.port, ["CLUSTER", "NODES"]));
+        const alive = view.filter((n) => !n.failed);
+        if (alive.length < live.length) return `node ${node.port} knows ${alive.length} of ${live.length} live nodes`;
+        if (view.some((n) => n.failed && n.role === "master" && n.slots.length > 0))
+          return `node ${node.port} sees a failed master with slots`;
+        const replication = await command(node.port, ["INFO", "replication"]);
+        if (replication.includes("role:slave") && !replication.includes("master_link_status:up"))
+          return `replica ${node.port} is not in sync with its master`;
+      } catch (error) {
+        return `node ${node.port}: ${String(error)}`;
+      }
+    }
+    return "";
+  }
+}
+
+/** One command to one node, on a connection of its own; the reply as text. */
+async function command(port: number, args: string[]): Promise<string> {
+  const client = await redisAdmin(`redis://127.0.0.1:${port}`);
+  try {
+    return String(await client.sendCommand(args));
+  } finally {
+    client.destroy();
+  }
+}
+
+function parseNodes(text: string): NodeView[] {
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => {
+      const [id = "", address = "", flags = "", master = "-", , , , , ...slots] = line.trim().split(" ");
+      const flagSet = new Set(flags.split(","));
+      return {
+        id,
+        port: Number(address.split("@")[0]?.split(":")[1]),
+        role: flagSet.has("master") ? "master" : "replica",
+        masterId: master === "-" ? undefined : master,
+        failed: flagSet.has("fail") || flagSet.has("fail?") || flagSet.has("noaddr"),
+        slots: slots.filter((slot) => !slot.startsWith("[")),
+      };
+    });
+}
+
+async function untilPing(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const error = await pingFails(`redis://127.0.0.1:${port}`, 500);
+    if (error === undefined) return;
+    if (Date.now() > deadline)
+      throw new Error(`redis-server did not answer on port ${port} within 10 s (${String(error)}).`);
+    await sleep(50);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
