@@ -13,7 +13,8 @@ export class ClusterTarget implements RedisTarget {
   #cluster: OwnCluster | undefined;
 
   async start(): Promise<void> {
-    this.#cluster = await OwnCluster.start();
+    // In memory: the suites kill workers, never nodes, and fsync on disk would be most of their time.
+    this.#cluster = await OwnCluster.start({ inMemory: true });
   }
 
   async stop(): Promise<void> {

@@ -4,7 +4,7 @@
  * Never the shared Redis; `stop()` kills every node and removes the dir.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -14,11 +14,12 @@ import { pingFails, redisAdmin } from "./redis.js";
 
 const run = promisify(execFile);
 
-/** One node of the cluster: its port and process. */
+/** One node of the cluster: its port, its arguments, and its process (a new one after a restart). */
 interface ClusterProcess {
   readonly port: number;
-  readonly process: ChildProcess;
-  readonly exited: Promise<void>;
+  readonly args: readonly string[];
+  process: ChildProcess;
+  exited: Promise<void>;
 }
 
 export interface OwnClusterOptions {
@@ -26,6 +27,13 @@ export interface OwnClusterOptions {
   readonly masters?: number;
   /** `cluster-node-timeout`: how long a master may be silent before its replica takes over (default 3000 ms). */
   readonly nodeTimeoutMs?: number;
+  /**
+   * Keep the nodes' files on /dev/shm (where there is one): fsync then costs
+   * nothing, and a node killed with SIGKILL still keeps every write it
+   * acknowledged (the files outlive the process, not the machine). For suites
+   * whose nodes only crash as processes, where the disk's fsync is all the time.
+   */
+  readonly inMemory?: boolean;
 }
 
 /** What `CLUSTER NODES` says of one node. */
@@ -50,7 +58,8 @@ export class OwnCluster {
 
   /** Starts the nodes, joins them with `redis-cli --cluster create`, and waits until every node says the cluster is ok. */
   static async start(options: OwnClusterOptions = {}): Promise<OwnCluster> {
-    const cluster = new OwnCluster(mkdtempSync(join(tmpdir(), "durable-cluster-")));
+    const parent = options.inMemory === true && existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    const cluster = new OwnCluster(mkdtempSync(join(parent, "durable-cluster-")));
     try {
       const count = (options.masters ?? 3) * 2;
       for (let i = 0; i < count; i++) cluster.#nodes.push(await cluster.#spawn(options.nodeTimeoutMs ?? 3000));
@@ -127,6 +136,15 @@ export class OwnCluster {
     return node.port;
   }
 
+  /** Starts a killed node again on its port, data and `nodes.conf`: a killed master rejoins as a replica. */
+  async restart(port: number): Promise<void> {
+    const node = this.#nodes.find((n) => n.port === port);
+    if (node === undefined) throw new Error(`no node on port ${port}.`);
+    if (node.process.exitCode === null && node.process.signalCode === null) return;
+    Object.assign(node, launch(node.args));
+    await untilPing(port);
+  }
+
   /** Moves `slots` slots from one master to another, key by key (`redis-cli --cluster reshard`). */
   async reshard(fromPort: number, toPort: number, slots: number): Promise<void> {
     const view = await this.view();
@@ -150,15 +168,37 @@ export class OwnCluster {
   }
 
   /** Removes every key matching `pattern` on every master (cleanup only: it scans). */
-  async dropKeys(pattern: string): Promise<void> {
-    for (const node of (await this.view()).filter((n) => n.role === "master" && !n.failed)) {
-      const client = await redisAdmin(`redis://127.0.0.1:${node.port}`);
-      try {
-        for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 }))
-          for (const key of keys) await client.del(key);
-      } finally {
-        await client.close();
-      }
+  dropKeys(pattern: string): Promise<void> {
+    return dropClusterKeys(pattern, this.rootNodes);
+  }
+
+  /** The live master that holds a slot, and its replicas. */
+  async masterOf(slot: number): Promise<{ master: NodeView; replicas: NodeView[] }> {
+    const view = await this.view();
+    const master = view.find((n) => n.role === "master" && !n.failed && slotsOf(n).includes(slot));
+    if (master === undefined) throw new Error(`no live master holds slot ${slot}.`);
+    return { master, replicas: view.filter((n) => n.masterId === master.id && !n.failed) };
+  }
+
+  /** Sends a signal to a node's process: SIGSTOP freezes it, SIGCONT thaws it. */
+  signal(port: number, signal: NodeJS.Signals): void {
+    this.#nodes.find((n) => n.port === port)?.process.kill(signal);
+  }
+
+  /** One command to one node, on a connection of its own; the reply as node-redis gives it. */
+  send(port: number, args: string[]): Promise<unknown> {
+    return send(port, args);
+  }
+
+  /** The slot of each key (`CLUSTER KEYSLOT`), on one connection. */
+  async keySlots(keys: readonly string[]): Promise<number[]> {
+    const port = this.#live()[0]?.port;
+    if (port === undefined) throw new Error("no node of the cluster is running.");
+    const client = await redisAdmin(`redis://127.0.0.1:${port}`);
+    try {
+      return await Promise.all(keys.map(async (key) => Number(await client.sendCommand(["CLUSTER", "KEYSLOT", key]))));
+    } finally {
+      client.destroy();
     }
   }
 
@@ -180,9 +220,8 @@ export class OwnCluster {
     const args = ["--port", String(port), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--dir", dir];
     const cluster = ["--cluster-enabled", "yes", "--cluster-node-timeout", String(nodeTimeoutMs)];
     const aof = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""];
-    const child = spawn("redis-server", [...args, ...cluster, ...aof], { stdio: "ignore" });
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    return { port, process: child, exited };
+    const all = [...args, ...cluster, ...aof];
+    return { port, args: all, ...launch(all) };
   }
 
   /** Why the cluster is not settled, or "" when it is. */
@@ -208,14 +247,51 @@ export class OwnCluster {
   }
 }
 
-/** One command to one node, on a connection of its own; the reply as text. */
-async function command(port: number, args: string[]): Promise<string> {
+/** Removes every key matching `pattern` on every master of the cluster that `rootNodes` lead to (cleanup only: it scans). */
+export async function dropClusterKeys(pattern: string, rootNodes: ReadonlyArray<{ url: string }>): Promise<void> {
+  const cluster = createCluster({ rootNodes: [...rootNodes] });
+  cluster.on("error", () => {});
+  await cluster.connect();
+  try {
+    for (const master of cluster.masters) {
+      const client = await cluster.nodeClient(master);
+      // One key a time: a DEL of many keys must keep to one slot.
+      for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1000 }))
+        for (const key of keys) await client.del(key);
+    }
+  } finally {
+    await cluster.close();
+  }
+}
+
+/** The slots of a master, lowest first. */
+export function slotsOf(master: NodeView): number[] {
+  return master.slots
+    .flatMap((range) => {
+      const [from, to = from] = range.split("-").map(Number);
+      return from === undefined || to === undefined ? [] : Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    })
+    .sort((a, b) => a - b);
+}
+
+function launch(args: readonly string[]): Pick<ClusterProcess, "process" | "exited"> {
+  const child = spawn("redis-server", args, { stdio: "ignore" });
+  return { process: child, exited: new Promise<void>((resolve) => child.once("exit", () => resolve())) };
+}
+
+/** One command to one node, on a connection of its own. */
+async function send(port: number, args: string[]): Promise<unknown> {
   const client = await redisAdmin(`redis://127.0.0.1:${port}`);
   try {
-    return String(await client.sendCommand(args));
+    return await client.sendCommand(args);
   } finally {
     client.destroy();
   }
+}
+
+/** The same, the reply as text. */
+async function command(port: number, args: string[]): Promise<string> {
+  return String(await send(port, args));
 }
 
 function parseNodes(text: string): NodeView[] {

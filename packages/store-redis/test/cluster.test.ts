@@ -1,12 +1,15 @@
 import { afterAll, beforeAll } from "vitest";
 import { runConformance } from "@durable/conformance";
+import { clusterBehaviour } from "./cluster-behaviour.js";
 import { ClusterTarget } from "./cluster.js";
 import { redisInitializer } from "./redis.js";
 
-// One cluster for the whole file, every group of the kit on it (each store on its own prefix): a cluster takes seconds to start.
+// One cluster for the whole file, stopped after it however it ends: a cluster takes seconds to start. Every group
+// of the kit runs on it (each store on its own prefix), then what only a cluster does.
 const target = new ClusterTarget();
 beforeAll(() => target.start(), 60_000);
 afterAll(() => target.stop(), 60_000);
 
 runConformance(redisInitializer(target));
 runConformance(redisInitializer(target, 1), { groups: ["ttl"] });
+clusterBehaviour(target);
