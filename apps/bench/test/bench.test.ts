@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { measureTickets } from "../src/runs.js";
 import { sweep } from "../src/sweeps.js";
+import { measureScale } from "../src/scale/measure.js";
 import { memoryTarget, sqliteTarget } from "../src/targets.js";
 
 // The bench's measures run end to end on small sizes; the figures themselves are for `pnpm bench`, never asserted here.
@@ -31,4 +32,16 @@ describe("the bench, on small sizes", () => {
     expect(figures.recovery.map((r) => r.records)).toEqual([10, 100]);
     expect(figures.recoverEach).toMatchObject([{ runs: 20 }]);
   }, 60_000);
+});
+
+describe("the scale measure, on small sizes", () => {
+  it("measures runs/s of 2 worker processes on a Redis and on a Redis Cluster of its own, with and without replicas: 1", async () => {
+    const curves = await measureScale([2], 300);
+    expect(curves.map((curve) => curve.name)).toEqual([
+      "redis, one node",
+      "redis cluster",
+      "redis cluster, replicas: 1",
+    ]);
+    for (const curve of curves) expect(curve.points[0]?.runsPerSecond).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -65,10 +65,21 @@ function reshard(cluster: OwnCluster, log: (line: string) => void): Fault {
       const move = moves[0];
       const to = masters.find((master) => master.port !== move?.master.port);
       if (move === undefined || to === undefined) throw new Error("no two masters to reshard between.");
+      const moving = slotsOf(move.master)
+        .slice(0, move.count)
+        .filter((slot) => slots.includes(slot));
+      const keys = await Promise.all(
+        moving.map(async (slot) =>
+          Number(await cluster.send(move.master.port, ["CLUSTER", "COUNTKEYSINSLOT", String(slot)])),
+        ),
+      );
       const started = Date.now();
       await cluster.reshard(move.master.port, to.port, move.count);
       await cluster.settled();
-      log(`resharded ${move.count} slots from master ${move.master.port} to ${to.port} in ${Date.now() - started} ms`);
+      log(
+        `resharded ${move.count} slots from master ${move.master.port} to ${to.port} in ${Date.now() - started} ms: ` +
+          `${moving.length} of them the soak's buckets, ${keys.reduce((a, b) => a + b, 0)} keys`,
+      );
     },
   };
 }

@@ -3,24 +3,16 @@
  * local ports, in a temp dir, with AOF `appendfsync always` on every node.
  * Never the shared Redis; `stop()` kills every node and removes the dir.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { createCluster } from "redis";
-import { freePort } from "./net.js";
-import { pingFails, redisAdmin } from "./redis.js";
+import { redisAdmin } from "./redis.js";
+import { RedisNode } from "./redis-node.js";
 
 const run = promisify(execFile);
-
-/** One node of the cluster: its port, its arguments, and its process (a new one after a restart). */
-interface ClusterProcess {
-  readonly port: number;
-  readonly args: readonly string[];
-  process: ChildProcess;
-  exited: Promise<void>;
-}
 
 export interface OwnClusterOptions {
   /** How many masters (default 3), each with one replica. */
@@ -50,7 +42,7 @@ export interface NodeView {
 
 export class OwnCluster {
   readonly #dir: string;
-  readonly #nodes: ClusterProcess[] = [];
+  readonly #nodes: RedisNode[] = [];
 
   private constructor(dir: string) {
     this.#dir = dir;
@@ -62,8 +54,8 @@ export class OwnCluster {
     const cluster = new OwnCluster(mkdtempSync(join(parent, "durable-cluster-")));
     try {
       const count = (options.masters ?? 3) * 2;
-      for (let i = 0; i < count; i++) cluster.#nodes.push(await cluster.#spawn(options.nodeTimeoutMs ?? 3000));
-      await Promise.all(cluster.#nodes.map((node) => untilPing(node.port)));
+      const settings = ["--cluster-enabled", "yes", "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 3000)];
+      for (let i = 0; i < count; i++) cluster.#nodes.push(await RedisNode.start(cluster.#dir, settings, true));
       await run("redis-cli", [
         "--cluster",
         "create",
@@ -131,8 +123,7 @@ export class OwnCluster {
     const victim = port ?? masters[0]?.port;
     const node = this.#nodes.find((n) => n.port === victim);
     if (node === undefined) throw new Error("no live master to kill.");
-    node.process.kill("SIGKILL");
-    await node.exited;
+    await node.kill();
     return node.port;
   }
 
@@ -140,9 +131,7 @@ export class OwnCluster {
   async restart(port: number): Promise<void> {
     const node = this.#nodes.find((n) => n.port === port);
     if (node === undefined) throw new Error(`no node on port ${port}.`);
-    if (node.process.exitCode === null && node.process.signalCode === null) return;
-    Object.assign(node, launch(node.args));
-    await untilPing(port);
+    await node.restart();
   }
 
   /** Moves `slots` slots from one master to another, key by key (`redis-cli --cluster reshard`). */
@@ -182,7 +171,7 @@ export class OwnCluster {
 
   /** Sends a signal to a node's process: SIGSTOP freezes it, SIGCONT thaws it. */
   signal(port: number, signal: NodeJS.Signals): void {
-    this.#nodes.find((n) => n.port === port)?.process.kill(signal);
+    this.#nodes.find((n) => n.port === port)?.signal(signal);
   }
 
   /** One command to one node, on a connection of its own; the reply as node-redis gives it. */
@@ -204,24 +193,12 @@ export class OwnCluster {
 
   /** Kills every node and removes the dir; harmless twice. */
   async stop(): Promise<void> {
-    for (const node of this.#nodes) node.process.kill("SIGKILL");
-    await Promise.all(this.#nodes.map((node) => node.exited));
+    await Promise.all(this.#nodes.map((node) => node.kill()));
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
-  #live(): ClusterProcess[] {
-    return this.#nodes.filter((node) => node.process.exitCode === null && node.process.signalCode === null);
-  }
-
-  async #spawn(nodeTimeoutMs: number): Promise<ClusterProcess> {
-    const [port, bus] = [await freePort(), await freePort()];
-    const dir = join(this.#dir, String(port));
-    mkdirSync(dir);
-    const args = ["--port", String(port), "--cluster-port", String(bus), "--bind", "127.0.0.1", "--dir", dir];
-    const cluster = ["--cluster-enabled", "yes", "--cluster-node-timeout", String(nodeTimeoutMs)];
-    const aof = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""];
-    const all = [...args, ...cluster, ...aof];
-    return { port, args: all, ...launch(all) };
+  #live(): RedisNode[] {
+    return this.#nodes.filter((node) => node.alive);
   }
 
   /** Why the cluster is not settled, or "" when it is. */
@@ -274,11 +251,6 @@ export function slotsOf(master: NodeView): number[] {
     .sort((a, b) => a - b);
 }
 
-function launch(args: readonly string[]): Pick<ClusterProcess, "process" | "exited"> {
-  const child = spawn("redis-server", args, { stdio: "ignore" });
-  return { process: child, exited: new Promise<void>((resolve) => child.once("exit", () => resolve())) };
-}
-
 /** One command to one node, on a connection of its own. */
 async function send(port: number, args: string[]): Promise<unknown> {
   const client = await redisAdmin(`redis://127.0.0.1:${port}`);
@@ -310,17 +282,6 @@ function parseNodes(text: string): NodeView[] {
         slots: slots.filter((slot) => !slot.startsWith("[")),
       };
     });
-}
-
-async function untilPing(port: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const error = await pingFails(`redis://127.0.0.1:${port}`, 500);
-    if (error === undefined) return;
-    if (Date.now() > deadline)
-      throw new Error(`redis-server did not answer on port ${port} within 10 s (${String(error)}).`);
-    await sleep(50);
-  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,167 @@
+/**
+ * How runs per second grow with worker processes: 1, 2, 4, 8 processes, each
+ * running the tickets flow 16 runs at once, on a Redis of the bench's own and
+ * on a Redis Cluster of its own (3 masters, a replica each), AOF
+ * `appendfsync always` on every node alike, and on the cluster again with
+ * `replicas: 1` (each write waits for its master's replica: what WAIT costs).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { alignColumns } from "@durable-apps/shared/table";
+import { OwnCluster } from "@durable/test-utils/redis-cluster";
+import { RedisNode } from "@durable/test-utils/redis-node";
+import { round } from "../stats.js";
+import type { ScaleWorkerConfig } from "./worker.js";
+
+const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
+
+/** Runs at once in each worker process. */
+const CONCURRENCY = 16;
+
+export interface ScalePoint {
+  readonly workers: number;
+  readonly runsPerSecond: number;
+}
+
+export interface ScaleCurve {
+  readonly name: string;
+  readonly detail: string;
+  readonly points: readonly ScalePoint[];
+}
+
+interface ScaleTarget {
+  readonly name: string;
+  readonly detail: string;
+  readonly redis: ScaleWorkerConfig["redis"];
+  readonly replicas: number;
+}
+
+/** Starts the servers, measures each curve, and stops the servers, whatever happens. */
+export async function measureScale(
+  workerCounts: readonly number[],
+  budgetMs: number,
+  log: (line: string) => void = () => {},
+): Promise<ScaleCurve[]> {
+  const dir = mkdtempSync(join(tmpdir(), "durable-bench-scale-"));
+  let node: RedisNode | undefined;
+  let cluster: OwnCluster | undefined;
+  try {
+    node = await RedisNode.start(dir);
+    cluster = await OwnCluster.start();
+    const targets: ScaleTarget[] = [
+      { name: "redis, one node", detail: "one redis-server", redis: { url: node.url }, replicas: 0 },
+      {
+        name: "redis cluster",
+        detail: "3 masters, a replica each",
+        redis: { rootNodes: cluster.rootNodes },
+        replicas: 0,
+      },
+      {
+        name: "redis cluster, replicas: 1",
+        detail: "the same, each write waits (WAIT 1) for its master's replica",
+        redis: { rootNodes: cluster.rootNodes },
+        replicas: 1,
+      },
+    ];
+    const curves: ScaleCurve[] = [];
+    for (const target of targets) {
+      const points: ScalePoint[] = [];
+      for (const workers of workerCounts) {
+        points.push(await measurePoint(target, workers, budgetMs));
+        log(`${target.name}: ${workers} workers, ${points.at(-1)?.runsPerSecond} runs/s`);
+      }
+      curves.push({ name: target.name, detail: target.detail, points });
+    }
+    return curves;
+  } finally {
+    await cluster?.stop();
+    await node?.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs per second of `workers` processes together, each on a store of its own on a fresh prefix. */
+async function measurePoint(target: ScaleTarget, workers: number, budgetMs: number): Promise<ScalePoint> {
+  const config: ScaleWorkerConfig = {
+    redis: target.redis,
+    prefix: `scale-${randomUUID()}`,
+    replicas: target.replicas,
+    concurrency: CONCURRENCY,
+  };
+  const children = Array.from({ length: workers }, () => new WorkerProcess(config));
+  try {
+    await Promise.all(children.map((child) => child.line("ready")));
+    for (const child of children) child.send(`go ${budgetMs}`);
+    const ran = await Promise.all(children.map((child) => child.line("ran ")));
+    const runs = ran.reduce((sum, line) => sum + Number(line.split(" ")[1]), 0);
+    const ms = Math.max(...ran.map((line) => Number(line.split(" ")[2])));
+    return { workers, runsPerSecond: round(runs / (ms / 1000), 0) };
+  } finally {
+    for (const child of children) child.kill();
+  }
+}
+
+/** A worker process whose output lines can be awaited; a worker that exits early fails the wait with its stderr. */
+class WorkerProcess {
+  readonly #child: ChildProcess;
+  readonly #lines: string[] = [];
+  readonly #waiting = new Set<() => void>();
+  #stderr = "";
+
+  constructor(config: ScaleWorkerConfig) {
+    this.#child = spawn(process.execPath, ["--import", "tsx", WORKER, JSON.stringify(config)], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.#child.stderr?.on("data", (chunk: Buffer) => {
+      this.#stderr += chunk.toString();
+    });
+    const wake = () => {
+      for (const waiter of this.#waiting) waiter();
+    };
+    createInterface({ input: this.#child.stdout ?? process.stdin }).on("line", (line) => {
+      this.#lines.push(line);
+      wake();
+    });
+    this.#child.on("exit", wake);
+  }
+
+  /** The first line that starts with `start`, once printed. */
+  line(start: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const found = this.#lines.find((line) => line.startsWith(start));
+        if (found !== undefined) {
+          this.#waiting.delete(check);
+          resolve(found);
+        } else if (this.#child.exitCode !== null || this.#child.signalCode !== null) {
+          this.#waiting.delete(check);
+          reject(new Error(`a scale worker exited before "${start}": ${this.#stderr.trim()}`));
+        }
+      };
+      this.#waiting.add(check);
+      check();
+    });
+  }
+
+  send(line: string): void {
+    this.#child.stdin?.write(`${line}\n`);
+  }
+
+  kill(): void {
+    if (this.#child.exitCode === null) this.#child.kill("SIGKILL");
+  }
+}
+
+/** The curves as a table: one row per target, runs/s per number of worker processes. */
+export function scaleTable(curves: readonly ScaleCurve[]): string[] {
+  const counts = curves[0]?.points.map((point) => point.workers) ?? [];
+  return alignColumns([
+    ["runs/s with N worker processes", ...counts.map((n) => `N = ${n}`)],
+    ...curves.map((curve) => [curve.name, ...curve.points.map((point) => point.runsPerSecond)]),
+  ]);
+}
