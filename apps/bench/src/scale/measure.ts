@@ -26,6 +26,8 @@ const CONCURRENCY = 16;
 export interface ScalePoint {
   readonly workers: number;
   readonly runsPerSecond: number;
+  /** Runs that failed (the store did not answer in time): not counted in runs/s. */
+  readonly failed: number;
 }
 
 export interface ScaleCurve {
@@ -73,7 +75,8 @@ export async function measureScale(
       const points: ScalePoint[] = [];
       for (const workers of workerCounts) {
         points.push(await measurePoint(target, workers, budgetMs));
-        log(`${target.name}: ${workers} workers, ${points.at(-1)?.runsPerSecond} runs/s`);
+        const point = points.at(-1);
+        log(`${target.name}: ${workers} workers, ${point?.runsPerSecond} runs/s, ${point?.failed} failed`);
       }
       curves.push({ name: target.name, detail: target.detail, points });
     }
@@ -98,9 +101,11 @@ async function measurePoint(target: ScaleTarget, workers: number, budgetMs: numb
     await Promise.all(children.map((child) => child.line("ready")));
     for (const child of children) child.send(`go ${budgetMs}`);
     const ran = await Promise.all(children.map((child) => child.line("ran ")));
-    const runs = ran.reduce((sum, line) => sum + Number(line.split(" ")[1]), 0);
-    const ms = Math.max(...ran.map((line) => Number(line.split(" ")[2])));
-    return { workers, runsPerSecond: round(runs / (ms / 1000), 0) };
+    const field = (line: string, i: number) => Number(line.split(" ")[i]);
+    const runs = ran.reduce((sum, line) => sum + field(line, 1), 0);
+    const ms = Math.max(...ran.map((line) => field(line, 2)));
+    const failed = ran.reduce((sum, line) => sum + field(line, 3), 0);
+    return { workers, runsPerSecond: round(runs / (ms / 1000), 0), failed };
   } finally {
     for (const child of children) child.kill();
   }
@@ -157,11 +162,13 @@ class WorkerProcess {
   }
 }
 
-/** The curves as a table: one row per target, runs/s per number of worker processes. */
+/** The curves as a table: one row per target, runs/s per number of worker processes (and failed runs, if any). */
 export function scaleTable(curves: readonly ScaleCurve[]): string[] {
   const counts = curves[0]?.points.map((point) => point.workers) ?? [];
+  const cell = (point: ScalePoint) =>
+    point.failed > 0 ? `${point.runsPerSecond} (${point.failed} failed)` : String(point.runsPerSecond);
   return alignColumns([
     ["runs/s with N worker processes", ...counts.map((n) => `N = ${n}`)],
-    ...curves.map((curve) => [curve.name, ...curve.points.map((point) => point.runsPerSecond)]),
+    ...curves.map((curve) => [curve.name, ...curve.points.map(cell)]),
   ]);
 }
