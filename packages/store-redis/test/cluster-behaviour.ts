@@ -1,4 +1,7 @@
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { assertFreshBuild } from "@durable/conformance";
 import { StoreNotReady, StoreUnavailable } from "@durable/core/store";
 import type { NodeView } from "@durable/test-utils/redis-cluster";
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
@@ -132,5 +135,33 @@ export function clusterBehaviour(target: ClusterTarget): void {
       await store.save("r", 2, row());
       await store.close();
     });
+
+    it("lets the process exit once the store on a cluster closed", async () => {
+      // The built package, as a worker uses it.
+      assertFreshBuild(new URL("../dist/index.js", import.meta.url));
+      const script = `
+        import { createCluster } from "redis";
+        import { RedisCheckpointStore } from "./dist/index.js";
+        const store = new RedisCheckpointStore(() => createCluster({ rootNodes: ${JSON.stringify(target.cluster.rootNodes)} }), { prefix: "exit" });
+        await store.latest("r").catch(() => {});
+        await store.close();
+        console.log("closed");`;
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: fileURLToPath(new URL("..", import.meta.url)),
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      let closedAt = 0;
+      child.stdout.on("data", (bytes: Buffer) => {
+        if (bytes.toString().includes("closed")) closedAt = Date.now();
+      });
+      try {
+        expect(await exited).toBe(0);
+        // Timed from the close, not from the spawn: a busy machine may take seconds to start a process.
+        expect(Date.now() - closedAt).toBeLessThan(2_000);
+      } finally {
+        child.kill("SIGKILL");
+      }
+    }, 30_000);
   });
 }
