@@ -163,5 +163,32 @@ export function clusterBehaviour(target: ClusterTarget): void {
         child.kill("SIGKILL");
       }
     }, 30_000);
+
+    // Last: it changes which node is master of a slot.
+    it("without replicas, a write its master acknowledged before the replica got it is lost when the replica takes over", async () => {
+      const store = open();
+      await store.save("r", 0, row());
+      const { master, replicas } = await placeOf(store, "r");
+      const replica = replicas[0];
+      if (replica === undefined) throw new Error("the master has no replica");
+      await target.cluster.settled();
+      // The replica frozen and cut off: the write stays on its master, as when a master dies a moment after a write.
+      target.cluster.signal(replica.port, "SIGSTOP");
+      try {
+        await target.cluster.send(master.port, ["CLIENT", "KILL", "TYPE", "replica"]);
+        await store.save("r", 1, row());
+        await target.cluster.killMaster(master.port);
+      } finally {
+        target.cluster.signal(replica.port, "SIGCONT");
+      }
+      await target.cluster.send(replica.port, ["CLUSTER", "FAILOVER", "TAKEOVER"]);
+      await target.cluster.settled();
+      await store.close();
+      const after = open({ prefix: store.prefix });
+      expect((await after.latest("r")).step).toBe(0);
+      await after.close();
+      await target.cluster.restart(master.port);
+      await target.cluster.settled();
+    }, 60_000);
   });
 }
