@@ -99,9 +99,9 @@ await runCommand(BENCH_COMMAND, async (values) => {
     `@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`,
   );
   if (values.scale) {
-    const curves = await measureScale([1, 2, 4, 8], budgetMs, (line) => console.log(line));
-    console.log(`\n${scaleTable(curves).join("\n")}`);
-    writeResults(values.out, "scale", machine.at, { machine, budgetMs, curves });
+    const figures = await measureScale([1, 2, 4, 8], budgetMs, (line) => console.log(line));
+    console.log(`\n${scaleTable(figures.curves).join("\n")}`);
+    writeResults(values.out, "scale", machine.at, { machine, budgetMs, ...figures });
     return;
   }
 

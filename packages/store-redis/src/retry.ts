@@ -28,6 +28,6 @@ export async function untilRun<T>(attempt: () => Promise<T>, deadline: number): 
 }
 
 /** Whether an error is a reply saying the command was not run. */
-export function notRun(error: unknown): boolean {
+function notRun(error: unknown): boolean {
   return error instanceof Error && NOT_RUN.test(error.message);
 }

@@ -15,7 +15,9 @@ import { fileURLToPath } from "node:url";
 import { alignColumns } from "@durable-apps/shared/table";
 import { OwnCluster } from "@durable/test-utils/redis-cluster";
 import { RedisNode } from "@durable/test-utils/redis-node";
-import { round } from "../stats.js";
+import { createCluster } from "redis";
+import { RedisCheckpointStore } from "@durable/store-redis";
+import { latencyOf, round } from "../stats.js";
 import type { ScaleWorkerConfig } from "./worker.js";
 
 const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
@@ -36,6 +38,18 @@ export interface ScaleCurve {
   readonly points: readonly ScalePoint[];
 }
 
+/** What `replicas: 1` adds to one write on the cluster, one write at a time: medians in ms. */
+export interface WaitCost {
+  readonly writes: number;
+  readonly p50Ms: number;
+  readonly withReplicasP50Ms: number;
+}
+
+export interface ScaleFigures {
+  readonly curves: readonly ScaleCurve[];
+  readonly waitCost: WaitCost;
+}
+
 interface ScaleTarget {
   readonly name: string;
   readonly detail: string;
@@ -48,7 +62,8 @@ export async function measureScale(
   workerCounts: readonly number[],
   budgetMs: number,
   log: (line: string) => void = () => {},
-): Promise<ScaleCurve[]> {
+  waitWrites = 1_000,
+): Promise<ScaleFigures> {
   const dir = mkdtempSync(join(tmpdir(), "durable-bench-scale-"));
   let node: RedisNode | undefined;
   let cluster: OwnCluster | undefined;
@@ -80,7 +95,9 @@ export async function measureScale(
       }
       curves.push({ name: target.name, detail: target.detail, points });
     }
-    return curves;
+    const waitCost = await measureWaitCost(cluster.rootNodes, waitWrites);
+    log(`one write at a time on the cluster: ${waitCost.p50Ms} ms, with replicas: 1 ${waitCost.withReplicasP50Ms} ms`);
+    return { curves, waitCost };
   } finally {
     await cluster?.stop();
     await node?.kill();
@@ -108,6 +125,38 @@ async function measurePoint(target: ScaleTarget, workers: number, budgetMs: numb
     return { workers, runsPerSecond: round(runs / (ms / 1000), 0), failed };
   } finally {
     for (const child of children) child.kill();
+  }
+}
+
+/**
+ * The median of a call record's write on the cluster, without and with
+ * `replicas: 1`, one write at a time, in blocks taken in turns so a machine
+ * busier at one moment weighs on both alike.
+ */
+async function measureWaitCost(rootNodes: ReadonlyArray<{ url: string }>, writes: number): Promise<WaitCost> {
+  const prefix = `wait-${randomUUID()}`;
+  const sides = [0, 1].map((replicas) => ({
+    store: new RedisCheckpointStore(() => createCluster({ rootNodes: [...rootNodes] }), { prefix, replicas }),
+    run: `run-${replicas}`,
+    samples: [] as number[],
+  }));
+  const row = { status: "running", segment: 0, flow: "wait", kind: "flow", sealed: "x".repeat(200) } as const;
+  const BLOCK = 50;
+  try {
+    for (const side of sides) await side.store.save(side.run, 0, row);
+    for (let block = 0; block < writes / BLOCK; block++) {
+      for (const side of block % 2 === 0 ? sides : [...sides].reverse()) {
+        for (let n = 0; n < BLOCK; n++) {
+          const started = performance.now();
+          await side.store.recordCall(side.run, 0, side.samples.length, "y".repeat(200));
+          side.samples.push(performance.now() - started);
+        }
+      }
+    }
+    const [without, withReplicas] = sides.map((side) => round(latencyOf(side.samples).p50, 3));
+    return { writes, p50Ms: without ?? Number.NaN, withReplicasP50Ms: withReplicas ?? Number.NaN };
+  } finally {
+    for (const side of sides) await side.store.close();
   }
 }
 
