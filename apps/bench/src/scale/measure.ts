@@ -25,7 +25,7 @@ const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
 /** Runs at once in each worker process. */
 const CONCURRENCY = 16;
 
-export interface ScalePoint {
+interface ScalePoint {
   readonly workers: number;
   readonly runsPerSecond: number;
   /** Runs that failed (the store did not answer in time): not counted in runs/s. */
@@ -39,7 +39,7 @@ export interface ScaleCurve {
 }
 
 /** What `replicas: 1` adds to one write on the cluster, one write at a time: medians in ms. */
-export interface WaitCost {
+interface WaitCost {
   readonly writes: number;
   readonly p50Ms: number;
   readonly withReplicasP50Ms: number;
