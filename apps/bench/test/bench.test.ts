@@ -36,10 +36,11 @@ describe("the bench, on small sizes", () => {
 });
 
 describe("the scale measure, on small sizes", () => {
+  // One worker process per curve: each starts through tsx, which takes a busy CI machine many seconds.
   it.skipIf(!clusterToolsInstalled())(
-    "measures runs/s of 2 worker processes on a Redis and on a Redis Cluster of its own, with and without replicas: 1",
+    "measures runs/s of a worker process on a Redis and on a Redis Cluster of its own, with and without replicas: 1",
     async () => {
-      const { curves, waitCost } = await measureScale([2], 300, () => {}, 100);
+      const { curves, waitCost } = await measureScale([1], 300, () => {}, 100);
       expect(curves.map((curve) => curve.name)).toEqual([
         "redis, one node",
         "redis cluster",
@@ -48,6 +49,6 @@ describe("the scale measure, on small sizes", () => {
       for (const curve of curves) expect(curve.points[0]?.runsPerSecond).toBeGreaterThan(0);
       expect(waitCost.withReplicasP50Ms).toBeGreaterThan(0);
     },
-    120_000,
+    300_000,
   );
 });

@@ -52,7 +52,7 @@ export interface RedisStoreOptions {
   readonly requireDurable?: boolean;
   /**
    * How many replicas of the master must hold each write before it resolves
-   * (`WAIT`, for at most half of `operationTimeoutMs`; fewer is
+   * (`WAIT`, for half of what is left of `operationTimeoutMs`; fewer is
    * `StoreUnavailable`). Default 0: replication is asynchronous, and a master
    * that dies before its replica got a write loses it on failover.
    */
@@ -103,7 +103,7 @@ export class RedisCheckpointStore implements CheckpointStore {
     this.#timeoutMs = timeout;
     this.#durability = new DurabilityCheck(options.requireDurable === true);
     const replicas = ReplicaWait.check(options.replicas ?? 0);
-    this.#replicas = replicas > 0 ? new ReplicaWait(replicas, Math.max(1, Math.floor(timeout / 2))) : undefined;
+    this.#replicas = replicas > 0 ? new ReplicaWait(replicas) : undefined;
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
@@ -277,7 +277,7 @@ export class RedisCheckpointStore implements CheckpointStore {
           return await client.eval(script.source, options);
         }
       }, deadline);
-      if (script.writes && this.#replicas !== undefined) await this.#replicas.after(client, keys[0] ?? "");
+      if (script.writes && this.#replicas !== undefined) await this.#replicas.after(client, keys[0] ?? "", deadline);
       return reply;
     });
   }
