@@ -12,6 +12,7 @@ import { clusterUrl } from "./store.js";
 /** How long a master may be silent before its replica takes over: short, so a failover fits in a short soak. */
 const NODE_TIMEOUT_MS = 1_000;
 
+/** Starts the cluster, soaks it under a failover and a reshard again and again until the runs are done, and stops it. */
 export async function clusterFaultSoak(options: FaultSoakOptions): Promise<FaultSoakReport> {
   const cluster = await OwnCluster.start({ nodeTimeoutMs: NODE_TIMEOUT_MS });
   try {

@@ -5,7 +5,7 @@
  * `appendfsync always` on every node alike, and on the cluster again with
  * `replicas: 1` (each write waits for its master's replica: what WAIT costs).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -162,22 +162,21 @@ async function measureWaitCost(rootNodes: ReadonlyArray<{ url: string }>, writes
 
 /** A worker process whose output lines can be awaited; a worker that exits early fails the wait with its stderr. */
 class WorkerProcess {
-  readonly #child: ChildProcess;
+  readonly #child: ChildProcessWithoutNullStreams;
   readonly #lines: string[] = [];
   readonly #waiting = new Set<() => void>();
   #stderr = "";
 
   constructor(config: ScaleWorkerConfig) {
-    this.#child = spawn(process.execPath, ["--import", "tsx", WORKER, JSON.stringify(config)], {
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    this.#child.stderr?.on("data", (chunk: Buffer) => {
+    // stdin, stdout and stderr are pipes (the default).
+    this.#child = spawn(process.execPath, ["--import", "tsx", WORKER, JSON.stringify(config)]);
+    this.#child.stderr.on("data", (chunk: Buffer) => {
       this.#stderr += chunk.toString();
     });
     const wake = () => {
       for (const waiter of this.#waiting) waiter();
     };
-    createInterface({ input: this.#child.stdout ?? process.stdin }).on("line", (line) => {
+    createInterface({ input: this.#child.stdout }).on("line", (line) => {
       this.#lines.push(line);
       wake();
     });
@@ -203,7 +202,7 @@ class WorkerProcess {
   }
 
   send(line: string): void {
-    this.#child.stdin?.write(`${line}\n`);
+    this.#child.stdin.write(`${line}\n`);
   }
 
   kill(): void {
