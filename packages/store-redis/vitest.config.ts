@@ -1,17 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { sharedTestConfig } from "../../vitest.shared.ts";
 
-// The files on the shared Redis run one at a time (one pauses it: CLIENT PAUSE). The cluster file has a
-// cluster of its own, so it runs beside them: the kit on a cluster is most of this package's time.
-const CLUSTER = "test/cluster.test.ts";
-// Each project says its own files: a project's include would add to an inherited one, not replace it.
-const { include = [], ...shared } = sharedTestConfig().test ?? {};
-export default defineConfig({
-  test: {
-    ...shared,
-    projects: [
-      { extends: true, test: { name: "one node", include, exclude: [CLUSTER], fileParallelism: false } },
-      { extends: true, test: { name: "cluster", include: [CLUSTER] } },
-    ],
-  },
-});
+// The test files share one Redis server and one pauses it (CLIENT PAUSE): run them one at a time. The cluster
+// file has a cluster of its own; run beside the others (two vitest projects) it took as long here: 2 cores.
+export default defineConfig(sharedTestConfig({ fileParallelism: false }));
