@@ -11,6 +11,7 @@ import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from 
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
+import { measureScale, scaleTable } from "./scale/measure.js";
 import { FULL_SIZES, sweep, type SweepSizes } from "./sweeps.js";
 import { memoryTarget, postgresTarget, redisTarget, sqliteTarget, type Target } from "./targets.js";
 
@@ -39,6 +40,13 @@ const BENCH_COMMAND = {
       value: "<names>",
       default: "memory,sqlite,redis,postgresql",
       about: "the stores to measure, comma-separated, each with its peers",
+    },
+    scale: {
+      type: "boolean",
+      default: false,
+      about:
+        "instead of the rest: runs/s with 1, 2, 4 and 8 worker processes (16 runs at once each) on a Redis of its own and on a Redis Cluster of its own " +
+        "(3 masters, a replica each; then again with replicas: 1), AOF appendfsync always on every node; --budget-ms per point",
     },
     quick: {
       type: "boolean",
@@ -90,6 +98,12 @@ await runCommand(BENCH_COMMAND, async (values) => {
   console.log(
     `@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`,
   );
+  if (values.scale) {
+    const figures = await measureScale([1, 2, 4, 8], budgetMs, (line) => console.log(line));
+    console.log(`\n${scaleTable(figures.curves).join("\n")}`);
+    writeResults(values.out, "scale", machine.at, { machine, budgetMs, ...figures });
+    return;
+  }
 
   const results: StoreResult[] = [];
   const skipped: string[] = [];
@@ -127,13 +141,18 @@ await runCommand(BENCH_COMMAND, async (values) => {
 
   console.log(`\n${report(results)}`);
   for (const reason of skipped) console.log(`skipped: ${reason}`);
+  writeResults(values.out, "bench", machine.at, { machine, budgetMs, results, skipped });
+});
+
+/** Writes the figures as JSON to `<--out, or apps/bench/results>/<kind>-<when, to the second>.json`. */
+function writeResults(out: string | undefined, kind: string, at: string, figures: unknown): void {
   // pnpm runs the bench in apps/bench: a relative --out is taken from where pnpm was started.
   const dir =
-    values.out === undefined
+    out === undefined
       ? fileURLToPath(new URL("../results/", import.meta.url))
-      : resolve(process.env.INIT_CWD ?? process.cwd(), values.out);
+      : resolve(process.env.INIT_CWD ?? process.cwd(), out);
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, `bench-${machine.at.slice(0, 19).replaceAll(":", "-")}.json`);
-  writeFileSync(file, `${JSON.stringify({ machine, budgetMs, results, skipped }, null, 2)}\n`);
+  const file = join(dir, `${kind}-${at.slice(0, 19).replaceAll(":", "-")}.json`);
+  writeFileSync(file, `${JSON.stringify(figures, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
-});
+}

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { clusterToolsInstalled } from "@durable/test-utils/redis-cluster";
 import { measureTickets } from "../src/runs.js";
 import { sweep } from "../src/sweeps.js";
+import { measureScale } from "../src/scale/measure.js";
 import { memoryTarget, sqliteTarget } from "../src/targets.js";
 
 // The bench's measures run end to end on small sizes; the figures themselves are for `pnpm bench`, never asserted here.
@@ -37,4 +39,22 @@ describe("the bench, on small sizes", () => {
     expect(figures.recovery.map((r) => r.records)).toEqual([10, 100]);
     expect(figures.recoverEach).toMatchObject([{ runs: 20 }]);
   }, 60_000);
+});
+
+describe("the scale measure, on small sizes", () => {
+  // One worker process per curve: each starts through tsx, which takes a busy CI machine many seconds.
+  it.skipIf(!clusterToolsInstalled())(
+    "measures runs/s of a worker process on a Redis and on a Redis Cluster of its own, with and without replicas: 1",
+    async () => {
+      const { curves, waitCost } = await measureScale([1], 300, () => {}, 100);
+      expect(curves.map((curve) => curve.name)).toEqual([
+        "redis, one node",
+        "redis cluster",
+        "redis cluster, replicas: 1",
+      ]);
+      for (const curve of curves) expect(curve.points[0]?.runsPerSecond).toBeGreaterThan(0);
+      expect(waitCost.withReplicasP50Ms).toBeGreaterThan(0);
+    },
+    300_000,
+  );
 });

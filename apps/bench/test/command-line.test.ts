@@ -4,5 +4,6 @@ describeBin("bench", new URL("../src/main.ts", import.meta.url), [
   "--budget-ms <ms>",
   "--out <dir>",
   "--stores <names>",
+  "--scale",
   "--quick",
 ]);

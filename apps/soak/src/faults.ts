@@ -50,9 +50,10 @@ const TIMEOUT_MARGIN_MS = 1_000;
 /** The pause after each fault, so the workers meet it and recover before the next. */
 const SETTLE_MS = 1_000;
 
-interface Fault {
+/** One fault of a schedule: applied, given the soak's prefix, when runs are in flight. */
+export interface Fault {
   readonly name: string;
-  readonly apply: () => Promise<void>;
+  readonly apply: (prefix: string) => Promise<void>;
 }
 
 /** Soaks Redis, then PostgreSQL, each its own server under its own faults. */
@@ -122,14 +123,14 @@ function freezeFault(server: OwnServer, ms: number): Fault {
 }
 
 /** Runs the soak on `store` while the faults come one after another, again and again until most runs are done. */
-async function underFaults(
+export async function underFaults(
   store: string,
   options: FaultSoakOptions,
   faults: readonly Fault[],
 ): Promise<FaultSoakReport> {
   const rows: FaultRow[] = [];
   const started = Date.now();
-  const disturb = async (progress: Progress) => {
+  const disturb = async (progress: Progress, prefix: string) => {
     // Every fault at least once; more rounds while the workers still have runs to go.
     let round = 0;
     do {
@@ -141,7 +142,7 @@ async function underFaults(
         const inFlight = progress.inFlight.size;
         progress.windowUnavailable = 0;
         progress.windowMaxOpMs = 0;
-        await fault.apply();
+        await fault.apply(prefix);
         await sleep(SETTLE_MS);
         rows.push({
           fault: fault.name,

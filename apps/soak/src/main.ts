@@ -5,10 +5,12 @@
  * be done, none lost, no live lease claimed, no non-idempotent call run twice
  * unless a claim found it in doubt, and calls in doubt only where a worker
  * died inside a tool. `--faults`: server faults on the soak's own Redis and
- * PostgreSQL instead of kills (src/faults.ts).
+ * PostgreSQL instead of kills (src/faults.ts); `--cluster`: a master killed
+ * and slots resharded on the soak's own Redis Cluster (src/cluster-faults.ts).
  */
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
+import { clusterFaultSoak } from "./cluster-faults.js";
 import { FAULT_DEFAULTS, type FaultSoakReport, faultSoak, faultTable } from "./faults.js";
 import { SOAK_DEFAULTS, soak, soakSummary } from "./soak.js";
 import { soakStoreKind } from "./store.js";
@@ -30,7 +32,7 @@ const SOAK_COMMAND = {
       value: "<url>",
       defaultText: `$REDIS_URL (else ${REDIS}), then $DATABASE_URL (else ${POSTGRESQL})`,
       about:
-        "a store to soak, redis://… or postgresql://… (give it again for more); the soak makes its own prefix or database there and drops it",
+        "a store to soak, redis://…, redis-cluster://host:port,host:port… or postgresql://… (give it again for more); the soak makes its own prefix or database there and drops it",
     },
     runs: {
       type: "string",
@@ -64,6 +66,13 @@ const SOAK_COMMAND = {
         "server faults instead of kills: starts its own Redis (AOF appendfsync always) and PostgreSQL (initdb, pg_ctl) on free ports in temp dirs, workers connect through a TCP proxy, " +
         "and a schedule restarts Redis, restarts PostgreSQL (-m fast, -m immediate), freezes each server and cuts every connection, again until the runs are done; prints a table per fault",
     },
+    cluster: {
+      type: "boolean",
+      about:
+        "the cluster fault soak: starts its own Redis Cluster (3 masters with a replica each, AOF appendfsync always on every node) on free ports in a temp dir; " +
+        "while the workers take the runs, SIGKILLs the master holding most of them (its replica takes over, then it rejoins as a replica) and reshards slots holding runs to another master " +
+        "(redis-cli --cluster reshard), again until the runs are done; prints a table per fault",
+    },
     freeze: {
       type: "string",
       default: String(FAULT_DEFAULTS.freezeMs / 1000),
@@ -80,6 +89,15 @@ const SOAK_COMMAND = {
 } as const satisfies CommandLineSpec<OptionSpecs>;
 
 await runCommand(SOAK_COMMAND, async (values) => {
+  if (values.cluster === true) {
+    if (values.store !== undefined || values.faults === true)
+      throw new CommandLineError("--cluster starts its own Redis Cluster: it takes no --store or --faults.");
+    return soakCluster(
+      wholeNumber("runs", values.runs),
+      wholeNumber("workers", values.workers),
+      wholeNumber("seconds", values.seconds),
+    );
+  }
   if (values.faults === true) {
     if (values.store !== undefined)
       throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store.");
@@ -129,14 +147,8 @@ async function soakUnderFaults(
     `fault soak: ${runs} runs, ${workers} workers, on its own Redis and PostgreSQL; freezes of ${freezeSeconds} s`,
   );
   let failed = false;
-  const printReport = ({ report, rows, violations }: FaultSoakReport): void => {
-    console.log(
-      `\n${report.store}: ${report.runs} runs done in ${report.seconds.toFixed(1)} s; ${report.unavailable} StoreUnavailable met and retried; longest operation ${Math.round(report.maxOpMs)} ms; ` +
-        `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ${violations.length} violations`,
-    );
-    for (const line of faultTable(rows)) console.log(`  ${line}`);
-    for (const violation of violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
-    failed ||= violations.length > 0;
+  const printReport = (result: FaultSoakReport): void => {
+    failed ||= !printFaultReport(result);
   };
   await faultSoak({
     ...FAULT_DEFAULTS,
@@ -148,4 +160,27 @@ async function soakUnderFaults(
     onReport: printReport,
   });
   process.exitCode = failed ? 1 : 0;
+}
+
+/** Prints a fault soak's report; false when it found a violation. */
+function printFaultReport({ report, rows, violations }: FaultSoakReport): boolean {
+  console.log(
+    `\n${report.store}: ${report.runs} runs done in ${report.seconds.toFixed(1)} s; ${report.unavailable} StoreUnavailable met and retried; longest operation ${Math.round(report.maxOpMs)} ms; ` +
+      `${report.inDoubtRuns} runs had calls in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported; ${violations.length} violations`,
+  );
+  for (const line of faultTable(rows)) console.log(`  ${line}`);
+  for (const violation of violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
+  return violations.length === 0;
+}
+
+async function soakCluster(runs: number, workers: number, deadlineSeconds: number): Promise<void> {
+  console.log(`cluster fault soak: ${runs} runs, ${workers} workers, on its own Redis Cluster (3 masters, 3 replicas)`);
+  const result = await clusterFaultSoak({
+    ...FAULT_DEFAULTS,
+    runs,
+    workers,
+    deadlineSeconds,
+    log: (line) => console.log(`  ${line}`),
+  });
+  process.exitCode = printFaultReport(result) ? 0 : 1;
 }

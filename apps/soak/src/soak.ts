@@ -6,15 +6,16 @@ import { PrismaCheckpointStore } from "@durable/store-prisma";
 import { RedisCheckpointStore } from "@durable/store-redis";
 import { ownDatabase } from "@durable/test-utils/postgres";
 import { dropKeys } from "@durable/test-utils/redis";
+import { dropClusterKeys } from "@durable/test-utils/redis-cluster";
 import { readLedger } from "./ledger.js";
 import { type Death, newProgress, type Progress, WorkerSlot } from "./slot.js";
-import { openSoakStore } from "./store.js";
+import { clusterRootNodes, openSoakStore, soakStoreKind } from "./store.js";
 import { type Findings, verify } from "./verify.js";
 
 export type { Progress } from "./slot.js";
 
 export interface SoakOptions {
-  /** `redis://…` or `postgresql://…` (the soak makes a database of its own on that server and drops it). */
+  /** `redis://…`, `redis-cluster://…` (a prefix of its own) or `postgresql://…` (the soak makes a database of its own on that server and drops it). */
   readonly store: string;
   readonly runs: number;
   readonly workers: number;
@@ -28,8 +29,8 @@ export interface SoakOptions {
   readonly leaseMs: number;
   /** How long a worker given SIGTERM lets its runs go on before it gives them up. */
   readonly stopDeadlineMs: number;
-  /** Instead of kills and restarts (`killEveryMs` is then unused): what disturbs the workers (server faults), given what they report as they go. */
-  readonly disturb?: (progress: Progress) => Promise<void>;
+  /** Instead of kills and restarts (`killEveryMs` is then unused): what disturbs the workers (server faults), given what they report as they go and the soak's prefix (or tables). */
+  readonly disturb?: (progress: Progress, prefix: string) => Promise<void>;
   /** How long each tool takes, in ms (default a random 0–4 ms). */
   readonly toolMs?: number;
   /** How long each checkpoint save waits before it is sent, as if checkpoints were slow to write (default 0). */
@@ -96,7 +97,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         deaths,
       ),
   );
-  const disturbance = options.disturb?.(progress);
+  const disturbance = options.disturb?.(progress, target.prefix);
   const restarting = new Set<Promise<void>>();
   let [kills, restarts] = [0, 0];
   try {
@@ -205,9 +206,13 @@ class Target {
   ) {}
 
   static async prepare(url: string): Promise<Target> {
-    if (url.startsWith("redis")) {
+    const kind = soakStoreKind(url);
+    if (kind !== "postgresql") {
       const prefix = `soak-${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-      return new Target(url, prefix, () => dropKeys(RedisCheckpointStore.keyPattern(prefix), url));
+      const pattern = RedisCheckpointStore.keyPattern(prefix);
+      const drop =
+        kind === "redis" ? () => dropKeys(pattern, url) : () => dropClusterKeys(pattern, clusterRootNodes(url));
+      return new Target(url, prefix, drop);
     }
     const own = ownDatabase("durable_soak", url);
     await own.create();

@@ -7,5 +7,6 @@ describeBin("soak", new URL("../src/main.ts", import.meta.url), [
   "--lease <ms>",
   "--seconds <n>",
   "--faults",
+  "--cluster",
   "--freeze <s>",
 ]);

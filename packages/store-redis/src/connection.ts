@@ -1,21 +1,9 @@
-import type { ConfigReader } from "./durability.js";
+import { isCluster, type RedisLike } from "./client.js";
 
-/** What the store needs of a node-redis client (`createClient()` gives it). */
-export interface RedisLikeClient extends ConfigReader {
-  connect(): Promise<unknown>;
-  /** Graceful: waits for the replies of commands already sent. */
-  close(): Promise<void>;
-  /** Forceful: drops the socket, rejects every queued command, stops reconnecting. */
-  destroy(): void;
-  on(event: "error" | "terminated", listener: (error: Error) => void): unknown;
-  on(event: "ready", listener: () => void): unknown;
-  /** False once closed, destroyed, or given up by its `socket.reconnectStrategy`. */
-  readonly isOpen: boolean;
-  /** True while connected and able to send commands. */
-  readonly isReady: boolean;
-  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  hGetAll(key: string): Promise<Record<string, string>>;
+/** The events both kinds of client emit that the store listens to. */
+interface Events {
+  on(event: "error", listener: (error: Error) => void): unknown;
+  on(event: "connect", listener: () => void): unknown;
 }
 
 /**
@@ -26,24 +14,32 @@ export interface RedisLikeClient extends ConfigReader {
  * timed-out operation gives.
  */
 export class Connection {
-  readonly #client: RedisLikeClient;
+  readonly #client: RedisLike;
   #lastError: unknown;
   #closed = false;
   /** Pending while the client is not ready; shared by every operation waiting for it. */
   #waiting: { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void } | undefined;
 
-  constructor(factory: () => RedisLikeClient) {
-    this.#client = factory();
+  constructor(factory: () => RedisLike) {
+    const client = factory();
+    this.#client = client;
+    const events: Events = client;
     // An 'error' listener is required (without one, a dropped connection is an uncaught error); node-redis reconnects by itself.
-    this.#client.on("error", (error) => {
+    events.on("error", (error) => {
       this.#lastError = error;
     });
-    this.#client.on("ready", () => {
+    // A cluster is ready at 'connect' (its slots are known); a one-node client at 'ready', after 'connect'.
+    const ready = () => {
+      if (!client.isReady) return;
       this.#lastError = undefined;
       this.#waiting?.resolve();
       this.#waiting = undefined;
-    });
-    this.#client.on("terminated", (error) => this.#giveUp(error));
+    };
+    events.on("connect", ready);
+    if (!isCluster(client)) {
+      client.on("ready", ready);
+      client.on("terminated", (error) => this.#giveUp(error));
+    }
     // It rejects once the reconnect strategy gives up, or on close.
     this.#client.connect().catch((error: unknown) => this.#giveUp(this.#lastError ?? error));
   }
@@ -59,7 +55,7 @@ export class Connection {
   }
 
   /** The client, once it is ready; waits while it connects or reconnects. */
-  ready(): Promise<RedisLikeClient> {
+  ready(): Promise<RedisLike> {
     if (this.#client.isReady) return Promise.resolve(this.#client);
     if (!this.usable) return Promise.reject(this.#lastError ?? new Error("the Redis client is closed."));
     if (this.#waiting === undefined) {

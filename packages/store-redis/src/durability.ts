@@ -1,4 +1,5 @@
 import { StoreNotReady } from "@durable/core/store";
+import { nodesOf, type RedisLike } from "./client.js";
 
 /** The part of a client the check needs: `CONFIG GET` of several parameters at once. */
 export interface ConfigReader {
@@ -35,7 +36,8 @@ function refused(error: unknown): boolean {
 }
 
 /**
- * Checks a connected client's persistence once: warns (one line, once per
+ * Checks a connected client's persistence once (on a cluster, every
+ * master's): warns (one line, once per
  * process and setting) or,
  * with `requireDurable`, refuses with `StoreNotReady` until the setting is
  * changed. A client without `configGet`, or a Redis that refuses `CONFIG
@@ -50,21 +52,14 @@ export class DurabilityCheck {
     this.#requireDurable = requireDurable;
   }
 
-  async check(client: ConfigReader): Promise<void> {
+  /** Checks a one-node client's server, or every master of a cluster: the first gap found decides. */
+  async check(client: RedisLike): Promise<void> {
     if (this.#settled) return;
-    if (client.configGet === undefined) {
-      this.#settled = true;
-      return;
+    let gap: string | undefined;
+    for (const node of await nodesOf(client)) {
+      gap = await gapOf(node);
+      if (gap !== undefined) break;
     }
-    let config: Record<string, string>;
-    try {
-      config = (await client.configGet(["appendonly", "appendfsync"])) as Record<string, string>;
-    } catch (error) {
-      if (!refused(error)) throw error;
-      this.#settled = true;
-      return;
-    }
-    const gap = durabilityGap(config);
     if (gap !== undefined && this.#requireDurable) {
       throw new StoreNotReady(`${gap} (CONFIG SET and redis.conf), or leave requireDurable unset to accept it.`);
     }
@@ -72,5 +67,16 @@ export class DurabilityCheck {
     if (gap === undefined || warned.has(gap)) return;
     warned.add(gap);
     console.warn(`@durable/store-redis: ${gap}, or a finished call may run again after a restart.`);
+  }
+}
+
+/** A node's gap; undefined when it keeps the promise, or cannot be checked (no `configGet`, `CONFIG` refused). */
+async function gapOf(node: ConfigReader): Promise<string | undefined> {
+  if (node.configGet === undefined) return undefined;
+  try {
+    return durabilityGap((await node.configGet(["appendonly", "appendfsync"])) as Record<string, string>);
+  } catch (error) {
+    if (!refused(error)) throw error;
+    return undefined;
   }
 }

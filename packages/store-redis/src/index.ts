@@ -1,3 +1,3 @@
 export { RedisCheckpointStore, type RedisStoreOptions } from "./redis-store.js";
-export type { RedisLikeClient } from "./connection.js";
+export type { ClusterNode, RedisLike, RedisLikeClient, RedisLikeCluster } from "./client.js";
 export { BUCKETS, PREFIX_PATTERN, type RunKeys } from "./keys.js";

@@ -22,10 +22,13 @@ import {
   type StoredCheckpoint,
   StoreUnavailable,
 } from "@durable/core/store";
-import { Connection, type RedisLikeClient } from "./connection.js";
+import type { RedisLike } from "./client.js";
+import { Connection } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
 import { checkPrefix, hex, keyPattern, runKeys, type RunKeys } from "./keys.js";
 import { listRuns } from "./listing.js";
+import { ReplicaWait } from "./replication.js";
+import { untilRun } from "./retry.js";
 import { SCRIPTS, type Script } from "./scripts.js";
 import { writeArgs } from "./write-script.js";
 
@@ -49,8 +52,16 @@ export interface RedisStoreOptions {
    * Refuse (`StoreNotReady`) a Redis whose persistence can lose acknowledged
    * writes, instead of warning once; it must run with `appendonly yes` and
    * `appendfsync always`. Default false. A Redis that refuses `CONFIG GET` is not checked.
+   * On a cluster, every master is checked.
    */
   readonly requireDurable?: boolean;
+  /**
+   * How many replicas of the master must hold each write before it resolves
+   * (`WAIT`, for half of what is left of `operationTimeoutMs`; fewer is
+   * `StoreUnavailable`). Default 0: replication is asynchronous, and a master
+   * that dies before its replica got a write loses it on failover.
+   */
+  readonly replicas?: number;
 }
 
 /**
@@ -59,22 +70,32 @@ export interface RedisStoreOptions {
  * `recordCall`, a `commit` of many of them at once, leases by the server's
  * clock (`TIME` inside the script), and the per-flow indexes
  * `listUnfinished` reads (no `KEYS` or `SCAN` anywhere).
- * Every key starts with the prefix; the keys of a run share one hash tag.
+ * Every key starts with the prefix; the keys of a run share one hash tag, so
+ * the same store runs on one node (`createClient`) or a Redis Cluster
+ * (`createCluster`).
  */
 export class RedisCheckpointStore implements CheckpointStore {
   readonly prefix: string;
   readonly ttlSeconds: number;
-  readonly #factory: () => RedisLikeClient;
+  readonly #factory: () => RedisLike;
   readonly #timeoutMs: number;
   readonly #durability: DurabilityCheck;
+  readonly #replicas: ReplicaWait | undefined;
   #connection: Connection | undefined;
   /** The last run's keys, as a script takes them: a runner writes one run many times in a row. */
   #last: { readonly runId: string; readonly keys: string[] } | undefined;
   #closing: Promise<void> = Promise.resolve();
 
-  constructor(client: () => RedisLikeClient, options: RedisStoreOptions = {}) {
+  /**
+   * `client` makes the store's client: `() => createClient({ url })` for one
+   * node, `() => createCluster({ rootNodes })` for a cluster. The store calls
+   * it once, and again only after that client gave up or was closed.
+   */
+  constructor(client: () => RedisLike, options: RedisStoreOptions = {}) {
     if (typeof client !== "function")
-      throw new InvalidInput("RedisCheckpointStore takes a function that makes a client: () => createClient({ url }).");
+      throw new InvalidInput(
+        "RedisCheckpointStore takes a function that makes a client: () => createClient({ url }), or () => createCluster({ rootNodes }).",
+      );
     const ttl = options.ttlSeconds ?? 0;
     if (!Number.isSafeInteger(ttl) || ttl < 0)
       throw new InvalidInput(`ttlSeconds must be a whole number ≥ 0, not ${ttl}.`);
@@ -86,6 +107,8 @@ export class RedisCheckpointStore implements CheckpointStore {
     this.ttlSeconds = ttl;
     this.#timeoutMs = timeout;
     this.#durability = new DurabilityCheck(options.requireDurable === true);
+    const replicas = ReplicaWait.check(options.replicas ?? 0);
+    this.#replicas = replicas > 0 ? new ReplicaWait(replicas) : undefined;
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
@@ -179,7 +202,8 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    const all = await this.#call((client) => client.hGetAll(this.keysOf(runId).calls));
+    const key = this.keysOf(runId).calls;
+    const all = await this.#call((client, deadline) => untilRun(() => client.hGetAll(key), deadline));
     return Object.entries(all)
       .map(([field, sealed]) => {
         const [segment, seq] = field.split(":").map(Number) as [number, number];
@@ -241,15 +265,25 @@ export class RedisCheckpointStore implements CheckpointStore {
     throw new CheckpointConflict(runId, reason ?? "refused.");
   }
 
-  /** Runs a script by its SHA, loading it once when Redis does not know it. */
+  /**
+   * Runs a script by its SHA, loading it once when Redis does not know it (on
+   * a cluster, each master learns it on its first call); again while Redis
+   * says it did not run it (a slot migrating, a failover under way); then,
+   * with `replicas`, waits for the replicas of a script that may write.
+   */
   #eval(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    return this.#call(async (client) => {
-      try {
-        return await client.evalSha(script.sha, { keys, arguments: args });
-      } catch (error) {
-        if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
-        return await client.eval(script.source, { keys, arguments: args });
-      }
+    const options = { keys, arguments: args };
+    return this.#call(async (client, deadline) => {
+      const reply = await untilRun(async () => {
+        try {
+          return await client.evalSha(script.sha, options);
+        } catch (error) {
+          if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
+          return await client.eval(script.source, options);
+        }
+      }, deadline);
+      if (script.writes && this.#replicas !== undefined) await this.#replicas.after(client, keys[0] ?? "", deadline);
+      return reply;
     });
   }
 
@@ -258,7 +292,8 @@ export class RedisCheckpointStore implements CheckpointStore {
    * connection is `StoreUnavailable`, with the client's last connection error
    * as the cause of a timeout.
    */
-  async #call<T>(op: (client: RedisLikeClient) => Promise<T>): Promise<T> {
+  async #call<T>(op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.#timeoutMs;
     let connection: Connection | undefined;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -281,7 +316,7 @@ export class RedisCheckpointStore implements CheckpointStore {
         await this.#durability.check(client);
         return client;
       });
-      return await Promise.race([ready.then(op), timeout]);
+      return await Promise.race([ready.then((client) => op(client, deadline)), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;
       // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.

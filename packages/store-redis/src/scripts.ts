@@ -128,13 +128,18 @@ const MIGRATED = `
 redis.call('SET', KEYS[1], ARGV[1])
 return {'ok'}`;
 
-/** A script with its SHA1, for EVALSHA. */
+/** A script with its SHA1, for EVALSHA, and whether it may write (then `replicas` waits after it). */
 export interface Script {
   readonly source: string;
   readonly sha: string;
+  readonly writes: boolean;
 }
 
-const script = (source: string): Script => ({ source, sha: createHash("sha1").update(source).digest("hex") });
+const script = (source: string, writes: boolean): Script => ({
+  source,
+  sha: createHash("sha1").update(source).digest("hex"),
+  writes,
+});
 
 type ScriptName =
   | "write"
@@ -149,14 +154,14 @@ type ScriptName =
   | "migrated";
 
 export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
-  write: script(WRITE),
-  latest: script(LATEST),
-  delete: script(DELETE),
-  page: script(PAGE),
-  claimablePage: script(CLAIMABLE_PAGE),
-  renew: script(RENEW),
-  release: script(RELEASE),
-  lease: script(LEASE),
-  adopt: script(ADOPT),
-  migrated: script(MIGRATED),
+  write: script(WRITE, true),
+  latest: script(LATEST, false),
+  delete: script(DELETE, true),
+  page: script(PAGE, false),
+  claimablePage: script(CLAIMABLE_PAGE, false),
+  renew: script(RENEW, true),
+  release: script(RELEASE, true),
+  lease: script(LEASE, false),
+  adopt: script(ADOPT, true),
+  migrated: script(MIGRATED, true),
 };

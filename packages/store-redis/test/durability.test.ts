@@ -1,6 +1,6 @@
 import { createClient } from "redis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { type CheckpointRow, StoreNotReady } from "@durable/core/store";
+import { type CheckpointRow, InvalidInput, StoreNotReady, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
 import { OwnRedis } from "./own-server.js";
 
@@ -76,5 +76,24 @@ describe("RedisCheckpointStore checks the server's persistence on connect", () =
     const url = servers["none"]!.url.replace("redis://", "redis://noconfig:pw@");
     await storeOn(servers["none"]!, { requireDurable: true }, url).save("acl", 0, row());
     expect(warn).not.toHaveBeenCalled();
+  });
+});
+
+describe("RedisCheckpointStore's replicas option", () => {
+  it("refuses a replicas that is not a whole number ≥ 0 with InvalidInput", () => {
+    for (const replicas of [-1, 1.5, Number.NaN, "1" as unknown as number])
+      expect(() => new RedisCheckpointStore(() => createClient(), { replicas })).toThrow(InvalidInput);
+  });
+
+  it("replicas: 1 on a Redis without a replica: each write applied, then StoreUnavailable saying 0 of 1 replicas have it", async () => {
+    const store = storeOn(servers["always"]!, {
+      prefix: `replicas-${Date.now()}`,
+      replicas: 1,
+      operationTimeoutMs: 400,
+    });
+    const error = await store.save("r", 0, row()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailable);
+    expect((error as Error).message).toMatch(/applied, but 0 of 1 replicas acknowledged it within \d+ ms/);
+    expect((await store.latest("r")).step).toBe(0);
   });
 });

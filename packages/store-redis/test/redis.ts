@@ -3,7 +3,7 @@ import { createClient } from "redis";
 import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
 import type { CheckpointRow } from "@durable/core/store";
 import { REDIS_URL, dropKeys, redisAdmin, redisAnswers } from "@durable/test-utils/redis";
-import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
+import { RedisCheckpointStore, type RedisLike, type RedisStoreOptions } from "../src/index.js";
 
 export { REDIS_URL, redisAnswers };
 
@@ -29,12 +29,40 @@ export async function dropPrefix(store: RedisCheckpointStore): Promise<void> {
   await dropKeys(RedisCheckpointStore.keyPattern(store.prefix));
 }
 
-type Admin = Awaited<ReturnType<typeof redisAdmin>>;
+/** The part of an admin connection (a client or a cluster client) the raw oracle and `endByHand` use. */
+export interface Admin {
+  hGet(key: string, field: string): Promise<unknown>;
+  hSet(key: string, field: string, value: string): Promise<unknown>;
+  hDel(key: string, field: string): Promise<unknown>;
+  close(): Promise<unknown>;
+}
+
+/** Where a test file's stores live: the shared server, or a cluster of the file's own. */
+export interface RedisTarget {
+  readonly name: string;
+  /** The client a store makes: `createClient` or `createCluster`. */
+  client(): RedisLike;
+  /** A connection of its own, past any store. */
+  admin(): Promise<Admin>;
+  dropKeys(pattern: string): Promise<void>;
+  /** The kit's child processes open a store through this module, from `handle(prefix)`. */
+  readonly opener: string;
+  handle(prefix: string): string;
+}
+
+const sharedServer: RedisTarget = {
+  name: "redis",
+  client,
+  admin: () => redisAdmin(),
+  dropKeys: (pattern) => dropKeys(pattern),
+  opener: new URL("./open-store.mjs", import.meta.url).href,
+  handle: (prefix) => prefix,
+};
 
 /** Reads and writes a store's keys through a connection of its own. */
-function raw(store: RedisCheckpointStore): RawAccess {
+function raw(target: RedisTarget, store: RedisCheckpointStore): RawAccess {
   const on = async <T>(fn: (c: Admin) => Promise<T>): Promise<T> => {
-    const c = await redisAdmin();
+    const c = await target.admin();
     try {
       return await fn(c);
     } finally {
@@ -69,35 +97,41 @@ function raw(store: RedisCheckpointStore): RawAccess {
   };
 }
 
-const redis: ConformanceInitializer<RedisCheckpointStore> = {
-  name: "redis",
-  createStore: () => newStore(),
-  async destroyStore(store) {
-    await dropPrefix(store);
-    await store.close();
-  },
-  capabilities: {
-    multiProcess: { opener: new URL("./open-store.mjs", import.meta.url).href, handle: (store) => store.prefix },
-    connect: async (store) => new RedisCheckpointStore(client, { prefix: store.prefix, ttlSeconds: store.ttlSeconds }),
-    // The kit's anchors: each in a SQLite file, a second place beside Redis.
-    anchor: anchorInFiles(new URL("./open-anchor.mjs", import.meta.url).href),
-    plainHead: {
-      async endByHand(store, runId) {
-        const c = await redisAdmin();
-        await c.hSet(store.keysOf(runId).meta, "status", "done");
-        await c.close();
-      },
+/**
+ * The whole kit's initializer on a target: random prefixes, a raw oracle,
+ * child processes, a plain head; with `ttlSeconds`, stores with that TTL, for
+ * the ttl group (the other groups outlast any short TTL).
+ */
+export function redisInitializer(target: RedisTarget, ttlSeconds = 0): ConformanceInitializer<RedisCheckpointStore> {
+  const open = (prefix = `test:${randomUUID()}`) =>
+    new RedisCheckpointStore(() => target.client(), { prefix, ttlSeconds });
+  return {
+    name: ttlSeconds > 0 ? `${target.name}, ttlSeconds ${ttlSeconds}` : target.name,
+    createStore: () => open(),
+    async destroyStore(store) {
+      await target.dropKeys(RedisCheckpointStore.keyPattern(store.prefix));
+      await store.close();
     },
-  },
-  raw,
-};
+    capabilities: {
+      multiProcess: { opener: target.opener, handle: (store) => target.handle(store.prefix) },
+      connect: async (store) => open(store.prefix),
+      // The kit's anchors: each in a SQLite file, a second place beside Redis.
+      anchor: anchorInFiles(new URL("./open-anchor.mjs", import.meta.url).href),
+      plainHead: {
+        async endByHand(store, runId) {
+          const c = await target.admin();
+          await c.hSet(store.keysOf(runId).meta, "status", "done");
+          await c.close();
+        },
+      },
+      ...(ttlSeconds > 0 ? { ttl: { ttlSeconds } } : {}),
+    },
+    raw: (store) => raw(target, store),
+  };
+}
 
+const redis = redisInitializer(sharedServer);
 export default redis;
 
-/** The same store with a 1 s TTL, for the ttl group (the other groups outlast any short TTL). */
-export const redisWithTtl: ConformanceInitializer<RedisCheckpointStore> = {
-  ...redis,
-  name: "redis, ttlSeconds 1",
-  createStore: () => newStore({ ttlSeconds: 1 }),
-  capabilities: { ...redis.capabilities, ttl: { ttlSeconds: 1 } },
-};
+/** The shared server's store with a 1 s TTL, for the ttl group. */
+export const redisWithTtl = redisInitializer(sharedServer, 1);
