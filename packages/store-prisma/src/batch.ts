@@ -75,12 +75,12 @@ export function planBatch(db: Tables, runId: string, writes: readonly RunWrite[]
   const moved: Statement =
     before === undefined
       ? {
-          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at", "run_id", "flow", "kind")
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ("run_id") DO NOTHING`,
+          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at", "run_id", "flow", "kind", "updated_at")
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${db.now}) ON CONFLICT ("run_id") DO NOTHING`,
           values: [...after, runId, head.flow, head.kind],
         }
       : {
-          sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "lease_owner" = ?, "lease_expires_at" = ?
+          sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "lease_owner" = ?, "lease_expires_at" = ?, "updated_at" = ${db.now}
                 WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ?
                 AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
           values: [
