@@ -22,7 +22,7 @@ local row = redis.call('HGET', KEYS[2], step)
 if not row then return false end
 return {step, row}`;
 
-/** KEYS meta cps calls unfinished expiring claimable claimable-of; ARGV hex run id: removes every key of the run and its index entries. */
+/** KEYS meta cps calls unfinished expiring claimable claimable-of recent; ARGV hex run id: removes every key of the run and its index entries. */
 const DELETE = `${HEX}${PLACE}
 local flow = redis.call('HGET', KEYS[1], 'flow')
 if flow then
@@ -31,6 +31,7 @@ if flow then
   redis.call('ZREM', KEYS[5], member)
   place(member, false, 6, 7)
 end
+redis.call('ZREM', KEYS[8], ARGV[1])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return {'ok'}`;
 
@@ -134,7 +135,7 @@ export interface Script {
   readonly sha: string;
 }
 
-const script = (source: string): Script => ({ source, sha: createHash("sha1").update(source).digest("hex") });
+export const script = (source: string): Script => ({ source, sha: createHash("sha1").update(source).digest("hex") });
 
 type ScriptName =
   | "write"
