@@ -38,6 +38,16 @@ export {
   type CallDecisions,
   type DecideCallsOptions,
 } from "./call-decisions.js";
+export {
+  approvePending,
+  decideInDoubt,
+  requestRetry,
+  cancelStored,
+  operatorMark,
+  type OperatorAction,
+  type OperatorMark,
+  type OperatorOptions,
+} from "./operator.js";
 export type { RetryPolicy } from "./retry.js";
 export type {
   DurableEvent,
@@ -65,5 +75,6 @@ export { newRunId } from "./run-id.js";
 export type { Identity } from "./identity.js";
 export type { CheckpointKey, CheckpointKeys } from "./seal.js";
 export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./checkpoint-store.js";
+export type { RunQuery, RunSummary, RunPage } from "./run-listing.js";
 export type { JsonValue, JsonObject } from "./canonical.js";
 export type { ValueCodec } from "./codec.js";

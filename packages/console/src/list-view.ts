@@ -1,0 +1,52 @@
+import { type CheckpointStore, InvalidInput, type RunQuery, type RunSummary } from "@durable/core";
+import { classifyCalls, DurableRun, readCallLog, readEnvelope, type Sealer } from "@durable/core/runner";
+import { problemOf } from "./run-view.js";
+
+/** What a run's row marks, beside its status. */
+export type RunMark = "recovered" | "needs decision" | "needs approval" | "retrying" | "failed" | "cancelled";
+
+/** A run as the list shows it: the store's summary, its marks, and why it could not be read, if it could not. */
+export interface ListedRun extends RunSummary {
+  readonly marks: readonly RunMark[];
+  readonly problem?: string;
+}
+
+/** One page of the list. */
+export interface RunList {
+  readonly runs: readonly ListedRun[];
+  readonly next?: string;
+}
+
+/**
+ * A page of runs, newest first, from the store's inspection capability,
+ * each marked: recovered (a claim raised its segment), needs approval
+ * (paused), needs decision (a call of its round in doubt), retrying (a call
+ * waits between attempts), failed or cancelled. Marks of running and failed
+ * runs come from their latest checkpoint and call log, verified.
+ */
+export async function readRunList(store: CheckpointStore, sealer: Sealer, query: RunQuery): Promise<RunList> {
+  if (store.listRuns === undefined)
+    throw new InvalidInput(
+      "This store cannot list runs: it has no inspection capability (listRuns). Upgrade its package.",
+    );
+  const page = await store.listRuns(query);
+  const runs = await Promise.all(page.runs.map((run) => marked(store, sealer, run)));
+  return page.next === undefined ? { runs } : { runs, next: page.next };
+}
+
+async function marked(store: CheckpointStore, sealer: Sealer, run: RunSummary): Promise<ListedRun> {
+  const marks: RunMark[] = run.segment > 0 ? ["recovered"] : [];
+  if (run.status === "paused") marks.push("needs approval");
+  if (run.status === "done" || run.status === "paused") return { ...run, marks };
+  try {
+    const latest = await DurableRun.latest(store, sealer, run.runId);
+    const envelope = readEnvelope(run.runId, latest.data);
+    if (latest.status === "failed") return { ...run, marks: [...marks, envelope.cancelled ? "cancelled" : "failed"] };
+    const round = classifyCalls(await readCallLog(store, sealer, run.runId, latest.calls), envelope.round);
+    if (round.inDoubt.size > 0) marks.push("needs decision");
+    if ([...round.next.values()].some((next) => next.notBefore !== undefined)) marks.push("retrying");
+    return { ...run, marks };
+  } catch (error) {
+    return { ...run, marks, problem: problemOf(run.runId, error).problem };
+  }
+}
