@@ -5,7 +5,7 @@ import { type CallRecord, type CallRecordKind, type Classification, idempotencyK
 export type CallState = "done" | "error" | "in doubt" | "waiting on approval" | "retrying" | "to run again";
 
 /** What happened to a call over the run's life. */
-export type CallMark = "ran" | "replayed" | "rerun" | "in doubt" | "decided" | "reopened";
+export type CallMark = "ran" | "replayed" | "rerun" | "decided" | "reopened";
 
 /** An operator's decision on the call, as its `decided` record keeps it. */
 export interface DecisionView {
@@ -47,8 +47,9 @@ type StepRounds = ReadonlyArray<{ readonly segment: number; readonly round: numb
  * `model` records are not calls). Marks: `ran` once a `started` record
  * exists; `rerun` when it started in more than one segment (it ran again
  * after a claim); `replayed` when its outcome was stored before a claim that
- * reran its round (the result came from the log); `in doubt` for the
- * current round's calls in doubt; `decided` and `reopened` by their records.
+ * reran its round (the result came from the log); `decided` and
+ * `reopened` by their records. Its state says what it is now: a call of the
+ * current round in doubt is `in doubt`.
  */
 export function callViews(
   runId: string,
@@ -76,7 +77,6 @@ export function callViews(
     if (new Set(started.map((r) => r.segment)).size > 1) marks.push("rerun");
     if (outcome !== undefined && run.some((s) => s.claim && s.segment > outcome.segment && s.round === last.round))
       marks.push("replayed");
-    if (doubt !== undefined) marks.push("in doubt");
     if (decidedRecord !== undefined) marks.push("decided");
     if (own.some((r) => r.kind === "reopened")) marks.push("reopened");
     const result = outcome?.kind === "done" || outcome?.decision === "result" ? outcome.result : undefined;

@@ -3,7 +3,7 @@ import { classifyCalls, DurableRun, readCallLog, readEnvelope, type Sealer } fro
 import { problemOf } from "./run-view.js";
 
 /** What a run's row marks, beside its status. */
-export type RunMark = "recovered" | "needs decision" | "needs approval" | "retrying" | "failed" | "cancelled";
+export type RunMark = "recovered" | "needs decision" | "needs approval" | "retrying" | "cancelled";
 
 /** A run as the list shows it: the store's summary, its marks, and why it could not be read, if it could not. */
 export interface ListedRun extends RunSummary {
@@ -21,7 +21,7 @@ export interface RunList {
  * A page of runs, newest first, from the store's inspection capability,
  * each marked: recovered (a claim raised its segment), needs approval
  * (paused), needs decision (a call of its round in doubt), retrying (a call
- * waits between attempts), failed or cancelled. Marks of running and failed
+ * waits between attempts) or cancelled (failed for good). Marks of running and failed
  * runs come from their latest checkpoint and call log, verified.
  */
 export async function readRunList(store: CheckpointStore, sealer: Sealer, query: RunQuery): Promise<RunList> {
@@ -41,7 +41,7 @@ async function marked(store: CheckpointStore, sealer: Sealer, run: RunSummary): 
   try {
     const latest = await DurableRun.latest(store, sealer, run.runId);
     const envelope = readEnvelope(run.runId, latest.data);
-    if (latest.status === "failed") return { ...run, marks: [...marks, envelope.cancelled ? "cancelled" : "failed"] };
+    if (latest.status === "failed") return { ...run, marks: envelope.cancelled ? [...marks, "cancelled"] : marks };
     const round = classifyCalls(await readCallLog(store, sealer, run.runId, latest.calls), envelope.round);
     if (round.inDoubt.size > 0) marks.push("needs decision");
     if ([...round.next.values()].some((next) => next.notBefore !== undefined)) marks.push("retrying");

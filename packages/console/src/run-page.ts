@@ -99,7 +99,7 @@ function callTable(calls: readonly CallView[]): string {
     <th scope="col">tool</th><th scope="col">what happened</th><th scope="col">attempts</th><th scope="col">durations</th>
     <th scope="col">arguments</th><th scope="col">result or error</th><th scope="col">call id, idempotency key, records</th>
   </tr></thead><tbody>${rows.join("")}</tbody></table>
-  <p class="meta">ran: its tool started · replayed: its outcome came from the log after a crash · rerun: it ran again in a later segment · in doubt: it started and no outcome is stored · decided: an operator decided it · reopened: a retry ran it again.</p>`;
+  <p class="meta">in doubt: it started and no outcome is stored · ran: its tool started · replayed: its outcome came from the log after a crash · rerun: it ran again in a later segment · decided: an operator decided it · reopened: a retry ran it again.</p>`;
 }
 
 function messageList(messages: readonly JsonValue[]): string {

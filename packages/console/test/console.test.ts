@@ -91,7 +91,7 @@ describe("the console reads", () => {
     const byId = new Map(all.map((run) => [run.runId, run]));
     expect(byId.get(runs.done)?.status).toBe("done");
     expect(byId.get(runs.paused)?.marks).toContain("needs approval");
-    expect(byId.get(runs.failed)?.marks).toContain("failed");
+    expect(byId.get(runs.failed)?.status).toBe("failed");
     expect(byId.get(runs.inDoubt)?.marks).toEqual(expect.arrayContaining(["needs decision", "recovered"]));
     expect((await list("?status=failed")).runs.map((r) => r.runId)).toContain(runs.failed);
     expect((await list("?status=failed")).runs.every((r) => r.status === "failed")).toBe(true);
@@ -115,7 +115,7 @@ describe("the console reads", () => {
     expect(done.calls[0]?.durationsMs).toHaveLength(1);
     const doubt = await detail(runs.inDoubt);
     expect(doubt.inDoubt.map((c) => c.tool)).toEqual(["email_tickets"]);
-    expect(doubt.calls.find((c) => c.tool === "email_tickets")?.marks).toContain("in doubt");
+    expect(doubt.calls.find((c) => c.tool === "email_tickets")?.state).toBe("in doubt");
     const loop = await detail(runs.loop);
     expect(loop.kind).toBe("loop");
     expect(loop.messages?.map((m) => (m as { role: string }).role)).toEqual(["user", "assistant", "tool", "assistant"]);
