@@ -23,7 +23,10 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       <input type="hidden" name="action" value="${action}">`;
   if (run.status === "paused" && run.pending.length > 0) {
     const calls = run.pending.map(
-      (call, i) => `<fieldset class="check"><legend><code>${esc(call.tool)}</code> <span class="meta">${esc(call.callId)}</span></legend>
+      (
+        call,
+        i,
+      ) => `<fieldset class="check"><legend><code>${esc(call.tool)}</code> <span class="meta">${esc(call.callId)}</span></legend>
         <input type="hidden" name="call.${i}" value="${esc(call.callId)}">${json(call.args)}
         <label><input type="radio" name="approve.${i}" value="approve"> Approve</label>
         <label><input type="radio" name="approve.${i}" value="deny"> Deny</label>
@@ -51,7 +54,9 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
     );
     sections.push(
       `<section class="action" aria-labelledby="act-decide"><h3 id="act-decide">Calls in doubt</h3>${
-        leaseLive ? `<p class="meta">A worker holds the run until its lease runs out; a decision is refused until then.</p>` : ""
+        leaseLive
+          ? `<p class="meta">A worker holds the run until its lease runs out; a decision is refused until then.</p>`
+          : ""
       }${forms.join("")}</section>`,
     );
   }
@@ -66,7 +71,9 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       `<section class="action" aria-labelledby="act-cancel"><h3 id="act-cancel">Cancel</h3>${start("cancel", "Cancel")}
         <label for="cancel-reason">Reason<input id="cancel-reason" name="reason" type="text" required maxlength="1000"></label>
         <button type="submit" class="danger">Cancel the run</button></form>${
-          leaseLive ? `<p class="meta">A worker holds it (${esc(run.lease?.owner ?? "")}): it is fenced at its next write.</p>` : ""
+          leaseLive
+            ? `<p class="meta">A worker holds it (${esc(run.lease?.owner ?? "")}): it is fenced at its next write.</p>`
+            : ""
         }</section>`,
     );
   return sections.length === 0 ? "" : `<h2 id="actions">Actions</h2>${sections.join("")}`;

@@ -69,7 +69,9 @@ export function callViews(
   return [...byCall].map(([callId, own]) => {
     const last = own.at(-1) as CallRecord;
     const started = own.filter((r) => r.kind === "started");
-    const outcome = own.findLast((r) => r.kind === "done" || r.kind === "error" || (r.kind === "decided" && r.decision !== "rerun"));
+    const outcome = own.findLast(
+      (r) => r.kind === "done" || r.kind === "error" || (r.kind === "decided" && r.decision !== "rerun"),
+    );
     const decidedRecord = own.findLast((r) => r.kind === "decided");
     const doubt = current.inDoubt.get(callId);
     const marks: CallMark[] = [];

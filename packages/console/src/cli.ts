@@ -69,7 +69,9 @@ async function main(argv: readonly string[]): Promise<void> {
   const keys = keysFrom(values["key-file"]);
   const label = redacted(values.store);
   const store = await openStoreUrl(values.store, { prefix: values.prefix }).catch((error: unknown) => {
-    throw error instanceof ConsoleError ? error : new ConsoleError(`--store ${label} cannot be opened: ${firstLine(error)}`);
+    throw error instanceof ConsoleError
+      ? error
+      : new ConsoleError(`--store ${label} cannot be opened: ${firstLine(error)}`);
   });
   await answers(store, label);
   const token = process.env["DURABLE_CONSOLE_TOKEN"];

@@ -30,7 +30,10 @@ export function json(value: JsonValue | undefined): string {
 }
 
 /** A path of this console with its query, each part encoded. */
-export function href(path: string, query: Readonly<Record<string, string | readonly string[] | undefined>> = {}): string {
+export function href(
+  path: string,
+  query: Readonly<Record<string, string | readonly string[] | undefined>> = {},
+): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
     if (value === undefined) continue;

@@ -36,12 +36,9 @@ export function listPage(frame: Frame, filters: ListFilters, list: RunList, now:
           <th scope="col">run</th><th scope="col">name</th><th scope="col">kind</th><th scope="col">status</th>
           <th scope="col">step</th><th scope="col">segment</th><th scope="col">lease</th><th scope="col">last change</th>
         </tr></thead><tbody>${list.runs.map((run) => row(run, now)).join("")}</tbody></table>`;
-  return layout(
-    frame,
-    "Runs",
-    `<h1>Runs</h1>${form}<div id="runs-region">${table}${pager}</div>`,
-    { "refresh-ms": String(refreshMs) },
-  );
+  return layout(frame, "Runs", `<h1>Runs</h1>${form}<div id="runs-region">${table}${pager}</div>`, {
+    "refresh-ms": String(refreshMs),
+  });
 }
 
 function row(run: ListedRun, now: number): string {

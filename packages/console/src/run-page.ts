@@ -78,7 +78,11 @@ export function notFoundPage(frame: Frame, runId: string): string {
 function callTable(calls: readonly CallView[]): string {
   const rows = calls.map((call) => {
     const outcome =
-      call.error !== undefined ? `<p class="problem">${esc(call.error)}</p>` : call.result === undefined ? "—" : json(call.result);
+      call.error !== undefined
+        ? `<p class="problem">${esc(call.error)}</p>`
+        : call.result === undefined
+          ? "—"
+          : json(call.result);
     const decided =
       call.decided === undefined
         ? ""
@@ -128,7 +132,9 @@ function stepBlock(step: StepView): string {
           )
           .join("")}</tbody></table>`;
   const extra = [
-    step.pending.length === 0 ? "" : `<p>Waiting on: ${step.pending.map((p) => `<code>${esc(p.tool)}</code>`).join(", ")}</p>`,
+    step.pending.length === 0
+      ? ""
+      : `<p>Waiting on: ${step.pending.map((p) => `<code>${esc(p.tool)}</code>`).join(", ")}</p>`,
     step.decisions.length === 0
       ? ""
       : `<p>Decisions stored: ${step.decisions.map((d) => `${esc(d.callId)} ${d.approved ? "approved" : "denied"}${d.reason === undefined ? "" : ` (${esc(d.reason)})`}`).join("; ")}</p>`,
@@ -145,8 +151,7 @@ function stepBlock(step: StepView): string {
 
 function eventTable(events: readonly DurableEvent[]): string {
   const rows = events.map(
-    (e) =>
-      `<tr><td>${esc(time(e.at))}</td><td><code>${esc(e.type)}</code></td><td>${json(eventDetails(e))}</td></tr>`,
+    (e) => `<tr><td>${esc(time(e.at))}</td><td><code>${esc(e.type)}</code></td><td>${json(eventDetails(e))}</td></tr>`,
   );
   return `<h2 id="events">Events</h2><table class="events"><caption>From the event log</caption><thead><tr><th scope="col">at</th><th scope="col">event</th><th scope="col">details</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }

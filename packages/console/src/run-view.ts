@@ -94,10 +94,7 @@ export async function readRun(
     if (rows.length === 0) return undefined;
     const bodies = rows.map((row) => openCheckpoint(sealer, row));
     const latest = bodies.at(-1) as CheckpointBody;
-    const [records, lease] = await Promise.all([
-      readCallLog(store, sealer, runId, latest.calls),
-      store.leaseOf(runId),
-    ]);
+    const [records, lease] = await Promise.all([readCallLog(store, sealer, runId, latest.calls), store.leaseOf(runId)]);
     const steps = stepViews(runId, bodies, events);
     const last = steps.at(-1) as StepView;
     const round = classifyCalls(records, last.round);

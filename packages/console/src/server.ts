@@ -99,7 +99,10 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     if (posted) {
       if (request.method !== "POST") return html(405, layout(frame, "Not allowed", "<h1>Actions are posted</h1>"));
       if (!frame.actions)
-        return html(403, layout(frame, "Read-only", "<h1>This console only reads: start it with --allow-actions.</h1>"));
+        return html(
+          403,
+          layout(frame, "Read-only", "<h1>This console only reads: start it with --allow-actions.</h1>"),
+        );
       const form = new URLSearchParams(await bodyOf(request));
       if (!g.formMatches(form.get("csrf")))
         return html(403, layout(frame, "Refused", "<h1>The form is not this console's: reload the page.</h1>"));
@@ -128,7 +131,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     if (url.pathname === "/assets/console.js") return send(response, asset(SCRIPT, "text/javascript"));
     const g = guard as Guard;
     const verdict = g.check(request);
-    if (verdict === "wrong host") return send(response, text(421, "This console answers only on this machine's loopback address."));
+    if (verdict === "wrong host")
+      return send(response, text(421, "This console answers only on this machine's loopback address."));
     const given = url.searchParams.get("token");
     if (given !== null && request.method === "GET") {
       // The printed URL: keep the token in a cookie and go on without it in the address bar.
@@ -177,14 +181,26 @@ interface Reply {
   readonly body: string;
 }
 
-const html = (status: number, body: string): Reply => ({ status, headers: { "content-type": "text/html; charset=utf-8" }, body });
-const text = (status: number, body: string): Reply => ({ status, headers: { "content-type": "text/plain; charset=utf-8" }, body });
+const html = (status: number, body: string): Reply => ({
+  status,
+  headers: { "content-type": "text/html; charset=utf-8" },
+  body,
+});
+const text = (status: number, body: string): Reply => ({
+  status,
+  headers: { "content-type": "text/plain; charset=utf-8" },
+  body,
+});
 const jsonReply = (status: number, value: unknown): Reply => ({
   status,
   headers: { "content-type": "application/json; charset=utf-8" },
   body: JSON.stringify(value),
 });
-const asset = (body: string, type: string): Reply => ({ status: 200, headers: { "content-type": `${type}; charset=utf-8` }, body });
+const asset = (body: string, type: string): Reply => ({
+  status: 200,
+  headers: { "content-type": `${type}; charset=utf-8` },
+  body,
+});
 
 function send(response: ServerResponse, reply: Reply): void {
   response.writeHead(reply.status, {

@@ -18,8 +18,11 @@ const shots = fileURLToPath(new URL("./output/", import.meta.url));
 
 function chromiumPresent(): boolean {
   if (existsSync(CHROMIUM)) return true;
-  if (process.env["CI"] === "true") throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
-  console.warn(`Skipping the console's browser tests: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`);
+  if (process.env["CI"] === "true")
+    throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
+  console.warn(
+    `Skipping the console's browser tests: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`,
+  );
   return false;
 }
 
@@ -140,14 +143,16 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     await page.getByLabel("Flow or loop name").fill("refunds");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/name=refunds/);
-    expect(await page.locator("table.runs tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id")))).toEqual([
-      runs.paused,
-    ]);
+    expect(
+      await page.locator("table.runs tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id"))),
+    ).toEqual([runs.paused]);
     await page.getByRole("link", { name: "Clear" }).click();
     await page.getByRole("checkbox", { name: "failed" }).check();
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/status=failed/);
-    const statuses = await page.locator("table.runs tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-status")));
+    const statuses = await page
+      .locator("table.runs tbody tr")
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute("data-status")));
     expect(new Set(statuses)).toEqual(new Set(["failed"]));
     await page.getByRole("link", { name: "Clear" }).click();
     await page.getByLabel("Run id starts with").fill(runs.loop);
@@ -229,7 +234,10 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
         [...document.querySelectorAll("input:not([type=hidden]), select, textarea, button")]
           .filter((el) => {
             const control = el as HTMLInputElement;
-            const named = control.labels?.length || el.getAttribute("aria-label") || (el.tagName === "BUTTON" && el.textContent?.trim());
+            const named =
+              control.labels?.length ||
+              el.getAttribute("aria-label") ||
+              (el.tagName === "BUTTON" && el.textContent?.trim());
             return !named;
           })
           .map((el) => el.outerHTML),

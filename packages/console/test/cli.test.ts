@@ -44,8 +44,16 @@ describe("durable-console", () => {
     ["an unknown option", ["--nope"], /^Unknown option '--nope'.*\(see durable-console --help\)\.$/],
     ["no store", ["--key-file", keyFile], /^Give the store: --store/],
     ["no key", ["--store", `sqlite:${join(dir, "a.db")}`], /^The console needs the workers' key/],
-    ["a key file that is not there", ["--store", "sqlite:x.db", "--key-file", join(dir, "none")], /^--key-file .* cannot be read/],
-    ["a store it does not know", ["--store", "mongodb://x", "--key-file", keyFile], /^--store "mongodb:\/\/x" names no store/],
+    [
+      "a key file that is not there",
+      ["--store", "sqlite:x.db", "--key-file", join(dir, "none")],
+      /^--key-file .* cannot be read/,
+    ],
+    [
+      "a store it does not know",
+      ["--store", "mongodb://x", "--key-file", keyFile],
+      /^--store "mongodb:\/\/x" names no store/,
+    ],
     ["a bad port", ["--store", "sqlite:x.db", "--key-file", keyFile, "--port", "http"], /^--port takes a whole number/],
   ])("%s is one line on stderr and exit code 2", (_what, args, message) => {
     const { code, out, err } = run(args);
@@ -55,9 +63,13 @@ describe("durable-console", () => {
   });
 
   it("serves a SQLite store on 127.0.0.1 and prints its address with the token, never the key", async () => {
-    const child = spawn(process.execPath, [cli, "--store", `sqlite:${join(dir, "runs.db")}`, "--key-file", keyFile, "--port", "0"], {
-      env: { PATH: process.env["PATH"] ?? "" },
-    });
+    const child = spawn(
+      process.execPath,
+      [cli, "--store", `sqlite:${join(dir, "runs.db")}`, "--key-file", keyFile, "--port", "0"],
+      {
+        env: { PATH: process.env["PATH"] ?? "" },
+      },
+    );
     started.push(child);
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {

@@ -86,7 +86,9 @@ describe("the console reads", () => {
 
   it("lists runs of every status newest first, with marks, filtered by status, name and run id prefix", async () => {
     const list = (query: string) =>
-      get(reader, `/api/runs${query}`).then(async (r) => (await r.json()) as { runs: Array<{ runId: string; status: string; marks: string[] }> });
+      get(reader, `/api/runs${query}`).then(
+        async (r) => (await r.json()) as { runs: Array<{ runId: string; status: string; marks: string[] }> },
+      );
     const all = (await list("")).runs;
     const byId = new Map(all.map((run) => [run.runId, run]));
     expect(byId.get(runs.done)?.status).toBe("done");
@@ -172,7 +174,10 @@ describe("the console acts (--allow-actions), and the worker serving the run act
       });
       expect(posted.status).toBe(303);
       const after = await until(runs.paused, "done");
-      expect(after.steps.find((s) => s.operator !== undefined)?.operator).toMatchObject({ action: "approve", by: "ops@test" });
+      expect(after.steps.find((s) => s.operator !== undefined)?.operator).toMatchObject({
+        action: "approve",
+        by: "ops@test",
+      });
       expect(after.calls.find((c) => c.tool === "refund")?.result).toBe("refunded $80");
     } finally {
       await w.stop();

@@ -68,7 +68,12 @@ export function runner(store: CheckpointStore, events: string): FlowRunner {
 /** A worker serving both flows on `store`, polling often (the tests wait for it to act). */
 export function worker(store: CheckpointStore, events: string): RunWorker {
   const r = runner(store, events);
-  return startWorker({ serve: [r.served(orders), r.served(refunds)], pollMs: 50, maxPollMs: 200, stopOnSignals: false });
+  return startWorker({
+    serve: [r.served(orders), r.served(refunds)],
+    pollMs: 50,
+    maxPollMs: 200,
+    stopOnSignals: false,
+  });
 }
 
 /** The runs `seed` made, by what each shows. */
@@ -91,7 +96,11 @@ const scripted: LoopModel = {
 };
 
 /** Fills `store` with one run of each kind a console shows, with ids of `tag` so tests sharing a store tell theirs apart. */
-export async function seed(store: CheckpointStore, events: string, tag = randomBytes(4).toString("hex")): Promise<Seeded> {
+export async function seed(
+  store: CheckpointStore,
+  events: string,
+  tag = randomBytes(4).toString("hex"),
+): Promise<Seeded> {
   const r = runner(store, events);
   const ids: Seeded = {
     done: `${tag}-done`,

@@ -36,10 +36,10 @@ export async function cancelRun(
   assertStorableText(reason, "reason");
   const { run } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, takeOver: true });
   try {
-    const ended = await run.save(
-      "failed",
-      { ...envelopeJson({ ...envelope, error: `Cancelled: ${reason}`, cancelled: true }), ...extra },
-    );
+    const ended = await run.save("failed", {
+      ...envelopeJson({ ...envelope, error: `Cancelled: ${reason}`, cancelled: true }),
+      ...extra,
+    });
     await emit(at.events, { type: "run.cancelled", runId: run.runId, kind: at.kind, step: ended.step, reason });
     return ended.step;
   } catch (error) {

@@ -89,7 +89,7 @@ export function runCursor(last: RunPosition): string {
 }
 
 /** Reads a cursor `runCursor` made; anything else is `InvalidInput`. */
-export function readRunCursor(cursor: unknown): RunPosition {
+function readRunCursor(cursor: unknown): RunPosition {
   let parsed: unknown;
   try {
     parsed = typeof cursor === "string" ? JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) : undefined;

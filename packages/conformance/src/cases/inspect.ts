@@ -125,10 +125,14 @@ export const inspectGroup: ConformanceGroup = {
         await saveRun(h, running, flow, 0);
         await saveRun(h, elsewhere, other, 0, "done");
         await saveRun(h, unprefixed, flow, 0, "done");
-        const list = (query: RunQuery) => inspecting(h).listRuns(query).then((page) => ids(page.runs).sort());
-        expect(await list({ flow, status: ["done"] }), rule("listRuns({ flow, status: [done] })", "the done runs")).toEqual(
-          [done, unprefixed].sort(),
-        );
+        const list = (query: RunQuery) =>
+          inspecting(h)
+            .listRuns(query)
+            .then((page) => ids(page.runs).sort());
+        expect(
+          await list({ flow, status: ["done"] }),
+          rule("listRuns({ flow, status: [done] })", "the done runs"),
+        ).toEqual([done, unprefixed].sort());
         expect(
           await list({ runIdPrefix: prefix }),
           rule("listRuns({ runIdPrefix })", "every run whose id starts with it, of any name"),
