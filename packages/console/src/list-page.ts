@@ -1,6 +1,6 @@
 import type { RunStatus } from "@durable/core";
 import { badge, esc, type Frame, fromNow, href, layout, runHref, time } from "./html.js";
-import type { ListedRun, RunList } from "./list-view.js";
+import { type ListedRun, noRunVerifies, type RunList } from "./list-view.js";
 
 /** The list's filters, as the page's form and links carry them. */
 export interface ListFilters {
@@ -36,9 +36,14 @@ export function listPage(frame: Frame, filters: ListFilters, list: RunList, now:
           <th scope="col">run</th><th scope="col">name</th><th scope="col">kind</th><th scope="col">status</th>
           <th scope="col">step</th><th scope="col">segment</th><th scope="col">lease</th><th scope="col">last change</th>
         </tr></thead><tbody>${list.runs.map((run) => row(run, now)).join("")}</tbody></table>`;
-  return layout(frame, "Runs", `<h1>Runs</h1>${form}<div id="runs-region">${table}${pager}</div>`, {
-    "refresh-ms": String(refreshMs),
-  });
+  return layout(
+    frame,
+    "Runs",
+    `<h1>Runs</h1>${form}<div id="runs-region">${noRunVerifies(list) ? WRONG_KEY : ""}${table}${pager}</div>`,
+    {
+      "refresh-ms": String(refreshMs),
+    },
+  );
 }
 
 function row(run: ListedRun, now: number): string {
@@ -55,3 +60,6 @@ function row(run: ListedRun, now: number): string {
     <td>${run.updatedAt > 0 ? `<time datetime="${new Date(run.updatedAt).toISOString()}">${esc(time(run.updatedAt))}</time>` : "—"}</td>
   </tr>`;
 }
+
+const WRONG_KEY =
+  '<p class="problem wrong-key" role="alert">No run verifies with this key: wrong key? Give the console the key your workers seal with (--key-file or DURABLE_KEY).</p>';
