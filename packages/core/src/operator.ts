@@ -90,7 +90,7 @@ function mark(at: Acting, action: OperatorAction, reason?: string): JsonObject {
  * then releases the run. The worker serving it claims it and spends them, as
  * `resume` would. `InvalidInput` for a call that is not pending.
  */
-export function approvePending(runId: string, decisions: Decisions, options: OperatorOptions): Promise<number> {
+export async function approvePending(runId: string, decisions: Decisions, options: OperatorOptions): Promise<number> {
   const at = acting("approvePending", options);
   return whileDriving(at.store, runId, async () => {
     const latest = await latestSeen(at, runId);
@@ -111,7 +111,7 @@ export function approvePending(runId: string, decisions: Decisions, options: Ope
  * Records decisions on calls in doubt (see `decideCalls`), refused when the
  * run moved on since `expectStep`. Returns the call ids decided.
  */
-export function decideInDoubt(runId: string, decide: CallDecisions, options: OperatorOptions): Promise<string[]> {
+export async function decideInDoubt(runId: string, decide: CallDecisions, options: OperatorOptions): Promise<string[]> {
   const at = acting("decideInDoubt", options);
   return decideCalls(runId, decide, {
     checkpoints: at.store,
@@ -129,7 +129,7 @@ export function decideInDoubt(runId: string, decide: CallDecisions, options: Ope
  * `running` without its error and releases it. The worker serving it claims
  * it and drives it, replaying every finished call. A cancelled run does not go on.
  */
-export function requestRetry(runId: string, options: OperatorOptions): Promise<number> {
+export async function requestRetry(runId: string, options: OperatorOptions): Promise<number> {
   const at = acting("requestRetry", options);
   return whileDriving(at.store, runId, async () => {
     const latest = await latestSeen(at, runId);
@@ -155,7 +155,7 @@ export function requestRetry(runId: string, options: OperatorOptions): Promise<n
  * saved `failed` with `Cancelled: <reason>`, which no retry goes on from.
  * Returns the step it was saved as.
  */
-export function cancelStored(runId: string, reason: string, options: OperatorOptions): Promise<number> {
+export async function cancelStored(runId: string, reason: string, options: OperatorOptions): Promise<number> {
   const at = acting("cancelStored", options);
   return whileDriving(at.store, runId, async () => {
     const latest = await latestSeen(at, runId);

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import {
   checkRunQuery,
+  type ResolvedRunQuery,
   type RunKind,
   type RunPage,
   type RunQuery,
@@ -30,6 +31,27 @@ interface ListedRun {
  */
 export function listRuns(db: Database.Database, t: Tables, query: RunQuery | undefined): RunPage {
   const q = checkRunQuery(query);
+  const { sql, params } = listingSql(t, q);
+  const rows = db.prepare(sql).all(...params) as ListedRun[];
+  return runPage(
+    q,
+    rows.map((row) => ({
+      runId: row.run_id,
+      flow: row.flow,
+      kind: row.kind,
+      step: row.step,
+      status: row.status,
+      segment: row.segment,
+      updatedAt: row.updated_at,
+      ...(row.lease_owner === null || row.lease_expires === null
+        ? {}
+        : { lease: { owner: row.lease_owner, expiresAt: row.lease_expires } }),
+    })),
+  );
+}
+
+/** The keyset query of a page and its parameters; tests explain its plan. */
+export function listingSql(t: Tables, q: ResolvedRunQuery): { sql: string; params: Array<string | number> } {
   const where: string[] = [];
   const params: Array<string | number> = [];
   if (q.flow !== undefined) {
@@ -48,28 +70,12 @@ export function listRuns(db: Database.Database, t: Tables, query: RunQuery | und
     where.push("(updated_at, run_id) < (?, ?)");
     params.push(q.after.updatedAt, q.after.runId);
   }
-  const rows = db
-    .prepare(
-      `SELECT run_id, flow, kind, step, status, segment, updated_at, lease_owner, lease_expires FROM ${t.runs}
+  return {
+    sql: `SELECT run_id, flow, kind, step, status, segment, updated_at, lease_owner, lease_expires FROM ${t.runs}
        ${where.length === 0 ? "" : `WHERE ${where.join(" AND ")}`}
        ORDER BY updated_at DESC, run_id DESC LIMIT ?`,
-    )
-    .all(...params, q.limit + 1) as ListedRun[];
-  return runPage(
-    q,
-    rows.map((row) => ({
-      runId: row.run_id,
-      flow: row.flow,
-      kind: row.kind,
-      step: row.step,
-      status: row.status,
-      segment: row.segment,
-      updatedAt: row.updated_at,
-      ...(row.lease_owner === null || row.lease_expires === null
-        ? {}
-        : { lease: { owner: row.lease_owner, expiresAt: row.lease_expires } }),
-    })),
-  );
+    params: [...params, q.limit + 1],
+  };
 }
 
 /** Every checkpoint of the run, by step (`CheckpointStore.history`). */
