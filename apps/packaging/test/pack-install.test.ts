@@ -39,6 +39,7 @@ function packPrebuild(): void {
   execFileSync("tar", ["czf", join(prebuilds, name), "-C", realpathSync(dir), "build/Release/better_sqlite3.node"]);
 }
 
+// Nine packages packed one after another: a busy machine takes minutes.
 beforeAll(() => {
   packPrebuild();
   for (const name of [
@@ -59,7 +60,7 @@ beforeAll(() => {
     const file = out.trim().split("\n").at(-1)!.trim();
     tarballs.set(name, file.startsWith("/") ? file : join(work, file));
   }
-}, 120_000);
+}, 240_000);
 
 /** Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the tests run at once. */
 async function project(name: string, packages: string[], extra: string[] = []): Promise<string> {
