@@ -8,6 +8,7 @@ import {
   startWorker,
   ToolRegistry,
 } from "@durable/core";
+import { ticketsFlow } from "@durable-apps/shared/tickets";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { type LoopModel, type Message, runToolLoop } from "@durable/loop";
 import { z } from "zod";
@@ -15,28 +16,22 @@ import { z } from "zod";
 /** The key the fixture's workers seal with. */
 export const KEY = "console-test-key-0123456789abcdef0123456789";
 
-const Order = z.object({ show: z.string(), seats: z.number().int(), note: z.string().default("") });
-type Order = z.infer<typeof Order>;
-const args = (o: Order) => ({ show: o.show, seats: o.seats });
-
 /** Runs whose charge fails while listed here (a retry after removing one succeeds). */
 export const failingCharges = new Set<string>();
 /** Runs whose email hangs past its timeout while listed here: the call is left in doubt. */
 export const hangingEmails = new Set<string>();
 
-/** The orders flow: hold (idempotent), charge, email (a 100 ms timeout), refund (needs an approval). */
-export const orders: Flow<Order> = new Flow("orders", { state: Order })
-  .node("hold", new Call("hold_seats", { args, into: "note" }))
-  .node("pay", new Call("charge_card", { args, into: "note" }))
-  .node("send", new Call("email_tickets", { args: (o) => ({ show: o.show }), into: "note" }))
-  .edge("hold", "pay")
-  .edge("pay", "send")
-  .end("send");
+/** The tickets flow the apps run (hold, pay, send), under the name orders. */
+export const orders = ticketsFlow("orders");
 
-export const refunds: Flow<Order> = new Flow("refunds", { state: Order })
-  .node("refund", new Call("refund", { args, into: "note" }))
+/** One node whose call needs an approval. */
+export const refunds = new Flow("refunds", {
+  state: z.object({ show: z.string(), seats: z.number().int(), note: z.string().default("") }),
+})
+  .node("refund", new Call("refund", { args: (o) => ({ show: o.show, seats: o.seats }), into: "note" }))
   .end("refund");
 
+/** The tools: hold (idempotent), charge (fails for `failingCharges`), email (a 100 ms timeout), refund (needs an approval). */
 function registry(): ToolRegistry {
   return new ToolRegistry()
     .tool("hold_seats", (a: { show: string; seats: number }) => `held ${a.seats} for ${a.show}`, { idempotent: true })
