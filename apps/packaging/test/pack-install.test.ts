@@ -232,7 +232,9 @@ describe("installing from the packed tarballs with npm", () => {
     600_000,
   );
 
-  it.concurrent("npx durable-console from its tarball serves the page of a SQLite store's runs, and its types compile", async ({ expect }) => {
+  it.concurrent("npx durable-console from its tarball serves the page of a SQLite store's runs, and its types compile", async ({
+    expect,
+  }) => {
     const types = `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`;
     const dir = await project("console", ["core", "flow", "store-sqlite", "console"], ["zod@4.6.7", types]);
     compileConsumer(dir, [...CORE_ENTRIES, "@durable/console"]);
