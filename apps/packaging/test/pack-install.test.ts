@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import {
   copyFileSync,
   mkdirSync,
@@ -39,6 +39,7 @@ function packPrebuild(): void {
   execFileSync("tar", ["czf", join(prebuilds, name), "-C", realpathSync(dir), "build/Release/better_sqlite3.node"]);
 }
 
+// Nine packages packed one after another: a busy machine takes minutes.
 beforeAll(() => {
   packPrebuild();
   for (const name of [
@@ -50,6 +51,7 @@ beforeAll(() => {
     "store-redis",
     "store-prisma",
     "conformance",
+    "console",
   ]) {
     const out = execFileSync("pnpm", ["pack", "--pack-destination", work], {
       cwd: join(root, "packages", name),
@@ -58,7 +60,7 @@ beforeAll(() => {
     const file = out.trim().split("\n").at(-1)!.trim();
     tarballs.set(name, file.startsWith("/") ? file : join(work, file));
   }
-}, 120_000);
+}, 240_000);
 
 /**
  * Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the
@@ -259,6 +261,35 @@ describe("installing from the packed tarballs with npm", () => {
     const dir = await project("loop-ai-v6", ["core", "loop"], extra, true);
     compileConsumer(dir, ["@durable/core", "@durable/loop", "@durable/loop/ai-sdk"]);
     expect(evaluate(dir, AI_SDK_LOOP)).toBe('done held {"seats":2}\n');
+  }, 600_000);
+
+  it.concurrent("npx durable-console from its tarball serves the page of a SQLite store's runs, and its types compile", async ({
+    expect,
+  }) => {
+    const types = `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`;
+    const dir = await project("console", ["core", "flow", "store-sqlite", "console"], ["zod@4.6.7", types]);
+    compileConsumer(dir, [...CORE_ENTRIES, "@durable/console"]);
+    copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
+    execFileSync(process.execPath, ["flow.mjs", "sqlite"], { cwd: dir, encoding: "utf8" });
+    const console_ = spawn("npx", ["durable-console", "--store", "sqlite:runs.db", "--port", "0"], {
+      cwd: dir,
+      env: { ...process.env, DURABLE_KEY: "pack-test-key-0123456789abcdef-xyz" },
+    });
+    try {
+      let out = "";
+      console_.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      await expect.poll(() => out, { timeout: 60_000 }).toMatch(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
+      const url = /http:\/\/\S+/.exec(out)![0];
+      const token = new URL(url).searchParams.get("token")!;
+      const page = await fetch(new URL("/", url), { headers: { authorization: `Bearer ${token}` } });
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).toMatch(/<tr data-run-id="r-\d+" data-status="done">/);
+    } finally {
+      console_.kill("SIGTERM");
+    }
   }, 600_000);
 
   it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, the loop's and the kit's types compile, and the loop runs with AI SDK 7", async () => {

@@ -13,11 +13,11 @@ export interface KeySources {
 }
 
 /**
- * The sealer the viewer verifies with: `--key`, else `--key-file`, else
+ * The key the viewer verifies with: `--key`, else `--key-file`, else
  * `DURABLE_KEY`, else (only for the demo's runs) the demo's key. With none of
  * them it refuses: a guessed key makes every run read as corrupt.
  */
-export function viewerSealer(sources: KeySources): Sealer {
+export function viewerKey(sources: KeySources): string {
   if (sources.key !== undefined && sources.keyFile !== undefined)
     throw new CommandLineError("Give --key or --key-file, not both.");
   const [key, from] =
@@ -36,7 +36,8 @@ export function viewerSealer(sources: KeySources): Sealer {
     );
   }
   try {
-    return Sealer.withKeys(key);
+    Sealer.withKeys(key);
+    return key;
   } catch (error) {
     if (error instanceof InvalidInput) throw new CommandLineError(`${from}: ${error.message}`);
     throw error;

@@ -1,26 +1,28 @@
 /**
- * The run viewer (`pnpm viewer --help` lists the options): a local web page
- * over a store and the JSON Lines event log its workers write. It reads; it
- * changes nothing. With no --store it shows the demo's runs.
+ * The run viewer (`pnpm viewer --help` lists the options): the run console of
+ * @durable/console with the demo's defaults. With no --store it shows the
+ * demo's runs (its store, its key, its event log); it reads only, unless
+ * started with --allow-actions.
  */
 import { existsSync } from "node:fs";
+import { startConsole } from "@durable/console";
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { DEFAULT_STORE, DEMO_FOLDER, eventLogFor, openStore } from "@durable-apps/shared/store-url";
-import { viewerSealer } from "./key.js";
-import { startViewer } from "./server.js";
+import { viewerKey } from "./key.js";
 
 const VIEWER_COMMAND = {
   command: "pnpm viewer",
   about:
-    "a local web page of the runs in a store: each one's status, step and segment, its calls marked ran, replayed, rerun or in doubt, and its events. " +
-    "It reads the store and the event log the workers wrote; it changes nothing. With no --store it shows the demo's runs (its store and its key).",
+    "the run console (@durable/console) over the demo's runs, or any store: runs of every status, each one's checkpoints with what each step changed, its calls marked ran, replayed, rerun or in doubt, and its events. " +
+    "It reads the store (and the event log the workers wrote); with --allow-actions it records approvals, decisions, retries and cancellations. With no --store it shows the demo's runs (its store and its key).",
   options: {
     store: {
       type: "string",
       value: "<url>",
       defaultText: `the demo's store, ${DEFAULT_STORE}`,
-      about: "the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database",
+      about:
+        "the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database (the demo's prefixes)",
     },
     events: {
       type: "string",
@@ -41,6 +43,7 @@ const VIEWER_COMMAND = {
       defaultText: "on when no --store is given",
       about: "the demo's runs: its key and, unless --store, its store (e.g. after pnpm demo --store redis://…)",
     },
+    "allow-actions": { type: "boolean", default: false, about: "serve the console's action forms and record them" },
     port: { type: "string", default: "4173", value: "<n>", about: "the port to serve on (0: any free one)" },
     host: { type: "string", default: "127.0.0.1", value: "<host>", about: "the address to serve on" },
   },
@@ -52,19 +55,25 @@ await runCommand(VIEWER_COMMAND, async (values) => {
   const port = wholeNumber("port", values.port, 0, 65535);
   const demo = values.demo || values.store === undefined;
   const storeUrl = values.store ?? DEFAULT_STORE;
-  const sealer = viewerSealer({ key: values.key, keyFile: values["key-file"], demo });
+  const key = viewerKey({ key: values.key, keyFile: values["key-file"], demo });
   if (storeUrl === DEFAULT_STORE && !existsSync(DEMO_FOLDER))
     throw new CommandLineError(`No demo runs yet (no ${DEMO_FOLDER}): run pnpm demo first, or give --store.`);
   const store = await openStore(storeUrl);
-  const eventLog = values.events ?? eventLogFor(storeUrl);
-  const viewer = await startViewer({ store, sealer, eventLog, label: storeUrl, port, host: values.host }).catch(
-    async (error: unknown) => {
-      await store.close();
-      if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
-      throw new CommandLineError(`The port is taken: pick another with --port N. (${(error as Error).message})`);
-    },
-  );
-  console.log(`viewer: ${viewer.url}  (store ${storeUrl}, events ${eventLog}; Ctrl-C stops it)`);
+  const events = values.events ?? eventLogFor(storeUrl);
+  const viewer = await startConsole({
+    store,
+    checkpointKey: key,
+    label: storeUrl,
+    port,
+    host: values.host,
+    events,
+    allowActions: values["allow-actions"],
+  }).catch(async (error: unknown) => {
+    await store.close();
+    if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
+    throw new CommandLineError(`The port is taken: pick another with --port N. (${(error as Error).message})`);
+  });
+  console.log(`viewer: ${viewer.url}  (store ${storeUrl}, events ${events}; Ctrl-C stops it)`);
   const stop = async () => {
     await viewer.close();
     await store.close();

@@ -7,5 +7,6 @@ describeBin("viewer", new URL("../src/main.ts", import.meta.url), [
   "--key-file <path>",
   "--demo",
   "--port <n>",
+  "--allow-actions",
   "--host <host>",
 ]);

@@ -2,6 +2,7 @@ import { batchGroup } from "./cases/batch.js";
 import { callLogGroup } from "./cases/call-log.js";
 import { crashGroup } from "./cases/crash.js";
 import type { ConformanceGroup, GroupName } from "./cases/case.js";
+import { inspectGroup } from "./cases/inspect.js";
 import { integrityGroup } from "./cases/integrity.js";
 import { isolationGroup } from "./cases/isolation.js";
 import { leaseGroup } from "./cases/lease.js";
@@ -20,6 +21,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   callLogGroup,
   batchGroup,
   leaseGroup,
+  inspectGroup,
   integrityGroup,
   tamperGroup,
   anchorGroup,

@@ -11,7 +11,10 @@ import {
   type ListOptions,
   leaseAfterSave,
   recordRefusal,
+  type RunPage,
+  type RunQuery,
   type RunWrite,
+  runCursor,
   saveRefusal,
   type StoredCall,
   type StoredCheckpoint,
@@ -180,6 +183,20 @@ class MispickedLatest extends ForkedMemoryStore {
   }
 }
 
+/** `listRuns` gives its page in another order, or pages by a cursor that repeats runs: the kit's inspect group must catch each. */
+class MislistedRuns extends ForkedMemoryStore {
+  constructor(readonly bug: "oldest first" | "cursor repeats") {
+    super();
+  }
+  override async listRuns(query?: RunQuery): Promise<RunPage> {
+    const page = await super.listRuns(query);
+    if (this.bug === "oldest first") return { ...page, runs: [...page.runs].reverse() };
+    // The cursor of the page's first run: the next page starts again inside this one.
+    const first = page.runs[0];
+    return page.next === undefined || first === undefined ? page : { ...page, next: runCursor(first) };
+  }
+}
+
 /** `calls` sorts the records by `order` instead of segment then seq. */
 class MisorderedCalls extends ForkedMemoryStore {
   constructor(readonly order: (a: StoredCall, b: StoredCall) => number) {
@@ -290,6 +307,14 @@ export const listMissesPaused: ConformanceInitializer = broken(
 export const listLoadsEverything: ConformanceInitializer = broken(
   "loads every unfinished run before the first id",
   () => new LoadsEveryRun(),
+);
+export const runsOldestFirst: ConformanceInitializer = broken(
+  "lists runs oldest first",
+  () => new MislistedRuns("oldest first"),
+);
+export const cursorRepeats: ConformanceInitializer = broken(
+  "pages by a cursor that starts inside the page",
+  () => new MislistedRuns("cursor repeats"),
 );
 export const deleteByPrefix: ConformanceInitializer = broken(
   "deletes every run whose id starts with the one given",

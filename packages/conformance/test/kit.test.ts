@@ -172,6 +172,18 @@ const CAUGHT: Caught[] = [
     "a claim after a lease ran out succeeds, and until then the run is not claimable",
     "listUnfinished(flow, { claimable: true }) right after a 300 ms lease: expected not the run",
   ],
+  [
+    broken.runsOldestFirst,
+    "inspect",
+    "runs of every status are listed newest first, with their latest step, segment and name",
+    "listRuns({ flow }) after runs a (failed), b (done), c (paused), d (running) were saved: expected d, c, b, a: newest first",
+  ],
+  [
+    broken.cursorRepeats,
+    "inspect",
+    "pages follow one another by cursor, each run once, the last without a next",
+    "listRuns({ flow, limit: 3 }) then its next cursors, over 7 runs: expected pages of 3, 3 and 1",
+  ],
   [ttlOnPaused, "ttl", TTL, "latest(runId) of a paused run"],
   [ttlOnRunning, "ttl", TTL, "latest(runId) of a running run 900 ms after its last write: expected the running row"],
 ];
@@ -212,6 +224,7 @@ describe("the kit catches broken stores", () => {
       "call-log",
       "batch",
       "lease",
+      "inspect",
       "integrity",
       "tamper",
       "anchor",

@@ -153,6 +153,8 @@ export interface DecideCallsOptions extends StorageOptions {
   readonly lease?: LeaseOptions;
   /** How a `{ result }` is stored: the workers' codec (default: plain JSON). */
   readonly codec?: ValueCodec;
+  /** The step the decider saw: refused (`CheckpointConflict`) when the run's latest step is another. */
+  readonly expectStep?: number;
 }
 
 /**
@@ -175,6 +177,7 @@ export async function decideCalls(
   const by = decidedBy(options.by, lease.owner);
   return whileDriving(store, runId, async () => {
     const latest = await DurableRun.latest(store, sealer, runId);
+    checkSeen(latest, options.expectStep);
     if (latest.status !== "running")
       throw new CheckpointConflict(
         runId,
@@ -197,4 +200,13 @@ export async function decideCalls(
       await run.stopLease(true);
     }
   });
+}
+
+/** Refuses an action on a run whose latest step is not `seen`, the one its actor read: `CheckpointConflict`. */
+export function checkSeen(latest: CheckpointBody, seen: number | undefined): void {
+  if (seen !== undefined && latest.step !== seen)
+    throw new CheckpointConflict(
+      latest.runId,
+      `the run changed since step ${seen} was read (it is at step ${latest.step}, ${latest.status}): look at it again.`,
+    );
 }

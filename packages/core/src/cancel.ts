@@ -1,3 +1,4 @@
+import type { JsonObject } from "./canonical.js";
 import { envelopeJson, type RunEnvelope } from "./envelope.js";
 import { InvalidInput } from "./errors.js";
 import { assertStorableText } from "./run-id.js";
@@ -20,23 +21,25 @@ export interface Cancelling {
  * Cancels a run that has not ended: claims it, even from a worker that holds
  * it (that worker is fenced: its next record or save is refused), and saves
  * it `failed` with the error `Cancelled: <reason>` and the mark `cancelled`,
- * which no retry goes on from. Returns the step it was saved as.
+ * which no retry goes on from; `extra` is sealed beside the envelope (an
+ * operator's mark). Returns the step it was saved as.
  */
 export async function cancelRun(
   at: Cancelling,
   latest: CheckpointBody,
   envelope: RunEnvelope,
   reason: string,
+  extra: JsonObject = {},
 ): Promise<number> {
   if (typeof reason !== "string" || reason.length === 0 || reason.length > 1_000)
     throw new InvalidInput("cancel: reason must be a string of 1 to 1,000 characters.");
   assertStorableText(reason, "reason");
   const { run } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, takeOver: true });
   try {
-    const ended = await run.save(
-      "failed",
-      envelopeJson({ ...envelope, error: `Cancelled: ${reason}`, cancelled: true }),
-    );
+    const ended = await run.save("failed", {
+      ...envelopeJson({ ...envelope, error: `Cancelled: ${reason}`, cancelled: true }),
+      ...extra,
+    });
     await emit(at.events, { type: "run.cancelled", runId: run.runId, kind: at.kind, step: ended.step, reason });
     return ended.step;
   } catch (error) {

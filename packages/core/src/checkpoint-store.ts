@@ -1,3 +1,5 @@
+import type { RunPage, RunQuery } from "./run-listing.js";
+
 /** Where a run stands. `done` and `failed` are ended: a store refuses any later save. */
 export type RunStatus = "running" | "paused" | "done" | "failed";
 
@@ -160,6 +162,22 @@ export interface CheckpointStore {
    * runner uses it to make one commit of everything between two tool calls.
    */
   commit?(runId: string, writes: readonly RunWrite[]): Promise<void>;
+
+  /**
+   * Optional, the inspection capability (with `history`): a page of runs of
+   * any status, newest first by when their latest checkpoint was saved (the
+   * store's clock), then by run id from the highest; filtered by status, name
+   * and run id prefix; `next` is the cursor of the following page. Read from
+   * an index, one query per page; it reads, it changes nothing. A bad query or
+   * cursor is `InvalidInput` (`checkRunQuery`). What a console lists.
+   */
+  listRuns?(query?: RunQuery): Promise<RunPage>;
+
+  /**
+   * Optional, the inspection capability (with `listRuns`): every checkpoint
+   * stored for the run, by step from 0; empty for an unknown run.
+   */
+  history?(runId: string): Promise<StoredCheckpoint[]>;
 
   /** Every call record of the run, ordered by segment then seq. Empty for an unknown run. */
   calls(runId: string): Promise<StoredCall[]>;

@@ -38,6 +38,16 @@ export {
   type CallDecisions,
   type DecideCallsOptions,
 } from "./call-decisions.js";
+export {
+  approvePending,
+  decideInDoubt,
+  requestRetry,
+  cancelStored,
+  operatorMark,
+  type OperatorAction,
+  type OperatorMark,
+  type OperatorOptions,
+} from "./operator.js";
 export type { RetryPolicy } from "./retry.js";
 export type {
   DurableEvent,
@@ -67,5 +77,6 @@ export type { StorageOptions } from "./run-storage.js";
 export { MemoryRunAnchor, type RunAnchor, type AnchoredHead } from "./anchor.js";
 export type { CheckpointKey, CheckpointKeys, EncryptionKey, EncryptionKeys } from "./seal.js";
 export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./checkpoint-store.js";
+export type { RunQuery, RunSummary, RunPage } from "./run-listing.js";
 export type { JsonValue, JsonObject } from "./canonical.js";
 export type { ValueCodec } from "./codec.js";

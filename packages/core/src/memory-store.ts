@@ -23,6 +23,15 @@ import {
   type StoredCall,
   type StoredCheckpoint,
 } from "./checkpoint-store.js";
+import {
+  checkRunQuery,
+  matchesRunQuery,
+  newestFirst,
+  runPage,
+  type RunPage,
+  type RunQuery,
+  type RunSummary,
+} from "./run-listing.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {
@@ -32,6 +41,8 @@ export interface MemoryRun {
   readonly counts: Map<number, number>;
   /** Who holds the run, by this process's clock; undefined when released. */
   lease: Lease | undefined;
+  /** When its latest checkpoint was saved, by this process's clock (absent: never known, listed as 0). */
+  savedAt?: number;
 }
 
 /** Everything a memory store holds, by run id. */
@@ -76,10 +87,12 @@ export class MemoryCheckpointStore implements CheckpointStore {
         calls: [],
         counts: new Map(),
         lease: held,
+        savedAt: now,
       });
     else {
       entry.checkpoints.push(stored(runId, step, checkpoint));
       entry.lease = held;
+      entry.savedAt = now;
     }
   }
 
@@ -151,10 +164,29 @@ export class MemoryCheckpointStore implements CheckpointStore {
         run.counts.set(write.segment, write.seq + 1);
       } else {
         run.checkpoints.push(stored(runId, write.step, write.row));
+        run.savedAt = now;
       }
     }
     run.lease = verdict.lease;
     if (entry === undefined) this.#runs.set(runId, run);
+  }
+
+  /** A page of runs of any status, newest first (see `CheckpointStore.listRuns`): every run is looked at, as suits memory. */
+  async listRuns(query?: RunQuery): Promise<RunPage> {
+    const resolved = checkRunQuery(query);
+    const matching: RunSummary[] = [];
+    for (const [runId, entry] of this.#runs) {
+      const latest = entry.checkpoints.at(-1);
+      if (latest === undefined) continue;
+      const { step, status, segment, flow, kind } = latest;
+      const run = { runId, flow, kind, step, status, segment, updatedAt: entry.savedAt ?? 0 };
+      if (matchesRunQuery(resolved, run)) matching.push(entry.lease ? { ...run, lease: entry.lease } : run);
+    }
+    return runPage(resolved, matching.sort(newestFirst).slice(0, resolved.limit + 1));
+  }
+
+  async history(runId: string): Promise<StoredCheckpoint[]> {
+    return [...(this.#runs.get(runId)?.checkpoints ?? [])];
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

@@ -41,3 +41,16 @@ export {
   StoreUnavailable,
   StoreNotReady,
 } from "./errors.js";
+export {
+  checkRunQuery,
+  matchesRunQuery,
+  newestFirst,
+  runCursor,
+  runPage,
+  MAX_RUN_PAGE,
+  type RunQuery,
+  type RunSummary,
+  type RunPage,
+  type RunPosition,
+  type ResolvedRunQuery,
+} from "./run-listing.js";

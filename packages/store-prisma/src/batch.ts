@@ -106,8 +106,8 @@ export function planBatch(
     return {
       writes: {
         run: {
-          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "lease_owner", "lease_expires_at")
-                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ${lease.sql}
+          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "lease_owner", "lease_expires_at", "updated_at")
+                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ${lease.sql}, "clock"."ms"
                 FROM ${clock} WHERE true ON CONFLICT ("run_id") DO NOTHING`,
           values: [head.step, head.status, head.segment, segmentCalls, runId, head.flow, head.kind, ...lease.values],
         },
@@ -120,7 +120,7 @@ export function planBatch(
   return {
     writes: {
       run: {
-        sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?${lease.sql} FROM ${clock}
+        sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "updated_at" = "clock"."ms"${lease.sql} FROM ${clock}
               WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ?
               AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
         values: [

@@ -11,6 +11,8 @@ import {
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
+  type RunPage,
+  type RunQuery,
   type RunWrite,
   renewRefusal,
   type StoredCall,
@@ -32,6 +34,7 @@ import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch 
 import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
+import { runListing } from "./inspect.js";
 import type { Tables } from "./tables.js";
 
 const PAGE = 500;
@@ -199,6 +202,22 @@ export class PrismaCheckpointStore implements CheckpointStore {
    */
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     await this.#commit("commit", runId, writes);
+  }
+
+  /** A page of runs of any status, newest first (the inspection capability: see `CheckpointStore.listRuns`). */
+  async listRuns(query?: RunQuery): Promise<RunPage> {
+    const listing = runListing(this.#db, query);
+    return listing.page(await this.#query("listRuns", listing.query, ...listing.values));
+  }
+
+  /** Every checkpoint of the run, by step (the inspection capability). */
+  async history(runId: string): Promise<StoredCheckpoint[]> {
+    const rows = await this.#query<StoredCheckpoint>(
+      "history",
+      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
+      runId,
+    );
+    return rows.map((row) => ({ ...row, step: Number(row.step), segment: Number(row.segment) }));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

@@ -38,7 +38,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
   it("migrates a fresh database to exactly the tables and columns of the Prisma models", async () => {
     const target = url();
     const store = new PrismaCheckpointStore(target);
-    expect(await store.migrate()).toEqual(["0001_init", "0002_leases"]);
+    expect(await store.migrate()).toEqual(["0001_init", "0002_leases", "0003_inspect"]);
     expect(await store.migrate()).toEqual([]);
     await store.close();
     const found: Record<string, string[]> = {};
@@ -70,7 +70,12 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       runs.map((r) => r.stderr).join("\n"),
     ).toEqual([0, 0, 0, 0]);
     const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
-    expect(applied).toEqual(['applied ["0001_init","0002_leases"]', "applied []", "applied []", "applied []"]);
+    expect(applied).toEqual([
+      'applied ["0001_init","0002_leases","0003_inspect"]',
+      "applied []",
+      "applied []",
+      "applied []",
+    ]);
   }, 120_000);
 
   it("a pool of 2 connections with 50 runs saving at once neither deadlocks nor times out", async () => {

@@ -40,6 +40,8 @@ export interface RunKeys {
   readonly claimableOf: string;
   /** STRING of the bucket: the version of its indexes (`INDEX_VERSION`), absent before leases. */
   readonly schema: string;
+  /** ZSET of the bucket: "<hex run id>" of every run, scored by when its latest checkpoint was saved (ms): the inspection listing. */
+  readonly recent: string;
 }
 
 /** Checks a prefix option, naming it in the error. */
@@ -68,7 +70,7 @@ export function runKeys(prefix: string, runId: string): RunKeys {
 }
 
 /** The index keys of a bucket. */
-export type IndexKeys = Pick<RunKeys, "unfinished" | "expiring" | "claimable" | "claimableOf" | "schema">;
+export type IndexKeys = Pick<RunKeys, "unfinished" | "expiring" | "claimable" | "claimableOf" | "schema" | "recent">;
 
 /** The index keys of a bucket. */
 export function indexKeys(prefix: string, bucket: number): IndexKeys {
@@ -79,6 +81,7 @@ export function indexKeys(prefix: string, bucket: number): IndexKeys {
     claimable: `${base}claimable`,
     claimableOf: `${base}claimable-of`,
     schema: `${base}schema`,
+    recent: `${base}recent`,
   };
 }
 

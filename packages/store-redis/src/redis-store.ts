@@ -17,6 +17,8 @@ import {
   type RunKind,
   type RunStatus,
   renewRefusal,
+  type RunPage,
+  type RunQuery,
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
@@ -27,6 +29,7 @@ import { Connection } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
 import { checkPrefix, hex, keyPattern, runKeys, type RunKeys } from "./keys.js";
 import { listRuns } from "./listing.js";
+import { listRecent } from "./inspect.js";
 import { ReplicaWait } from "./replication.js";
 import { untilRun } from "./retry.js";
 import { SCRIPTS, type Script } from "./scripts.js";
@@ -158,14 +161,7 @@ export class RedisCheckpointStore implements CheckpointStore {
     const keys = this.keysOf(runId);
     const reply = (await this.#eval(SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
     if (reply === null) throw new CheckpointNotFound(runId);
-    let row: [RunStatus, number, string, RunKind, string];
-    try {
-      row = JSON.parse(reply[1]) as typeof row;
-    } catch (cause) {
-      throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
-    }
-    const [status, segment, flow, kind, sealed] = row;
-    return { runId, step: Number(reply[0]), status, segment: Number(segment), flow, kind, sealed };
+    return checkpointOf(runId, Number(reply[0]), reply[1]);
   }
 
   /**
@@ -199,6 +195,23 @@ export class RedisCheckpointStore implements CheckpointStore {
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     checkBatch(writes);
     await this.#write(runId, writes);
+  }
+
+  /**
+   * A page of runs of any status, newest first (the inspection capability:
+   * see `CheckpointStore.listRuns`), from each bucket's `recent` index. Runs
+   * last saved before this version are listed once they are saved again.
+   */
+  listRuns(query?: RunQuery): Promise<RunPage> {
+    return listRecent((script, keys, args) => this.#eval(script, keys, args), this.prefix, query);
+  }
+
+  /** Every checkpoint of the run, by step (the inspection capability). */
+  async history(runId: string): Promise<StoredCheckpoint[]> {
+    const all = await this.#call((client) => client.hGetAll(this.keysOf(runId).cps));
+    return Object.entries(all)
+      .map(([step, row]) => checkpointOf(runId, Number(step), row))
+      .sort((a, b) => a.step - b.step);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
@@ -242,7 +255,16 @@ export class RedisCheckpointStore implements CheckpointStore {
   #all(runId: string): string[] {
     if (this.#last?.runId !== runId) {
       const keys = this.keysOf(runId);
-      const all = [keys.meta, keys.cps, keys.calls, keys.unfinished, keys.expiring, keys.claimable, keys.claimableOf];
+      const all = [
+        keys.meta,
+        keys.cps,
+        keys.calls,
+        keys.unfinished,
+        keys.expiring,
+        keys.claimable,
+        keys.claimableOf,
+        keys.recent,
+      ];
       this.#last = { runId, keys: all };
     }
     return this.#last.keys;
@@ -350,4 +372,16 @@ export class RedisCheckpointStore implements CheckpointStore {
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   return error.message || (error as { code?: string }).code || error.name;
+}
+
+/** A checkpoint row as the `cps` hash keeps it (JSON [status, segment, flow, kind, sealed]); another shape is corrupt. */
+function checkpointOf(runId: string, step: number, text: string): StoredCheckpoint {
+  let row: [RunStatus, number, string, RunKind, string];
+  try {
+    row = JSON.parse(text) as typeof row;
+  } catch (cause) {
+    throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
+  }
+  const [status, segment, flow, kind, sealed] = row;
+  return { runId, step, status, segment: Number(segment), flow, kind, sealed };
 }

@@ -22,7 +22,7 @@ local row = redis.call('HGET', KEYS[2], step)
 if not row then return false end
 return {step, row}`;
 
-/** KEYS meta cps calls unfinished expiring claimable claimable-of; ARGV hex run id: removes every key of the run and its index entries. */
+/** KEYS meta cps calls unfinished expiring claimable claimable-of recent; ARGV hex run id: removes every key of the run and its index entries. */
 const DELETE = `${HEX}${PLACE}
 local flow = redis.call('HGET', KEYS[1], 'flow')
 if flow then
@@ -31,6 +31,7 @@ if flow then
   redis.call('ZREM', KEYS[5], member)
   place(member, false, 6, 7)
 end
+redis.call('ZREM', KEYS[8], ARGV[1])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 return {'ok'}`;
 
@@ -135,7 +136,8 @@ export interface Script {
   readonly writes: boolean;
 }
 
-const script = (source: string, writes: boolean): Script => ({
+/** A script by its source; `writes`: it may write, so a store with `replicas` waits for them after it. */
+export const script = (source: string, writes: boolean): Script => ({
   source,
   sha: createHash("sha1").update(source).digest("hex"),
   writes,

@@ -8,7 +8,7 @@ import { EXPIRY, HEX, PLACE } from "./lua.js";
  * before any write; then it applies them all. So a refused batch writes
  * nothing, and each rule is written once.
  *
- * KEYS meta cps calls unfinished expiring claimable claimable-of;
+ * KEYS meta cps calls unfinished expiring claimable claimable-of recent;
  * ARGV ttl hex-run-id, then each write: "r" segment seq sealed, or
  * "s" step status segment flow kind sealed owner ms takeover.
  * Returns {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner,
@@ -85,6 +85,7 @@ if not s then
 else
   redis.call('HSET', KEYS[2], ARGV[s + 1], cjson.encode({status, segment, flow, kind, ARGV[s + 6]}))
   redis.call('HSET', KEYS[1], 'flow', flow, 'kind', kind, 'step', step, 'status', status, 'segment', segment, 'segcalls', count)
+  redis.call('ZADD', KEYS[8], ms_text(now), ARGV[2])
   if ${UNFINISHED.map((status) => `status == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, member) else redis.call('ZREM', KEYS[4], member) end
   local ms = tonumber(ARGV[s + 8])
   if status == 'running' and ms > 0 then

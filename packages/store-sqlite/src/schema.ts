@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { InvalidInput, UNFINISHED } from "@durable/core/store";
 
 /** The schema version this code writes. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
 export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
@@ -71,6 +71,13 @@ export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
     ALTER TABLE ${t.runs} ADD COLUMN lease_owner TEXT;
     ALTER TABLE ${t.runs} ADD COLUMN lease_expires INTEGER;
     CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE ${CLAIMABLE_STATUS};`,
+  // Version 3, the inspection capability: when each run's latest checkpoint was saved (ms by SQLite's clock, 0 for
+  // runs saved before), newest first over every run, one flow's, or one status's: each a range of one index.
+  (t) => `
+    ALTER TABLE ${t.runs} ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX ${t.runs}_recent ON ${t.runs} (updated_at DESC, run_id DESC);
+    CREATE INDEX ${t.runs}_flow_recent ON ${t.runs} (flow, updated_at DESC, run_id DESC);
+    CREATE INDEX ${t.runs}_status_recent ON ${t.runs} (status, updated_at DESC, run_id DESC);`,
 ];
 
 /**

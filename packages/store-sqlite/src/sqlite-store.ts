@@ -14,6 +14,8 @@ import {
   type LeaseView,
   type ListOptions,
   renewRefusal,
+  type RunPage,
+  type RunQuery,
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
@@ -21,6 +23,7 @@ import {
 import { commitWrites } from "./commit.js";
 import { closedError, storeError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
+import { history, listRuns } from "./inspect.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 import { heldLease, type ListedRow, prepare, type RunRow, type Statements } from "./statements.js";
 
@@ -147,6 +150,16 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     checkBatch(writes);
     return this.#write(() => commitWrites(this.#sql, runId, writes));
+  }
+
+  /** A page of runs of any status, newest first (the inspection capability: see `CheckpointStore.listRuns`). */
+  async listRuns(query?: RunQuery): Promise<RunPage> {
+    return this.#read(() => listRuns(this.#db, this.tables, query));
+  }
+
+  /** Every checkpoint of the run, by step (the inspection capability). */
+  async history(runId: string): Promise<StoredCheckpoint[]> {
+    return this.#read(() => history(this.#db, this.tables, runId));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

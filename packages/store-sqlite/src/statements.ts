@@ -69,11 +69,11 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     run: `SELECT flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
     now: `SELECT ${STORE_NOW} AS now`,
     insertCheckpoint: `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${STORE_NOW})
        ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, status = excluded.status,
          segment = excluded.segment, segment_calls = excluded.segment_calls,
-         lease_owner = excluded.lease_owner, lease_expires = excluded.lease_expires`,
+         lease_owner = excluded.lease_owner, lease_expires = excluded.lease_expires, updated_at = excluded.updated_at`,
     setLease: `UPDATE ${t.runs} SET lease_owner = ?, lease_expires = ? WHERE run_id = ?`,
     release: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ? AND segment = ? AND lease_owner = ?`,
     leaseOf: `SELECT lease_owner AS owner, lease_expires AS expiresAt, ${STORE_NOW} AS now

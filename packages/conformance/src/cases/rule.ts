@@ -5,6 +5,7 @@ import { inspect } from "node:util";
 export type ProtocolSection =
   | "the-store-rules"
   | "leases"
+  | "inspection"
   | "call-records"
   | "what-each-read-verifies"
   | "run-ids-and-names";

@@ -1,0 +1,80 @@
+import { badge, esc, json, runHref } from "./html.js";
+import type { RunDetail } from "./run-view.js";
+
+/** Whether the console takes actions, and the form token that proves a post came from its own page. */
+export interface ActionContext {
+  readonly allowed: boolean;
+  readonly csrf: string;
+}
+
+/**
+ * The forms of the actions a run allows now, each bound to the step the page
+ * shows (the action is refused once the run moved on): approve or deny its
+ * pending calls (paused), decide its calls in doubt (running, no live lease),
+ * retry it (failed, not cancelled), cancel it (not ended). Nothing when the
+ * console was started without `--allow-actions`.
+ */
+export function actionForms(run: RunDetail, actions: ActionContext): string {
+  if (!actions.allowed) return "";
+  const sections: string[] = [];
+  const start = (action: string, label: string) =>
+    `<form method="post" action="${esc(runHref(run.runId))}/actions" aria-label="${esc(label)}">
+      <input type="hidden" name="csrf" value="${esc(actions.csrf)}"><input type="hidden" name="step" value="${run.step}">
+      <input type="hidden" name="action" value="${action}">`;
+  if (run.status === "paused" && run.pending.length > 0) {
+    const calls = run.pending.map(
+      (
+        call,
+        i,
+      ) => `<fieldset class="check"><legend><code>${esc(call.tool)}</code> <span class="meta">${esc(call.callId)}</span></legend>
+        <input type="hidden" name="call.${i}" value="${esc(call.callId)}">${json(call.args)}
+        <label><input type="radio" name="approve.${i}" value="approve"> Approve</label>
+        <label><input type="radio" name="approve.${i}" value="deny"> Deny</label>
+        <label><input type="radio" name="approve.${i}" value="" checked> Leave pending</label>
+        <label for="reason-${i}">Reason<input id="reason-${i}" name="reason.${i}" type="text" maxlength="1000"></label>
+      </fieldset>`,
+    );
+    sections.push(
+      `<section class="action" aria-labelledby="act-approve"><h3 id="act-approve">Approvals</h3>${start("approve", "Approvals")}${calls.join("")}<button type="submit">Record decisions</button></form></section>`,
+    );
+  }
+  const leaseLive = run.lease !== undefined && run.lease.expiresAt > run.lease.now;
+  if (run.status === "running" && run.inDoubt.length > 0) {
+    const forms = run.inDoubt.map(
+      (call, i) => `${start("decide", `Decide ${call.tool}`)}
+        <input type="hidden" name="call" value="${esc(call.callId)}">
+        <p><code>${esc(call.tool)}</code> ${badge("in-doubt", "in doubt")} ${esc(call.why)}; check it at its system by its idempotency key <code>${esc(call.idempotencyKey)}</code>.</p>
+        <label for="decision-${i}">Decision<select id="decision-${i}" name="decision" data-decision>
+          <option value="rerun">Run it again</option><option value="result">It happened, with this result</option>
+          <option value="skip">It did not happen: skip it</option><option value="error">It failed, with this error</option>
+        </select></label>
+        <label for="result-${i}" data-for="result">Result (JSON)<textarea id="result-${i}" name="result" rows="3" cols="40">null</textarea></label>
+        <label for="error-${i}" data-for="error">Error<input id="error-${i}" name="error" type="text" maxlength="2000"></label>
+        <button type="submit">Record decision</button></form>`,
+    );
+    sections.push(
+      `<section class="action" aria-labelledby="act-decide"><h3 id="act-decide">Calls in doubt</h3>${
+        leaseLive
+          ? `<p class="meta">A worker holds the run until its lease runs out; a decision is refused until then.</p>`
+          : ""
+      }${forms.join("")}</section>`,
+    );
+  }
+  if (run.status === "failed" && !run.cancelled)
+    sections.push(
+      `<section class="action" aria-labelledby="act-retry"><h3 id="act-retry">Retry</h3>${start("retry", "Retry")}
+        <p>The worker serving <code>${esc(run.flow)}</code> goes on with it: calls its tools' errors ended run again, finished calls replay.</p>
+        <button type="submit">Retry the run</button></form></section>`,
+    );
+  if (run.status !== "done" && run.status !== "failed")
+    sections.push(
+      `<section class="action" aria-labelledby="act-cancel"><h3 id="act-cancel">Cancel</h3>${start("cancel", "Cancel")}
+        <label for="cancel-reason">Reason<input id="cancel-reason" name="reason" type="text" required maxlength="1000"></label>
+        <button type="submit" class="danger">Cancel the run</button></form>${
+          leaseLive
+            ? `<p class="meta">A worker holds it (${esc(run.lease?.owner ?? "")}): it is fenced at its next write.</p>`
+            : ""
+        }</section>`,
+    );
+  return sections.length === 0 ? "" : `<h2 id="actions">Actions</h2>${sections.join("")}`;
+}

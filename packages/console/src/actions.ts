@@ -1,0 +1,92 @@
+import {
+  approvePending,
+  type CallDecision,
+  cancelStored,
+  type CheckpointKeys,
+  type CheckpointStore,
+  decideInDoubt,
+  type Decisions,
+  InvalidInput,
+  type OperatorOptions,
+  requestRetry,
+} from "@durable/core";
+
+/** Where the console records actions, and as whom. */
+export interface Acting {
+  readonly store: CheckpointStore;
+  readonly keys: CheckpointKeys;
+  /** Who acts: recorded with every action. */
+  readonly by: string;
+}
+
+/**
+ * Records one action posted by a run's page, through core's operator API
+ * (only the store and the key: the worker serving the run acts on it), bound
+ * to the step the page showed. Returns what to tell the operator. A form it
+ * cannot read is `InvalidInput`; a run that moved on is `CheckpointConflict`.
+ */
+export async function recordAction(at: Acting, runId: string, form: URLSearchParams): Promise<string> {
+  const step = Number(form.get("step"));
+  if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput("The form names no step: reload the run's page.");
+  const options: OperatorOptions = { checkpoints: at.store, checkpointKey: at.keys, by: at.by, expectStep: step };
+  switch (form.get("action")) {
+    case "approve": {
+      const decisions = approvals(form);
+      if (Object.keys(decisions).length === 0) throw new InvalidInput("Approve or deny at least one call.");
+      const saved = await approvePending(runId, decisions, options);
+      return `Recorded ${Object.keys(decisions).length} decision(s) at step ${saved}; the worker serving the run spends them.`;
+    }
+    case "decide": {
+      const callId = form.get("call") ?? "";
+      const decided = await decideInDoubt(runId, { [callId]: callDecision(form) }, options);
+      return decided.length === 0
+        ? "The call finished meanwhile: it keeps its outcome, and nothing was recorded."
+        : "Decision recorded; the worker serving the run acts on it.";
+    }
+    case "retry": {
+      const saved = await requestRetry(runId, options);
+      return `Retry recorded at step ${saved}; the worker serving the run goes on with it.`;
+    }
+    case "cancel": {
+      const saved = await cancelStored(runId, form.get("reason") ?? "", options);
+      return `Cancelled at step ${saved}.`;
+    }
+    default:
+      throw new InvalidInput("Unknown action: reload the run's page.");
+  }
+}
+
+/** The approve/deny choices of the form: `call.<i>`, `approve.<i>` and `reason.<i>` for each pending call. */
+function approvals(form: URLSearchParams): Decisions {
+  const decisions: Record<string, { approved: boolean; reason?: string }> = {};
+  for (const [name, callId] of form) {
+    const index = /^call\.(\d+)$/.exec(name)?.[1];
+    if (index === undefined) continue;
+    const choice = form.get(`approve.${index}`);
+    if (choice !== "approve" && choice !== "deny") continue;
+    const reason = form.get(`reason.${index}`) ?? "";
+    decisions[callId] = { approved: choice === "approve", ...(reason === "" ? {} : { reason }) };
+  }
+  return decisions;
+}
+
+function callDecision(form: URLSearchParams): CallDecision {
+  switch (form.get("decision")) {
+    case "rerun":
+      return "rerun";
+    case "skip":
+      return "skip";
+    case "error":
+      return { error: form.get("error") ?? "" };
+    case "result": {
+      const text = form.get("result") ?? "";
+      try {
+        return { result: JSON.parse(text) as unknown };
+      } catch {
+        throw new InvalidInput(`The result is not JSON: ${text.slice(0, 80)}`);
+      }
+    }
+    default:
+      throw new InvalidInput('A decision is "rerun", "result", "skip" or "error".');
+  }
+}

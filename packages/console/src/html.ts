@@ -1,0 +1,70 @@
+import type { JsonValue } from "@durable/core";
+
+/** Escapes text for HTML content and quoted attributes: every run id, name and value is user data. */
+export function esc(text: string): string {
+  return text.replace(/[&<>"'`]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A badge: `kind` picks its colour (a CSS class of letters and dashes), `text` is what it says. */
+export function badge(kind: string, text: string): string {
+  return `<span class="badge ${kind.replace(/[^a-z-]/g, "-")}">${esc(text)}</span>`;
+}
+
+/** An ISO time, or ms since the epoch, as `2026-12-04 18:51:47Z`. */
+export function time(at: string | number): string {
+  const iso = typeof at === "number" ? (at > 0 ? new Date(at).toISOString() : "") : at;
+  return iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+/** How far `ms` is from now, as `in 12 s` or `3 min ago`. */
+export function fromNow(ms: number, now: number): string {
+  const delta = Math.round((ms - now) / 1000);
+  const size = Math.abs(delta);
+  const span = size < 120 ? `${size} s` : size < 7200 ? `${Math.round(size / 60)} min` : `${Math.round(size / 3600)} h`;
+  return delta >= 0 ? `in ${span}` : `${span} ago`;
+}
+
+/** A JSON value, pretty-printed and escaped, in a `<pre>`. */
+export function json(value: JsonValue | undefined): string {
+  return `<pre class="json">${esc(value === undefined ? "—" : JSON.stringify(value, null, 2))}</pre>`;
+}
+
+/** A path of this console with its query, each part encoded. */
+export function href(
+  path: string,
+  query: Readonly<Record<string, string | readonly string[] | undefined>> = {},
+): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    for (const each of typeof value === "string" ? [value] : value) if (each !== "") params.append(name, each);
+  }
+  const text = params.toString();
+  return text === "" ? path : `${path}?${text}`;
+}
+
+/** The link to a run's page. */
+export function runHref(runId: string): string {
+  return `/runs/${encodeURIComponent(runId)}`;
+}
+
+/** What every page has around its content: the header naming the store, the stylesheet and the script. */
+export interface Frame {
+  /** How the store is named (its URL without credentials). */
+  readonly store: string;
+  readonly actions: boolean;
+}
+
+export function layout(frame: Frame, title: string, body: string, data: Readonly<Record<string, string>> = {}): string {
+  const attributes = Object.entries(data)
+    .map(([name, value]) => ` data-${name}="${esc(value)}"`)
+    .join("");
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(title)} · @durable console</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer">
+<link rel="stylesheet" href="/assets/console.css"><script src="/assets/console.js" defer></script></head>
+<body${attributes}><a class="skip" href="#main">Skip to content</a>
+<header><a href="/" class="home">@durable console</a> <span class="store">store <code>${esc(frame.store)}</code></span>
+<span class="mode">${frame.actions ? badge("actions", "actions on") : badge("read-only", "read-only")}</span></header>
+<main id="main" tabindex="-1">${body}</main>
+<div id="live-status" class="visually-hidden" role="status" aria-live="polite"></div></body></html>`;
+}

@@ -1,0 +1,8 @@
+// `@durable/console`: the run console as a library (the `durable-console` bin serves it).
+export { startConsole, type ConsoleOptions, type RunningConsole } from "./server.js";
+export { openStoreUrl, type StoreUrlOptions } from "./open-store.js";
+export { readRun, type RunDetail, type RunProblem, type StepView } from "./run-view.js";
+export { readRunList, type RunList, type ListedRun, type RunMark } from "./list-view.js";
+export type { CallView, CallState, CallMark, DecisionView } from "./call-view.js";
+export type { Change } from "./diff.js";
+export { ConsoleError } from "./console-error.js";

@@ -1,0 +1,65 @@
+import type { RunStatus } from "@durable/core";
+import { badge, esc, type Frame, fromNow, href, layout, runHref, time } from "./html.js";
+import { type ListedRun, noRunVerifies, type RunList } from "./list-view.js";
+
+/** The list's filters, as the page's form and links carry them. */
+export interface ListFilters {
+  readonly q: string;
+  readonly name: string;
+  readonly status: readonly RunStatus[];
+  readonly cursor?: string;
+}
+
+const STATUSES: readonly RunStatus[] = ["running", "paused", "done", "failed"];
+
+/** The page of runs: filters, the table (refreshed live), and the links to older runs. */
+export function listPage(frame: Frame, filters: ListFilters, list: RunList, now: number, refreshMs: number): string {
+  const checks = STATUSES.map(
+    (status) =>
+      `<label><input type="checkbox" name="status" value="${status}"${filters.status.includes(status) ? " checked" : ""}> ${status}</label>`,
+  ).join("");
+  const form = `<form class="filters" method="get" action="/" role="search" aria-label="Filter runs">
+    <label for="q">Run id starts with<input id="q" name="q" type="search" value="${esc(filters.q)}" autocomplete="off"></label>
+    <label for="name">Flow or loop name<input id="name" name="name" type="text" value="${esc(filters.name)}" autocomplete="off"></label>
+    <fieldset class="check"><legend>Status</legend>${checks}</fieldset>
+    <button type="submit">Filter</button> <a href="/">Clear</a>
+    <label class="live" for="live"><input id="live" type="checkbox" checked> Live (every ${Math.round(refreshMs / 1000)} s)</label>
+  </form>`;
+  const keep = { q: filters.q, name: filters.name, status: filters.status };
+  const pager = `<nav class="pager" aria-label="Pages">${
+    filters.cursor === undefined ? "" : `<a href="${esc(href("/", keep))}">Newest runs</a>`
+  }${list.next === undefined ? "" : `<a href="${esc(href("/", { ...keep, cursor: list.next }))}" rel="next">Older runs</a>`}</nav>`;
+  const table =
+    list.runs.length === 0
+      ? `<p>No run matches${filters.cursor === undefined ? "" : " on this page"}.</p>`
+      : `<table class="runs"><caption>Runs, newest first</caption><thead><tr>
+          <th scope="col">run</th><th scope="col">name</th><th scope="col">kind</th><th scope="col">status</th>
+          <th scope="col">step</th><th scope="col">segment</th><th scope="col">lease</th><th scope="col">last change</th>
+        </tr></thead><tbody>${list.runs.map((run) => row(run, now)).join("")}</tbody></table>`;
+  return layout(
+    frame,
+    "Runs",
+    `<h1>Runs</h1>${form}<div id="runs-region">${noRunVerifies(list) ? WRONG_KEY : ""}${table}${pager}</div>`,
+    {
+      "refresh-ms": String(refreshMs),
+    },
+  );
+}
+
+function row(run: ListedRun, now: number): string {
+  const marks = run.marks.map((mark) => badge(mark.replaceAll(" ", "-"), mark)).join("");
+  const lease =
+    run.lease === undefined
+      ? "—"
+      : `${esc(run.lease.owner)}<br><span class="meta">${run.lease.expiresAt > now ? "expires" : "ran out"} ${esc(fromNow(run.lease.expiresAt, now))}</span>`;
+  return `<tr data-run-id="${esc(run.runId)}" data-status="${run.status}">
+    <th scope="row"><a href="${esc(runHref(run.runId))}">${esc(run.runId)}</a></th>
+    <td>${esc(run.flow)}</td><td>${run.kind}</td>
+    <td>${badge(run.status, run.status)}${marks}${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>
+    <td class="num">${run.step}</td><td class="num">${run.segment}</td><td>${lease}</td>
+    <td>${run.updatedAt > 0 ? `<time datetime="${new Date(run.updatedAt).toISOString()}">${esc(time(run.updatedAt))}</time>` : "—"}</td>
+  </tr>`;
+}
+
+const WRONG_KEY =
+  '<p class="problem wrong-key" role="alert">No run verifies with this key: wrong key? Give the console the key your workers seal with (--key-file or DURABLE_KEY).</p>';

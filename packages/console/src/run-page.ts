@@ -1,0 +1,163 @@
+import type { DurableEvent, JsonValue } from "@durable/core";
+import type { CallView } from "./call-view.js";
+import { badge, esc, type Frame, fromNow, json, layout, runHref, time } from "./html.js";
+import { actionForms, type ActionContext } from "./action-forms.js";
+import type { RunDetail, RunProblem, StepView } from "./run-view.js";
+
+/** What a run's page says besides the run: the outcome of an action just taken, or why it was refused. */
+export interface PageNotice {
+  readonly kind: "notice" | "problem";
+  readonly text: string;
+}
+
+/** A run's page: its head, the actions it allows, its calls, its loop messages, its timeline of checkpoints, its events. */
+export function runPage(
+  frame: Frame,
+  run: RunDetail,
+  actions: ActionContext,
+  refreshMs: number,
+  notice?: PageNotice,
+): string {
+  const identity =
+    Object.entries(run.identity)
+      .map(([k, v]) => `${esc(k)} <code>${esc(String(v))}</code>`)
+      .join(", ") || "none";
+  const lease =
+    run.lease === undefined
+      ? "none"
+      : `${esc(run.lease.owner)}, ${run.lease.expiresAt > run.lease.now ? "expires" : "ran out"} ${esc(fromNow(run.lease.expiresAt, run.lease.now))}`;
+  const marks = [
+    ...(run.segment > 0 ? [badge("recovered", "recovered")] : []),
+    ...(run.inDoubt.length > 0 ? [badge("needs-decision", "needs decision")] : []),
+    ...(run.cancelled ? [badge("cancelled", "cancelled")] : []),
+  ].join("");
+  const body = `<p><a href="/">← all runs</a></p>
+    <h1>${esc(run.runId)} ${badge(run.status, run.status)}${marks}</h1>
+    <p class="meta">${run.kind} <code>${esc(run.flow)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    <p id="run-changed" class="changed" role="status" hidden>This run changed since the page was loaded (now <span data-now></span>): its actions below would be refused. <a href="${esc(runHref(run.runId))}">Reload</a></p>
+    ${notice === undefined ? "" : `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`}
+    ${run.error === undefined ? "" : `<p class="problem">${esc(run.error)}</p>`}
+    ${actionForms(run, actions)}
+    <h2 id="calls">Calls</h2>
+    ${run.calls.length === 0 ? "<p>No call recorded.</p>" : callTable(run.calls)}
+    ${run.messages === undefined ? "" : messageList(run.messages)}
+    <h2 id="timeline">Timeline</h2>
+    <p class="meta">Every checkpoint, oldest first, with what its step changed in the run's data.</p>
+    ${run.steps.map(stepBlock).join("")}
+    ${run.events.length === 0 ? "" : eventTable(run.events)}`;
+  return layout(frame, run.runId, body, {
+    "run-id": run.runId,
+    step: String(run.step),
+    "refresh-ms": String(refreshMs),
+  });
+}
+
+/** A run that could not be read (a signature that does not verify: the wrong key?). */
+export function problemPage(frame: Frame, problem: RunProblem): string {
+  const hint =
+    problem.code === "CHECKPOINT_STORE_CORRUPT"
+      ? " If no run verifies, the console has another key than the workers: give it theirs (--key-file or DURABLE_KEY)."
+      : "";
+  return layout(
+    frame,
+    problem.runId,
+    `<p><a href="/">← all runs</a></p><h1>${esc(problem.runId)} ${badge("unreadable", "unreadable")}</h1>
+    <p class="problem" role="alert">${esc(problem.problem)}${esc(hint)}</p>`,
+  );
+}
+
+/** No run of that id. */
+export function notFoundPage(frame: Frame, runId: string): string {
+  return layout(
+    frame,
+    "Not found",
+    `<p><a href="/">← all runs</a></p><h1>No run ${esc(runId)}</h1><p>The store holds nothing for this run id.</p>`,
+  );
+}
+
+function callTable(calls: readonly CallView[]): string {
+  const rows = calls.map((call) => {
+    const outcome =
+      call.error !== undefined
+        ? `<p class="problem">${esc(call.error)}</p>`
+        : call.result === undefined
+          ? "—"
+          : json(call.result);
+    const decided =
+      call.decided === undefined
+        ? ""
+        : `<br><span class="meta">decided ${esc(call.decided.decision)} by ${esc(call.decided.by)} at ${esc(time(call.decided.at))}</span>`;
+    const durations = call.durationsMs.length === 0 ? "—" : call.durationsMs.map((ms) => `${ms} ms`).join(", ");
+    return `<tr data-call-id="${esc(call.callId)}" data-state="${esc(call.state)}" data-marks="${esc(call.marks.join(" "))}">
+      <th scope="row"><code>${esc(call.tool)}</code><br><span class="meta">round ${call.round}</span></th>
+      <td>${badge(call.state.replaceAll(" ", "-"), call.state)}${call.marks.map((m) => badge(m.replaceAll(" ", "-"), m)).join("")}${
+        call.inDoubt === undefined ? "" : `<br><span class="meta">${esc(call.inDoubt)}</span>`
+      }${decided}</td>
+      <td class="num">${call.attempts}</td><td>${esc(durations)}</td>
+      <td>${json(call.args)}</td><td>${outcome}</td>
+      <td><code>${esc(call.callId)}</code><br><span class="meta">key</span> <code>${esc(call.idempotencyKey)}</code><br>
+        <span class="meta">records ${esc(call.records.map((r) => `${r.segment}:${r.seq} ${r.kind}`).join(", "))}</span></td>
+    </tr>`;
+  });
+  return `<table class="calls"><caption>Every call, in the order it was first recorded</caption><thead><tr>
+    <th scope="col">tool</th><th scope="col">what happened</th><th scope="col">attempts</th><th scope="col">durations</th>
+    <th scope="col">arguments</th><th scope="col">result or error</th><th scope="col">call id, idempotency key, records</th>
+  </tr></thead><tbody>${rows.join("")}</tbody></table>
+  <p class="meta">in doubt: it started and no outcome is stored · ran: its tool started · replayed: its outcome came from the log after a crash · rerun: it ran again in a later segment · decided: an operator decided it · reopened: a retry ran it again.</p>`;
+}
+
+function messageList(messages: readonly JsonValue[]): string {
+  const items = messages.map((message) => {
+    const role =
+      typeof message === "object" && message !== null && !Array.isArray(message) && typeof message["role"] === "string"
+        ? message["role"]
+        : "message";
+    return `<li><strong>${esc(role)}</strong>${json(message)}</li>`;
+  });
+  return `<h2 id="messages">Messages</h2><ol class="messages">${items.join("")}</ol>`;
+}
+
+function stepBlock(step: StepView): string {
+  const marks = [
+    step.claim ? badge("claim", "claim") : "",
+    step.operator === undefined ? "" : badge("operator", `${step.operator.action} by ${step.operator.by}`),
+  ].join("");
+  const changes =
+    step.changes.length === 0
+      ? "<p>No change to the run's data.</p>"
+      : `<table class="changes"><caption>Changes from the step before</caption><thead><tr><th scope="col">path</th><th scope="col">before</th><th scope="col">after</th></tr></thead><tbody>${step.changes
+          .map(
+            (c) =>
+              `<tr><th scope="row"><code>${esc(c.path)}</code></th><td>${json(c.before)}</td><td>${json(c.after)}</td></tr>`,
+          )
+          .join("")}</tbody></table>`;
+  const extra = [
+    step.pending.length === 0
+      ? ""
+      : `<p>Waiting on: ${step.pending.map((p) => `<code>${esc(p.tool)}</code>`).join(", ")}</p>`,
+    step.decisions.length === 0
+      ? ""
+      : `<p>Decisions stored: ${step.decisions.map((d) => `${esc(d.callId)} ${d.approved ? "approved" : "denied"}${d.reason === undefined ? "" : ` (${esc(d.reason)})`}`).join("; ")}</p>`,
+    step.error === undefined ? "" : `<p class="problem">${esc(step.error)}</p>`,
+    step.operator?.reason === undefined ? "" : `<p>Reason: ${esc(step.operator.reason)}</p>`,
+  ].join("");
+  return `<details class="step" data-step="${step.step}"${step.changes.length > 0 && step.step > 0 ? " open" : ""}>
+    <summary>step ${step.step} ${badge(step.status, step.status)}${marks} · segment ${step.segment} · round ${step.round}${
+      step.at === undefined ? "" : ` · saved ${esc(time(step.at))}`
+    }${step.operator === undefined ? "" : ` · ${esc(time(step.operator.at))}`}</summary>
+    ${extra}${changes}<details><summary>Data at this step</summary>${json(step.program)}</details>
+  </details>`;
+}
+
+function eventTable(events: readonly DurableEvent[]): string {
+  const rows = events.map(
+    (e) => `<tr><td>${esc(time(e.at))}</td><td><code>${esc(e.type)}</code></td><td>${json(eventDetails(e))}</td></tr>`,
+  );
+  return `<h2 id="events">Events</h2><table class="events"><caption>From the event log</caption><thead><tr><th scope="col">at</th><th scope="col">event</th><th scope="col">details</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+/** An event without what every row already shows. */
+function eventDetails(event: DurableEvent): JsonValue {
+  const { type: _type, at: _at, runId: _runId, kind: _kind, ...rest } = event;
+  return JSON.parse(JSON.stringify(rest)) as JsonValue;
+}

@@ -1,0 +1,164 @@
+import {
+  type CheckpointStore,
+  DurableError,
+  type DurableEvent,
+  type Identity,
+  type InDoubtCall,
+  type JsonValue,
+  type LeaseView,
+  type OperatorMark,
+  operatorMark,
+  type PendingCall,
+  type RunKind,
+  type RunStatus,
+} from "@durable/core";
+import {
+  type BoundDecision,
+  type CheckpointBody,
+  classifyCalls,
+  isJsonObject,
+  openCheckpoint,
+  readCallLog,
+  readEnvelope,
+  type Sealer,
+} from "@durable/core/runner";
+import { type CallView, callViews } from "./call-view.js";
+import { type Change, diffJson } from "./diff.js";
+
+/** One checkpoint of a run as its page shows it: what it sealed, and how its program's data changed since the step before. */
+export interface StepView {
+  readonly step: number;
+  readonly status: RunStatus;
+  readonly segment: number;
+  readonly round: number;
+  /** A claim: the first step of a new segment (a recovery, a resume, a retry, an operator's action). */
+  readonly claim: boolean;
+  /** When it was saved, from the events (when an event log is given). */
+  readonly at?: string;
+  /** The program's own data: a flow's state, frontier and visits; a loop's messages and stage. */
+  readonly program: JsonValue;
+  /** The changes of `program` from the step before (the whole of it for step 0). */
+  readonly changes: readonly Change[];
+  readonly pending: readonly PendingCall[];
+  readonly decisions: readonly BoundDecision[];
+  readonly error?: string;
+  readonly cancelled: boolean;
+  /** An operator's action saved this checkpoint: who, what, when. */
+  readonly operator?: OperatorMark;
+}
+
+/** A run as its page shows it, read from the store (every read verified) and enriched by its events. */
+export interface RunDetail {
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly status: RunStatus;
+  readonly step: number;
+  readonly segment: number;
+  readonly identity: Identity;
+  readonly lease: LeaseView | undefined;
+  readonly steps: readonly StepView[];
+  readonly calls: readonly CallView[];
+  /** Calls of the current round in doubt (a running run): they wait for a decision unless their tools are idempotent. */
+  readonly inDoubt: readonly InDoubtCall[];
+  /** Calls waiting on an approval (a paused run). */
+  readonly pending: readonly PendingCall[];
+  /** A tool loop's messages at its latest step. */
+  readonly messages: readonly JsonValue[] | undefined;
+  readonly error?: string;
+  readonly cancelled: boolean;
+  readonly events: readonly DurableEvent[];
+}
+
+/** A run that could not be read: why, and the code of the @durable error when there is one. */
+export interface RunProblem {
+  readonly runId: string;
+  readonly problem: string;
+  readonly code?: string;
+}
+
+/**
+ * Reads one run: every checkpoint (`history`, or the latest alone for a
+ * store without it) and the call log, each verified with the key; its steps
+ * with their diffs, its calls marked. Reading changes nothing. A run that
+ * does not verify is a `RunProblem`, never shown unchecked.
+ */
+export async function readRun(
+  store: CheckpointStore,
+  sealer: Sealer,
+  runId: string,
+  events: readonly DurableEvent[],
+): Promise<RunDetail | RunProblem | undefined> {
+  try {
+    const rows = store.history === undefined ? [await store.latest(runId)] : await store.history(runId);
+    if (rows.length === 0) return undefined;
+    const bodies = rows.map((row) => openCheckpoint(sealer, row));
+    const latest = bodies.at(-1) as CheckpointBody;
+    const [records, lease] = await Promise.all([readCallLog(store, sealer, runId, latest.calls), store.leaseOf(runId)]);
+    const steps = stepViews(runId, bodies, events);
+    const last = steps.at(-1) as StepView;
+    const round = classifyCalls(records, last.round);
+    return {
+      runId,
+      flow: latest.flow,
+      kind: latest.kind,
+      status: latest.status,
+      step: latest.step,
+      segment: latest.segment,
+      identity: latest.identity,
+      lease,
+      steps,
+      calls: callViews(runId, records, steps, round, events),
+      inDoubt: latest.status === "running" ? [...round.inDoubt.values()] : [],
+      pending: last.pending,
+      messages: latest.kind === "loop" ? messagesOf(last.program) : undefined,
+      ...(last.error === undefined ? {} : { error: last.error }),
+      cancelled: last.cancelled,
+      events,
+    };
+  } catch (error) {
+    if (error instanceof DurableError && error.code === "CHECKPOINT_NOT_FOUND") return undefined;
+    return problemOf(runId, error);
+  }
+}
+
+/** Why a run could not be read, as a page says it. */
+export function problemOf(runId: string, error: unknown): RunProblem {
+  const problem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return error instanceof DurableError ? { runId, problem, code: error.code } : { runId, problem };
+}
+
+function stepViews(runId: string, bodies: readonly CheckpointBody[], events: readonly DurableEvent[]): StepView[] {
+  const savedAt = new Map<number, string>();
+  for (const event of events) if (event.type === "checkpoint.saved") savedAt.set(event.step, event.at);
+  let before: JsonValue | undefined;
+  let segment = -1;
+  return bodies.map((body) => {
+    const envelope = readEnvelope(runId, body.data);
+    const at = savedAt.get(body.step);
+    const mark = operatorMark(body.data);
+    const view: StepView = {
+      step: body.step,
+      status: body.status,
+      segment: body.segment,
+      round: envelope.round,
+      claim: body.segment > segment && segment >= 0,
+      ...(at === undefined ? {} : { at }),
+      program: envelope.program,
+      changes: diffJson(before, envelope.program),
+      pending: envelope.pending,
+      decisions: envelope.decisions,
+      ...(envelope.error === undefined ? {} : { error: envelope.error }),
+      cancelled: envelope.cancelled === true,
+      ...(mark === undefined ? {} : { operator: mark }),
+    };
+    before = envelope.program;
+    segment = body.segment;
+    return view;
+  });
+}
+
+function messagesOf(program: JsonValue): JsonValue[] | undefined {
+  const messages = isJsonObject(program) ? program["messages"] : undefined;
+  return Array.isArray(messages) ? messages : undefined;
+}

@@ -1,0 +1,246 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { userInfo, hostname } from "node:os";
+import {
+  type CheckpointKeys,
+  type CheckpointStore,
+  DurableError,
+  type DurableEvent,
+  InvalidInput,
+  readJsonlEvents,
+  type RunStatus,
+} from "@durable/core";
+import { Sealer } from "@durable/core/runner";
+import { recordAction } from "./actions.js";
+import { SCRIPT, STYLE } from "./assets.js";
+import { Guard, newToken } from "./auth.js";
+import { esc, type Frame, layout, runHref } from "./html.js";
+import { type ListFilters, listPage } from "./list-page.js";
+import { readRunList } from "./list-view.js";
+import { notFoundPage, type PageNotice, problemPage, runPage } from "./run-page.js";
+import { readRun } from "./run-view.js";
+
+/** Options of `startConsole`. */
+export interface ConsoleOptions {
+  readonly store: CheckpointStore;
+  /** The workers' key: it verifies every row read, and signs what an action records (only with `allowActions`). */
+  readonly checkpointKey: CheckpointKeys;
+  /** How the store is named on every page (never with a password). */
+  readonly label: string;
+  /** Default 127.0.0.1: only this machine reaches it. */
+  readonly host?: string;
+  /** Default 4174; 0 takes any free port. */
+  readonly port?: number;
+  /** The token every request needs (default: a new random one, in the returned `url`). */
+  readonly token?: string;
+  /** Serve the action forms and record their posts (default false: the console only reads). */
+  readonly allowActions?: boolean;
+  /** Who acts, recorded with each action (default: `<user>@<host>` of this process). */
+  readonly by?: string;
+  /** A JSON Lines event log (`jsonlEventSink`): adds step times, durations and the events to run pages. */
+  readonly events?: string;
+  /** How often the list and a run's page look for changes, in ms (default 5,000). */
+  readonly refreshMs?: number;
+  /** Runs per page (default 50). */
+  readonly pageSize?: number;
+}
+
+/** A console that serves. */
+export interface RunningConsole {
+  /** Where it serves, with its token: open it once, the token is then kept in a cookie. */
+  readonly url: string;
+  readonly token: string;
+  close(): Promise<void>;
+}
+
+const STATUSES: ReadonlySet<string> = new Set(["running", "paused", "done", "failed"]);
+const MAX_FORM_BYTES = 1_000_000;
+
+/**
+ * Serves the console: `/` lists runs (filters and pages in the query),
+ * `/runs/<id>` shows one, `/runs/<id>/actions` records a posted action,
+ * `/api/runs` and `/api/runs/<id>` answer the same as JSON. Every request
+ * needs the token; every page is escaped and served under a strict
+ * Content-Security-Policy; the key is never sent.
+ */
+export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
+  const host = options.host ?? "127.0.0.1";
+  const token = options.token ?? newToken();
+  if (token.length < 16) throw new InvalidInput("The console's token must be at least 16 characters.");
+  const sealer = Sealer.withKeys(options.checkpointKey);
+  const frame: Frame = { store: options.label, actions: options.allowActions === true };
+  const refreshMs = options.refreshMs ?? 5_000;
+  const by = options.by ?? `${userInfo().username}@${hostname()}`;
+  let guard: Guard | undefined;
+
+  const eventsOf = (runId: string): DurableEvent[] =>
+    options.events === undefined ? [] : readJsonlEvents(options.events).filter((event) => event.runId === runId);
+
+  const handle = async (request: IncomingMessage, url: URL, g: Guard): Promise<Reply> => {
+    const path = url.pathname;
+    if (path === "/" || path === "/api/runs") {
+      const filters = filtersOf(url);
+      const list = await readRunList(options.store, sealer, {
+        limit: options.pageSize ?? 50,
+        ...(filters.q === "" ? {} : { runIdPrefix: filters.q }),
+        ...(filters.name === "" ? {} : { flow: filters.name }),
+        ...(filters.status.length === 0 ? {} : { status: filters.status }),
+        ...(filters.cursor === undefined ? {} : { cursor: filters.cursor }),
+      });
+      return path === "/" ? html(200, listPage(frame, filters, list, Date.now(), refreshMs)) : jsonReply(200, list);
+    }
+    const api = path.startsWith("/api/runs/");
+    if (!api && !path.startsWith("/runs/")) return html(404, layout(frame, "Not found", "<h1>Not found</h1>"));
+    const rest = path.slice(api ? "/api/runs/".length : "/runs/".length);
+    const posted = !api && rest.endsWith("/actions");
+    const runId = decodeURIComponent(posted ? rest.slice(0, -"/actions".length) : rest);
+    let notice: PageNotice | undefined;
+    let status = 200;
+    if (posted) {
+      if (request.method !== "POST") return html(405, layout(frame, "Not allowed", "<h1>Actions are posted</h1>"));
+      if (!frame.actions)
+        return html(
+          403,
+          layout(frame, "Read-only", "<h1>This console only reads: start it with --allow-actions.</h1>"),
+        );
+      const form = new URLSearchParams(await bodyOf(request));
+      if (!g.formMatches(form.get("csrf")))
+        return html(403, layout(frame, "Refused", "<h1>The form is not this console's: reload the page.</h1>"));
+      try {
+        const text = await recordAction({ store: options.store, keys: options.checkpointKey, by }, runId, form);
+        return { status: 303, headers: { location: `${runHref(runId)}?done=${encodeURIComponent(text)}` }, body: "" };
+      } catch (error) {
+        if (!(error instanceof DurableError)) throw error;
+        notice = { kind: "problem", text: `Refused: ${error.message}` };
+        status = error.code === "INVALID_INPUT" ? 400 : 409;
+      }
+    } else if (request.method !== "GET") return html(405, layout(frame, "Not allowed", "<h1>Not allowed</h1>"));
+    const done = url.searchParams.get("done");
+    if (notice === undefined && done !== null) notice = { kind: "notice", text: done };
+    const run = await readRun(options.store, sealer, runId, eventsOf(runId));
+    if (run === undefined) return api ? jsonReply(404, { error: "not found" }) : html(404, notFoundPage(frame, runId));
+    if ("problem" in run) return api ? jsonReply(409, run) : html(409, problemPage(frame, run));
+    if (api) return jsonReply(200, url.searchParams.has("head") ? { step: run.step, status: run.status } : run);
+    const actions = { allowed: frame.actions, csrf: g.csrf };
+    return html(status, runPage(frame, run, actions, refreshMs, notice));
+  };
+
+  const server: Server = createServer((request, response) => {
+    const url = new URL(request.url ?? "/", "http://console");
+    if (url.pathname === "/assets/console.css") return send(response, asset(STYLE, "text/css"));
+    if (url.pathname === "/assets/console.js") return send(response, asset(SCRIPT, "text/javascript"));
+    const g = guard as Guard;
+    const verdict = g.check(request);
+    if (verdict === "wrong host")
+      return send(response, text(421, "This console answers only on this machine's loopback address."));
+    const given = url.searchParams.get("token");
+    if (given !== null && request.method === "GET") {
+      // The printed URL: keep the token in a cookie and go on without it in the address bar.
+      if (!g.matches(given)) return send(response, html(401, locked(frame)));
+      url.searchParams.delete("token");
+      return send(response, {
+        status: 303,
+        headers: { location: `${url.pathname}${url.search}`, "set-cookie": g.setCookie(token) },
+        body: "",
+      });
+    }
+    if (verdict === "no token") return send(response, html(401, locked(frame)));
+    handle(request, url, g).then(
+      (reply) => send(response, reply),
+      (error: unknown) => {
+        const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+        const code = error instanceof DurableError ? error.code : "";
+        const status = code === "INVALID_INPUT" ? 400 : code === "STORE_UNAVAILABLE" ? 503 : 500;
+        const page = `<h1>The console could not answer</h1><p class="problem" role="alert">${esc(message)}</p><p><a href="/">All runs</a></p>`;
+        send(response, html(status, layout(frame, "Error", page)));
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 4174, host, resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  guard = new Guard(token, host, port);
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/?token=${token}`,
+    token,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A response: status, headers beside the common ones, body. */
+interface Reply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+const html = (status: number, body: string): Reply => ({
+  status,
+  headers: { "content-type": "text/html; charset=utf-8" },
+  body,
+});
+const text = (status: number, body: string): Reply => ({
+  status,
+  headers: { "content-type": "text/plain; charset=utf-8" },
+  body,
+});
+const jsonReply = (status: number, value: unknown): Reply => ({
+  status,
+  headers: { "content-type": "application/json; charset=utf-8" },
+  body: JSON.stringify(value),
+});
+const asset = (body: string, type: string): Reply => ({
+  status: 200,
+  headers: { "content-type": `${type}; charset=utf-8` },
+  body,
+});
+
+function send(response: ServerResponse, reply: Reply): void {
+  response.writeHead(reply.status, {
+    "cache-control": "no-store",
+    "content-security-policy":
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    ...reply.headers,
+  });
+  response.end(reply.body);
+}
+
+function locked(frame: Frame): string {
+  return layout(
+    frame,
+    "Token needed",
+    "<h1>This console needs its token</h1><p>Open the address it printed when it started (it ends with <code>?token=…</code>).</p>",
+  );
+}
+
+function filtersOf(url: URL): ListFilters {
+  const status = url.searchParams.getAll("status").filter((s): s is RunStatus => STATUSES.has(s));
+  const cursor = url.searchParams.get("cursor");
+  return {
+    q: url.searchParams.get("q") ?? "",
+    name: url.searchParams.get("name") ?? "",
+    status,
+    ...(cursor === null || cursor === "" ? {} : { cursor }),
+  };
+}
+
+async function bodyOf(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_FORM_BYTES) throw new InvalidInput("The form is too large.");
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -1,0 +1,258 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CheckpointStore, RunWorker } from "@durable/core";
+import { RedisCheckpointStore } from "@durable/store-redis";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import { dropKeys, REDIS_URL, redisAnswers } from "@durable/test-utils/redis";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningConsole, startConsole } from "../src/index.js";
+import { failingCharges, KEY, seed, type Seeded, worker } from "./fixture.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+/** Screenshots the tests save (not committed; the README's are docs/console-*.png). */
+const shots = fileURLToPath(new URL("./output/", import.meta.url));
+
+function chromiumPresent(): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  if (process.env["CI"] === "true")
+    throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
+  console.warn(
+    `Skipping the console's browser tests: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`,
+  );
+  return false;
+}
+
+/** A store the tests run on, and how to dispose of it. */
+interface Backend {
+  readonly name: string;
+  open(): Promise<{ store: CheckpointStore; dispose(): Promise<void> }>;
+  readonly available: () => Promise<boolean>;
+}
+
+const BACKENDS: readonly Backend[] = [
+  {
+    name: "SQLite",
+    available: async () => true,
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), "durable-console-browser-"));
+      const store = new SQLiteCheckpointStore(join(dir, "runs.db"));
+      return { store, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: "Redis",
+    available: redisAnswers,
+    async open() {
+      const prefix = `console-${Math.random().toString(36).slice(2, 10)}`;
+      const store = new RedisCheckpointStore(() => createClient({ url: REDIS_URL }), { prefix });
+      return { store, dispose: () => dropKeys(RedisCheckpointStore.keyPattern(prefix)) };
+    },
+  },
+];
+
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  if (!chromiumPresent()) return;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
+  });
+  mkdirSync(shots, { recursive: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) => {
+  let store: CheckpointStore;
+  let dispose: () => Promise<void>;
+  let runs: Seeded;
+  let console_: RunningConsole;
+  let w: RunWorker;
+  let page: Page;
+  let skip = false;
+  const dir = mkdtempSync(join(tmpdir(), "durable-console-events-"));
+  const events = join(dir, "events.jsonl");
+
+  beforeAll(async () => {
+    skip = browser === undefined || !(await backend.available());
+    if (skip) return;
+    ({ store, dispose } = await backend.open());
+    runs = await seed(store, events);
+    console_ = await startConsole({
+      store,
+      checkpointKey: KEY,
+      label: backend.name,
+      port: 0,
+      events,
+      allowActions: true,
+      by: "ops@browser",
+      refreshMs: 500,
+    });
+    page = await (browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
+    // The printed address: its token becomes a cookie, and the page loads without it.
+    await page.goto(console_.url);
+  }, 60_000);
+
+  afterAll(async () => {
+    await w?.stop();
+    await page?.close();
+    await console_?.close();
+    await store?.close();
+    await dispose?.();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const runRow = (runId: string) => page.locator(`table.runs tbody tr[data-run-id="${runId.replaceAll('"', '\\"')}"]`);
+  const openRun = async (runId: string) => {
+    await page.goto(`${new URL(console_.url).origin}/runs/${encodeURIComponent(runId)}`);
+    await page.locator("h1").waitFor();
+  };
+  /** Reloads the run's page until its status badge says `status` (the worker acts on what was recorded). */
+  const untilStatus = async (runId: string, status: string) => {
+    await expect
+      .poll(
+        async () => {
+          await openRun(runId);
+          return page.locator("h1 .badge").first().textContent();
+        },
+        { timeout: 15_000, interval: 200 },
+      )
+      .toBe(status);
+  };
+
+  it("lists the runs with their marks and shows hostile ids as text", async (ctx) => {
+    if (skip) return ctx.skip();
+    expect(new URL(page.url()).search).toBe("");
+    await expect.poll(() => page.locator("table.runs tbody tr").count()).toBeGreaterThanOrEqual(6);
+    expect(await runRow(runs.paused).locator(".badge.needs-approval").count()).toBe(1);
+    expect(await runRow(runs.inDoubt).locator(".badge.needs-decision").count()).toBe(1);
+    expect(await runRow(runs.failed).locator(".badge.failed").count()).toBe(1);
+    expect(await runRow(runs.hostile).locator("a").textContent()).toBe(runs.hostile);
+    if (backend.name === "SQLite") await page.screenshot({ path: join(shots, "console-list.png"), fullPage: true });
+  });
+
+  it("filters by name and status and searches by run id", async (ctx) => {
+    if (skip) return ctx.skip();
+    await page.getByLabel("Flow or loop name").fill("refunds");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/name=refunds/);
+    expect(
+      await page.locator("table.runs tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id"))),
+    ).toEqual([runs.paused]);
+    await page.getByRole("link", { name: "Clear" }).click();
+    await page.getByRole("checkbox", { name: "failed" }).check();
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/status=failed/);
+    const statuses = await page
+      .locator("table.runs tbody tr")
+      .evaluateAll((rows) => rows.map((r) => r.getAttribute("data-status")));
+    expect(new Set(statuses)).toEqual(new Set(["failed"]));
+    await page.getByRole("link", { name: "Clear" }).click();
+    await page.getByLabel("Run id starts with").fill(runs.loop);
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/q=/);
+    expect(await page.locator("table.runs tbody tr").count()).toBe(1);
+  });
+
+  it("shows a run's timeline with what each step changed", async (ctx) => {
+    if (skip) return ctx.skip();
+    await openRun(runs.done);
+    const step1 = page.locator('details.step[data-step="1"]');
+    expect(await step1.locator("table.changes th code", { hasText: "$.state.note" }).count()).toBe(1);
+    expect(await step1.locator("table.changes").textContent()).toContain("held 2 for Hamlet");
+    expect(await page.locator('table.calls tr[data-state="done"]').count()).toBe(3);
+    await openRun(runs.inDoubt);
+    expect(await page.locator('table.calls tr[data-state="in doubt"]').count()).toBe(1);
+    if (backend.name === "SQLite") await page.screenshot({ path: join(shots, "console-run.png") });
+  });
+
+  it("approves, decides a call in doubt, retries and cancels; the worker acts on each", async (ctx) => {
+    if (skip) return ctx.skip();
+    w = worker(store, events);
+    await openRun(runs.paused);
+    await page.getByRole("radio", { name: "Approve" }).check();
+    await page.getByLabel("Reason", { exact: true }).first().fill("customer asked");
+    await page.getByRole("button", { name: "Record decisions" }).click();
+    expect(await page.locator(".notice").textContent()).toContain("Recorded 1 decision");
+    await untilStatus(runs.paused, "done");
+    expect(await page.locator("details.step .badge.operator").first().textContent()).toBe("approve by ops@browser");
+
+    await openRun(runs.inDoubt);
+    await page.getByLabel("Decision").selectOption("result");
+    await page.getByLabel("Result (JSON)").fill('"mailed by hand"');
+    await page.getByRole("button", { name: "Record decision" }).click();
+    expect(await page.locator(".notice").textContent()).toContain("Decision recorded");
+    await untilStatus(runs.inDoubt, "done");
+    expect(await page.locator('table.calls tr[data-marks~="decided"]').textContent()).toContain("mailed by hand");
+
+    failingCharges.delete(runs.failed);
+    await openRun(runs.failed);
+    await page.getByRole("button", { name: "Retry the run" }).click();
+    await untilStatus(runs.failed, "done");
+
+    const { paused: another } = await seed(store, events);
+    await openRun(another);
+    await page.getByLabel("Reason", { exact: true }).last().fill("duplicate");
+    await page.getByRole("button", { name: "Cancel the run" }).click();
+    expect(await page.locator(".notice").textContent()).toContain("Cancelled");
+    expect(await page.locator("h1").textContent()).toContain("cancelled");
+  }, 60_000);
+
+  it("refuses an action once the run moved on since the page was loaded, and says so", async (ctx) => {
+    if (skip) return ctx.skip();
+    const { paused } = await seed(store, events);
+    await openRun(paused);
+    // Another operator acts first, from another page.
+    const other = await (browser as Browser).newPage();
+    await other.goto(console_.url);
+    await other.goto(`${new URL(console_.url).origin}/runs/${encodeURIComponent(paused)}`);
+    await other.getByRole("radio", { name: "Deny" }).check();
+    await other.getByRole("button", { name: "Record decisions" }).click();
+    await other.close();
+    await page.locator("#run-changed").waitFor({ state: "visible", timeout: 5_000 });
+    await page.getByRole("radio", { name: "Approve" }).check();
+    await page.getByRole("button", { name: "Record decisions" }).click();
+    expect(await page.locator('.problem[role="alert"]').textContent()).toContain("changed since step");
+  });
+
+  it("is usable by keyboard, and every control has a label", async (ctx) => {
+    if (skip || backend.name !== "SQLite") return ctx.skip();
+    await page.goto(new URL(console_.url).origin);
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content");
+    await page.keyboard.press("Enter");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("main");
+    const unlabelled = async () =>
+      page.evaluate(() =>
+        [...document.querySelectorAll("input:not([type=hidden]), select, textarea, button")]
+          .filter((el) => {
+            const control = el as HTMLInputElement;
+            const named =
+              control.labels?.length ||
+              el.getAttribute("aria-label") ||
+              (el.tagName === "BUTTON" && el.textContent?.trim());
+            return !named;
+          })
+          .map((el) => el.outerHTML),
+      );
+    expect(await unlabelled()).toEqual([]);
+    const { paused } = await seed(store, events);
+    await openRun(paused);
+    expect(await unlabelled()).toEqual([]);
+    // Every table names its rows and columns.
+    expect(await page.locator("table:not(:has(caption))").count()).toBe(0);
+    // Approve and submit with the keyboard alone.
+    await page.getByRole("radio", { name: "Approve" }).focus();
+    await page.keyboard.press("Space");
+    await page.getByRole("button", { name: "Record decisions" }).focus();
+    await page.keyboard.press("Enter");
+    await page.locator(".notice").waitFor();
+  });
+});

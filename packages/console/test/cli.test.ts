@@ -1,0 +1,87 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { assertFreshBuild } from "@durable/conformance";
+import { afterAll, describe, expect, it } from "vitest";
+import { KEY } from "./fixture.js";
+
+// The built bin, as users run it: these tests refuse to start (StaleBuild) while its build is older than src/.
+const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+assertFreshBuild(cli);
+const dir = mkdtempSync(join(tmpdir(), "durable-console-cli-"));
+const keyFile = join(dir, "durable.key");
+writeFileSync(keyFile, `${KEY}\n`);
+const started: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of started) child.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Runs the built bin to its end: its exit code and the lines it printed. */
+function run(args: string[], env: Record<string, string> = {}) {
+  const { status, stdout, stderr } = spawnSync(process.execPath, [cli, ...args], {
+    encoding: "utf8",
+    env: { PATH: process.env["PATH"] ?? "", ...env },
+  });
+  const lines = (text: string) => text.split("\n").filter((line) => line.length > 0);
+  return { code: status, out: lines(stdout), err: lines(stderr) };
+}
+
+describe("durable-console", () => {
+  it("--help says what it does, lists every option and an example, exit 0", () => {
+    const { code, out, err } = run(["--help"]);
+    expect(code).toBe(0);
+    expect(err).toEqual([]);
+    const help = out.join("\n");
+    for (const option of ["--store <url>", "--key-file <file>", "--allow-actions", "--port <n>", "--events <file>"])
+      expect(help).toContain(option);
+    expect(help).toMatch(/Example:\n\s+durable-console --store sqlite:/);
+  });
+
+  it.each([
+    ["an unknown option", ["--nope"], /^Unknown option '--nope'.*\(see durable-console --help\)\.$/],
+    ["no store", ["--key-file", keyFile], /^Give the store: --store/],
+    ["no key", ["--store", `sqlite:${join(dir, "a.db")}`], /^The console needs the workers' key/],
+    [
+      "a key file that is not there",
+      ["--store", "sqlite:x.db", "--key-file", join(dir, "none")],
+      /^--key-file .* cannot be read/,
+    ],
+    [
+      "a store it does not know",
+      ["--store", "mongodb://x", "--key-file", keyFile],
+      /^--store "mongodb:\/\/x" names no store/,
+    ],
+    ["a bad port", ["--store", "sqlite:x.db", "--key-file", keyFile, "--port", "http"], /^--port takes a whole number/],
+  ])("%s is one line on stderr and exit code 2", (_what, args, message) => {
+    const { code, out, err } = run(args);
+    expect({ code, out }).toEqual({ code: 2, out: [] });
+    expect(err).toHaveLength(1);
+    expect(err[0]).toMatch(message);
+  });
+
+  it("serves a SQLite store on 127.0.0.1 and prints its address with the token, never the key", async () => {
+    const child = spawn(
+      process.execPath,
+      [cli, "--store", `sqlite:${join(dir, "runs.db")}`, "--key-file", keyFile, "--port", "0"],
+      {
+        env: { PATH: process.env["PATH"] ?? "" },
+      },
+    );
+    started.push(child);
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await expect.poll(() => out, { timeout: 10_000 }).toMatch(/http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+/);
+    const url = /http:\/\/\S+/.exec(out)?.[0] ?? "";
+    expect(out).not.toContain(KEY);
+    const token = new URL(url).searchParams.get("token") ?? "";
+    const page = await fetch(new URL("/", url), { headers: { authorization: `Bearer ${token}` } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<h1>Runs</h1>");
+    child.kill("SIGTERM");
+  });
+});
