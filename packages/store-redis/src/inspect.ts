@@ -22,7 +22,8 @@ import { script } from "./scripts.js";
  * the cursor, at least count of them unless the index ends first, and 1 when
  * it ended. Reads only.
  */
-const RECENT = script(`
+const RECENT = script(
+  `
 local max, after, count = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local out, offset = {}, 0
 while true do
@@ -36,20 +37,28 @@ while true do
   offset = offset + #page / 2
   if #page < count * 2 then return {out, 1} end
   if #out >= count * 2 then return {out, 0} end
-end`, false);
+end`,
+  false,
+);
 
 /** KEYS the meta of runs of one bucket: each run's head fields, all false for a run that is gone. Reads only. */
-const HEADS = script(`
+const HEADS = script(
+  `
 local out = {}
 for i, key in ipairs(KEYS) do
   out[i] = redis.call('HMGET', key, 'flow', 'kind', 'step', 'status', 'segment', 'owner', 'expires')
 end
-return out`, false);
+return out`,
+  false,
+);
 
 /** KEYS recent of a bucket; ARGV hex ids of runs that are gone (their keys expired): drops them from the index. */
-const FORGET = script(`
+const FORGET = script(
+  `
 redis.call('ZREM', KEYS[1], unpack(ARGV))
-return {'ok'}`, true);
+return {'ok'}`,
+  true,
+);
 
 /** What one bucket gave for a page: its matching runs, and where it stopped reading (undefined: it has no more). */
 interface BucketRead {
