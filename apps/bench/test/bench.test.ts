@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clusterToolsInstalled } from "@durable/test-utils/redis-cluster";
+import { clusterTestsWanted } from "@durable/test-utils/redis-cluster";
 import { measureTickets } from "../src/runs.js";
 import { sweep } from "../src/sweeps.js";
 import { measureScale } from "../src/scale/measure.js";
@@ -43,7 +43,7 @@ describe("the bench, on small sizes", () => {
 
 describe("the scale measure, on small sizes", () => {
   // One worker process per curve: each starts through tsx, which takes a busy CI machine many seconds.
-  it.skipIf(!clusterToolsInstalled())(
+  it.skipIf(!clusterTestsWanted())(
     "measures runs/s of a worker process on a Redis and on a Redis Cluster of its own, with and without replicas: 1",
     async () => {
       const { curves, waitCost } = await measureScale([1], 300, () => {}, 100);

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { clusterToolsInstalled } from "@durable/test-utils/redis-cluster";
+import { clusterTestsWanted } from "@durable/test-utils/redis-cluster";
 import { clusterFaultSoak } from "../src/cluster-faults.js";
 import { faultTable } from "../src/faults.js";
 
 describe("the cluster fault soak: a master SIGKILLed and slots resharded on the soak's own Redis Cluster while workers take the runs", () => {
-  it.skipIf(!clusterToolsInstalled())(
+  it.skipIf(!clusterTestsWanted())(
     "80 runs, 2 workers, each fault once: every run done, none lost, no call run twice unreported, every StoreUnavailable retried, no operation past the timeout",
     { timeout: 180_000 },
     async () => {

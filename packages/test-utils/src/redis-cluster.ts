@@ -225,11 +225,26 @@ export class OwnCluster {
 }
 
 /**
+ * Whether this run takes the Redis Cluster tests: asked for with
+ * `DURABLE_CLUSTER_TESTS=1`, and `redis-server` and `redis-cli` installed.
+ * They start six redis-server processes and run the whole kit on them: on a
+ * 2-core machine beside every other test that took six minutes of CI, so
+ * `pnpm test` leaves them out unless asked.
+ */
+export function clusterTestsWanted(): boolean {
+  if (process.env["DURABLE_CLUSTER_TESTS"] !== "1") {
+    console.warn("Skipping the Redis Cluster tests: run them with DURABLE_CLUSTER_TESTS=1.");
+    return false;
+  }
+  return clusterToolsInstalled();
+}
+
+/**
  * Whether `redis-server` and `redis-cli` are installed, which a cluster of
  * one's own needs. In CI a missing one fails the run loudly; locally the
  * tests are skipped with a message.
  */
-export function clusterToolsInstalled(): boolean {
+function clusterToolsInstalled(): boolean {
   try {
     execFileSync("sh", ["-c", "command -v redis-server && command -v redis-cli"], { stdio: "ignore" });
     return true;
