@@ -19,20 +19,7 @@ export function report(results: readonly StoreResult[]): string {
     `The tickets flow: 3 supersteps, 3 tool calls, ${first?.writesPerRun ?? "?"} writes (${first?.bytesPerRun ?? "?"} bytes) per run. Times in ms; commits: the store operations that wrote, per run (a batch is one); round trips: the statements one run sends to the server, counted in the driver.`,
   );
   table(
-    [
-      "store",
-      "commits",
-      "round trips",
-      "runs/s",
-      "p50",
-      "p99",
-      "16 at once: runs/s",
-      "p50",
-      "p99",
-      "µs per call",
-      "raw p50",
-      "durable ÷ raw",
-    ],
+    ["store", "commits", "round trips", ...RUN_HEADERS, "µs per call", "raw p50", "durable ÷ raw"],
     results.map(({ store, tickets: t }) => [
       store,
       t.commitsPerRun,
@@ -53,19 +40,7 @@ export function report(results: readonly StoreResult[]): string {
       "Next to the peers: the same flow (3 steps, one no-op call each, ~200 B of state) on the same kind of store.",
     );
     table(
-      [
-        "store",
-        "run by",
-        "round trips",
-        "runs/s",
-        "p50",
-        "p99",
-        "16 at once: runs/s",
-        "p50",
-        "p99",
-        "durable ÷ peer",
-        "at 16",
-      ],
+      ["store", "run by", "round trips", ...RUN_HEADERS, "durable ÷ peer", "at 16"],
       withPeers.flatMap(({ store, tickets: t }) => [
         [store, "@durable", t.roundTripsPerRun ?? "–", ...runColumns(t), "–", "–"],
         ...t.peers.map((p) => [
@@ -127,6 +102,9 @@ export function report(results: readonly StoreResult[]): string {
   }
   return lines.join("\n").trimEnd();
 }
+
+/** The headers of `runColumns`. */
+const RUN_HEADERS = ["runs/s", "p50", "p99", "16 at once: runs/s", "p50", "p99"];
 
 /** runs/s, p50 and p99, one at a time then 16 at once. */
 const runColumns = ({ single: a, concurrent16: b }: Pick<PeerFigures, "single" | "concurrent16">): number[] => [

@@ -33,7 +33,8 @@ export class KnownRuns {
     this.#runs.delete(runId);
     if (run === undefined || run.head.status !== "running") return;
     this.#runs.set(runId, run);
-    if (this.#runs.size > MOST) for (const oldest of this.#runs.keys()) return void this.#runs.delete(oldest);
+    const oldest = this.#runs.keys().next().value;
+    if (this.#runs.size > MOST && oldest !== undefined) this.#runs.delete(oldest);
   }
 
   forget(runId: string): void {
