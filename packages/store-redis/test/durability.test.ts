@@ -89,7 +89,8 @@ describe("RedisCheckpointStore's replicas option", () => {
     const store = storeOn(servers["always"]!, {
       prefix: `replicas-${Date.now()}`,
       replicas: 1,
-      operationTimeoutMs: 400,
+      // Room for a connect and the write on a busy machine: the WAIT takes half of what is left.
+      operationTimeoutMs: 2000,
     });
     const error = await store.save("r", 0, row()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreUnavailable);
