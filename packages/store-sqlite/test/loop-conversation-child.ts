@@ -9,7 +9,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { tool } from "ai";
-import { MockLanguageModelV4 } from "ai/test";
+import * as aiTest from "ai/test";
 import { z } from "zod";
 import { recoverToolLoop, runToolLoop } from "@durable/loop";
 import { aiSdkModel, durableTools } from "@durable/loop/ai-sdk";
@@ -23,9 +23,12 @@ const usage = {
 };
 const stop = { unified: "stop" as const, raw: undefined };
 
-const model = new MockLanguageModelV4({
+// AI SDK 7's mock of its model interface, or 6's when the child runs with ai-sdk-6.mjs
+// (typed as 7's: both take the results used here).
+const MockModel = (aiTest.MockLanguageModelV4 ?? aiTest.MockLanguageModelV3) as typeof aiTest.MockLanguageModelV4;
+const model = new MockModel({
   doGenerate: async ({ prompt }) => {
-    appendFileSync(effects, `model ${process.pid}\n`);
+    appendFileSync(effects, `model ${model.specificationVersion} ${process.pid}\n`);
     const last = prompt.at(-1);
     if (last?.role === "tool") {
       if (process.env["KILL_AFTER_TOOL"] === "1") process.kill(process.pid, "SIGKILL");

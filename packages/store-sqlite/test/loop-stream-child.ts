@@ -9,13 +9,17 @@
  */
 import { appendFileSync } from "node:fs";
 import { tool } from "ai";
-import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test";
+import * as aiTest from "ai/test";
 import { z } from "zod";
 import { streamRecoveredToolLoop, streamToolLoop } from "@durable/loop";
 import { aiSdkModel, durableTools } from "@durable/loop/ai-sdk";
 import { SQLiteCheckpointStore } from "../src/index.js";
 
 const [db, effects, runId, mode] = process.argv.slice(2) as [string, string, string, "start" | "recover"];
+const { convertArrayToReadableStream } = aiTest;
+// AI SDK 7's mock of its model interface, or 6's when the child runs with ai-sdk-6.mjs
+// (typed as 7's: both take the results and stream parts used here).
+const MockModel = (aiTest.MockLanguageModelV4 ?? aiTest.MockLanguageModelV3) as typeof aiTest.MockLanguageModelV4;
 const KEY = "stream-crash-test-key-0123456789abcdef";
 
 const usage = (output: number) => ({
@@ -28,9 +32,9 @@ const finish = (unified: "stop" | "tool-calls", output: number) => ({
   usage: usage(output),
 });
 
-const model = new MockLanguageModelV4({
+const model = new MockModel({
   doStream: async ({ prompt }) => {
-    appendFileSync(effects, `model ${process.pid}\n`);
+    appendFileSync(effects, `model ${model.specificationVersion} ${process.pid}\n`);
     const afterTool = prompt.at(-1)?.role === "tool";
     if (!afterTool)
       return {
