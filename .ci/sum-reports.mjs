@@ -11,7 +11,7 @@ for (const group of ["packages", "apps"]) {
   for (const name of readdirSync(group)) {
     const reports = join(group, name, ".vitest");
     if (!existsSync(reports)) continue;
-    // A package may write more than one report (vitest runs side by side): report.json, report-kit.json, ...
+    // A package may write more than one report (vitest runs side by side): report-<project>.json each
     for (const file of readdirSync(reports).filter((f) => /^report.*\.json$/.test(f))) {
       const report = join(reports, file);
       const json = JSON.parse(readFileSync(report, "utf8"));

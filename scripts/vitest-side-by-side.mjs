@@ -1,0 +1,36 @@
+// Runs a package's vitest projects as vitest processes side by side: one vitest run takes its projects one after
+// the other when their worker limits differ (a project whose files run one at a time beside one that need not).
+// A package's "test" script names each project with --side="<project>"; every other argument goes to each
+// process, and each writes its JSON report to .vitest/report-<project, as a slug>.json (.ci/run sums them).
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+const SIDE = "--side=";
+const args = process.argv.slice(2);
+const projects = args.filter((arg) => arg.startsWith(SIDE)).map((arg) => arg.slice(SIDE.length));
+const forwarded = args.filter((arg) => !arg.startsWith(SIDE));
+if (projects.length === 0) {
+  console.error('vitest-side-by-side: name the projects to run, as --side="<project>"');
+  process.exit(2);
+}
+
+const vitest = join(process.cwd(), "node_modules", ".bin", "vitest");
+const slug = (name) => name.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+const codes = await Promise.all(
+  projects.map(
+    (project) =>
+      new Promise((resolve) =>
+        spawn(
+          vitest,
+          ["run", "--project", project, `--outputFile.json=.vitest/report-${slug(project)}.json`, ...forwarded],
+          { stdio: "inherit" },
+        )
+          .on("exit", (code) => resolve(code ?? 1))
+          .on("error", (error) => {
+            console.error(`vitest-side-by-side: could not start vitest: ${error.message}`);
+            resolve(1);
+          }),
+      ),
+  ),
+);
+process.exit(Math.max(...codes));
