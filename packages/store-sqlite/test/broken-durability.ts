@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { MemoryCheckpointStore, type MemoryData } from "@durable/core";
+import { MemoryCheckpointStore, type MemoryData, StoreUnavailable } from "@durable/core";
 import {
   type CheckpointRow,
   type CheckpointStore,
@@ -9,6 +9,7 @@ import {
   type LeaseView,
   type ListOptions,
   recordRefusal,
+  type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
 } from "@durable/core/store";
@@ -126,13 +127,35 @@ class CheckOutsideTransactionStore extends MemoryCheckpointStore {
   }
 }
 
+/**
+ * A correct SQLite store whose connection drops once per run in recovery:
+ * after a takeover claim, the first commit that holds a record numbered 2 or
+ * more in the claimed segment is written, and then fails with
+ * StoreUnavailable, as a reply lost on the way back would. The record may be
+ * the `done` of a call that ran, which the next try then finds in doubt.
+ */
+export class UnavailableOnceStore extends SQLiteCheckpointStore {
+  /** Each run's segment claimed by a takeover in this process, until its commit failed once. */
+  readonly #claimed = new Map<string, number>();
+  readonly #failed = new Set<string>();
+  override async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    await super.commit(runId, writes);
+    for (const w of writes) if (w.kind === "save" && w.lease?.takeOver === true) this.#claimed.set(runId, w.step);
+    const segment = this.#claimed.get(runId);
+    const late = writes.some((w) => w.kind === "record" && w.segment === segment && w.seq >= 2);
+    if (!late || this.#failed.has(runId)) return;
+    this.#failed.add(runId);
+    throw new StoreUnavailable("the connection dropped before the commit's reply (test)");
+  }
+}
+
 const OPENER = new URL("./open-broken-sqlite.ts", import.meta.url).href;
 
-function brokenSqlite(
+function brokenSqlite<S extends { readonly path: string; close(): Promise<void> } & CheckpointStore>(
   name: string,
   kind: string,
-  open: (path: string) => AckedAhead,
-): ConformanceInitializer<AckedAhead> {
+  open: (path: string) => S,
+): ConformanceInitializer<S> {
   return {
     name,
     createStore: () => open(newDatabasePath()),
@@ -153,6 +176,11 @@ export const deferredCommit = brokenSqlite(
   "commits recordCall 25 ms after resolving",
   "deferred-commit",
   (path) => new DeferredCommitStore(path),
+);
+export const unavailableOnce = brokenSqlite(
+  "fails a commit of each run's recovery once with StoreUnavailable, after writing it",
+  "unavailable-once",
+  (path) => new UnavailableOnceStore(path),
 );
 export const checkOutsideTransaction: ConformanceInitializer = {
   name: "checks recordCall's segment outside its transaction",

@@ -20,8 +20,10 @@ export interface CallObservation {
   readonly before: ReadonlyMap<number, number>;
   /** Executions during recovery, by attempt. */
   readonly after: ReadonlyMap<number, number>;
-  /** Recovery reported the call in doubt (the trial then decides to rerun it). */
-  readonly reported: boolean;
+  /** How many tries recovery took: more than one when the store failed a try with StoreUnavailable. */
+  readonly tries: number;
+  /** How many of those tries reported the call in doubt (the trial then decided to rerun it, each time). */
+  readonly reports: number;
   /** What the killed worker issued and the store acknowledged (the acknowledgment file). */
   readonly witness: CallWitness;
   /** Recovery had the store acknowledge a `decided` record of the call (the acknowledgment file, after recovery). */
@@ -64,9 +66,20 @@ export interface CallObservation {
  * A store that acknowledges a record it then loses (write-behind, a commit
  * after resolving) breaks the first, third, fourth or sixth rule at a kill
  * right after the acknowledgment; one that invents records breaks the fifth.
+ *
+ * A store that fails a try of recovery with StoreUnavailable may leave a call
+ * the try ran without its `done` (or a next attempt without its `failed`): the
+ * next try finds it in doubt, reports it and reruns it on the trial's
+ * decision. With more than one try, the rules that read the killed worker's
+ * witness as the only writer give way to bounds: an attempt runs after the
+ * crash at most once more than the tries reported its call in doubt, and a
+ * non-idempotent call never reported runs exactly once; the rules on
+ * acknowledged `done` and `failed` records hold as they are.
  */
 export function callVerdict(seen: CallObservation): string | undefined {
-  const { tool, attempts, reported, witness } = seen;
+  const { tool, attempts, witness } = seen;
+  const reported = seen.reports > 0;
+  const retried = seen.tries > 1;
   const idempotent = IDEMPOTENT_TOOLS.has(tool);
   const before = (attempt: number) => seen.before.get(attempt) ?? 0;
   const after = (attempt: number) => seen.after.get(attempt) ?? 0;
@@ -78,7 +91,7 @@ export function callVerdict(seen: CallObservation): string | undefined {
   if (stray !== undefined) return `attempt ${stray} ran, but the tool makes ${attempts} (each but the last fails)`;
   for (const a of range) {
     if (before(a) > 1) return `${its(a)}ran ${before(a)} times before the crash`;
-    if (after(a) > 1) return `${its(a)}ran ${after(a)} times after the crash`;
+    if (after(a) > 1 && !retried) return `${its(a)}ran ${after(a)} times after the crash`;
     if (before(a) + after(a) === 0) return `${its(a)}never ran, yet the run ended`;
   }
   if (reported && idempotent) return "recovery reported it in doubt, but an idempotent tool reruns without a decision";
@@ -89,9 +102,9 @@ export function callVerdict(seen: CallObservation): string | undefined {
       return "ran again after the crash, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
     return undefined;
   }
-  if (reported && witness.lastStarted === 0)
+  if (reported && !retried && witness.lastStarted === 0)
     return "recovery reported it in doubt, but the killed worker never issued its `started` record";
-  if (reported && witness.failedAckedLast !== undefined)
+  if (reported && !retried && witness.failedAckedLast !== undefined)
     return `recovery reported it in doubt, but the store had acknowledged the \`failed\` record of its attempt ${witness.failedAckedLast} and nothing was issued after it (a call between attempts goes on with the next one, without a decision)`;
   const failedAgain = [...witness.failedAcked].find((a) => after(a) > 0);
   if (failedAgain !== undefined)
@@ -106,8 +119,10 @@ export function callVerdict(seen: CallObservation): string | undefined {
     return "recovery reported it in doubt and the trial decided to rerun it, but no `decided` record was acknowledged";
   if (!reported && seen.decided) return "a `decided` record was acknowledged, but recovery did not report it in doubt";
   for (const a of range) {
-    const rerun = reported && a === witness.lastStarted;
-    if (rerun && after(a) !== 1)
+    if (retried && after(a) > seen.reports + 1)
+      return `${its(a) || "it "}ran ${after(a)} times after the crash, though the ${seen.tries} tries of recovery (the store was unavailable) reported it in doubt ${seen.reports} times`;
+    const rerun = reported && (retried || a === witness.lastStarted);
+    if (rerun && !retried && after(a) !== 1)
       return `recovery reported it in doubt and the trial reran it, yet ${its(a) || "it "}ran ${after(a)} times after the crash`;
     if (!idempotent && !rerun && before(a) + after(a) !== 1) {
       const why = reported

@@ -5,7 +5,15 @@ import { canonicalJson, FAULT_POINTS, type FaultPoint } from "@durable/core/runn
 import type { Harness } from "../harness.js";
 import { acknowledged, acknowledgmentsFile } from "../process/acknowledgments.js";
 import { attemptExecutions, type Child } from "../process/child.js";
-import { CALLS, SCENARIOS, ScenarioDriver, attemptsOf, finalData, type ScenarioName } from "../process/scenarios.js";
+import {
+  CALLS,
+  SCENARIOS,
+  ScenarioDriver,
+  attemptsOf,
+  finalData,
+  type Recovery,
+  type ScenarioName,
+} from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceGroup } from "./case.js";
 import { NOTHING_ISSUED, callVerdict } from "./crash-verdict.js";
@@ -152,7 +160,7 @@ async function crashAndRecover(
   recoverer.send(`recover ${trial.scenario} ${runId}`);
   const answer = await recoverer.waitFor((l) => l.split(" ")[1] === runId, 120_000);
   if (!answer.startsWith("recovered ")) return `recovery failed: ${answer}`;
-  const reported = new Set(JSON.parse(answer.slice(`recovered ${runId} `.length)) as string[]);
+  const { tries, reported } = JSON.parse(answer.slice(`recovered ${runId} `.length)) as Recovery;
   const after = attemptExecutions(effects, `${runId} `);
   const recovered = acknowledged(acknowledgmentsFile(effects), runId);
 
@@ -164,7 +172,8 @@ async function crashAndRecover(
       attempts: attemptsOf(trial.scenario, tool),
       before: ranBefore,
       after: ranAfter,
-      reported: reported.has(callId),
+      tries,
+      reports: reported[callId] ?? 0,
       witness: witnessed.get(callId) ?? NOTHING_ISSUED,
       decided: recovered.get(callId)?.decidedAcked ?? false,
     });

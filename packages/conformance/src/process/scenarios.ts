@@ -187,6 +187,12 @@ interface Decisions {
   readonly by?: string;
 }
 
+/** What `recoverToEnd` took: its tries (more than one when the store was unavailable) and how many of them reported each call in doubt. */
+export interface Recovery {
+  readonly tries: number;
+  readonly reported: Readonly<Record<string, number>>;
+}
+
 /**
  * Drives a scenario's run; every call goes through `store` with the kit's
  * key, and a run whose id says so (`isEncryptedRun`) is encrypted too.
@@ -242,36 +248,34 @@ export class ScenarioDriver {
   /**
    * Takes a crashed run to the end: starts it when nothing was saved, recovers
    * it, and when recovery reports calls in doubt, recovers it again with a
-   * decision to rerun each (recorded in the log before it runs). Returns the
-   * ids of the calls it reported, sorted (empty when none were in doubt). A
-   * store that was unavailable is given two more tries.
+   * decision to rerun each (recorded in the log before it runs). A store that
+   * was unavailable is given two more tries, as an operator would: a try it
+   * failed may have run a call it then could not record, which the next try
+   * finds in doubt and reports again.
    */
-  async recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
-    // A store that did not answer leaves the run as it was, for a later recovery: try again, as an operator would.
-    for (let attempt = 1; ; attempt++) {
+  async recoverToEnd(scenario: ScenarioName, runId: string): Promise<Recovery> {
+    const reported: Record<string, number> = {};
+    for (let tries = 1; ; tries++) {
       try {
-        return await this.#recoverToEnd(scenario, runId);
+        await this.#recoverToEnd(scenario, runId, reported);
+        return { tries, reported };
       } catch (error) {
-        if (!(error instanceof StoreUnavailable) || attempt >= 3) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 1000 * attempt));
+        if (!(error instanceof StoreUnavailable) || tries >= 3) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000 * tries));
       }
     }
   }
 
-  async #recoverToEnd(scenario: ScenarioName, runId: string): Promise<string[]> {
+  /** One try of `recoverToEnd`; counts each call it reports in doubt in `reported`. */
+  async #recoverToEnd(scenario: ScenarioName, runId: string, reported: Record<string, number>): Promise<void> {
     try {
       await this.#recoverAndFinish(scenario, runId, {});
-      return [];
     } catch (error) {
-      if (error instanceof CheckpointNotFound) {
-        await this.run(scenario, runId);
-        return [];
-      }
+      if (error instanceof CheckpointNotFound) return this.run(scenario, runId);
       if (!(error instanceof RecoveryNeedsDecision)) throw error;
-      const inDoubt = error.calls.map(({ callId }) => callId).sort();
-      const decide = Object.fromEntries(inDoubt.map((callId) => [callId, "rerun" as const]));
+      for (const { callId } of error.calls) reported[callId] = (reported[callId] ?? 0) + 1;
+      const decide = Object.fromEntries(error.calls.map(({ callId }) => [callId, "rerun" as const]));
       await this.#recoverAndFinish(scenario, runId, { decide, by: DECIDER });
-      return inDoubt;
     }
   }
 

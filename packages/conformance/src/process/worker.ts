@@ -6,7 +6,7 @@
  *     armed by DURABLE_FAULT_POINT, kills it first), or
  *   worker <opener> <handle> <effects> serve
  *     prints "ready", then answers stdin commands, one line each:
- *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <ids of the calls in doubt as JSON>"
+ *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <its Recovery as JSON>"
  *       race <scenario> <runId>     reads the run's latest checkpoint, prints "at-claim <runId>", and claims it only
  *                                   on "go <runId>", so racing workers claim the same step at once:
  *                                   "won <runId> <status>" or "conflict <runId>" (a StoreUnavailable before
@@ -57,7 +57,7 @@ if (mode === "batches") {
     if (command === "go") go.get(name)?.();
     else if (command === "recover") {
       driver.recoverToEnd(name, id).then(
-        (inDoubt) => console.log(`recovered ${id} ${JSON.stringify(inDoubt)}`),
+        (recovery) => console.log(`recovered ${id} ${JSON.stringify(recovery)}`),
         (error: unknown) => console.log(`error ${id} ${oneLine(error)}`),
       );
     } else if (command === "race") {
