@@ -6,6 +6,7 @@ import {
   type CheckpointStore,
   decideInDoubt,
   type Decisions,
+  type EncryptionKeys,
   InvalidInput,
   type OperatorOptions,
   requestRetry,
@@ -15,6 +16,7 @@ import {
 export interface Acting {
   readonly store: CheckpointStore;
   readonly keys: CheckpointKeys;
+  readonly encryptionKey: EncryptionKeys | undefined;
   /** Who acts: recorded with every action. */
   readonly by: string;
 }
@@ -28,7 +30,13 @@ export interface Acting {
 export async function recordAction(at: Acting, runId: string, form: URLSearchParams): Promise<string> {
   const step = Number(form.get("step"));
   if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput("The form names no step: reload the run's page.");
-  const options: OperatorOptions = { checkpoints: at.store, checkpointKey: at.keys, by: at.by, expectStep: step };
+  const options: OperatorOptions = {
+    checkpoints: at.store,
+    checkpointKey: at.keys,
+    ...(at.encryptionKey === undefined ? {} : { encryptionKey: at.encryptionKey }),
+    by: at.by,
+    expectStep: step,
+  };
   switch (form.get("action")) {
     case "approve": {
       const decisions = approvals(form);

@@ -4,10 +4,10 @@
  * on 127.0.0.1 and prints its address, with the token every request needs.
  * Bad usage is one line on stderr and exit code 2.
  */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { CheckpointNotFound, type CheckpointKeys, type CheckpointStore, DurableError } from "@durable/core";
+import { CheckpointNotFound, type CheckpointStore, DurableError } from "@durable/core";
 import { ConsoleError } from "./console-error.js";
+import { checkpointKeysFrom, encryptionKeysFrom } from "./key-files.js";
 import { openStoreUrl, redacted } from "./open-store.js";
 import { startConsole } from "./server.js";
 
@@ -21,7 +21,11 @@ Usage: durable-console --store <url> --key-file <file> [options]
 
 Options:
   --store <url>        the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database
-  --key-file <file>    the workers' key (one per line for rotation: the first signs, all verify); or DURABLE_KEY
+  --key-file <file>    the workers' key (one per line for rotation: the first signs, all verify), or their
+                       Ed25519 key in PEM (a public key reads only: no actions); or DURABLE_KEY
+  --encryption-key-file <file>
+                       the workers' encryption key, when their runs are encrypted (one per line); or
+                       DURABLE_ENCRYPTION_KEY
   --prefix <prefix>    the store's table prefix (SQLite, PostgreSQL; default durable_) or key prefix (Redis; default durable)
   --events <file>      the workers' JSON Lines event log: adds step times, durations and events to run pages
   --allow-actions      serve the action forms and record them (default: read only)
@@ -32,6 +36,7 @@ Options:
 
 Environment:
   DURABLE_KEY            the workers' key, when no --key-file is given
+  DURABLE_ENCRYPTION_KEY the workers' encryption key, when no --encryption-key-file is given
   DURABLE_CONSOLE_TOKEN  the token requests need (at least 16 characters; default: a new random one)
 
 Example:
@@ -40,6 +45,7 @@ Example:
 const OPTIONS = {
   store: { type: "string" },
   "key-file": { type: "string" },
+  "encryption-key-file": { type: "string" },
   prefix: { type: "string" },
   events: { type: "string" },
   "allow-actions": { type: "boolean", default: false },
@@ -66,7 +72,8 @@ async function main(argv: readonly string[]): Promise<void> {
   const port = Number(values.port);
   if (!/^\d+$/.test(values.port) || port > 65535)
     throw new ConsoleError(`--port takes a whole number from 0 to 65535, not ${values.port}.`);
-  const keys = keysFrom(values["key-file"]);
+  const keys = checkpointKeysFrom(values["key-file"]);
+  const encryptionKey = encryptionKeysFrom(values["encryption-key-file"]);
   const label = redacted(values.store);
   const store = await openStoreUrl(values.store, { prefix: values.prefix }).catch((error: unknown) => {
     throw error instanceof ConsoleError
@@ -78,6 +85,7 @@ async function main(argv: readonly string[]): Promise<void> {
   const running = await startConsole({
     store,
     checkpointKey: keys,
+    ...(encryptionKey === undefined ? {} : { encryptionKey }),
     label,
     host: values.host,
     port,
@@ -101,24 +109,6 @@ async function main(argv: readonly string[]): Promise<void> {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
-}
-
-/** The key from `--key-file` (a line each) or `DURABLE_KEY`; never echoed. */
-function keysFrom(file: string | undefined): CheckpointKeys {
-  let text: string | undefined;
-  if (file !== undefined) {
-    try {
-      text = readFileSync(file, "utf8");
-    } catch (error) {
-      throw new ConsoleError(`--key-file ${file} cannot be read (${firstLine(error)}).`);
-    }
-  } else text = process.env["DURABLE_KEY"];
-  const keys = (text ?? "").split(/\r?\n/).filter((line) => line.length > 0);
-  if (keys.length === 0)
-    throw new ConsoleError("The console needs the workers' key: give --key-file <file> or DURABLE_KEY.");
-  if (keys.some((key) => Buffer.byteLength(key, "utf8") < 32))
-    throw new ConsoleError("The key must be at least 32 bytes: give the key your workers seal with.");
-  return keys.length === 1 ? (keys[0] as string) : keys;
 }
 
 /** Checks the store answers before serving: a server that is down is one line, not a page of errors later. */

@@ -6,6 +6,7 @@ import {
   type CheckpointStore,
   DurableError,
   type DurableEvent,
+  type EncryptionKeys,
   InvalidInput,
   readJsonlEvents,
   type RunStatus,
@@ -23,8 +24,13 @@ import { readRun } from "./run-view.js";
 /** Options of `startConsole`. */
 export interface ConsoleOptions {
   readonly store: CheckpointStore;
-  /** The workers' key: it verifies every row read, and signs what an action records (only with `allowActions`). */
+  /**
+   * The workers' key: it verifies every row read, and signs what an action records (only with `allowActions`).
+   * An Ed25519 public key only verifies: a console holding one reads and cannot act.
+   */
   readonly checkpointKey: CheckpointKeys;
+  /** The workers' `encryptionKey`, when their runs are encrypted: without it an encrypted run shows as a problem. */
+  readonly encryptionKey?: EncryptionKeys;
   /** How the store is named on every page (never with a password). */
   readonly label: string;
   /** Default 127.0.0.1: only this machine reaches it. */
@@ -67,7 +73,11 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const host = options.host ?? "127.0.0.1";
   const token = options.token ?? newToken();
   if (token.length < 16) throw new InvalidInput("The console's token must be at least 16 characters.");
-  const sealer = Sealer.withKeys(options.checkpointKey);
+  const sealer = Sealer.withKeys(options.checkpointKey, options.encryptionKey);
+  if (options.allowActions === true && !sealer.canSeal)
+    throw new InvalidInput(
+      "Actions need a key that signs: an Ed25519 public key only verifies. Give the workers' private key, or serve read only.",
+    );
   const frame: Frame = { store: options.label, actions: options.allowActions === true };
   const refreshMs = options.refreshMs ?? 5_000;
   const by = options.by ?? `${userInfo().username}@${hostname()}`;
@@ -107,7 +117,11 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       if (!g.formMatches(form.get("csrf")))
         return html(403, layout(frame, "Refused", "<h1>The form is not this console's: reload the page.</h1>"));
       try {
-        const text = await recordAction({ store: options.store, keys: options.checkpointKey, by }, runId, form);
+        const text = await recordAction(
+          { store: options.store, keys: options.checkpointKey, encryptionKey: options.encryptionKey, by },
+          runId,
+          form,
+        );
         return { status: 303, headers: { location: `${runHref(runId)}?done=${encodeURIComponent(text)}` }, body: "" };
       } catch (error) {
         if (!(error instanceof DurableError)) throw error;

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +14,11 @@ assertFreshBuild(cli);
 const dir = mkdtempSync(join(tmpdir(), "durable-console-cli-"));
 const keyFile = join(dir, "durable.key");
 writeFileSync(keyFile, `${KEY}\n`);
+// A reader's key: the public half of the workers' Ed25519 key, in PEM.
+const publicKeyFile = join(dir, "public.pem");
+writeFileSync(publicKeyFile, generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }));
+const brokenPemFile = join(dir, "broken.pem");
+writeFileSync(brokenPemFile, "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n");
 const started: ChildProcess[] = [];
 afterAll(() => {
   for (const child of started) child.kill("SIGKILL");
@@ -35,8 +41,14 @@ describe("durable-console", () => {
     expect(code).toBe(0);
     expect(err).toEqual([]);
     const help = out.join("\n");
-    for (const option of ["--store <url>", "--key-file <file>", "--allow-actions", "--port <n>", "--events <file>"])
-      expect(help).toContain(option);
+    const options = [
+      "--store <url>",
+      "--key-file <file>",
+      "--encryption-key-file <file>",
+      "--allow-actions",
+      "--port <n>",
+    ];
+    for (const option of [...options, "--events <file>"]) expect(help).toContain(option);
     expect(help).toMatch(/Example:\n\s+durable-console --store sqlite:/);
   });
 
@@ -55,6 +67,21 @@ describe("durable-console", () => {
       /^--store "mongodb:\/\/x" names no store/,
     ],
     ["a bad port", ["--store", "sqlite:x.db", "--key-file", keyFile, "--port", "http"], /^--port takes a whole number/],
+    [
+      "a PEM key that does not parse",
+      ["--store", "sqlite:x.db", "--key-file", brokenPemFile],
+      /^The key's PEM block "PUBLIC KEY" cannot be read/,
+    ],
+    [
+      "actions with a public key",
+      ["--store", `sqlite:${join(dir, "b.db")}`, "--key-file", publicKeyFile, "--allow-actions", "--port", "0"],
+      /^Actions need a key that signs: an Ed25519 public key only verifies/,
+    ],
+    [
+      "an empty encryption key",
+      ["--store", "sqlite:x.db", "--key-file", keyFile, "--encryption-key-file", join(dir, "durable.key.empty")],
+      /^--encryption-key-file .* cannot be read/,
+    ],
   ])("%s is one line on stderr and exit code 2", (_what, args, message) => {
     const { code, out, err } = run(args);
     expect({ code, out }).toEqual({ code: 2, out: [] });

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
+  type CheckpointKeys,
   type CheckpointStore,
   Executor,
   jsonlEventSink,
@@ -50,19 +51,25 @@ function registry(): ToolRegistry {
     .tool("refund", (a: { seats: number }) => `refunded $${a.seats * 40}`, { approval: true });
 }
 
+/** How the fixture's workers seal: the key (HMAC or an Ed25519 private key) and an encryption key, if any. */
+export interface Sealing {
+  readonly checkpointKey: CheckpointKeys;
+  readonly encryptionKey?: string;
+}
+
 /** A runner of the fixture's flows on `store`, its events appended to `events`. */
-export function runner(store: CheckpointStore, events: string): FlowRunner {
+export function runner(store: CheckpointStore, events: string, sealing: Sealing = { checkpointKey: KEY }): FlowRunner {
   return new FlowRunner(new Executor(registry()), {
     checkpoints: store,
-    checkpointKey: KEY,
+    ...sealing,
     events: jsonlEventSink(events),
     lease: { ms: 2_000 },
   });
 }
 
 /** A worker serving both flows on `store`, polling often (the tests wait for it to act). */
-export function worker(store: CheckpointStore, events: string): RunWorker {
-  const r = runner(store, events);
+export function worker(store: CheckpointStore, events: string, sealing?: Sealing): RunWorker {
+  const r = runner(store, events, sealing);
   return startWorker({
     serve: [r.served(orders), r.served(refunds)],
     pollMs: 50,

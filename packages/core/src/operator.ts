@@ -14,7 +14,7 @@ import { checkCodec } from "./options.js";
 import { reopenFailed } from "./reopen.js";
 import { assertStorableText } from "./run-id.js";
 import { DurableRun } from "./run.js";
-import type { CheckpointKeys, Sealer } from "./seal.js";
+import type { CheckpointKeys, EncryptionKeys, Sealer } from "./seal.js";
 
 /*
  * What an operator (a console, a script) does to runs with only the store
@@ -40,6 +40,8 @@ export interface OperatorMark {
 export interface OperatorOptions {
   readonly checkpoints: CheckpointStore;
   readonly checkpointKey: CheckpointKeys;
+  /** The workers' `encryptionKey`, when their runs are encrypted: an action reads the run and seals what it records. */
+  readonly encryptionKey?: EncryptionKeys;
   /** Who acts (1 to 200 characters), recorded with the action. */
   readonly by: string;
   /** The step the operator saw: the action is refused (`CheckpointConflict`) when the run's latest step is another. */
@@ -64,7 +66,11 @@ function acting(where: string, options: OperatorOptions): Acting {
   if (options.expectStep !== undefined && (!Number.isSafeInteger(options.expectStep) || options.expectStep < 0))
     throw new InvalidInput(`${where}: expectStep must be a whole number ≥ 0, not ${String(options.expectStep)}.`);
   checkCodec(where, options.codec);
-  return { store: options.checkpoints, sealer: sealerFor(options.checkpoints, options.checkpointKey), options };
+  return {
+    store: options.checkpoints,
+    sealer: sealerFor(options.checkpoints, options.checkpointKey, options.encryptionKey),
+    options,
+  };
 }
 
 /** The run's latest checkpoint, verified, refused when it is not the step the operator saw. */

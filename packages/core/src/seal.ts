@@ -156,7 +156,7 @@ export class Sealer {
     if (this.#encryption === undefined)
       throw new CheckpointStoreCorrupt(
         columns.runId,
-        `a stored ${purpose} is encrypted, and this worker has no encryptionKey: give it the workers' encryption keys.`,
+        `a stored ${purpose} is encrypted, and this process has no encryptionKey: give it the workers' encryption keys.`,
       );
     return this.#encryption.decrypt(content, associated(purpose, columns, columns.runId), columns.runId, purpose);
   }

@@ -1,0 +1,118 @@
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { InvalidInput } from "@durable/core";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import { afterAll, describe, expect, it } from "vitest";
+import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
+import { KEY, orders, refunds, runner, type Sealing, worker } from "./fixture.js";
+
+// The console reads what workers sealed the way security.md says readers do: encrypted runs with the workers'
+// encryption key, Ed25519-signed runs with the public key alone (reading, never acting).
+const TOKEN = "console-keys-token-0123456789";
+const ENCRYPTION_KEY = "console-test-encryption-key-0123456789";
+const dir = mkdtempSync(join(tmpdir(), "durable-console-keys-"));
+const events = join(dir, "events.jsonl");
+const consoles: RunningConsole[] = [];
+const stores: SQLiteCheckpointStore[] = [];
+
+afterAll(async () => {
+  for (const c of consoles) await c.close();
+  for (const s of stores) await s.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A store holding a done order and a paused refund, both sealed with `sealing`. */
+async function seeded(name: string, sealing: Sealing) {
+  const store = new SQLiteCheckpointStore(join(dir, `${name}.db`));
+  stores.push(store);
+  const r = runner(store, events, sealing);
+  await r.run(orders, { show: "Hamlet", seats: 2 }, { runId: `${name}-done` });
+  await r.run(refunds, { show: "Hamlet", seats: 2 }, { runId: `${name}-paused` });
+  return store;
+}
+
+async function serve(options: Parameters<typeof startConsole>[0]) {
+  const c = await startConsole(options);
+  consoles.push(c);
+  const get = (path: string) =>
+    fetch(`${new URL(c.url).origin}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, redirect: "manual" });
+  const detail = async (runId: string) => (await (await get(`/api/runs/${runId}`)).json()) as RunDetail;
+  return { c, get, detail };
+}
+
+const common = { label: "sqlite", port: 0, token: TOKEN, by: "ops@test" };
+
+describe("the console on encrypted runs", () => {
+  const encrypted: Sealing = { checkpointKey: KEY, encryptionKey: ENCRYPTION_KEY };
+
+  it("shows their state and calls with the workers' encryption key, and a problem without it", async () => {
+    const store = await seeded("enc", encrypted);
+    const keyed = await serve({ ...common, store, checkpointKey: KEY, encryptionKey: ENCRYPTION_KEY });
+    const done = await keyed.detail("enc-done");
+    expect(done.status).toBe("done");
+    expect(done.calls.map((call) => call.result)).toEqual(["held 2 for Hamlet", "charged $80", "mailed Hamlet"]);
+
+    const keyless = await serve({ ...common, store, checkpointKey: KEY });
+    const page = await (await keyless.get("/runs/enc-done")).text();
+    expect(page).toContain("encryptionKey");
+    expect(page).not.toContain("charged $80");
+  });
+
+  it("approves a pending call of an encrypted run, which the worker then finishes", async () => {
+    const store = await seeded("enc-act", encrypted);
+    const actor = await serve({
+      ...common,
+      store,
+      checkpointKey: KEY,
+      encryptionKey: ENCRYPTION_KEY,
+      allowActions: true,
+    });
+    const before = await actor.detail("enc-act-paused");
+    const form = await (await actor.get("/runs/enc-act-paused")).text();
+    const posted = await fetch(`${new URL(actor.c.url).origin}/runs/enc-act-paused/actions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        csrf: /name="csrf" value="([^"]+)"/.exec(form)?.[1] ?? "",
+        step: String(before.step),
+        action: "approve",
+        "call.0": before.pending[0]?.callId ?? "",
+        "approve.0": "approve",
+      }),
+      redirect: "manual",
+    });
+    expect(posted.status).toBe(303);
+    const w = worker(store, events, encrypted);
+    try {
+      await expect
+        .poll(async () => (await actor.detail("enc-act-paused")).status, { timeout: 10_000, interval: 50 })
+        .toBe("done");
+    } finally {
+      await w.stop();
+    }
+    expect((await actor.detail("enc-act-paused")).calls.find((c) => c.tool === "refund")?.result).toBe("refunded $80");
+  });
+});
+
+describe("the console on Ed25519-signed runs", () => {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+
+  it("reads and verifies them with the public key alone", async () => {
+    const store = await seeded("ed", { checkpointKey: privateKey });
+    const reader = await serve({ ...common, store, checkpointKey: publicKey });
+    expect((await reader.detail("ed-done")).status).toBe("done");
+    expect((await reader.detail("ed-paused")).pending.map((call) => call.tool)).toEqual(["refund"]);
+  });
+
+  it("refuses to serve actions with a public key, which cannot sign what an action records", async () => {
+    const store = await seeded("ed-act", { checkpointKey: privateKey });
+    await expect(serve({ ...common, store, checkpointKey: publicKey, allowActions: true })).rejects.toThrow(
+      InvalidInput,
+    );
+    await expect(serve({ ...common, store, checkpointKey: publicKey, allowActions: true })).rejects.toThrow(
+      /an Ed25519 public key only verifies/,
+    );
+  });
+});
