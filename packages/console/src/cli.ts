@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { CheckpointNotFound, type CheckpointStore, DurableError } from "@durable/core";
-import { ConsoleError } from "./console-error.js";
+import { ConsoleError, firstLine } from "./console-error.js";
 import { checkpointKeysFrom, encryptionKeysFrom } from "./key-files.js";
 import { openStoreUrl, redacted } from "./open-store.js";
 import { startConsole } from "./server.js";
@@ -120,10 +120,6 @@ async function answers(store: CheckpointStore, label: string): Promise<void> {
     await store.close().catch(() => undefined);
     throw new ConsoleError(`--store ${label} does not answer (${firstLine(error)}).`);
   }
-}
-
-function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split("\n")[0]?.trim() || "no answer";
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -2,3 +2,8 @@
 export class ConsoleError extends Error {
   override readonly name = "ConsoleError";
 }
+
+/** The first line of an error's message, for a one-line ConsoleError. */
+export function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0]?.trim() || "no answer";
+}

@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { CheckpointKeys, EncryptionKeys } from "@durable/core";
-import { ConsoleError } from "./console-error.js";
+import { ConsoleError, firstLine } from "./console-error.js";
 
 /**
  * The workers' key from `--key-file` or `DURABLE_KEY`, never echoed: one HMAC
@@ -45,8 +45,7 @@ function keyText(file: string | undefined, option: string, variable: string): st
   try {
     return readFileSync(file, "utf8");
   } catch (error) {
-    const why = (error instanceof Error ? error.message : String(error)).split("\n")[0];
-    throw new ConsoleError(`${option} ${file} cannot be read (${why}).`);
+    throw new ConsoleError(`${option} ${file} cannot be read (${firstLine(error)}).`);
   }
 }
 
@@ -60,7 +59,6 @@ function pemKey(pem: string, label: string): KeyObject {
   try {
     return label.includes("PRIVATE") ? createPrivateKey(pem) : createPublicKey(pem);
   } catch (error) {
-    const why = (error instanceof Error ? error.message : String(error)).split("\n")[0];
-    throw new ConsoleError(`The key's PEM block "${label}" cannot be read (${why}).`);
+    throw new ConsoleError(`The key's PEM block "${label}" cannot be read (${firstLine(error)}).`);
   }
 }
