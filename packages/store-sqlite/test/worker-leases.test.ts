@@ -73,7 +73,8 @@ describe("standing workers on one SQLite file", () => {
     t.hangs(true);
     const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);
     for (const runId of ids) void runner(dying(open(db)), t.registry, "a", 100).run(flow, {}, { runId });
-    await sleep(100);
+    // Every run's worker hangs inside its hold before the others start: on a busy machine some reach it late.
+    while (t.ran.hold < ids.length) await sleep(5);
     t.hangs(false);
     const workers = ["b", "c"].map((owner) =>
       startWorker({
@@ -85,10 +86,9 @@ describe("standing workers on one SQLite file", () => {
       }),
     );
     const store = open(db);
-    for (let i = 0; i < 300; i += 1) {
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(10)) {
       const statuses = await Promise.all(ids.map(async (runId) => (await store.latest(runId)).status));
       if (statuses.every((s) => s === "done")) break;
-      await sleep(10);
     }
     await Promise.all(workers.map((w) => w.stop()));
     expect(t.ran.charge).toBe(20);
