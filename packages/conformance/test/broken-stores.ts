@@ -130,6 +130,18 @@ class RelaxedRecord extends ForkedMemoryStore {
   }
 }
 
+/** Takes a record resent identical by appending it again, as a retried INSERT without a unique key would. */
+class StoresResendTwice extends ForkedMemoryStore {
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    const entry = this.data.get(runId);
+    if (entry?.calls.some((c) => c.segment === segment && c.seq === seq && c.sealed === sealed) === true) {
+      entry.calls.push({ runId, segment, seq, sealed });
+      return;
+    }
+    return super.recordCall(runId, segment, seq, sealed);
+  }
+}
+
 /** Lists the runs whose latest row passes `unfinished` instead of running-or-paused. */
 class MisfilteredList extends ForkedMemoryStore {
   constructor(readonly unfinished: (head: StoredCheckpoint) => boolean) {
@@ -286,6 +298,10 @@ export const recordTakesGap: ConformanceInitializer = broken(
 export const recordTakesDuplicate: ConformanceInitializer = broken(
   "records a duplicate call number",
   () => new RelaxedRecord(({ segment, seq, next }, head) => ({ segment, seq: Math.max(seq, next), head })),
+);
+export const storesResendTwice: ConformanceInitializer = broken(
+  "stores a record resent identical twice",
+  () => new StoresResendTwice(),
 );
 export const recordOnEndedRun: ConformanceInitializer = broken(
   "records calls on an ended run",

@@ -92,6 +92,12 @@ const CAUGHT: Caught[] = [
     "recordCall(runId, 0, 1) when segment 0 holds seqs 0–1 (a duplicate)",
   ],
   [
+    broken.storesResendTwice,
+    "call-log",
+    "takes a record resent identical as a no-op or refuses it, and never stores it twice",
+    "calls(runId) after records 1 and 0 were resent identical: expected each record once, in order",
+  ],
+  [
     broken.recordOnEndedRun,
     "call-log",
     "refuses a record for an unknown run or an ended one",

@@ -77,6 +77,29 @@ export const callLogGroup: ConformanceGroup = {
       },
     },
     {
+      name: "takes a record resent identical as a no-op or refuses it, and never stores it twice",
+      async run(h) {
+        const runId = h.runId();
+        await h.store.save(runId, 0, h.row(runId, 0));
+        await h.recordCalls(runId, 0, 0, 2);
+        // A store may retry a write whose reply was lost: accepting it changes nothing, refusing it is a taken seq.
+        for (const seq of [1, 0]) {
+          await h.store.recordCall(runId, 0, seq, h.call(runId, 0, seq)).catch((error: unknown) => {
+            if (!(error instanceof CheckpointConflict)) throw error;
+          });
+        }
+        expect(
+          (await h.store.calls(runId)).map((c) => c.sealed),
+          rule("calls(runId) after records 1 and 0 were resent identical", "each record once, in order"),
+        ).toEqual([h.call(runId, 0, 0), h.call(runId, 0, 1)]);
+        await h.recordCalls(runId, 0, 2, 3);
+        expect(
+          (await h.store.calls(runId)).map((c) => c.seq),
+          rule("calls(runId) after the resends and the next record", "seqs 0, 1, 2"),
+        ).toEqual([0, 1, 2]);
+      },
+    },
+    {
       name: "refuses a record from an older segment after a claim, and one from a segment not yet claimed",
       async run(h) {
         const runId = h.runId();
