@@ -7,14 +7,16 @@ import { NOTHING_ISSUED, callVerdict, type CallObservation } from "../src/cases/
 const startedAcked: CallWitness = { ...NOTHING_ISSUED, lastStarted: 1, startedAckedLast: true };
 const doneAcked: CallWitness = { ...startedAcked, startedAckedLast: false, doneAcked: true };
 
-const charge = (seen: Partial<CallObservation>): CallObservation => ({
-  tool: "charge",
+// With one try, every report is its first (crash.ts says so); with more, the first report is unknown unless given.
+const charge = (seen: Partial<CallObservation>, tool = "charge"): CallObservation => ({
+  tool,
   attempts: 1,
   before: new Map(),
   after: new Map(),
   witness: NOTHING_ISSUED,
   tries: 1,
   reports: 0,
+  reportedFirst: (seen.tries ?? 1) === 1 ? (seen.reports ?? 0) > 0 : undefined,
   decided: false,
   ...seen,
 });
@@ -53,16 +55,43 @@ describe("the crash verdict on a call", () => {
       expect(callVerdict(seen)).toBeUndefined();
     });
 
-    it("refuses a call that ran more than once more than it was reported", () => {
+    it("refuses a call that ran more than once in all plus once per report", () => {
+      const seen = charge({ after: ran(3), tries: 2, reports: 1, decided: true });
+      expect(callVerdict(seen)).toMatch(/ran 3 times \(0 before the crash, 3 after\), though the 2 tries/);
+    });
+
+    it("refuses a call in doubt at the crash run again without a report: a store that lost its `started`", () => {
+      // Killed after its `started` was acknowledged, before the tool. The first try found no record and ran it; its
+      // `done` failed; the second try found the `started`, reported it and reran it.
+      const seen = charge({ after: ran(2), witness: startedAcked, tries: 2, reports: 1, decided: true });
+      expect(callVerdict(seen)).toMatch(/in doubt at the crash and ran 2 times after it/);
+      // Had the tool run before the kill, that is one run too many in all.
+      expect(callVerdict({ ...seen, before: ran(1) })).toMatch(/ran 3 times \(1 before the crash, 2 after\)/);
+    });
+
+    it("refuses a first report, made before recovery wrote, of a call the killed worker never started", () => {
+      const seen = charge({ after: ran(1), tries: 2, reports: 1, reportedFirst: true, decided: true });
+      expect(callVerdict(seen)).toMatch(/never issued its `started` record/);
+    });
+
+    it("refuses a first report, made before recovery wrote, that left out a call in doubt at the crash", () => {
       const seen = charge({
         before: ran(1),
-        after: ran(3),
+        after: ran(1),
         witness: startedAcked,
         tries: 2,
         reports: 1,
+        reportedFirst: false,
         decided: true,
       });
-      expect(callVerdict(seen)).toMatch(/ran 3 times after the crash, though the 2 tries/);
+      expect(callVerdict(seen)).toMatch(/did not first report it in doubt/);
+    });
+
+    it("takes an idempotent call rerun silently once per try, and no more", () => {
+      expect(callVerdict(charge({ before: ran(1), after: ran(2), tries: 2 }, "audit"))).toBeUndefined();
+      expect(callVerdict(charge({ before: ran(1), after: ran(3), tries: 2 }, "audit"))).toMatch(
+        /more than the 2 tries/,
+      );
     });
 
     it("refuses a non-idempotent call never reported that ran twice", () => {

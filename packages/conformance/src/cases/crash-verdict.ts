@@ -24,6 +24,12 @@ export interface CallObservation {
   readonly tries: number;
   /** How many of those tries reported the call in doubt (the trial then decided to rerun it, each time). */
   readonly reports: number;
+  /**
+   * Whether recovery's first report named the call, when that report came
+   * before recovery wrote any record of the run (so it shows what the killed
+   * worker alone left in doubt); undefined when it did not.
+   */
+  readonly reportedFirst: boolean | undefined;
   /** What the killed worker issued and the store acknowledged (the acknowledgment file). */
   readonly witness: CallWitness;
   /** Recovery had the store acknowledge a `decided` record of the call (the acknowledgment file, after recovery). */
@@ -70,11 +76,13 @@ export interface CallObservation {
  * A store that fails a try of recovery with StoreUnavailable may leave a call
  * the try ran without its `done` (or a next attempt without its `failed`): the
  * next try finds it in doubt, reports it and reruns it on the trial's
- * decision. With more than one try, the rules that read the killed worker's
- * witness as the only writer give way to bounds: an attempt runs after the
- * crash at most once more than the tries reported its call in doubt, and a
- * non-idempotent call never reported runs exactly once; the rules on
- * acknowledged `done` and `failed` records hold as they are.
+ * decision. So with more than one try, a non-idempotent attempt runs at most
+ * once in all plus once per report of its call, and an attempt in doubt at
+ * the crash (its `started` acknowledged last) only once per report; an
+ * idempotent attempt at most once per try. The rules on what was in doubt at
+ * the crash then read recovery's first report only when it came before
+ * recovery wrote any record of the run; the rules on acknowledged `done` and
+ * `failed` records hold as they are.
  */
 export function callVerdict(seen: CallObservation): string | undefined {
   const { tool, attempts, witness } = seen;
@@ -102,34 +110,55 @@ export function callVerdict(seen: CallObservation): string | undefined {
       return "ran again after the crash, but the store had acknowledged its `done` record before the crash (a resolved recordCall must be durable)";
     return undefined;
   }
-  if (reported && !retried && witness.lastStarted === 0)
+  if (seen.reportedFirst === true && witness.lastStarted === 0)
     return "recovery reported it in doubt, but the killed worker never issued its `started` record";
-  if (reported && !retried && witness.failedAckedLast !== undefined)
+  if (seen.reportedFirst === true && witness.failedAckedLast !== undefined)
     return `recovery reported it in doubt, but the store had acknowledged the \`failed\` record of its attempt ${witness.failedAckedLast} and nothing was issued after it (a call between attempts goes on with the next one, without a decision)`;
   const failedAgain = [...witness.failedAcked].find((a) => after(a) > 0);
   if (failedAgain !== undefined)
     return `attempt ${failedAgain} ran again after the crash, but the store had acknowledged its \`failed\` record (a failed attempt never runs again)`;
-  if (!idempotent && witness.startedAckedLast && !reported) {
+  if (!idempotent && witness.startedAckedLast && (!reported || seen.reportedFirst === false)) {
+    const first = reported ? " first" : "";
     if (attempts === 1)
-      return `recovery did not report it in doubt, but the store had acknowledged its \`started\` record and no \`done\` was ever issued (it ran ${before(1)} times before the crash, ${after(1)} after)`;
+      return `recovery did not${first} report it in doubt, but the store had acknowledged its \`started\` record and no \`done\` was ever issued (it ran ${before(1)} times before the crash, ${after(1)} after)`;
     const ran = range.map((a) => `attempt ${a}: ${before(a)} before the crash, ${after(a)} after`).join("; ");
-    return `recovery did not report it in doubt, but the store had acknowledged the \`started\` record of its attempt ${witness.lastStarted} and nothing was issued after it (${ran})`;
+    return `recovery did not${first} report it in doubt, but the store had acknowledged the \`started\` record of its attempt ${witness.lastStarted} and nothing was issued after it (${ran})`;
   }
   if (reported && !seen.decided)
     return "recovery reported it in doubt and the trial decided to rerun it, but no `decided` record was acknowledged";
   if (!reported && seen.decided) return "a `decided` record was acknowledged, but recovery did not report it in doubt";
   for (const a of range) {
-    if (retried && after(a) > seen.reports + 1)
-      return `${its(a) || "it "}ran ${after(a)} times after the crash, though the ${seen.tries} tries of recovery (the store was unavailable) reported it in doubt ${seen.reports} times`;
-    const rerun = reported && (retried || a === witness.lastStarted);
-    if (rerun && !retried && after(a) !== 1)
-      return `recovery reported it in doubt and the trial reran it, yet ${its(a) || "it "}ran ${after(a)} times after the crash`;
-    if (!idempotent && !rerun && before(a) + after(a) !== 1) {
-      const why = reported
-        ? `, though only attempt ${witness.lastStarted} was in doubt`
-        : " without being reported in doubt";
-      return `a non-idempotent tool ran ${before(a) + after(a)} times (${its(a) === "" ? "" : `${its(a).trim()}: `}${before(a)} before the crash, ${after(a)} after)${why}`;
-    }
+    const wrong = retried ? boundAfterTries(seen, a, idempotent) : exactAfterOneTry(seen, a, idempotent);
+    if (wrong !== undefined) return `${its(a) === "" ? "" : `${its(a).trim()}: `}${wrong}`;
   }
+  return undefined;
+}
+
+/** One recovery try: an attempt in doubt reruns once on the decision; every other attempt of a non-idempotent call runs once in all. */
+function exactAfterOneTry(seen: CallObservation, a: number, idempotent: boolean): string | undefined {
+  const [before, after] = [seen.before.get(a) ?? 0, seen.after.get(a) ?? 0];
+  const rerun = seen.reports > 0 && a === seen.witness.lastStarted;
+  if (rerun && after !== 1)
+    return `recovery reported it in doubt and the trial reran it, yet it ran ${after} times after the crash`;
+  if (!idempotent && !rerun && before + after !== 1) {
+    const why =
+      seen.reports > 0
+        ? `, though only attempt ${seen.witness.lastStarted} was in doubt`
+        : " without being reported in doubt";
+    return `a non-idempotent tool ran ${before + after} times (${before} before the crash, ${after} after)${why}`;
+  }
+  return undefined;
+}
+
+/** Tries after StoreUnavailable: each may run an attempt it then could not record, which the next reports again. */
+function boundAfterTries(seen: CallObservation, a: number, idempotent: boolean): string | undefined {
+  const [before, after] = [seen.before.get(a) ?? 0, seen.after.get(a) ?? 0];
+  const tries = `the ${seen.tries} tries of recovery (the store was unavailable)`;
+  if (idempotent) return after > seen.tries ? `ran ${after} times after the crash, more than ${tries}` : undefined;
+  if (before + after > 1 + seen.reports)
+    return `a non-idempotent tool ran ${before + after} times (${before} before the crash, ${after} after), though ${tries} reported it in doubt ${seen.reports} times`;
+  const inDoubt = seen.witness.startedAckedLast && a === seen.witness.lastStarted;
+  if (inDoubt && after > seen.reports)
+    return `it was in doubt at the crash and ran ${after} times after it, though ${tries} reported it in doubt ${seen.reports} times (each rerun needs a decision)`;
   return undefined;
 }

@@ -160,7 +160,7 @@ async function crashAndRecover(
   recoverer.send(`recover ${trial.scenario} ${runId}`);
   const answer = await recoverer.waitFor((l) => l.split(" ")[1] === runId, 120_000);
   if (!answer.startsWith("recovered ")) return `recovery failed: ${answer}`;
-  const { tries, reported } = JSON.parse(answer.slice(`recovered ${runId} `.length)) as Recovery;
+  const { tries, reported, firstReport } = JSON.parse(answer.slice(`recovered ${runId} `.length)) as Recovery;
   const after = attemptExecutions(effects, `${runId} `);
   const recovered = acknowledged(acknowledgmentsFile(effects), runId);
 
@@ -174,6 +174,9 @@ async function crashAndRecover(
       after: ranAfter,
       tries,
       reports: reported[callId] ?? 0,
+      // With one try, every report was its first pass's, before it wrote.
+      reportedFirst:
+        firstReport !== undefined ? firstReport.includes(callId) : tries === 1 ? callId in reported : undefined,
       witness: witnessed.get(callId) ?? NOTHING_ISSUED,
       decided: recovered.get(callId)?.decidedAcked ?? false,
     });

@@ -39,6 +39,14 @@ export function acknowledging(store: CheckpointStore, file: string): CheckpointS
   });
 }
 
+/** How many records of the run the workers have issued so far (the lines `<runId> … issued`). */
+export function issuedRecords(file: string, runId: string): number {
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.startsWith(`${runId} `) && line.endsWith(" issued")).length;
+}
+
 /** The acknowledgment file that goes with a side-effect file. */
 export function acknowledgmentsFile(effects: string): string {
   return `${effects}.acks`;

@@ -191,6 +191,12 @@ interface Decisions {
 export interface Recovery {
   readonly tries: number;
   readonly reported: Readonly<Record<string, number>>;
+  /**
+   * The calls of the first report, when it came before recovery issued any
+   * record of the run: then it says what the killed worker alone left in
+   * doubt. Absent when recovery wrote first, or the driver counts no records.
+   */
+  readonly firstReport?: readonly string[];
 }
 
 /**
@@ -202,11 +208,16 @@ export class ScenarioDriver {
   readonly #loopTools: ToolRegistry;
   readonly #flowRunners: { readonly plain: FlowRunner; readonly encrypted: FlowRunner };
   readonly #anchor: RunAnchor | undefined;
+  readonly #issued: ((runId: string) => number) | undefined;
 
-  /** With `anchor`, every run is written through it and checked against it (the anchor group). */
-  constructor(store: CheckpointStore, effects: string, anchor?: RunAnchor) {
+  /**
+   * With `anchor`, every run is written through it and checked against it (the anchor group). `issued` counts
+   * the records of a run the workers have issued, so `recoverToEnd` tells a first report made before it wrote.
+   */
+  constructor(store: CheckpointStore, effects: string, anchor?: RunAnchor, issued?: (runId: string) => number) {
     this.#store = store;
     this.#anchor = anchor;
+    this.#issued = issued;
     this.#loopTools = scenarioTools(effects, RETRIED.loop);
     const executor = new Executor(scenarioTools(effects, RETRIED.flow));
     const options = { checkpoints: store, checkpointKey: KIT_KEY, ...(anchor === undefined ? {} : { anchor }) };
@@ -254,27 +265,37 @@ export class ScenarioDriver {
    * finds in doubt and reports again.
    */
   async recoverToEnd(scenario: ScenarioName, runId: string): Promise<Recovery> {
-    const reported: Record<string, number> = {};
-    for (let tries = 1; ; tries++) {
+    const issuedBefore = this.#issued?.(runId);
+    const recovery: { tries: number; reported: Record<string, number>; firstReport?: string[] } = {
+      tries: 1,
+      reported: {},
+    };
+    const report = (callIds: string[]) => {
+      const first = Object.keys(recovery.reported).length === 0;
+      if (first && issuedBefore !== undefined && this.#issued?.(runId) === issuedBefore) recovery.firstReport = callIds;
+      for (const callId of callIds) recovery.reported[callId] = (recovery.reported[callId] ?? 0) + 1;
+    };
+    for (; ; recovery.tries++) {
       try {
-        await this.#recoverToEnd(scenario, runId, reported);
-        return { tries, reported };
+        await this.#recoverToEnd(scenario, runId, report);
+        return recovery;
       } catch (error) {
-        if (!(error instanceof StoreUnavailable) || tries >= 3) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 1000 * tries));
+        if (!(error instanceof StoreUnavailable) || recovery.tries >= 3) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000 * recovery.tries));
       }
     }
   }
 
-  /** One try of `recoverToEnd`; counts each call it reports in doubt in `reported`. */
-  async #recoverToEnd(scenario: ScenarioName, runId: string, reported: Record<string, number>): Promise<void> {
+  /** One try of `recoverToEnd`; tells `report` the calls it finds in doubt, before it decides them. */
+  async #recoverToEnd(scenario: ScenarioName, runId: string, report: (callIds: string[]) => void): Promise<void> {
     try {
       await this.#recoverAndFinish(scenario, runId, {});
     } catch (error) {
       if (error instanceof CheckpointNotFound) return this.run(scenario, runId);
       if (!(error instanceof RecoveryNeedsDecision)) throw error;
-      for (const { callId } of error.calls) reported[callId] = (reported[callId] ?? 0) + 1;
-      const decide = Object.fromEntries(error.calls.map(({ callId }) => [callId, "rerun" as const]));
+      const inDoubt = error.calls.map(({ callId }) => callId).sort();
+      report(inDoubt);
+      const decide = Object.fromEntries(inDoubt.map((callId) => [callId, "rerun" as const]));
       await this.#recoverAndFinish(scenario, runId, { decide, by: DECIDER });
     }
   }

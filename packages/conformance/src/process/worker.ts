@@ -20,7 +20,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { isAbsolute } from "node:path";
 import { CheckpointConflict, type CheckpointStore, StoreUnavailable } from "@durable/core";
-import { acknowledging, acknowledgmentsFile } from "./acknowledgments.js";
+import { acknowledging, acknowledgmentsFile, issuedRecords } from "./acknowledgments.js";
 import { commitBatches } from "./batches.js";
 import { claimBarrier } from "./claim-barrier.js";
 import { ScenarioDriver, type ScenarioName } from "./scenarios.js";
@@ -38,10 +38,11 @@ const url = isAbsolute(opener) ? pathToFileURL(opener).href : opener;
 const open = ((await import(url)) as { default: (handle: string) => CheckpointStore | Promise<CheckpointStore> })
   .default;
 const opened = await open(handle);
-const store = claimBarrier(acknowledging(opened, acknowledgmentsFile(effects)));
+const acks = acknowledgmentsFile(effects);
+const store = claimBarrier(acknowledging(opened, acks));
 const named = process.env[ANCHOR_VARIABLE];
 const anchor = named === undefined ? undefined : await openAnchor(JSON.parse(named) as AnchorHandle);
-const driver = new ScenarioDriver(store, effects, anchor);
+const driver = new ScenarioDriver(store, effects, anchor, (runId) => issuedRecords(acks, runId));
 
 if (mode === "batches") {
   await commitBatches(opened, runId, Number(scenario));
