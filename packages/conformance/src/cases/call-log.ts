@@ -97,6 +97,20 @@ export const callLogGroup: ConformanceGroup = {
           (await h.store.calls(runId)).map((c) => c.seq),
           rule("calls(runId) after the resends and the next record", "seqs 0, 1, 2"),
         ).toEqual([0, 1, 2]);
+        // A cut-off worker's resend is fenced like any of its records: after a claim, and after the run ended.
+        await h.store.save(runId, 1, h.row(runId, 1, { segment: 1 }));
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, 0, 2) resent identical after step 1 claimed segment 1"),
+          h.store.recordCall(runId, 0, 2, h.call(runId, 0, 2)),
+        );
+        await h.recordCalls(runId, 1, 0, 1);
+        await h.store.save(runId, 2, h.row(runId, 2, { segment: 1, status: "done" }));
+        await expectRejects(
+          CheckpointConflict,
+          refused("recordCall(runId, 1, 0) resent identical after a done step 2"),
+          h.store.recordCall(runId, 1, 0, h.call(runId, 1, 0)),
+        );
       },
     },
     {
