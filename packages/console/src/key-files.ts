@@ -5,29 +5,41 @@ import { ConsoleError, firstLine } from "./console-error.js";
 
 /**
  * The workers' key from `--key-file` or `DURABLE_KEY`, never echoed: one HMAC
- * key a line (for rotation: the first signs, all verify), or an Ed25519 key in
- * PEM (`-----BEGIN PUBLIC KEY-----`: the console then reads and cannot act;
- * `PRIVATE KEY`: it can), in the order given.
+ * key a line (for rotation: the first signs, all verify), or Ed25519 keys in
+ * PEM, only (a `PUBLIC KEY` block: the console then reads and cannot act; a
+ * `PRIVATE KEY` block: it can). A file of both is refused: a stray line taken
+ * as an HMAC key would sign in place of the public key.
  */
 export function checkpointKeysFrom(file: string | undefined): CheckpointKeys {
   const text = keyText(file, "--key-file", "DURABLE_KEY");
-  const keys: (string | KeyObject)[] = [];
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] as string;
-    const begin = /^-----BEGIN ([A-Z ]+)-----$/.exec(line.trim());
-    if (begin === null) {
-      if (line.length > 0) keys.push(hmacKey(line));
-      continue;
-    }
-    const end = lines.findIndex((l, j) => j > i && l.trim() === `-----END ${begin[1]}-----`);
-    if (end < 0) throw new ConsoleError(`The key's PEM block "${begin[1]}" has no END line.`);
-    keys.push(pemKey(lines.slice(i, end + 1).join("\n"), begin[1] as string));
-    i = end;
-  }
+  const keys = text.includes("-----BEGIN")
+    ? pemKeys(text)
+    : text
+        .split(/\r?\n/)
+        .filter((l) => l.length > 0)
+        .map(hmacKey);
   if (keys.length === 0)
     throw new ConsoleError("The console needs the workers' key: give --key-file <file> or DURABLE_KEY.");
   return keys.length === 1 ? (keys[0] as string | KeyObject) : keys;
+}
+
+/** The `PUBLIC KEY` and `PRIVATE KEY` blocks of a PEM text, in order; any other line is refused. */
+function pemKeys(text: string): KeyObject[] {
+  const keys: KeyObject[] = [];
+  const lines = text.split(/\r?\n/).map((line) => line.trim());
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i] === "") continue;
+    const label = /^-----BEGIN (PUBLIC KEY|PRIVATE KEY)-----$/.exec(lines[i] as string)?.[1];
+    if (label === undefined)
+      throw new ConsoleError(
+        `The key file's line ${i + 1} is not the start of a PUBLIC KEY or PRIVATE KEY block: a file with a PEM key holds PEM keys only (an ENCRYPTED PRIVATE KEY must be exported without its passphrase).`,
+      );
+    const end = lines.indexOf(`-----END ${label}-----`, i + 1);
+    if (end < 0) throw new ConsoleError(`The key's PEM block "${label}" has no END line.`);
+    keys.push(pemKey(lines.slice(i, end + 1).join("\n"), label));
+    i = end;
+  }
+  return keys;
 }
 
 /** The workers' encryption key from `--encryption-key-file` or `DURABLE_ENCRYPTION_KEY` (a line each: the first encrypts), if given. */

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +17,9 @@ writeFileSync(keyFile, `${KEY}\n`);
 // A reader's key: the public half of the workers' Ed25519 key, in PEM.
 const publicKeyFile = join(dir, "public.pem");
 writeFileSync(publicKeyFile, generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }));
+// A line taken as an HMAC key before the public key would sign: a file with a PEM key holds PEM keys only.
+const mixedKeyFile = join(dir, "mixed.key");
+writeFileSync(mixedKeyFile, `${KEY}\n${readFileSync(publicKeyFile, "utf8")}`);
 const brokenPemFile = join(dir, "broken.pem");
 writeFileSync(brokenPemFile, "-----BEGIN PUBLIC KEY-----\nnot a key\n-----END PUBLIC KEY-----\n");
 const started: ChildProcess[] = [];
@@ -71,6 +74,11 @@ describe("durable-console", () => {
       "a PEM key that does not parse",
       ["--store", "sqlite:x.db", "--key-file", brokenPemFile],
       /^The key's PEM block "PUBLIC KEY" cannot be read/,
+    ],
+    [
+      "a key file of an HMAC key and a PEM key",
+      ["--store", "sqlite:x.db", "--key-file", mixedKeyFile],
+      /^The key file's line 1 is not the start of a PUBLIC KEY or PRIVATE KEY block/,
     ],
     [
       "actions with a public key",
