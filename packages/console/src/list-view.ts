@@ -9,7 +9,10 @@ export type RunMark = "recovered" | "needs decision" | "needs approval" | "retry
 export interface ListedRun extends RunSummary {
   readonly marks: readonly RunMark[];
   readonly problem?: string;
-  /** The code of the @durable error behind `problem`: `CHECKPOINT_STORE_CORRUPT` when its seal does not verify. */
+  /**
+   * The code of the @durable error behind `problem`: `CHECKPOINT_STORE_CORRUPT` when its seal does not verify,
+   * `ENCRYPTED` when it verifies and the console has no encryption key to open it.
+   */
   readonly problemCode?: string;
 }
 
@@ -51,7 +54,7 @@ async function marked(store: CheckpointStore, sealer: Sealer, run: RunSummary): 
     if ([...round.next.values()].some((next) => next.notBefore !== undefined)) marks.push("retrying");
     return { ...run, marks };
   } catch (error) {
-    const { problem, code } = problemOf(run.runId, error);
+    const { problem, code } = await problemOf(store, sealer, run.runId, error);
     return { ...run, marks, problem, ...(code === undefined ? {} : { problemCode: code }) };
   }
 }

@@ -118,12 +118,34 @@ export async function readRun(
     };
   } catch (error) {
     if (error instanceof DurableError && error.code === "CHECKPOINT_NOT_FOUND") return undefined;
-    return problemOf(runId, error);
+    return problemOf(store, sealer, runId, error);
   }
 }
 
-/** Why a run could not be read, as a page says it. */
-export function problemOf(runId: string, error: unknown): RunProblem {
+/** The code of a run whose latest checkpoint verifies, encrypted, read by a console without the encryption key. */
+const ENCRYPTED = "ENCRYPTED";
+
+/**
+ * Why a run could not be read, as a page says it. A console without the
+ * encryption key that cannot open a run whose latest checkpoint is encrypted
+ * and verifies says so: the run is intact, its content out of reach.
+ */
+export async function problemOf(
+  store: CheckpointStore,
+  sealer: Sealer,
+  runId: string,
+  error: unknown,
+): Promise<RunProblem> {
+  if (error instanceof DurableError && error.code === "CHECKPOINT_STORE_CORRUPT" && !sealer.encrypts) {
+    const latest = await store.latest(runId).catch(() => undefined);
+    if (latest !== undefined && sealer.verifiesEncrypted("checkpoint", latest.sealed))
+      return {
+        runId,
+        problem:
+          "Encrypted: its latest checkpoint verifies with the key, and the console has no encryption key to show it (--encryption-key-file or DURABLE_ENCRYPTION_KEY).",
+        code: ENCRYPTED,
+      };
+  }
   const problem = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return error instanceof DurableError ? { runId, problem, code: error.code } : { runId, problem };
 }

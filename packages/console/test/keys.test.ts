@@ -2,10 +2,10 @@ import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InvalidInput } from "@durable/core";
+import { type CheckpointStore, InvalidInput } from "@durable/core";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { afterAll, describe, expect, it } from "vitest";
-import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
+import { type RunDetail, type RunList, type RunningConsole, startConsole } from "../src/index.js";
 import { KEY, orders, refunds, runner, type Sealing, worker } from "./fixture.js";
 
 // The console reads what workers sealed the way security.md says readers do: encrypted runs with the workers'
@@ -44,6 +44,22 @@ async function serve(options: Parameters<typeof startConsole>[0]) {
 
 const common = { label: "sqlite", port: 0, token: TOKEN, by: "ops@test" };
 
+/** The store with one byte of every latest checkpoint's sealed envelope changed. */
+function changedLatest(store: CheckpointStore): CheckpointStore {
+  const flip = (sealed: string) => `${sealed.slice(0, -3)}${sealed.at(-3) === "A" ? "B" : "A"}${sealed.slice(-2)}`;
+  return new Proxy(store, {
+    get(target, name) {
+      if (name === "latest")
+        return async (runId: string) => ({
+          ...(await target.latest(runId)),
+          sealed: flip((await target.latest(runId)).sealed),
+        });
+      const value = Reflect.get(target, name) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 describe("the console on encrypted runs", () => {
   const encrypted: Sealing = { checkpointKey: KEY, encryptionKey: ENCRYPTION_KEY };
 
@@ -54,10 +70,22 @@ describe("the console on encrypted runs", () => {
     expect(done.status).toBe("done");
     expect(done.calls.map((call) => call.result)).toEqual(["held 2 for Hamlet", "charged $80", "mailed Hamlet"]);
 
+    // Without it, the runs are intact and out of reach: listed as encrypted, not as corrupt or read with a wrong key.
     const keyless = await serve({ ...common, store, checkpointKey: KEY });
     const page = await (await keyless.get("/runs/enc-done")).text();
-    expect(page).toContain("encryptionKey");
+    expect(page).toContain("Encrypted: its latest checkpoint verifies with the key");
     expect(page).not.toContain("charged $80");
+    const listed = (await (await keyless.get("/api/runs")).json()) as RunList;
+    expect(listed.runs.map((run) => run.problemCode)).toEqual(["ENCRYPTED", "ENCRYPTED"]);
+    expect(await (await keyless.get("/")).text()).not.toContain("wrong key?");
+
+    // A changed byte of an encrypted checkpoint is corruption, with the key or without it.
+    const changed = await serve({ ...common, store: changedLatest(store), checkpointKey: KEY });
+    const corrupt = (await (await changed.get("/api/runs")).json()) as RunList;
+    expect(corrupt.runs.map((run) => run.problemCode)).toEqual([
+      "CHECKPOINT_STORE_CORRUPT",
+      "CHECKPOINT_STORE_CORRUPT",
+    ]);
   });
 
   it("approves a pending call of an encrypted run, which the worker then finishes", async () => {

@@ -120,14 +120,11 @@ export class Sealer {
    */
   open(purpose: SealPurpose, sealed: string, columns: SealedColumns): JsonValue {
     const runId = columns.runId;
-    const first = sealed.indexOf(".");
-    const second = first < 0 ? -1 : sealed.indexOf(".", first + 1);
-    const version = sealed.slice(0, first);
-    if (second < 0 || (version !== V1 && version !== V2)) {
+    const parts = envelopeParts(sealed);
+    if (parts === undefined) {
       throw new CheckpointStoreCorrupt(runId, `a stored ${purpose} is not a sealed ${V1} or ${V2} envelope.`);
     }
-    const signature = sealed.slice(first + 1, second);
-    const content = sealed.slice(second + 1);
+    const { version, signature, content } = parts;
     if (!this.#verifies(version, purpose, signature, content)) {
       throw new CheckpointStoreCorrupt(
         runId,
@@ -140,6 +137,17 @@ export class Sealer {
     } catch (cause) {
       throw new CheckpointStoreCorrupt(runId, `a stored ${purpose} is not JSON.`, { cause });
     }
+  }
+
+  /**
+   * For a reader without `encryptionKey` (a console): true when `sealed` is an
+   * encrypted envelope whose signature verifies with these keys, so it is
+   * intact and only its content is out of reach; false otherwise.
+   */
+  verifiesEncrypted(purpose: SealPurpose, sealed: string): boolean {
+    const parts = envelopeParts(sealed);
+    if (parts === undefined || parts.version !== V2 || !isEncrypted(parts.content)) return false;
+    return this.#verifies(parts.version, purpose, parts.signature, parts.content);
   }
 
   #verifies(version: string, purpose: SealPurpose, signature: string, content: string): boolean {
@@ -160,6 +168,15 @@ export class Sealer {
       );
     return this.#encryption.decrypt(content, associated(purpose, columns, columns.runId), columns.runId, purpose);
   }
+}
+
+/** An envelope's version, signature and content, or undefined when it is not a v1 or v2 envelope. */
+function envelopeParts(sealed: string): { version: string; signature: string; content: string } | undefined {
+  const first = sealed.indexOf(".");
+  const second = first < 0 ? -1 : sealed.indexOf(".", first + 1);
+  const version = sealed.slice(0, first);
+  if (second < 0 || (version !== V1 && version !== V2)) return undefined;
+  return { version, signature: sealed.slice(first + 1, second), content: sealed.slice(second + 1) };
 }
 
 /** The associated data of an encrypted envelope: its purpose and the plain columns a store keeps beside it. */

@@ -101,6 +101,18 @@ describe("encryption at rest", () => {
     expect(() => Sealer.withKeys(KEY).open("call", sealed, COLUMNS)).toThrow(/has no encryptionKey/);
   });
 
+  it("lets a reader without the encryption key tell an intact encrypted row from a changed one", () => {
+    const sealed = encrypting.seal("call", CALL);
+    const reader = Sealer.withKeys(KEY);
+    expect(reader.verifiesEncrypted("call", sealed)).toBe(true);
+    const changed = `${sealed.slice(0, -3)}${sealed.at(-3) === "A" ? "B" : "A"}${sealed.slice(-2)}`;
+    expect(reader.verifiesEncrypted("call", changed)).toBe(false);
+    expect(reader.verifiesEncrypted("checkpoint", sealed)).toBe(false);
+    expect(Sealer.withKeys(OLD_KEY).verifiesEncrypted("call", sealed)).toBe(false);
+    // A plain row is no encrypted row, whether it verifies or not.
+    expect(reader.verifiesEncrypted("call", reader.seal("call", CALL))).toBe(false);
+  });
+
   it("rotates keys: the first encrypts, every one decrypts; plain rows of before still open", () => {
     const old = Sealer.withKeys(KEY, OLD_ENCRYPTION_KEY).seal("call", CALL);
     const plain = Sealer.withKeys(KEY).seal("call", CALL);
