@@ -22,7 +22,8 @@ Usage: durable-console --store <url> --key-file <file> [options]
 Options:
   --store <url>        the store: sqlite:<path>, redis://host:port or postgresql://user@host:port/database
   --key-file <file>    the workers' key (one per line for rotation: the first signs, all verify), or their
-                       Ed25519 key in PEM (a public key reads only: no actions); or DURABLE_KEY
+                       Ed25519 key in PEM (a public key reads only: no actions), then the HMAC keys
+                       of runs sealed before a switch to Ed25519; or DURABLE_KEY
   --encryption-key-file <file>
                        the workers' encryption key, when their runs are encrypted (one per line); or
                        DURABLE_ENCRYPTION_KEY

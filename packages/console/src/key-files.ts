@@ -6,14 +6,15 @@ import { ConsoleError, firstLine } from "./console-error.js";
 /**
  * The workers' key from `--key-file` or `DURABLE_KEY`, never echoed: one HMAC
  * key a line (for rotation: the first signs, all verify), or Ed25519 keys in
- * PEM, only (a `PUBLIC KEY` block: the console then reads and cannot act; a
- * `PRIVATE KEY` block: it can). A file of both is refused: a stray line taken
- * as an HMAC key would sign in place of the public key.
+ * PEM (a `PUBLIC KEY` block: the console then reads and cannot act; a
+ * `PRIVATE KEY` block: it can), then, while runs sealed before a switch to
+ * Ed25519 matter, their HMAC keys, which only verify. A line before the first
+ * PEM key is refused: taken as an HMAC key, it would sign in place of it.
  */
 export function checkpointKeysFrom(file: string | undefined): CheckpointKeys {
   const text = keyText(file, "--key-file", "DURABLE_KEY");
   const keys = text.includes("-----BEGIN")
-    ? pemKeys(text)
+    ? pemFirst(text)
     : text
         .split(/\r?\n/)
         .filter((l) => l.length > 0)
@@ -23,18 +24,23 @@ export function checkpointKeysFrom(file: string | undefined): CheckpointKeys {
   return keys.length === 1 ? (keys[0] as string | KeyObject) : keys;
 }
 
-/** The `PUBLIC KEY` and `PRIVATE KEY` blocks of a PEM text, in order; any other line is refused. */
-function pemKeys(text: string): KeyObject[] {
-  const keys: KeyObject[] = [];
-  const lines = text.split(/\r?\n/).map((line) => line.trim());
+/** The keys of a text with PEM blocks (`PUBLIC KEY`, `PRIVATE KEY`), in order, HMAC lines allowed after the first. */
+function pemFirst(text: string): (string | KeyObject)[] {
+  const keys: (string | KeyObject)[] = [];
+  const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
-    if (lines[i] === "") continue;
-    const label = /^-----BEGIN (PUBLIC KEY|PRIVATE KEY)-----$/.exec(lines[i] as string)?.[1];
-    if (label === undefined)
-      throw new ConsoleError(
-        `The key file's line ${i + 1} is not the start of a PUBLIC KEY or PRIVATE KEY block: a file with a PEM key holds PEM keys only (an ENCRYPTED PRIVATE KEY must be exported without its passphrase).`,
-      );
-    const end = lines.indexOf(`-----END ${label}-----`, i + 1);
+    const line = lines[i] as string;
+    if (line.trim() === "") continue;
+    const label = /^-----BEGIN (PUBLIC KEY|PRIVATE KEY)-----$/.exec(line.trim())?.[1];
+    if (label === undefined) {
+      if (keys.length === 0 || line.trim().startsWith("-----"))
+        throw new ConsoleError(
+          `The key file's line ${i + 1} is not a PUBLIC KEY or PRIVATE KEY block where one must be: a file with a PEM key starts with it, and HMAC keys of older runs go after it (an ENCRYPTED PRIVATE KEY must be exported without its passphrase).`,
+        );
+      keys.push(hmacKey(line));
+      continue;
+    }
+    const end = lines.findIndex((l, j) => j > i && l.trim() === `-----END ${label}-----`);
     if (end < 0) throw new ConsoleError(`The key's PEM block "${label}" has no END line.`);
     keys.push(pemKey(lines.slice(i, end + 1).join("\n"), label));
     i = end;

@@ -78,7 +78,7 @@ describe("durable-console", () => {
     [
       "a key file of an HMAC key and a PEM key",
       ["--store", "sqlite:x.db", "--key-file", mixedKeyFile],
-      /^The key file's line 1 is not the start of a PUBLIC KEY or PRIVATE KEY block/,
+      /^The key file's line 1 is not a PUBLIC KEY or PRIVATE KEY block where one must be/,
     ],
     [
       "actions with a public key",
