@@ -271,10 +271,13 @@ describe("installing from the packed tarballs with npm", () => {
     compileConsumer(dir, [...CORE_ENTRIES, "@durable/console"]);
     copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
     execFileSync(process.execPath, ["flow.mjs", "sqlite"], { cwd: dir, encoding: "utf8" });
+    // In a process group of its own: npx does not pass a signal on to the bin it runs, which would outlive the test.
     const console_ = spawn("npx", ["durable-console", "--store", "sqlite:runs.db", "--port", "0"], {
       cwd: dir,
       env: { ...process.env, DURABLE_KEY: "pack-test-key-0123456789abcdef-xyz" },
+      detached: true,
     });
+    const exited = new Promise((resolve) => console_.on("exit", resolve));
     try {
       let out = "";
       console_.stdout.on("data", (chunk: Buffer) => {
@@ -288,7 +291,12 @@ describe("installing from the packed tarballs with npm", () => {
       const html = await page.text();
       expect(html).toMatch(/<tr data-run-id="r-\d+" data-status="done">/);
     } finally {
-      console_.kill("SIGTERM");
+      try {
+        process.kill(-(console_.pid as number), "SIGTERM");
+        await exited;
+      } catch {
+        // The group is gone: the console had stopped already.
+      }
     }
   }, 600_000);
 
