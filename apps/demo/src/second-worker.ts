@@ -56,14 +56,20 @@ export async function runSecond(options: DemoOptions, card: CardProcessor): Prom
   await settled(worker, store, stuck);
   await watch.stop();
   const inDoubt = [...stuck.keys()].filter((runId) => stuck.get(runId) instanceof RecoveryNeedsDecision);
+  let leftInDoubt = 0;
   if (inDoubt.length > 0) {
     const decision = await decide(options.rerunInDoubt, say);
     if (decision.rerun) await rerunInDoubt(inDoubt);
-    else say(`left in doubt: ${decision.why}`);
+    else {
+      say(`left in doubt: ${decision.why}`);
+      leftInDoubt = inDoubt.length;
+    }
   }
   await worker.stop();
   const { lost } = worker.status();
-  say(`recovered ${recovered.size} run(s); claims lost to another worker: ${lost}`);
+  // A run taken over and left in doubt is not recovered yet: say so, beside the count, not only above it.
+  const left = leftInDoubt === 0 ? "" : `, ${leftInDoubt} taken over and left in doubt`;
+  say(`recovered ${recovered.size} run(s)${left}; claims lost to another worker: ${lost}`);
   await store.close();
 
   function tellHeld({ runId, lease }: HeldRun): void {

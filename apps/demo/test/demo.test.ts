@@ -96,7 +96,7 @@ describe("the demo, with real worker processes", () => {
       expect(out).toMatch(new RegExp(`${runId}: its lease ran out at .+: took it over at .+, step 3, as `));
       expect(out).toContain(`${runId}: in doubt: email_tickets (started with no result)`);
       expect(out).toContain("left in doubt: no terminal to ask");
-      expect(out).toContain("recovered 0 run(s); claims lost to another worker: 0");
+      expect(out).toContain("recovered 0 run(s), 1 taken over and left in doubt; claims lost to another worker: 0");
       expect(out).toContain("card log: 30 charge(s) for 30 order(s); charged twice: none");
       expect(out).toContain(`runs taken over: ${runId}; worker 1 died in ${runId}`);
       const events = readJsonlEvents(join(dir, "b.db.events.jsonl"));
