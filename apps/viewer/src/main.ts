@@ -57,7 +57,9 @@ await runCommand(VIEWER_COMMAND, async (values) => {
   const storeUrl = values.store ?? DEFAULT_STORE;
   const key = viewerKey({ key: values.key, keyFile: values["key-file"], demo });
   if (storeUrl === DEFAULT_STORE && !existsSync(DEMO_FOLDER))
-    throw new CommandLineError(`No demo runs yet (no ${DEMO_FOLDER}): run pnpm demo first, or give --store.`);
+    throw new CommandLineError(
+      `No demo runs yet (no ${DEMO_FOLDER}): run pnpm demo first (with the same TMPDIR), or give --store.`,
+    );
   const store = await openStore(storeUrl);
   const events = values.events ?? eventLogFor(storeUrl);
   const viewer = await startConsole({
