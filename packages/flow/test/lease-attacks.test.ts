@@ -9,6 +9,7 @@ import {
   ToolRegistry,
 } from "@durable/core";
 import { z } from "zod";
+import { sleep, until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { Flow, FlowRunner } from "../src/index.js";
 import { KEY, Tools, ticketsFlow } from "./helpers.js";
@@ -33,8 +34,6 @@ function runner(
   });
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** A worker that dies inside `tool`: from then on its store hangs, so it renews and releases nothing. */
 async function diesInside(data: MemoryData, tool: string, tools: Tools, owner: string, ms: number): Promise<void> {
   const dying = new DyingStore(new MemoryCheckpointStore({ data }), undefined);
@@ -45,14 +44,6 @@ async function diesInside(data: MemoryData, tool: string, tools: Tools, owner: s
   await until(() => tools.count(tool) === 1);
   dying.dead = true;
   tools.hangInside = undefined;
-}
-
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 300; i += 1) {
-    if (await check()) return;
-    await sleep(10);
-  }
-  throw new Error("timed out waiting");
 }
 
 describe("a claim whose call-log read fails (a store error right after the claim)", () => {

@@ -10,6 +10,7 @@ import {
   startWorker,
   ToolRegistry,
 } from "@durable/core";
+import { until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { FlowRunner } from "../src/index.js";
 import { KEY, Tools, forever, ticketsFlow } from "./helpers.js";
@@ -37,15 +38,6 @@ function worker(store: CheckpointStore, owner: string, tools: Tools, ms = 5_000)
     checkpointKey: KEY,
     lease: { owner, ms },
   });
-}
-
-/** Waits until `check` holds, polling every 10 ms (at most 5 s). */
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error("timed out waiting");
 }
 
 /** Worker A starts a run and is inside `tool` (it hangs there); returns A's connection. */

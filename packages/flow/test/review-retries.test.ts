@@ -11,6 +11,7 @@ import {
 } from "@durable/core";
 import { readCallLog, Sealer } from "@durable/core/runner";
 import { DyingStore, storeWith } from "@durable/test-utils/stores";
+import { sleep, until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Call, Flow, FlowRunner } from "../src/index.js";
@@ -19,16 +20,7 @@ import { KEY, Tools, ticketsFlow } from "./helpers.js";
 // Attacks of the review of tool retries and timeouts, the save/keeper lease rule and the worker.
 // Each test asserts a guarantee: a failing test is a hole.
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const forever = () => new Promise<never>(() => {});
-
-async function until(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
-    if (await check()) return;
-    await sleep(5);
-  }
-  throw new Error("timed out waiting");
-}
 
 function runner(store: CheckpointStore, registry: ToolRegistry, lease?: { owner: string; ms: number }): FlowRunner {
   return new FlowRunner(new Executor(registry), {

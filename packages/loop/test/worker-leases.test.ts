@@ -9,6 +9,7 @@ import {
 import { Flow, FlowRunner } from "@durable/flow";
 import { DyingStore } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";
+import { sleep, until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type LoopModel, type Message, type ModelReply, runToolLoop, servedToolLoops } from "../src/index.js";
@@ -18,15 +19,6 @@ import { orderTools } from "./programs.js";
 // flow and a tool loop of one name, where each run goes to its own kind.
 
 const KEY = "loop-worker-tests-key-0123456789abcdef";
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 300; i += 1) {
-    if (await check()) return;
-    await sleep(10);
-  }
-  throw new Error("timed out waiting");
-}
 
 /** Holds and charges in its first reply, then says it is done; counts its replies. */
 function orderModel() {
@@ -104,7 +96,9 @@ describe("a standing worker serving tool loops", () => {
       stopOnSignals: false,
       onStuck: (runId, error) => stuck.push(`${runId}: ${(error as Error).name}`),
     });
-    await sleep(600);
+    // Reported once the lease ran out and a poll took the run; then a few more polls must not report or claim it again.
+    await until(() => stuck.length > 0);
+    await sleep(300);
     await w.stop();
     expect(stuck).toEqual(["r: RecoveryNeedsDecision"]);
     expect(events.filter((e) => e.type === "run.needs-decision")).toHaveLength(1);
@@ -130,7 +124,7 @@ describe("a standing worker serving a flow and a tool loop of one name", () => {
       pollMs: 10,
       stopOnSignals: false,
     });
-    await sleep(500);
+    await until(async () => (await store.latest("r")).status === "done").catch(() => undefined);
     await w.stop();
     // The flow's entry lists the loop's run (listings go by name, not kind), starts a recover that is refused with
     // CheckpointConflict ("the run belongs to loop") and counts it lost; meanwhile the loop's entry sees the run as

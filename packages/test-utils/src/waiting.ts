@@ -1,0 +1,11 @@
+/** Resolves after `ms`. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Waits until `check` holds, polling every `everyMs`; throws after `ms` by
+ * the clock. A deadline, not a count of polls: a busy machine runs polls late.
+ */
+export async function until(check: () => boolean | Promise<boolean>, ms = 15_000, everyMs = 5): Promise<void> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(everyMs)) if (await check()) return;
+  throw new Error(`timed out waiting ${ms} ms`);
+}
