@@ -31,9 +31,16 @@ export class LateTimers {
    * a stall that ends an operation is seen when the next tick runs.
    */
   within(from: number, to: number): number {
-    let ms = 0;
-    for (const tick of this.#late) if (tick.at >= from && tick.at - tick.ms - TICK_MS <= to) ms += tick.ms;
-    return ms;
+    return this.#between(from, to).reduce((sum, tick) => sum + tick.ms, 0);
+  }
+
+  /** The longest single stall of this process's timers between `from` and `to`: as long, no timer of it ran. */
+  longestWithin(from: number, to: number): number {
+    return Math.max(0, ...this.#between(from, to).map((tick) => tick.ms));
+  }
+
+  #between(from: number, to: number): { at: number; ms: number }[] {
+    return this.#late.filter((tick) => tick.at >= from && tick.at - tick.ms - TICK_MS <= to);
   }
 
   /** Resolves once the ticks that were due by now have run, so `within` sees them. */
