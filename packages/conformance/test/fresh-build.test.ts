@@ -1,5 +1,14 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -65,13 +74,24 @@ describe("the kit's worker processes never run a stale build", () => {
     ]);
     const opener = pathToFileURL(join(root, "store/test/open.mjs")).href;
     const init = { ...memory, name: "stale", capabilities: { multiProcess: { opener, handle: () => "" } } };
-    for (const group of ["crash", "race"] as const) {
-      const failures = [...(await failingCases(init, group)).values()];
-      expect(failures).toHaveLength(1);
-      expect(failures[0]).toMatch(
-        /^Stale build: \S*store\/dist\/index\.js is older than its source \S*store\/src\/index\.ts; run `npm run build` in \S*store first\.$/,
-      );
+    // The groups' folders go under a TMPDIR of this test's own, which must be empty after: a refused start leaves none.
+    const groupsTmp = join(root, "tmp");
+    mkdirSync(groupsTmp);
+    const tmp = process.env["TMPDIR"];
+    process.env["TMPDIR"] = groupsTmp;
+    try {
+      for (const group of ["crash", "race"] as const) {
+        const failures = [...(await failingCases(init, group)).values()];
+        expect(failures).toHaveLength(1);
+        expect(failures[0]).toMatch(
+          /^Stale build: \S*store\/dist\/index\.js is older than its source \S*store\/src\/index\.ts; run `npm run build` in \S*store first\.$/,
+        );
+      }
+    } finally {
+      if (tmp === undefined) delete process.env["TMPDIR"];
+      else process.env["TMPDIR"] = tmp;
     }
+    expect(readdirSync(groupsTmp)).toEqual([]);
   });
 
   it("accepts a build newer than its source, or one whose build info compiled the source's very text", () => {

@@ -42,11 +42,14 @@ export const crashGroup: ConformanceGroup = {
         const points = chosenPoints();
         const dir = mkdtempSync(join(tmpdir(), "durable-crash-"));
         const effects = join(dir, "effects");
-        const recoverer = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
+        // Started inside the try: a worker that refuses to start (a stale build) leaves no folder behind.
+        let recoverer: Child | undefined;
         try {
+          const serving = spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint());
+          recoverer = serving;
           // The recoverer starts while each scenario's reference and traced runs go, all at once.
           const [, ...prepared] = await Promise.all([
-            recoverer.waitFor((l) => l === "ready"),
+            serving.waitFor((l) => l === "ready"),
             ...SCENARIOS.map(async (scenario) => {
               const [reference, hits] = await Promise.all([
                 referenceOutcome(h, scenario, join(dir, "reference")),
@@ -64,7 +67,7 @@ export const crashGroup: ConformanceGroup = {
                 trials.push({ scenario, point, hit, encrypted: trials.length % 2 === 1 });
           }
           const failures = await inPool(trials, CONCURRENT_TRIALS, (trial) =>
-            crashAndRecover(h, recoverer, effects, trial, references.get(trial.scenario)!),
+            crashAndRecover(h, serving, effects, trial, references.get(trial.scenario)!),
           );
           console.log(crashTable(h.init.name, trials, failures));
           const failed = [...failures].filter(([, message]) => message !== undefined);
@@ -74,7 +77,7 @@ export const crashGroup: ConformanceGroup = {
             );
           }
         } finally {
-          recoverer.kill();
+          recoverer?.kill();
           rmSync(dir, { recursive: true, force: true });
         }
       },

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreUnavailable } from "@durable/core";
 import { expect } from "vitest";
-import { attemptExecutions } from "../process/child.js";
+import { attemptExecutions, type Child } from "../process/child.js";
 import { CALLS, SCENARIOS, ScenarioDriver, attemptsOf, cutShort } from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceGroup } from "./case.js";
@@ -22,10 +22,11 @@ export const raceGroup: ConformanceGroup = {
       async run(h) {
         const dir = mkdtempSync(join(tmpdir(), "durable-race-"));
         const effects = join(dir, "effects");
-        const workers = Array.from({ length: WORKERS }, () =>
-          spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint()),
-        );
+        // Started inside the try: a worker that refuses to start (a stale build) leaves no folder behind.
+        const workers: Child[] = [];
         try {
+          for (let i = 0; i < WORKERS; i++)
+            workers.push(spawnWorker(h.init, h.store, effects, ["serve"], withoutFaultPoint()));
           await Promise.all(workers.map((w) => w.waitFor((l) => l === "ready")));
           // This worker loses its connection before the calls after the first ones: the run is left for recovery.
           const setup = new ScenarioDriver(cutShort(h.store, new Set(["charge", "notify", "audit"])), effects);
