@@ -13,12 +13,7 @@ import { ConsoleError, firstLine } from "./console-error.js";
  */
 export function checkpointKeysFrom(file: string | undefined): CheckpointKeys {
   const text = keyText(file, "--key-file", "DURABLE_KEY");
-  const keys = text.includes("-----BEGIN")
-    ? pemFirst(text)
-    : text
-        .split(/\r?\n/)
-        .filter((l) => l.length > 0)
-        .map(hmacKey);
+  const keys = text.includes("-----BEGIN") ? pemFirst(text) : lines(text).map(hmacKey);
   if (keys.length === 0)
     throw new ConsoleError("The console needs the workers' key: give --key-file <file> or DURABLE_KEY.");
   return keys.length === 1 ? (keys[0] as string | KeyObject) : keys;
@@ -51,11 +46,14 @@ function pemFirst(text: string): (string | KeyObject)[] {
 /** The workers' encryption key from `--encryption-key-file` or `DURABLE_ENCRYPTION_KEY` (a line each: the first encrypts), if given. */
 export function encryptionKeysFrom(file: string | undefined): EncryptionKeys | undefined {
   if (file === undefined && process.env["DURABLE_ENCRYPTION_KEY"] === undefined) return undefined;
-  const keys = keyText(file, "--encryption-key-file", "DURABLE_ENCRYPTION_KEY")
-    .split(/\r?\n/)
-    .filter((line) => line.length > 0);
+  const keys = lines(keyText(file, "--encryption-key-file", "DURABLE_ENCRYPTION_KEY"));
   if (keys.length === 0) throw new ConsoleError("The encryption key is empty: give the key your workers encrypt with.");
   return keys.length === 1 ? (keys[0] as string) : keys;
+}
+
+/** A key file's keys, one a line: its lines that are not empty. */
+function lines(text: string): string[] {
+  return text.split(/\r?\n/).filter((line) => line.length > 0);
 }
 
 function keyText(file: string | undefined, option: string, variable: string): string {

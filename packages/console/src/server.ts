@@ -29,7 +29,7 @@ export interface ConsoleOptions {
    * An Ed25519 public key only verifies: a console holding one reads and cannot act.
    */
   readonly checkpointKey: CheckpointKeys;
-  /** The workers' `encryptionKey`, when their runs are encrypted: without it an encrypted run shows as a problem. */
+  /** The workers' `encryptionKey`, when their runs are encrypted: without it an encrypted run shows as encrypted, unread. */
   readonly encryptionKey?: EncryptionKeys;
   /** How the store is named on every page (never with a password). */
   readonly label: string;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { createCluster } from "redis";
 import { redisAdmin } from "./redis.js";
+import { sleep } from "./waiting.js";
 import { RedisNode } from "./redis-node.js";
 
 const run = promisify(execFile);
@@ -315,5 +316,3 @@ function parseNodes(text: string): NodeView[] {
       };
     });
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,5 +1,7 @@
-/** Resolves after `ms`. */
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** Resolves after `ms` (Node's own timer promise). */
+export { sleep };
 
 /**
  * Waits until `check` holds, polling every `everyMs`; throws after `ms` by
