@@ -2,12 +2,12 @@ import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CheckpointStore, InvalidInput } from "@durable/core";
+import { type CheckpointStore, InvalidInput, RecoveryNeedsDecision } from "@durable/core";
 import { readCallLog, Sealer } from "@durable/core/runner";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { type RunDetail, type RunList, type RunningConsole, startConsole } from "../src/index.js";
-import { KEY, orders, refunds, runner, type Sealing, worker } from "./fixture.js";
+import { hangingEmails, KEY, orders, refunds, runner, type Sealing, worker } from "./fixture.js";
 
 // The console reads what workers sealed the way security.md says readers do: encrypted runs with the workers'
 // encryption key, Ed25519-signed runs with the public key alone (reading, never acting).
@@ -44,6 +44,24 @@ async function serve(options: Parameters<typeof startConsole>[0]) {
 }
 
 const common = { label: "sqlite", port: 0, token: TOKEN, by: "ops@test" };
+
+/** Posts an action as the run's page would: with its form token, for the step it shows. */
+async function act(at: Awaited<ReturnType<typeof serve>>, runId: string, fields: Record<string, string>) {
+  const page = await (await at.get(`/runs/${runId}`)).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "";
+  const step = String((await at.detail(runId)).step);
+  return fetch(`${new URL(at.c.url).origin}/runs/${runId}/actions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ csrf, step, ...fields }),
+    redirect: "manual",
+  });
+}
+
+/** Waits until the run's status in the store itself is `status` (judged outside the console). */
+async function untilStored(store: CheckpointStore, runId: string, status: string): Promise<void> {
+  await expect.poll(async () => (await store.latest(runId)).status, { timeout: 10_000, interval: 50 }).toBe(status);
+}
 
 /** The store with one byte of every latest checkpoint's sealed envelope changed. */
 function changedLatest(store: CheckpointStore): CheckpointStore {
@@ -99,31 +117,54 @@ describe("the console on encrypted runs", () => {
       allowActions: true,
     });
     const before = await actor.detail("enc-act-paused");
-    const form = await (await actor.get("/runs/enc-act-paused")).text();
-    const posted = await fetch(`${new URL(actor.c.url).origin}/runs/enc-act-paused/actions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        csrf: /name="csrf" value="([^"]+)"/.exec(form)?.[1] ?? "",
-        step: String(before.step),
-        action: "approve",
-        "call.0": before.pending[0]?.callId ?? "",
-        "approve.0": "approve",
-      }),
-      redirect: "manual",
+    const posted = await act(actor, "enc-act-paused", {
+      action: "approve",
+      "call.0": before.pending[0]?.callId ?? "",
+      "approve.0": "approve",
     });
     expect(posted.status).toBe(303);
     // Judged from the store, not through the console: the run's plain status, then its log opened with the workers' keys.
     const w = worker(store, events, encrypted);
     try {
-      await expect
-        .poll(async () => (await store.latest("enc-act-paused")).status, { timeout: 10_000, interval: 50 })
-        .toBe("done");
+      await untilStored(store, "enc-act-paused", "done");
     } finally {
       await w.stop();
     }
     const log = await readCallLog(store, Sealer.withKeys(KEY, ENCRYPTION_KEY), "enc-act-paused", []);
     expect(log.find((r) => r.tool === "refund" && r.kind === "done")?.result).toBe("refunded $80");
+  });
+
+  it("decides a call in doubt of an encrypted run, which the worker then replays", async () => {
+    const store = new SQLiteCheckpointStore(join(dir, "enc-doubt.db"));
+    stores.push(store);
+    const r = runner(store, events, encrypted);
+    hangingEmails.add("enc-doubt");
+    await r.run(orders, { show: "Hamlet", seats: 2 }, { runId: "enc-doubt" }).catch(() => undefined);
+    hangingEmails.delete("enc-doubt");
+    await expect(r.recover(orders, "enc-doubt")).rejects.toThrow(RecoveryNeedsDecision);
+    const actor = await serve({
+      ...common,
+      store,
+      checkpointKey: KEY,
+      encryptionKey: ENCRYPTION_KEY,
+      allowActions: true,
+    });
+    const call = (await actor.detail("enc-doubt")).inDoubt[0];
+    const posted = await act(actor, "enc-doubt", {
+      action: "decide",
+      call: call?.callId ?? "",
+      decision: "result",
+      result: '"mailed by hand"',
+    });
+    expect(posted.status).toBe(303);
+    const w = worker(store, events, encrypted);
+    try {
+      await untilStored(store, "enc-doubt", "done");
+    } finally {
+      await w.stop();
+    }
+    const log = await readCallLog(store, Sealer.withKeys(KEY, ENCRYPTION_KEY), "enc-doubt", []);
+    expect(log.find((rec) => rec.tool === "email_tickets" && rec.kind === "decided")).toMatchObject({ by: "ops@test" });
   });
 });
 

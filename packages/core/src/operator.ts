@@ -1,9 +1,9 @@
 import type { JsonObject, JsonValue } from "./canonical.js";
 import { checkSeen, decideCalls, type CallDecisions } from "./call-decisions.js";
 import { cancelRun } from "./cancel.js";
-import { type CheckpointBody, sealerFor } from "./checkpoint.js";
+import type { CheckpointBody } from "./checkpoint.js";
 import { isEnded, type CheckpointStore } from "./checkpoint-store.js";
-import { PLAIN_JSON, type ValueCodec } from "./codec.js";
+import type { ValueCodec } from "./codec.js";
 import { envelopeJson, readEnvelope } from "./envelope.js";
 import { CheckpointConflict, InvalidInput } from "./errors.js";
 import { bindDecisions, type Decisions } from "./executor.js";
@@ -14,7 +14,8 @@ import { checkCodec } from "./options.js";
 import { reopenFailed } from "./reopen.js";
 import { assertStorableText } from "./run-id.js";
 import { DurableRun } from "./run.js";
-import type { CheckpointKeys, EncryptionKeys, Sealer } from "./seal.js";
+import type { CheckpointKeys, Sealer } from "./seal.js";
+import { runStorage, type StorageOptions } from "./run-storage.js";
 
 /*
  * What an operator (a console, a script) does to runs with only the store
@@ -36,12 +37,13 @@ export interface OperatorMark {
   readonly reason?: string;
 }
 
-/** Where an operator acts, and as whom. */
-export interface OperatorOptions {
-  readonly checkpoints: CheckpointStore;
+/**
+ * Where an operator acts, and as whom: the workers' storage options (their
+ * key, and their `encryptionKey` and anchor when they use them), since an
+ * action reads the run and writes to it as a worker does.
+ */
+export interface OperatorOptions extends StorageOptions {
   readonly checkpointKey: CheckpointKeys;
-  /** The workers' `encryptionKey`, when their runs are encrypted: an action reads the run and seals what it records. */
-  readonly encryptionKey?: EncryptionKeys;
   /** Who acts (1 to 200 characters), recorded with the action. */
   readonly by: string;
   /** The step the operator saw: the action is refused (`CheckpointConflict`) when the run's latest step is another. */
@@ -66,11 +68,7 @@ function acting(where: string, options: OperatorOptions): Acting {
   if (options.expectStep !== undefined && (!Number.isSafeInteger(options.expectStep) || options.expectStep < 0))
     throw new InvalidInput(`${where}: expectStep must be a whole number ≥ 0, not ${String(options.expectStep)}.`);
   checkCodec(where, options.codec);
-  return {
-    store: options.checkpoints,
-    sealer: sealerFor(options.checkpoints, options.checkpointKey, options.encryptionKey),
-    options,
-  };
+  return { ...runStorage(where, options), options };
 }
 
 /** The run's latest checkpoint, verified, refused when it is not the step the operator saw. */
@@ -118,15 +116,9 @@ export async function approvePending(runId: string, decisions: Decisions, option
  * run moved on since `expectStep`. Returns the call ids decided.
  */
 export async function decideInDoubt(runId: string, decide: CallDecisions, options: OperatorOptions): Promise<string[]> {
-  const at = acting("decideInDoubt", options);
-  return decideCalls(runId, decide, {
-    checkpoints: at.store,
-    checkpointKey: options.checkpointKey,
-    by: options.by,
-    ...(options.expectStep === undefined ? {} : { expectStep: options.expectStep }),
-    ...(options.lease === undefined ? {} : { lease: options.lease }),
-    codec: options.codec ?? PLAIN_JSON,
-  });
+  acting("decideInDoubt", options);
+  // The same options: decideCalls takes the store, the keys, the anchor, who decides and the step seen.
+  return decideCalls(runId, decide, options);
 }
 
 /**
