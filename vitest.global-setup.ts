@@ -1,5 +1,5 @@
 import type { TestProject } from "vitest/node";
-import { assertFreshDependencies } from "./packages/conformance/src/fresh-build.ts";
+import { assertFreshDependencies } from "./packages/conformance/src/harness/fresh-build.ts";
 
 /**
  * Runs once before a package's tests: they load every other @durable package

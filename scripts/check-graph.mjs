@@ -1,6 +1,8 @@
 // Checks the workspace's package graph: no package reaches into another by a
 // relative path (it names the other package as a dependency and imports it by
-// name), and the dependencies between workspace packages have no cycle.
+// name), the dependencies between workspace packages have no cycle, no two
+// source files of a package import each other (directly or round a loop), and
+// a layered package's folders import only the folders below them.
 // Usage: node scripts/check-graph.mjs [root]
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -18,6 +20,17 @@ const SPECIFIERS = [
   /\bimport\.meta\.resolve\s*\(\s*["']([^"']+)["']/g,
   /\bnew\s+URL\s*\(\s*["'`]([^"'`]+)["'`]\s*,\s*import\.meta\.url/g,
 ];
+
+/**
+ * The packages whose `src` is built in layers: its folders from the bottom up.
+ * A folder's files import only their own folder and the folders before it;
+ * folders joined by `|` share a rank and import neither the other. Files at the
+ * top of `src` (the entry files) may import any folder.
+ */
+export const LAYERS = {
+  "packages/core": ["base", "store", "seal", "log", "calls", "run", "driver|operator"],
+  "packages/conformance": ["harness", "process", "cases"],
+};
 
 /** The workspace's packages: name, folder (relative, with `/`) and the workspace packages it depends on. */
 export function readPackages(root) {
@@ -85,18 +98,71 @@ export function crossPackagePaths(root, packages, files) {
   for (const file of files) {
     const owner = ownerOf(file);
     if (owner === undefined || !CODE.test(file)) continue;
-    const text = readFileSync(join(root, file), "utf8");
-    const specifiers = new Set(SPECIFIERS.flatMap((pattern) => [...text.matchAll(pattern)].map((m) => m[1])));
-    for (const specifier of specifiers) {
+    for (const specifier of specifiersOf(readFileSync(join(root, file), "utf8"))) {
       if (!specifier.startsWith(".")) continue;
-      const target = relative(root, resolve(root, dirname(file), specifier))
-        .split(sep)
-        .join("/");
+      const target = fromRoot(root, resolve(root, dirname(file), specifier));
       const other = ownerOf(target);
       if (other !== undefined && other !== owner) found.push({ file, specifier, from: owner.name, to: other.name });
     }
   }
   return found;
+}
+
+/** Each relative specifier a module names, read from its text. */
+function specifiersOf(text) {
+  return new Set(SPECIFIERS.flatMap((pattern) => [...text.matchAll(pattern)].map((m) => m[1])));
+}
+
+/** A path relative to the root, with `/`. */
+function fromRoot(root, path) {
+  return relative(root, path).split(sep).join("/");
+}
+
+/** Each import between a layered package's folders that points up, or across a shared rank. */
+export function upwardImports(root, files, layers = LAYERS) {
+  const found = [];
+  for (const [dir, order] of Object.entries(layers)) {
+    const rank = new Map(order.flatMap((names, i) => names.split("|").map((name) => [name, i])));
+    const layerOf = (file) => {
+      const inside = file.slice(`${dir}/src/`.length).split("/");
+      return inside.length > 1 ? inside[0] : undefined;
+    };
+    for (const file of files) {
+      if (!file.startsWith(`${dir}/src/`) || !CODE.test(file)) continue;
+      const from = layerOf(file);
+      if (from === undefined) continue;
+      if (!rank.has(from)) {
+        found.push({ file, specifier: "", problem: `${dir}/src/${from} is not in the layer order` });
+        continue;
+      }
+      for (const specifier of specifiersOf(readFileSync(join(root, file), "utf8"))) {
+        if (!specifier.startsWith(".")) continue;
+        const target = fromRoot(root, resolve(root, dirname(file), specifier));
+        if (!target.startsWith(`${dir}/src/`)) continue;
+        const to = layerOf(target);
+        if (to === from) continue;
+        if (to === undefined || !rank.has(to) || rank.get(to) >= rank.get(from))
+          found.push({ file, specifier, problem: `${from} may not import ${to ?? "an entry file"}` });
+      }
+    }
+  }
+  return found;
+}
+
+/** Each loop of imports between the source files of one package, as paths from the first back to itself. */
+export function fileCycles(root, packages, files) {
+  const sources = files.filter((file) => CODE.test(file) && packages.some((p) => file.startsWith(`${p.dir}/src/`)));
+  const known = new Set(sources);
+  const imports = new Map(
+    sources.map((file) => {
+      const targets = [...specifiersOf(readFileSync(join(root, file), "utf8"))]
+        .filter((specifier) => specifier.startsWith("."))
+        .map((specifier) => fromRoot(root, resolve(root, dirname(file), specifier)).replace(/\.js$/, ".ts"))
+        .filter((target) => known.has(target) && target !== file);
+      return [file, targets];
+    }),
+  );
+  return findCycles([...imports].map(([name, deps]) => ({ name, deps })));
 }
 
 /** The files git would commit (tracked or new, not ignored), relative to the root. */
@@ -111,9 +177,16 @@ export function listFiles(root) {
 /** Every problem in the graph, as lines to print; none when it is sound. */
 export function checkGraph(root) {
   const packages = readPackages(root);
+  const files = listFiles(root);
   const problems = findCycles(packages).map((cycle) => `dependency cycle: ${cycle.join(" -> ")}`);
-  for (const { file, specifier, from, to } of crossPackagePaths(root, packages, listFiles(root))) {
+  for (const { file, specifier, from, to } of crossPackagePaths(root, packages, files)) {
     problems.push(`${file} -> ${specifier}: ${from} reaches into ${to} by path; import it by package name instead`);
+  }
+  for (const cycle of fileCycles(root, packages, files)) problems.push(`import cycle: ${cycle.join(" -> ")}`);
+  for (const { file, specifier, problem } of upwardImports(root, files)) {
+    problems.push(
+      `${file}${specifier === "" ? "" : ` -> ${specifier}`}: ${problem} (see LAYERS in scripts/check-graph.mjs)`,
+    );
   }
   return { packages, problems };
 }

@@ -5,7 +5,15 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
-import { checkGraph, crossPackagePaths, findCycles, listFiles, readPackages } from "./check-graph.mjs";
+import {
+  checkGraph,
+  crossPackagePaths,
+  fileCycles,
+  findCycles,
+  listFiles,
+  readPackages,
+  upwardImports,
+} from "./check-graph.mjs";
 
 const roots = [];
 after(() => {
@@ -86,5 +94,65 @@ describe("dependency cycles between packages", () => {
     ];
     assert.deepEqual(findCycles(packages), []);
     assert.deepEqual(findCycles([{ name: "self", deps: ["self"] }]), [["self", "self"]]);
+  });
+});
+
+describe("layers inside a package", () => {
+  const layers = { "packages/a": ["low", "mid", "left|right"] };
+  const root = workspace({
+    "packages/a/package.json": manifest("a"),
+    "packages/a/src/index.ts": 'export * from "./left/l.js";',
+    "packages/a/src/low/x.ts": 'import { m } from "../mid/m.js";\nimport { y } from "./y.js";',
+    "packages/a/src/low/y.ts": "export const y = 1;",
+    "packages/a/src/mid/m.ts": 'import { y } from "../low/y.js";\nimport { i } from "../index.js";',
+    "packages/a/src/left/l.ts": 'import { r } from "../right/r.js";\nimport { m } from "../mid/m.js";',
+    "packages/a/src/right/r.ts": "export const r = 1;",
+    "packages/a/src/stray/s.ts": "export const s = 1;",
+  });
+
+  it("finds an import that points up, one across a shared rank, one of an entry file, and a folder out of the order", () => {
+    const found = upwardImports(root, listFiles(root), layers).map((f) => [f.file, f.specifier, f.problem]);
+    assert.deepEqual(found.sort(), [
+      ["packages/a/src/left/l.ts", "../right/r.js", "left may not import right"],
+      ["packages/a/src/low/x.ts", "../mid/m.js", "low may not import mid"],
+      ["packages/a/src/mid/m.ts", "../index.js", "mid may not import an entry file"],
+      ["packages/a/src/stray/s.ts", "", "packages/a/src/stray is not in the layer order"],
+    ]);
+  });
+
+  it("fails the real workspace's check on an import planted in core that points up", () => {
+    const planted = workspace({
+      "packages/core/package.json": manifest("@durable/core"),
+      "apps/none/README.md": "",
+      "packages/core/src/base/errors.ts": 'import { RunDriver } from "../driver/run-driver.js";',
+      "packages/core/src/driver/run-driver.ts": 'import { x } from "../base/errors.js";',
+    });
+    const { problems } = checkGraph(planted);
+    assert.equal(problems.length, 2);
+    assert.match(problems.join("\n"), /import cycle: packages\/core\/src\/base\/errors\.ts -> /);
+    assert.match(
+      problems.join("\n"),
+      /packages\/core\/src\/base\/errors\.ts -> \.\.\/driver\/run-driver\.js: base may not import driver/,
+    );
+  });
+});
+
+describe("import cycles between files", () => {
+  it("finds a loop of two and of three files, and none in files that only point one way", () => {
+    const root = workspace({
+      "packages/a/package.json": manifest("a"),
+      "apps/none/README.md": "",
+      "packages/a/src/one.ts": 'import { two } from "./two.js";',
+      "packages/a/src/two.ts": 'import type { one } from "./one.js";',
+      "packages/a/src/three.ts": 'import { four } from "./deep/four.js";',
+      "packages/a/src/deep/four.ts": 'import { five } from "../five.js";',
+      "packages/a/src/five.ts": 'import { three } from "./three.js";\nimport { one } from "./one.js";',
+      "packages/a/test/t.ts": 'import { one } from "../src/one.js";',
+    });
+    const cycles = fileCycles(root, readPackages(root), listFiles(root)).map((cycle) => cycle.join(" -> "));
+    assert.deepEqual(cycles.sort(), [
+      "packages/a/src/deep/four.ts -> packages/a/src/five.ts -> packages/a/src/three.ts -> packages/a/src/deep/four.ts",
+      "packages/a/src/one.ts -> packages/a/src/two.ts -> packages/a/src/one.ts",
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 import type { GroupName } from "./cases/case.js";
 import { groupNamed } from "./groups.js";
-import { Harness } from "./harness.js";
-import type { ConformanceInitializer } from "./initializer.js";
+import { Harness } from "./harness/harness.js";
+import type { ConformanceInitializer } from "./harness/initializer.js";
 
 /**
  * Runs a group's cases against a store outside any test runner and returns the

@@ -8,9 +8,9 @@ export {
   type AnchorCapability,
   type ConformanceInitializer,
   type RawAccess,
-} from "./initializer.js";
-export { assertFreshBuild, assertFreshDependencies, StaleBuild } from "./fresh-build.js";
-export { Harness, KIT_KEY, type RowOptions } from "./harness.js";
+} from "./harness/initializer.js";
+export { assertFreshBuild, assertFreshDependencies, StaleBuild } from "./harness/fresh-build.js";
+export { Harness, KIT_KEY, type RowOptions } from "./harness/harness.js";
 export { failingCases } from "./failing-cases.js";
 export type { ConformanceCase, ConformanceGroup, GroupName } from "./cases/case.js";
 export { saveGroup } from "./cases/save.js";

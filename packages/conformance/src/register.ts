@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import type { ConformanceGroup, GroupName } from "./cases/case.js";
 import { GROUPS, groupNamed } from "./groups.js";
-import { Harness } from "./harness.js";
-import { assertInitializer, type ConformanceInitializer } from "./initializer.js";
+import { Harness } from "./harness/harness.js";
+import { assertInitializer, type ConformanceInitializer } from "./harness/initializer.js";
 import type { CheckpointStore } from "@durable/core";
 
 /** Options of `runConformance`. */

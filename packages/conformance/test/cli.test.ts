@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { assertFreshBuild } from "../src/fresh-build.js";
+import { assertFreshBuild } from "../src/harness/fresh-build.js";
 import { GROUP_NAMES } from "../src/groups.js";
 
 // The built bin, as users run it: these tests refuse to start (StaleBuild) while its build is older than src/.

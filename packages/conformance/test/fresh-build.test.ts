@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { StaleBuild, assertFreshBuild, assertFreshDependencies } from "../src/fresh-build.js";
+import { StaleBuild, assertFreshBuild, assertFreshDependencies } from "../src/harness/fresh-build.js";
 import { memory } from "./broken-stores.js";
 import { failingCases } from "../src/failing-cases.js";
 

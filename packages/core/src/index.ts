@@ -21,23 +21,17 @@ export {
   type DurableErrorCode,
   type InDoubtReason,
   type InDoubtCall,
-} from "./errors.js";
-export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./tools.js";
-export {
-  Executor,
-  type ExecutorOptions,
-  type Decisions,
-  type ApprovalDecision,
-  type ApprovalPort,
-  type ApprovalRequest,
-} from "./executor.js";
-export { idempotencyKey } from "./idempotency.js";
+} from "./base/errors.js";
+export { ToolRegistry, type ToolFn, type ToolOptions, type ToolDefinition, type ToolContext } from "./calls/tools.js";
+export { Executor, type ExecutorOptions } from "./calls/executor.js";
+export type { Decisions, ApprovalDecision, ApprovalPort, ApprovalRequest } from "./calls/approvals.js";
+export { idempotencyKey } from "./calls/idempotency.js";
 export {
   decideCalls,
   type CallDecision,
   type CallDecisions,
   type DecideCallsOptions,
-} from "./call-decisions.js";
+} from "./run/in-doubt-decisions.js";
 export {
   approvePending,
   decideInDoubt,
@@ -47,8 +41,8 @@ export {
   type OperatorAction,
   type OperatorMark,
   type OperatorOptions,
-} from "./operator.js";
-export type { RetryPolicy } from "./retry.js";
+} from "./operator/actions.js";
+export type { RetryPolicy } from "./calls/retry.js";
 export type {
   DurableEvent,
   EventSink,
@@ -64,19 +58,24 @@ export type {
   RunCancelled,
   RunPaused,
   RunEnded,
-} from "./events.js";
-export type { PausedResult, RecoverOptions, RecoverEachOptions, Recovered } from "./run-program.js";
-export { workerId, DEFAULT_LEASE_MS, type LeaseOptions } from "./lease.js";
-export { RunWorker, startWorker, type WorkerOptions, type WorkerStatus, type ServedRuns } from "./worker.js";
-export type { PendingCall } from "./replay.js";
-export { MemoryCheckpointStore, type MemoryData, type MemoryRun, type MemoryStoreOptions } from "./memory-store.js";
-export { jsonlEventSink, readJsonlEvents } from "./event-log.js";
-export { newRunId } from "./run-id.js";
-export type { Identity } from "./identity.js";
-export type { StorageOptions } from "./run-storage.js";
-export { MemoryRunAnchor, type RunAnchor, type AnchoredHead } from "./anchor.js";
-export type { CheckpointKey, CheckpointKeys, EncryptionKey, EncryptionKeys } from "./seal.js";
-export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./checkpoint-store.js";
-export type { RunQuery, RunSummary, RunPage } from "./run-listing.js";
-export type { JsonValue, JsonObject } from "./canonical.js";
-export type { ValueCodec } from "./codec.js";
+} from "./log/events.js";
+export type { PausedResult, RecoverOptions, RecoverEachOptions, Recovered } from "./driver/program.js";
+export { workerId, DEFAULT_LEASE_MS, type LeaseOptions } from "./run/lease.js";
+export { RunWorker, startWorker, type WorkerOptions, type WorkerStatus, type ServedRuns } from "./driver/worker.js";
+export type { PendingCall } from "./calls/replay.js";
+export {
+  MemoryCheckpointStore,
+  type MemoryData,
+  type MemoryRun,
+  type MemoryStoreOptions,
+} from "./store/memory-store.js";
+export { jsonlEventSink, readJsonlEvents } from "./log/jsonl-events.js";
+export { newRunId } from "./base/names.js";
+export type { Identity } from "./base/identity.js";
+export type { StorageOptions } from "./run/storage.js";
+export { MemoryRunAnchor, type RunAnchor, type AnchoredHead } from "./store/anchor.js";
+export type { CheckpointKey, CheckpointKeys, EncryptionKey, EncryptionKeys } from "./seal/sealer.js";
+export type { CheckpointStore, RunKind, RunStatus, Lease, LeaseView } from "./store/contract.js";
+export type { RunQuery, RunSummary, RunPage } from "./store/contract.js";
+export type { JsonValue, JsonObject } from "./base/json.js";
+export type { ValueCodec } from "./base/codec.js";

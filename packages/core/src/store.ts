@@ -14,8 +14,11 @@ export {
   type RunKind,
   type RunStatus,
   type RunWrite,
-} from "./checkpoint-store.js";
-export { mergeHeads, isAnchoredHead, type AnchoredHead, type RunAnchor } from "./anchor.js";
+  type RunQuery,
+  type RunSummary,
+  type RunPage,
+} from "./store/contract.js";
+export { mergeHeads, isAnchoredHead, type AnchoredHead, type RunAnchor } from "./store/anchor.js";
 export {
   saveRefusal,
   recordRefusal,
@@ -30,7 +33,7 @@ export {
   MAX_BATCH_WRITES,
   MAX_OWNER_LENGTH,
   type RunHead,
-} from "./protocol.js";
+} from "./store/rules.js";
 export {
   DurableError,
   CheckpointNotFound,
@@ -40,7 +43,7 @@ export {
   InvalidInput,
   StoreUnavailable,
   StoreNotReady,
-} from "./errors.js";
+} from "./base/errors.js";
 export {
   checkRunQuery,
   matchesRunQuery,
@@ -48,9 +51,6 @@ export {
   runCursor,
   runPage,
   MAX_RUN_PAGE,
-  type RunQuery,
-  type RunSummary,
-  type RunPage,
   type RunPosition,
   type ResolvedRunQuery,
-} from "./run-listing.js";
+} from "./store/listing.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointStoreCorrupt, type StoredCall } from "../src/store.js";
 import { type CallEntry, CallLog, DurableRun, readCallLog, Sealer } from "../src/runner.js";
-import { RunWriter } from "../src/run-writer.js";
+import { RunWriter } from "../src/log/run-writer.js";
 import { OLD_KEY, TamperedStore, editSealed, sealer, startRun } from "./helpers.js";
 
 const entry = (callId: string, kind: CallEntry["kind"] = "started"): CallEntry => ({

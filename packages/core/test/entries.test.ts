@@ -39,7 +39,7 @@ describe("entry points", () => {
     const statements = withoutComments(source(file))
       .split(/;\s*/)
       .filter((s) => s !== "");
-    for (const statement of statements) expect(statement).toMatch(/^export (type )?\{[^}]*\} from "\.\/[\w-]+\.js"$/);
+    for (const statement of statements) expect(statement).toMatch(/^export (type )?\{[^}]*\} from "\.\/[\w-]+\/[\w-]+\.js"$/);
   });
 
   it("the store entry shares only the error classes with the root, and they are the root's own", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 // Two real copies of the error classes: the build and the source, as an app and a
 // store that each installed their own @durable/core would load them.
-import * as built from "../dist/errors.js";
-import * as source from "../src/errors.js";
+import * as built from "../dist/base/errors.js";
+import * as source from "../src/base/errors.js";
 
 type Copy = typeof source;
 

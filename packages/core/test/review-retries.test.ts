@@ -11,7 +11,7 @@ import {
 import { type CallScope, freshPlan, planReplay, readCallLog } from "../src/runner.js";
 import { giveUpDuringWait, scopeFor, sealer, sleep, startRun, until } from "./helpers.js";
 
-// Attacks of the review of tool retries and timeouts (packages/core/src/call-attempts.ts, retry.ts, replay.ts).
+// Attacks of the review of tool retries and timeouts (packages/core/src/calls/attempts.ts, retry.ts, replay.ts).
 // Each test asserts a guarantee: a failing test is a hole.
 
 const DAY = 86_400_000;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointConflict, Executor, MemoryCheckpointStore, StoreUnavailable, ToolRegistry } from "../src/index.js";
 import type { CheckpointRow, LeaseClaim, RunWrite } from "../src/store.js";
-import { RunWriter } from "../src/run-writer.js";
+import { RunWriter } from "../src/log/run-writer.js";
 import { CallScope, DurableRun, freshPlan, type RunStart } from "../src/runner.js";
 import { sealer } from "./helpers.js";
 

@@ -1,4 +1,7 @@
-import type { ConfigReader } from "./durability.js";
+/** The part of a client the persistence check needs: `CONFIG GET` of several parameters at once. */
+export interface ConfigReader {
+  configGet?(parameters: string[]): Promise<unknown>;
+}
 
 /** What the store asks of a node-redis connection, one node or a cluster alike. */
 interface Commands {

@@ -1,10 +1,5 @@
 import { StoreNotReady } from "@durable/core/store";
-import { nodesOf, type RedisLike } from "./client.js";
-
-/** The part of a client the check needs: `CONFIG GET` of several parameters at once. */
-export interface ConfigReader {
-  configGet?(parameters: string[]): Promise<unknown>;
-}
+import { nodesOf, type ConfigReader, type RedisLike } from "./client.js";
 
 /**
  * What a Redis's persistence settings break of the store's promise that a

@@ -8,7 +8,7 @@ import {
   type RunWrite,
 } from "@durable/core/store";
 import { expect } from "vitest";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import { batchKillCase } from "./batch-kill.js";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects, expectResolves } from "./rule.js";

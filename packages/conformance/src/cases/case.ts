@@ -1,6 +1,6 @@
-import type { ConformanceInitializer } from "../initializer.js";
+import type { ConformanceInitializer } from "../harness/initializer.js";
 import type { CheckpointStore } from "@durable/core/store";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 
 /** The groups of the kit, in the order they run. */
 export type GroupName =

@@ -9,7 +9,7 @@ import {
   type StoredCheckpoint,
 } from "@durable/core/store";
 import { expect } from "vitest";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects, expectResolves } from "./rule.js";
 

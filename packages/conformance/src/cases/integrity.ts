@@ -1,6 +1,6 @@
 import { CheckpointStoreCorrupt } from "@durable/core";
 import { DurableRun, readCallLog } from "@durable/core/runner";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import type { ConformanceGroup } from "./case.js";
 import { breaks, expectRejects } from "./rule.js";
 

@@ -1,7 +1,7 @@
 import { LeaseHeld } from "@durable/core";
 import type { LeaseClaim, LeaseView } from "@durable/core/store";
 import { expect } from "vitest";
-import type { Harness, RowOptions } from "../harness.js";
+import type { Harness, RowOptions } from "../harness/harness.js";
 import { unfinished } from "./read.js";
 import { breaks, expectRejects } from "./rule.js";
 

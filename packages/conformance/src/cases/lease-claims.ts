@@ -1,6 +1,6 @@
 import { CheckpointConflict } from "@durable/core";
 import { expect } from "vitest";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import type { ConformanceCase } from "./case.js";
 import { sleep, withDateNowShifted } from "./clock.js";
 import {

@@ -1,6 +1,6 @@
 import type { LeaseClaim } from "@durable/core/store";
 import { expect } from "vitest";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import type { ConformanceCase } from "./case.js";
 import { sleep } from "./clock.js";
 import { LONG_MS, leaseRule, OWNER_A, PAST_MS, SHORT_MS } from "./lease-checks.js";

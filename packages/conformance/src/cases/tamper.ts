@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { CheckpointStoreCorrupt, StoreUnavailable } from "@durable/core";
 import { DurableRun, readCallLog } from "@durable/core/runner";
 import { expect } from "vitest";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import { executions } from "../process/child.js";
 import { CALLS, SCENARIOS, ScenarioDriver, cutShort, kitSealer } from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";

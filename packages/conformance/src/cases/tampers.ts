@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "@durable/core";
 import { type SealedColumns, Sealer, type SealPurpose } from "@durable/core/runner";
-import { KIT_ENCRYPTION_KEY, KIT_KEY } from "../harness.js";
-import type { RawAccess } from "../initializer.js";
+import { KIT_ENCRYPTION_KEY, KIT_KEY } from "../harness/harness.js";
+import type { RawAccess } from "../harness/initializer.js";
 import { kitSealer } from "../process/scenarios.js";
 
 /**

@@ -1,6 +1,6 @@
 import { CheckpointNotFound } from "@durable/core";
 import { expect } from "vitest";
-import type { Harness } from "../harness.js";
+import type { Harness } from "../harness/harness.js";
 import type { ConformanceGroup } from "./case.js";
 import { sleep } from "./clock.js";
 import { breaks, expectRejects, expectResolves } from "./rule.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RunAnchor } from "@durable/core";
-import type { AnchorCapability } from "../initializer.js";
+import type { AnchorCapability } from "../harness/initializer.js";
 
 /** Names the anchor a worker process writes through, as JSON `AnchorHandle` (the anchor group's workers). */
 export const ANCHOR_VARIABLE = "DURABLE_KIT_ANCHOR";

@@ -1,6 +1,6 @@
 import type { CheckpointStore, RunWrite } from "@durable/core/store";
 import { Sealer } from "@durable/core/runner";
-import { KIT_KEY, kitCall, kitRow } from "../harness.js";
+import { KIT_KEY, kitCall, kitRow } from "../harness/harness.js";
 
 /**
  * The batch group's killed worker: commits batches to a new run, one after

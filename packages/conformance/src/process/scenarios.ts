@@ -31,7 +31,7 @@ import {
   type Message,
   type ModelReply,
 } from "@durable/loop";
-import { isEncryptedRun, KIT_ENCRYPTION_KEY, KIT_KEY } from "../harness.js";
+import { isEncryptedRun, KIT_ENCRYPTION_KEY, KIT_KEY } from "../harness/harness.js";
 import { intercepted } from "./intercepted.js";
 
 /**

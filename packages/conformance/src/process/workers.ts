@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { CheckpointStore } from "@durable/core";
-import { assertFreshBuild } from "../fresh-build.js";
-import type { ConformanceInitializer } from "../initializer.js";
+import { assertFreshBuild } from "../harness/fresh-build.js";
+import type { ConformanceInitializer } from "../harness/initializer.js";
 import { Child, isTypeScript } from "./child.js";
 
 const built = new URL("./worker.js", import.meta.url);

@@ -1,0 +1,99 @@
+import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
+import type { Identity } from "../base/identity.js";
+import type { CallLog } from "../log/call-log.js";
+import type { CallRef, EventSink } from "../log/events.js";
+import type { RunKind } from "../store/contract.js";
+import type { BoundDecision } from "./approvals.js";
+import { callSite } from "./call-id.js";
+import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
+
+/**
+ * What became of one call: its result (as the run's codec decodes it) or its tool's error (both recorded),
+ * a wait for an approval, or a denial.
+ */
+export type CallOutcome =
+  | { readonly status: "ok"; readonly value: unknown }
+  | Exclude<FinishedOutcome, { readonly status: "ok" }>
+  | { readonly status: "pending" }
+  | { readonly status: "denied"; readonly reason?: string };
+
+/** What the calls of one round share: the log, the replay plan, decisions, and what happened to each call. */
+export interface CallScopeInit {
+  readonly kind: RunKind;
+  readonly log: CallLog;
+  readonly plan: ReplayPlan;
+  readonly identity: Identity;
+  /** Approval decisions stored with the run's latest checkpoint, by call id. */
+  readonly decisions?: ReadonlyMap<string, BoundDecision>;
+  readonly events?: EventSink | undefined;
+  /** Aborted when the worker gave the run up: no call of the round starts after that. */
+  readonly signal?: AbortSignal | undefined;
+  /** How results that are not plain JSON are stored (default: they must be plain JSON). */
+  readonly codec?: ValueCodec | undefined;
+}
+
+/** One round of calls: names them, and records which finished calls of the log they took and which wait on an approval. */
+export class CallScope {
+  readonly init: CallScopeInit;
+  /** Calls waiting on an approval: the run pauses after this round. */
+  readonly pending: PendingCall[] = [];
+  readonly #occurrences = new Map<string, number>();
+  readonly #claimed = new Set<string>();
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  constructor(init: CallScopeInit) {
+    this.init = init;
+  }
+
+  get runId(): string {
+    return this.init.log.runId;
+  }
+
+  /** How the round's results are stored. */
+  get codec(): ValueCodec {
+    return this.init.codec ?? PLAIN_JSON;
+  }
+
+  /**
+   * Finished calls in the log that no call of this round claimed (their
+   * arguments changed, or the code no longer makes them): the round's calls
+   * ran without them. Meaningful once the round is complete.
+   */
+  get unreplayed(): CallRef[] {
+    const unclaimed = [...this.init.plan.finished.values()].filter((call) => !this.#claimed.has(call.callId));
+    return unclaimed.map(({ callId, tool }) => ({ callId, tool }));
+  }
+
+  /**
+   * The id of the next call made `within` a part of this round (see
+   * `callIdOf`): identical calls are numbered in the order they are issued,
+   * which is fine, since they are interchangeable.
+   */
+  nameCall(within: string, tool: string, argsText: string): string {
+    const site = callSite(this.init.plan.round, within, tool, argsText);
+    const occurrence = this.#occurrences.get(site) ?? 0;
+    this.#occurrences.set(site, occurrence + 1);
+    return `${site}:${occurrence}`;
+  }
+
+  /** Marks a finished call of the log as taken by a call of this round. */
+  claim(callId: string): void {
+    this.#claimed.add(callId);
+  }
+
+  /** Counts a call of this round as in flight until it settles. */
+  track(call: Promise<unknown>): void {
+    this.#inFlight.add(call);
+    const done = () => void this.#inFlight.delete(call);
+    call.then(done, done);
+  }
+
+  /**
+   * Resolves once every call of the round has settled, also those no code
+   * awaits any more (a sibling of a call that threw inside `Promise.all`): a
+   * round is saved only after its calls' records landed.
+   */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  }
+}

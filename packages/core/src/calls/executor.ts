@@ -1,0 +1,133 @@
+import { canonicalJson } from "../base/canonical.js";
+import type { JsonValue } from "../base/json.js";
+import { attemptCall } from "./attempts.js";
+import { decodeValue } from "../base/codec.js";
+import { InvalidInput, InvalidToolArgs } from "../base/errors.js";
+import type { CallRef } from "../log/events.js";
+import type { FinishedOutcome } from "./replay.js";
+import { checkOptionTypes, describeType, isObject } from "../base/option-checks.js";
+import { readDecision, type ApprovalDecision, type ApprovalPort } from "./approvals.js";
+import type { CallOutcome, CallScope } from "./call-scope.js";
+import type { ToolDefinition, ToolRegistry } from "./tools.js";
+import { validateWith } from "../base/standard-schema.js";
+
+/** Options of an `Executor`. */
+export interface ExecutorOptions {
+  /** A callback awaited for each call of an approval tool, instead of pausing the run. */
+  readonly approvals?: ApprovalPort;
+}
+
+/**
+ * Runs tool calls through the call log. A finished call replays from the log;
+ * otherwise each attempt's `started` record is stored before the tool runs,
+ * then `done` with its result, or the error that ended the call (see
+ * `attemptCall`). A tool's error is an outcome, recorded: replay gives it
+ * back without running the tool again; the runner decides what it means (a
+ * flow fails with `ToolFailed`, a tool loop tells the model).
+ */
+export class Executor {
+  readonly registry: ToolRegistry;
+  readonly #approvals: ApprovalPort | undefined;
+
+  constructor(registry: ToolRegistry, options: ExecutorOptions = {}) {
+    checkExecutorArgs(registry, options);
+    this.registry = registry;
+    this.#approvals = options.approvals;
+  }
+
+  /**
+   * Makes one call `within` a part of the round (see `CallScope.nameCall`).
+   * Arguments that are not plain JSON are `InvalidInput` before anything is
+   * written. The tool and the caller see the arguments and the result as the
+   * log keeps them (canonical JSON, decoded), on the first run as on replay.
+   */
+  call(scope: CallScope, within: string, tool: string, args: unknown): Promise<CallOutcome> {
+    const outcome = this.#call(scope, within, tool, args);
+    scope.track(outcome);
+    return outcome;
+  }
+
+  async #call(scope: CallScope, within: string, tool: string, given: unknown): Promise<CallOutcome> {
+    const definition = this.registry.get(tool);
+    const args = await checkedArgs(definition, given);
+    const argsText = canonicalJson(args, `the arguments of ${tool}`);
+    const jsonArgs = JSON.parse(argsText) as JsonValue;
+    const callId = scope.nameCall(within, tool, argsText);
+    const ref: CallRef = { callId, tool };
+    const { plan } = scope.init;
+
+    const finished = plan.finished.get(callId);
+    if (finished !== undefined) {
+      scope.claim(callId);
+      return decoded(scope, tool, finished.outcome);
+    }
+
+    const next = plan.next.get(callId);
+    // A call that started was approved already: its next attempt needs no new decision.
+    if (definition.approval && next === undefined) {
+      const decision = await this.#decide(scope, ref, jsonArgs, argsText);
+      if (decision === undefined) return { status: "pending" };
+      if (!decision.approved)
+        return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
+    }
+
+    return decoded(scope, tool, await attemptCall({ scope, ref, definition, args: jsonArgs, next }));
+  }
+
+  /** The decision for an approval call, or undefined when the run must pause for one. */
+  async #decide(
+    scope: CallScope,
+    ref: CallRef,
+    args: JsonValue,
+    argsText: string,
+  ): Promise<ApprovalDecision | undefined> {
+    const stored = scope.init.decisions?.get(ref.callId);
+    if (stored !== undefined && stored.argsText === argsText) return stored;
+    const entry = { round: scope.init.plan.round, callId: ref.callId, tool: ref.tool, kind: "pending", args } as const;
+    if (this.#approvals === undefined) {
+      await scope.init.log.append(entry);
+      scope.pending.push({ callId: ref.callId, tool: ref.tool, args });
+      return undefined;
+    }
+    await scope.init.log.append({ ...entry, port: true });
+    const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
+    return readDecision(await this.#approvals(request), `the approval port's answer for ${ref.tool}`);
+  }
+}
+
+/** A call's outcome with its result as the run's codec decodes the stored form: the same on the first run as on replay. */
+function decoded(scope: CallScope, tool: string, outcome: FinishedOutcome): CallOutcome {
+  if (outcome.status !== "ok") return outcome;
+  return { status: "ok", value: decodeValue(scope.codec, outcome.value, `the stored result of ${tool}`) };
+}
+
+/** A call's arguments as its tool's `args` schema outputs them (as given without one): `InvalidToolArgs` when they fail it. */
+async function checkedArgs(definition: ToolDefinition, given: unknown): Promise<unknown> {
+  if (definition.args === undefined) return given;
+  const result = await validateWith(definition.args, given);
+  if ("problems" in result) throw new InvalidToolArgs(definition.name, result.problems);
+  return result.value;
+}
+
+/** Checks that a runner is given an `Executor` (an object with `call` and a `registry`). */
+export function checkExecutor(where: string, executor: unknown): void {
+  if (!(isObject(executor) && typeof executor["call"] === "function" && isObject(executor["registry"]))) {
+    throw new InvalidInput(`${where} takes an Executor (new Executor(registry)), not ${describeType(executor)}.`);
+  }
+}
+
+/** Checks that `registry` is a `ToolRegistry` (an object with `get`, `has` and `list`). */
+export function checkRegistry(where: string, registry: unknown): void {
+  const isRegistry =
+    isObject(registry) && ["get", "has", "list"].every((method) => typeof registry[method] === "function");
+  if (!isRegistry)
+    throw new InvalidInput(
+      `${where} takes a ToolRegistry (new ToolRegistry().tool(…)), not ${describeType(registry)}.`,
+    );
+}
+
+/** Checks what an `Executor` is built from: a `ToolRegistry` and an approval port that is a function. */
+function checkExecutorArgs(registry: unknown, options: unknown): void {
+  checkRegistry("Executor", registry);
+  checkOptionTypes("Executor", options, { approvals: "function" });
+}

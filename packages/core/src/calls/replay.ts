@@ -1,0 +1,165 @@
+import { canonicalJson } from "../base/canonical.js";
+import type { JsonValue } from "../base/json.js";
+import type { CallRecord } from "../log/call-log.js";
+import { RecoveryNeedsDecision, type InDoubtCall } from "../base/errors.js";
+import type { CallRef } from "../log/events.js";
+import { idempotencyKeyFor } from "./idempotency.js";
+import type { ToolRegistry } from "./tools.js";
+
+/** What a finished call ended with: its result, or the error its tool threw, as recorded. */
+export type FinishedOutcome =
+  | { readonly status: "ok"; readonly value: JsonValue }
+  | {
+      readonly status: "error";
+      readonly error: string;
+      /** How many attempts were made. */
+      readonly attempts: number;
+      /** What the tool threw, on the worker where it happened (not recorded). */
+      readonly cause?: unknown;
+    };
+
+/** A call of the cut-short round whose outcome is in the log. */
+export interface FinishedCall {
+  readonly callId: string;
+  readonly tool: string;
+  /** Canonical JSON of the arguments it ran with. */
+  readonly argsText: string;
+  readonly outcome: FinishedOutcome;
+}
+
+/** A call waiting on an approval of a paused run. */
+export interface PendingCall {
+  readonly callId: string;
+  readonly tool: string;
+  readonly args: JsonValue;
+}
+
+/** Where a call of the cut-short round that has not finished goes on: with which attempt, and not before when. */
+export interface NextAttempt {
+  readonly attempt: number;
+  /** After a failed attempt: when the next may start (ms since the epoch, the failed worker's clock). */
+  readonly notBefore?: number;
+}
+
+/** Every call of one round, by what recovery does with it. */
+export interface Classification {
+  readonly finished: ReadonlyMap<string, FinishedCall>;
+  readonly inDoubt: ReadonlyMap<string, InDoubtCall>;
+  readonly pending: ReadonlyMap<string, PendingCall>;
+  /** Calls that started and did not finish (in doubt, decided to run again, or waiting between attempts), by call id. */
+  readonly next: ReadonlyMap<string, NextAttempt>;
+  /** Calls of the round an operator decided on (a `decided` record), by call id. */
+  readonly decided: ReadonlyMap<string, CallRef>;
+}
+
+/** What the executor does with the calls of the round it reruns. */
+export interface ReplayPlan extends Classification {
+  readonly round: number;
+}
+
+/** The plan of a round with nothing in its log: every call runs. */
+export function freshPlan(round: number): ReplayPlan {
+  return { round, finished: new Map(), inDoubt: new Map(), pending: new Map(), next: new Map(), decided: new Map() };
+}
+
+/**
+ * Classifies the calls of one round from the log, across every segment: the
+ * last record of a call decides (a loop's `model` records are not calls).
+ * `done` and `error` replay; `started` with no result, `unrecordable`, and
+ * `pending` on a synchronous approval port are in doubt (a rerun repeats the
+ * attempt that started); `failed` goes on with the next attempt, no sooner
+ * than the time it recorded; `pending` on an approval of a paused run waits
+ * for its decision.
+ */
+export function classifyCalls(records: readonly CallRecord[], round: number): Classification {
+  const last = new Map<string, CallRecord>();
+  const attempts = new Map<string, number>();
+  for (const record of records) {
+    if (record.round !== round || record.kind === "model") continue;
+    last.delete(record.callId); // keep log order by the last record of each call
+    last.set(record.callId, record);
+    if (record.kind === "started") attempts.set(record.callId, record.attempt ?? 1);
+    // A retry of the failed run starts the call's attempts over.
+    if (record.kind === "reopened") attempts.delete(record.callId);
+  }
+  const finished = new Map<string, FinishedCall>();
+  const inDoubt = new Map<string, InDoubtCall>();
+  const pending = new Map<string, PendingCall>();
+  const next = new Map<string, NextAttempt>();
+  const decided = new Map<string, CallRef>();
+  for (const [callId, record] of last) {
+    const attempt = attempts.get(callId) ?? 1;
+    if (record.kind === "failed") next.set(callId, { attempt: attempt + 1, notBefore: record.retryAt ?? 0 });
+    else if (record.kind === "started" || record.kind === "unrecordable" || record.decision === "rerun")
+      next.set(callId, { attempt });
+    else if (record.kind === "reopened") next.set(callId, { attempt: 1 });
+    const { tool, args } = record;
+    if (record.kind === "decided") decided.set(callId, { callId, tool });
+    const doubt = (why: InDoubtCall["why"]) =>
+      inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
+    switch (record.kind) {
+      case "done":
+        finished.set(callId, {
+          callId,
+          tool,
+          argsText: canonicalJson(args),
+          outcome: { status: "ok", value: record.result ?? null },
+        });
+        break;
+      case "error":
+        finished.set(callId, {
+          callId,
+          tool,
+          argsText: canonicalJson(args),
+          outcome: { status: "error", error: record.error ?? "", attempts: record.attempt ?? attempt },
+        });
+        break;
+      case "decided":
+        // "rerun" goes on as `next` says; a decided result or error is the call's outcome.
+        if (record.decision === "result" || record.decision === "error")
+          finished.set(callId, {
+            callId,
+            tool,
+            argsText: canonicalJson(args),
+            outcome:
+              record.decision === "result"
+                ? { status: "ok", value: record.result ?? null }
+                : { status: "error", error: record.error ?? "", attempts: attempt },
+          });
+        break;
+      case "started":
+        doubt("started with no result");
+        break;
+      case "unrecordable":
+        doubt("result could not be recorded");
+        break;
+      case "pending":
+        if (record.port === true) doubt("was waiting on an approval port");
+        else pending.set(callId, { callId, tool, args });
+        break;
+    }
+  }
+  return { finished, inDoubt, pending, next, decided };
+}
+
+/**
+ * Plans the rerun of a cut-short round. In-doubt calls of idempotent tools may
+ * run again; any other in-doubt call makes `RecoveryNeedsDecision`, raised
+ * before any call runs, unless `rerunInDoubt` is set.
+ */
+export function planReplay(
+  runId: string,
+  records: readonly CallRecord[],
+  round: number,
+  registry: ToolRegistry,
+  options: { readonly rerunInDoubt?: boolean } = {},
+): ReplayPlan {
+  const classified = classifyCalls(records, round);
+  if (options.rerunInDoubt !== true) {
+    const blocking = [...classified.inDoubt.values()].filter(
+      (call) => !(registry.has(call.tool) && registry.get(call.tool).idempotent),
+    );
+    if (blocking.length > 0) throw new RecoveryNeedsDecision(runId, blocking);
+  }
+  return { round, ...classified };
+}

@@ -1,0 +1,135 @@
+import type { JsonObject } from "../base/json.js";
+import type { CallDecisions } from "../run/in-doubt-decisions.js";
+import type { CallLog, CallRecord } from "../log/call-log.js";
+import type { CheckpointBody } from "../seal/checkpoint.js";
+import type { RunEnvelope } from "../run/envelope.js";
+import type { EventSink, LoopStage } from "../log/events.js";
+import type { ValueCodec } from "../base/codec.js";
+import type { CallScope } from "../calls/call-scope.js";
+import type { Identity } from "../base/identity.js";
+import type { PendingCall } from "../calls/replay.js";
+import type { Sealer } from "../seal/sealer.js";
+import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import type { Settled } from "../base/concurrent.js";
+import type { ToolRegistry } from "../calls/tools.js";
+
+// The shapes of the run driver: what a program gives it, what it is given, what it returns.
+
+/** A run paused for decisions on its pending approvals: what `run`, `recover` and `resume` return then. */
+export interface PausedResult {
+  readonly status: "paused";
+  readonly runId: string;
+  readonly step: number;
+  readonly approvals: readonly PendingCall[];
+}
+
+/** What one step of a program leaves. */
+export type StepOutcome<D> =
+  /** A call waits on a decision: the run is saved paused, at the start of the round, to run it again once resumed. */
+  | { readonly paused: true }
+  | {
+      readonly paused: false;
+      readonly data: D;
+      /** Every call of the round is made: the next step works in the next round, and the round's decisions are spent. */
+      readonly roundOver: boolean;
+      /** The run ended: its checkpoint is saved `done`. */
+      readonly done: boolean;
+      /**
+       * The run waits for input from outside (a conversation's next message):
+       * saved `paused` with this data and no pending call, and the program's
+       * result returned. A resume with new data goes on from it.
+       */
+      readonly waits?: boolean;
+    };
+
+/** What a step works with. */
+export interface StepContext {
+  readonly runId: string;
+  /** The round the step works in: its calls are logged under it. */
+  readonly round: number;
+  readonly identity: Identity;
+  /** The calls of the round go through it (`Executor.call(scope, …)`): its plan replays what the log holds. */
+  readonly scope: CallScope;
+  /** The run's call log (a tool loop stores its `model` records in it). */
+  readonly log: CallLog;
+}
+
+/**
+ * A kind of run on the driver (a flow, a tool loop): how it reads and writes
+ * its own data, how it takes one step, and what its result is. The driver
+ * does the rest: open, checks, claim, replay plan, saves and events.
+ */
+export interface RunProgram<D, R> {
+  readonly kind: RunKind;
+  /** The flow's or loop's name, stored as the checkpoint's `flow`. */
+  readonly name: string;
+  /** Its tools: calls in doubt of idempotent ones run again without a decision. */
+  readonly registry: ToolRegistry;
+  /**
+   * Reads its data out of a verified checkpoint, with checks:
+   * `CheckpointStoreCorrupt` for another shape, another error when the run
+   * cannot go on here (a changed graph). Called before anything is written.
+   */
+  read(runId: string, data: JsonObject): D | Promise<D>;
+  /** Its data as sealed. */
+  write(data: D): JsonObject;
+  /** Its data with what the call log read at a claim tells (a loop counts the model calls a dead worker made). */
+  claimed?(data: D, records: readonly CallRecord[], runId: string): D;
+  /** Takes one step: a superstep, a model reply, a round of tool calls. */
+  step(data: D, context: StepContext): Promise<StepOutcome<D>>;
+  /** The result of a run that is done. */
+  result(data: D, at: { readonly runId: string; readonly step: number }): R;
+  /** What `checkpoint.saved` carries for it: a flow's name, a loop's stage. */
+  saved(data: D): { readonly flow?: string; readonly stage?: LoopStage };
+}
+
+/** Where the driver keeps runs, and where it reports. */
+export interface DriverOptions {
+  readonly store: CheckpointStore;
+  readonly sealer: Sealer;
+  readonly events?: EventSink | undefined;
+  /** The worker's lease terms (default: this process's worker id, 30 s). */
+  readonly lease?: LeaseTerms | undefined;
+  /** How tool results (and a flow's state) that are not plain JSON are stored (default: they must be plain JSON). */
+  readonly codec?: ValueCodec | undefined;
+}
+
+/** Options of `recover`, `recoverAll` and `resume`. */
+export interface RecoverOptions {
+  /** Must name the run's own identity; without it the stored user and thread are restored. */
+  readonly ctx?: Identity;
+  /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`: a decision of `"rerun"` on each. */
+  readonly rerunInDoubt?: boolean;
+  /**
+   * Decisions on calls in doubt, by call id (`RecoveryNeedsDecision.calls`):
+   * each is recorded in the call log, with `by` and the time, before anything
+   * acts on it. A decision on a call that is not in doubt is `InvalidInput`,
+   * and nothing is written.
+   */
+  readonly decide?: CallDecisions;
+  /** Who decides, recorded with each decision (default: the worker's lease owner). */
+  readonly by?: string;
+  /** Claim the run even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
+  readonly takeOver?: boolean;
+  /**
+   * Gives the run up when aborted: its lease is released at once, and the
+   * drive stops before its next save, rejecting with the signal's reason. The
+   * worker aborts so when its stop deadline passes.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of `recoverEach` and `recoverAll`. */
+export interface RecoverEachOptions extends RecoverOptions {
+  /** How many runs are recovered at once (default 8). */
+  readonly concurrency?: number;
+}
+
+/** One run's outcome in `recoverEach`: its result, or the error that stopped it. */
+export type Recovered<R> = Settled<string, R | PausedResult>;
+
+/** A run's latest checkpoint, checked for this program and caller, with its data read. */
+export interface OpenedRun<D> {
+  readonly latest: CheckpointBody;
+  readonly envelope: RunEnvelope<D>;
+}

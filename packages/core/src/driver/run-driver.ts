@@ -1,0 +1,320 @@
+import { checkBeforeClaim, decideAtClaim, decidedBy, readCallDecisions } from "../run/in-doubt-decisions.js";
+import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
+import { readCallLog } from "../log/call-log.js";
+import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
+import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
+import { emit, type CallRef, type EventSink } from "../log/events.js";
+import { bindDecisions, type Decisions } from "../calls/approvals.js";
+import { faultPoint } from "../base/fault-points.js";
+import { identityOf, resumeIdentity, type Identity } from "../base/identity.js";
+import { freshPlan, planReplay } from "../calls/replay.js";
+import { newRunId } from "../base/names.js";
+import { DurableRun } from "../run/durable-run.js";
+import type { Sealer } from "../seal/sealer.js";
+import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "../store/contract.js";
+import { eachConcurrently } from "../base/concurrent.js";
+import type {
+  DriverOptions,
+  OpenedRun,
+  PausedResult,
+  RecoverEachOptions,
+  RecoverOptions,
+  Recovered,
+  RunProgram,
+} from "./program.js";
+import { leaseTerms } from "../run/lease.js";
+import { whileDriving } from "../run/process-lock.js";
+import { RunSteps } from "./steps.js";
+import { reopenFailed } from "../run/reopen.js";
+import { cancelRun } from "../run/cancel.js";
+
+/**
+ * Owns the life of a run of one program: starts it, opens and checks it
+ * (identity first), claims it, plans the replay of its cut-short round,
+ * resumes it with bound decisions, drives its steps, and saves each
+ * checkpoint with its event. See docs/protocol.md, "The run driver".
+ */
+export class RunDriver<D, R> {
+  readonly #program: RunProgram<D, R>;
+  readonly #store: CheckpointStore;
+  readonly #sealer: Sealer;
+  readonly #events: EventSink | undefined;
+  readonly #lease: LeaseTerms;
+  readonly #codec: ValueCodec;
+  readonly #drive: RunSteps<D, R>;
+
+  constructor(program: RunProgram<D, R>, options: DriverOptions) {
+    this.#program = program;
+    this.#store = options.store;
+    this.#sealer = options.sealer;
+    this.#events = options.events;
+    this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
+    this.#codec = options.codec ?? PLAIN_JSON;
+    this.#drive = new RunSteps(program, options.events, this.#codec);
+  }
+
+  /** What the driver drives: a flow's or a loop's runs of one name. */
+  get kind(): RunKind {
+    return this.#program.kind;
+  }
+
+  get name(): string {
+    return this.#program.name;
+  }
+
+  /** The store the driver keeps its runs in. */
+  get store(): CheckpointStore {
+    return this.#store;
+  }
+
+  /** Saves step 0 of a new run with `data`, then drives it until it is done or paused. */
+  start(
+    data: D,
+    options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
+  ): Promise<R | PausedResult> {
+    const runId = options.runId ?? newRunId();
+    return whileDriving(this.#store, runId, () => this.#start(runId, data, options.ctx));
+  }
+
+  async #start(runId: string, data: D, ctx: Identity | undefined): Promise<R | PausedResult> {
+    const envelope: RunEnvelope<D> = { round: 1, pending: [], decisions: [], program: data };
+    const { run } = DurableRun.startLater(
+      {
+        store: this.#store,
+        sealer: this.#sealer,
+        runId,
+        flow: this.#program.name,
+        kind: this.#program.kind,
+        identity: identityOf(ctx),
+        data: this.#drive.json(envelope),
+        lease: this.#lease,
+      },
+      (checkpoint) => void this.#drive.saved(checkpoint, data),
+    );
+    return this.#holding(run, undefined, () => this.#drive.steps(run, envelope, freshPlan(envelope.round), undefined));
+  }
+
+  /**
+   * Reads and verifies the run's latest checkpoint and checks that this
+   * caller may go on with it here: its identity first (someone else's ctx
+   * learns nothing of the run), then its kind and name, then that it has not
+   * ended. `CheckpointNotFound` when nothing is stored.
+   */
+  async open(runId: string, ctx: Identity | undefined, failed = false): Promise<OpenedRun<D>> {
+    const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
+    resumeIdentity(runId, latest.identity, ctx);
+    const { kind, name } = this.#program;
+    if (latest.kind !== kind || latest.flow !== name) {
+      throw new CheckpointConflict(
+        runId,
+        `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not ${kind} ${JSON.stringify(name)}.`,
+      );
+    }
+    if (failed ? latest.status !== "failed" : isEnded(latest.status))
+      throw new CheckpointConflict(
+        runId,
+        failed
+          ? `the run is ${latest.status}, not failed: there is nothing to retry.`
+          : `the run ended (${latest.status}).`,
+      );
+    const stored = readEnvelope(runId, latest.data);
+    if (stored.cancelled === true) throw new CheckpointConflict(runId, "the run was cancelled: it does not go on.");
+    return { latest, envelope: { ...stored, program: await this.#program.read(runId, stored.program) } };
+  }
+
+  /**
+   * Goes on with a run from its last checkpoint: claims it (one worker wins),
+   * replays finished calls, and fails closed on calls in doubt. A paused run
+   * comes back as its paused result.
+   */
+  recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+    return whileDriving(this.#store, runId, () => this.#recover(runId, options, false));
+  }
+
+  /**
+   * Cancels a run that has not ended, even one a worker drives (it is
+   * fenced): saved `failed` with `Cancelled: <reason>`; no retry goes on from
+   * it. Returns the step it was saved as.
+   */
+  cancel(runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
+    return whileDriving(this.#store, runId, async () => {
+      const { latest, envelope } = await this.open(runId, options.ctx);
+      const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
+      const stored = { ...envelope, program: this.#program.write(envelope.program) };
+      return cancelRun({ ...at, events: this.#events }, latest, stored, reason);
+    });
+  }
+
+  /**
+   * Goes on with a failed run from its last checkpoint, with a new segment:
+   * the calls its tools' errors ended run again (their attempts start over),
+   * finished calls replay. A cancelled run does not go on.
+   */
+  retry(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+    return whileDriving(this.#store, runId, () => this.#recover(runId, options, true));
+  }
+
+  async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult> {
+    options.signal?.throwIfAborted();
+    const decided = options.decide === undefined ? undefined : readCallDecisions(options.decide, this.#codec);
+    const by = decidedBy(options.by, this.#lease.owner);
+    const opened = await this.open(runId, options.ctx, retrying);
+    const { latest } = opened;
+    if (latest.status === "paused") {
+      const { pending, program } = opened.envelope;
+      // A run paused with no pending call waits for outside input (a conversation's next message): its result as it stands.
+      if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
+      return { status: "paused", runId, step: latest.step, approvals: pending };
+    }
+    const { error: _failedWith, ...envelope } = opened.envelope;
+    // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
+    if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
+    // A retry's claim saves the run without its error; a recovery's, the latest checkpoint's data as it is.
+    const claim = {
+      lease: this.#lease,
+      takeOver: options.takeOver,
+      ...(retrying ? { data: this.#drive.json(envelope) } : {}),
+    };
+    const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    const { run, checkpoint } = claimed;
+    return this.#holding(run, options.signal, async () => {
+      await this.#drive.saved(checkpoint, envelope.program);
+      let records = claimed.records;
+      if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
+      if (decided !== undefined)
+        records = await decideAtClaim(this.#store, this.#sealer, run, records, envelope.round, decided, by);
+      const plan = await this.#drive.plan(run, records, envelope.round, options);
+      await emit(this.#events, {
+        type: "run.recovered",
+        runId,
+        kind: this.#program.kind,
+        step: checkpoint.step,
+        owner: this.#lease.owner,
+        replayed: refs(plan.finished.values()),
+        rerun: refs(plan.inDoubt.values()),
+        decided: refs(plan.decided.values()),
+      });
+      return this.#drive.steps(run, this.#drive.claimed(run, envelope, records), plan, options.signal);
+    });
+  }
+
+  /**
+   * True when recovering the run now would stop for a decision (a call in
+   * doubt of a tool that is not idempotent): reads the run and its log and
+   * plans its round, claiming and writing nothing. A worker asks it before it
+   * claims again a run it left waiting, so workers do not take turns claiming it.
+   */
+  async needsDecision(runId: string, options: RecoverOptions = {}): Promise<boolean> {
+    const { latest, envelope } = await this.open(runId, options.ctx);
+    if (latest.status === "paused") return false;
+    const records = await readCallLog(this.#store, this.#sealer, runId, latest.calls);
+    try {
+      planReplay(runId, records, envelope.round, this.#program.registry, options);
+      return false;
+    } catch (error) {
+      if (error instanceof RecoveryNeedsDecision) return true;
+      throw error;
+    }
+  }
+
+  /**
+   * Recovers the program's claimable runs (running, with no live lease: never
+   * one another worker holds; with `takeOver`, every unfinished run), several
+   * at once, and yields each outcome as it settles. Reads the store's listing
+   * as it goes, so memory stays flat.
+   */
+  recoverEach(options: RecoverEachOptions = {}): AsyncGenerator<Recovered<R>> {
+    const { concurrency = 8, ...recover } = options;
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+      throw new InvalidInput(`recoverEach: concurrency must be a whole number ≥ 1, not ${String(concurrency)}.`);
+    // An operator's takeover goes on with every unfinished run, held or not, paused ones as their paused results.
+    const listing = this.#store.listUnfinished(this.#program.name, { claimable: recover.takeOver !== true });
+    return eachConcurrently(listing, concurrency, (runId) => this.recover(runId, recover));
+  }
+
+  /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. For small numbers of runs. */
+  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, R | PausedResult | Error>> {
+    const results = new Map<string, R | PausedResult | Error>();
+    for await (const settled of this.recoverEach(options))
+      results.set(settled.item, settled.ok ? settled.value : asError(settled.error));
+    return results;
+  }
+
+  /**
+   * Resumes a paused run with decisions on its pending approvals. The
+   * decisions are stored with the claim before any is spent, so one resume
+   * wins: a second one of the same pause is `CheckpointConflict`. `program`,
+   * when given, replaces the program's data with the claim (a conversation's
+   * next message, added to a run that waits for it).
+   */
+  resume(
+    opened: OpenedRun<D>,
+    decisions: Decisions,
+    options: RecoverOptions = {},
+    program?: D,
+  ): Promise<R | PausedResult> {
+    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, decisions, options, program));
+  }
+
+  async #resume(
+    opened: OpenedRun<D>,
+    decisions: Decisions,
+    options: RecoverOptions,
+    program: D | undefined,
+  ): Promise<R | PausedResult> {
+    const { latest } = opened;
+    const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
+    if (latest.status !== "paused")
+      throw new CheckpointConflict(
+        latest.runId,
+        `the run is ${latest.status}, not paused: there is nothing to resume.`,
+      );
+    const bound = bindDecisions(latest.runId, envelope.pending, decisions);
+    const decided: RunEnvelope<D> = { ...envelope, pending: [], decisions: [...envelope.decisions, ...bound] };
+    options.signal?.throwIfAborted();
+    faultPoint("resume.before-decision-save");
+    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#drive.json(decided) };
+    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    faultPoint("resume.after-decision-save");
+    return this.#holding(run, options.signal, async () => {
+      await this.#drive.saved(checkpoint, decided.program);
+      const plan = await this.#drive.plan(run, records, decided.round, options);
+      return this.#drive.steps(run, this.#drive.claimed(run, decided, records), plan, options.signal);
+    });
+  }
+
+  /**
+   * Does `work` (plan, events, drive) with the run this worker just claimed or
+   * started, and gives up its lease when the work stops short (the store
+   * failed, a call is in doubt, an event sink threw, the signal aborted):
+   * another worker may claim it at once. A run that paused or ended released
+   * it with its save.
+   */
+  async #holding(
+    run: DurableRun,
+    signal: AbortSignal | undefined,
+    work: () => Promise<R | PausedResult>,
+  ): Promise<R | PausedResult> {
+    const giveUp = (): void => void run.giveUp();
+    signal?.addEventListener("abort", giveUp, { once: true });
+    try {
+      signal?.throwIfAborted();
+      const result = await work();
+      await run.stopLease(false);
+      return result;
+    } catch (error) {
+      await run.giveUp();
+      throw error;
+    } finally {
+      signal?.removeEventListener("abort", giveUp);
+    }
+  }
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(errorText(error));
+}
+
+function refs(calls: Iterable<CallRef>): CallRef[] {
+  return [...calls].map(({ callId, tool }) => ({ callId, tool }));
+}

@@ -1,0 +1,201 @@
+import type { JsonObject } from "../base/json.js";
+import type { CallRecord } from "../log/call-log.js";
+import type { CheckpointBody } from "../seal/checkpoint.js";
+import { envelopeJson, type RunEnvelope } from "../run/envelope.js";
+import { RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "../base/errors.js";
+import { emit, type CallRef, type EventSink } from "../log/events.js";
+import type { ValueCodec } from "../base/codec.js";
+import { CallScope } from "../calls/call-scope.js";
+import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
+import type { DurableRun } from "../run/durable-run.js";
+import type { PausedResult, RecoverOptions, RunProgram, StepContext, StepOutcome } from "./program.js";
+
+/**
+ * Drives a run its driver started or claimed: takes the program's steps,
+ * plans the replay of a claimed round, and saves each checkpoint (paused,
+ * failed, done) with its event. The driver (`RunDriver`) opens, checks and
+ * claims; this goes on from there.
+ */
+export class RunSteps<D, R> {
+  readonly #program: RunProgram<D, R>;
+  readonly #events: EventSink | undefined;
+  readonly #codec: ValueCodec;
+
+  constructor(program: RunProgram<D, R>, events: EventSink | undefined, codec: ValueCodec) {
+    this.#program = program;
+    this.#events = events;
+    this.#codec = codec;
+  }
+
+  /** Takes steps until the run is done or paused; saves it as failed when the program fails. */
+  async steps(
+    run: DurableRun,
+    envelope: RunEnvelope<D>,
+    plan: ReplayPlan,
+    signal: AbortSignal | undefined,
+  ): Promise<R | PausedResult> {
+    for (;;) {
+      signal?.throwIfAborted();
+      // A step queued to land later that did not (its commit failed) stops the run here, not rounds later.
+      run.throwIfWriteFailed();
+      const decisions = new Map(envelope.decisions.map((d) => [d.callId, d]));
+      const scope = new CallScope({
+        kind: this.#program.kind,
+        log: run.log,
+        plan,
+        identity: run.identity,
+        decisions,
+        events: this.#events,
+        signal,
+        codec: this.#codec,
+      });
+      const context: StepContext = {
+        runId: run.runId,
+        round: envelope.round,
+        identity: run.identity,
+        scope,
+        log: run.log,
+      };
+      let outcome: StepOutcome<D>;
+      try {
+        outcome = await this.#program.step(envelope.program, context);
+      } catch (error) {
+        // Given up mid-step: the run is left as it stands for the worker that takes it, not failed.
+        signal?.throwIfAborted();
+        throw await this.#fail(run, envelope, error);
+      }
+      // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
+      signal?.throwIfAborted();
+      if (outcome.paused) return this.#pause(run, envelope, scope);
+      const next: RunEnvelope<D> = outcome.roundOver
+        ? { round: envelope.round + 1, pending: [], decisions: [], program: outcome.data }
+        : { ...envelope, program: outcome.data };
+      // Which finished calls of the log the round took is known once the round is over.
+      const unreplayed = outcome.roundOver ? scope.unreplayed : [];
+      if (outcome.waits === true) return this.#wait(run, next, unreplayed);
+      let checkpoint: CheckpointBody;
+      try {
+        if (outcome.done) checkpoint = await run.save("done", this.json(next));
+        else {
+          // A running step lands with the run's next commit: the next call's `started`, or a save that must land.
+          const data = next.program;
+          checkpoint = run.saveLater(this.json(next), () => void this.saved(checkpoint, data, unreplayed)).body;
+        }
+      } catch (error) {
+        throw await this.#fail(run, envelope, error);
+      }
+      if (outcome.done) {
+        await this.saved(checkpoint, next.program, unreplayed);
+        await emit(this.#events, {
+          type: "run.done",
+          runId: run.runId,
+          kind: this.#program.kind,
+          step: checkpoint.step,
+        });
+        return this.#program.result(next.program, { runId: run.runId, step: checkpoint.step });
+      }
+      if (outcome.roundOver) plan = freshPlan(next.round);
+      envelope = next;
+    }
+  }
+
+  /** Plans the rerun of the claimed round; a stop for a decision is emitted as `run.needs-decision` before it is thrown. */
+  async plan(
+    run: DurableRun,
+    records: readonly CallRecord[],
+    round: number,
+    options: RecoverOptions,
+  ): Promise<ReplayPlan> {
+    try {
+      return planReplay(run.runId, records, round, this.#program.registry, options);
+    } catch (error) {
+      if (error instanceof RecoveryNeedsDecision) {
+        await emit(this.#events, {
+          type: "run.needs-decision",
+          runId: run.runId,
+          kind: this.#program.kind,
+          step: run.step,
+          calls: error.calls,
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** Saves a paused checkpoint that keeps the round's starting point and lists the calls waiting on decisions. */
+  async #pause(run: DurableRun, envelope: RunEnvelope<D>, scope: CallScope): Promise<PausedResult> {
+    const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
+    // Decisions already given stay with the run until its round is over: each is bound to its call.
+    const step = await this.#savePaused(run, { ...envelope, pending }, []);
+    return { status: "paused", runId: run.runId, step, approvals: pending };
+  }
+
+  /** Saves a run that waits for outside input as paused with no pending call, and returns the program's result. */
+  async #wait(run: DurableRun, next: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<R> {
+    const step = await this.#savePaused(run, next, unreplayed);
+    return this.#program.result(next.program, { runId: run.runId, step });
+  }
+
+  /** Saves `envelope` paused, with its events (`run.paused` lists its pending calls); returns the step. */
+  async #savePaused(run: DurableRun, envelope: RunEnvelope<D>, unreplayed: readonly CallRef[]): Promise<number> {
+    const checkpoint = await run.save("paused", this.json(envelope));
+    await this.saved(checkpoint, envelope.program, unreplayed);
+    const { runId } = run;
+    await emit(this.#events, {
+      type: "run.paused",
+      runId,
+      kind: this.#program.kind,
+      step: checkpoint.step,
+      approvals: envelope.pending,
+    });
+    return checkpoint.step;
+  }
+
+  /**
+   * Saves the run as failed for an error of the program (a node, a tool, the
+   * model) and returns the error to throw. Errors of the durable machinery (a
+   * lost claim, a store that did not answer, a call in doubt) leave the run as
+   * it stands for recovery.
+   */
+  async #fail(run: DurableRun, envelope: RunEnvelope<D>, error: unknown): Promise<unknown> {
+    if (leavesRunForRecovery(error)) return error;
+    const text = errorText(error);
+    try {
+      const checkpoint = await run.save("failed", this.json({ ...envelope, pending: [], decisions: [], error: text }));
+      await this.saved(checkpoint, envelope.program);
+      await emit(this.#events, {
+        type: "run.failed",
+        runId: run.runId,
+        kind: this.#program.kind,
+        step: checkpoint.step,
+        error: text,
+      });
+    } catch (saveError) {
+      return saveError;
+    }
+    return error;
+  }
+
+  claimed(run: DurableRun, envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {
+    return this.#program.claimed === undefined
+      ? envelope
+      : { ...envelope, program: this.#program.claimed(envelope.program, records, run.runId) };
+  }
+
+  json(envelope: RunEnvelope<D>): JsonObject {
+    return envelopeJson({ ...envelope, program: this.#program.write(envelope.program) });
+  }
+
+  async saved(checkpoint: CheckpointBody, data: D, unreplayed: readonly CallRef[] = []): Promise<void> {
+    const { runId, step, status } = checkpoint;
+    await emit(this.#events, {
+      type: "checkpoint.saved",
+      runId,
+      kind: this.#program.kind,
+      step,
+      status,
+      ...this.#program.saved(data),
+      unreplayed,
+    });
+  }
+}

@@ -1,0 +1,341 @@
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  InvalidInput,
+  LeaseHeld,
+  RecoveryNeedsDecision,
+  StoreUnavailable,
+} from "../base/errors.js";
+import type { RecoverOptions } from "./program.js";
+import { checkOptionTypes, isObject } from "../base/option-checks.js";
+import { isEnded, type CheckpointStore, type RunKind } from "../store/contract.js";
+
+/** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */
+export interface ServedRuns {
+  readonly kind: RunKind;
+  readonly name: string;
+  readonly store: CheckpointStore;
+  recover(runId: string, options: RecoverOptions): Promise<unknown>;
+  /** Whether recovering the run now would stop for a decision, claiming nothing (`RunDriver.needsDecision`). */
+  needsDecision?(runId: string, options: RecoverOptions): Promise<boolean>;
+}
+
+/**
+ * Why a worker left a run: it waits for a decision, it cannot go on here,
+ * another worker (or kind of run) has it, or the store failed it (tried
+ * again after a poll, so a run whose claims keep failing is not claimed in a
+ * hot loop).
+ */
+type Left = "decision" | "stuck" | "lost" | "unavailable";
+
+/** Options of `startWorker`. */
+export interface WorkerOptions {
+  readonly serve: readonly ServedRuns[];
+  /** How many runs it drives at once (default 8). */
+  readonly concurrency?: number;
+  /** How often it looks for claimable runs while it finds some, in ms (default 1,000); jittered, and doubled up to `maxPollMs` while it finds none. */
+  readonly pollMs?: number;
+  /** The longest wait between looks while idle (default 10,000). */
+  readonly maxPollMs?: number;
+  /** How long `stop()` lets the runs it drives go on before it gives them up (default 10,000). */
+  readonly stopDeadlineMs?: number;
+  /** Run calls in doubt again instead of waiting for a decision. */
+  readonly rerunInDoubt?: boolean;
+  /** Stop on SIGTERM and SIGINT, then let the signal end the process (default true). */
+  readonly stopOnSignals?: boolean;
+  /** Told once per run and step of each run it cannot go on with (a call in doubt, a changed graph, a corrupt row). */
+  readonly onStuck?: (runId: string, error: unknown) => void;
+}
+
+/** What a worker is doing. */
+export interface WorkerStatus {
+  /** Runs it drives now. */
+  readonly running: number;
+  /** Runs it left because a call of theirs is in doubt: they wait for a decision. */
+  readonly waitingForDecision: number;
+  /** Runs it left for another reason it reported through `onStuck`. */
+  readonly stuck: number;
+  /** Runs it took and drove until they were done, paused or failed (a failed run is not reported as stuck). */
+  readonly finished: number;
+  /** Claims it lost to another worker. */
+  readonly lost: number;
+  readonly stopping: boolean;
+}
+
+/**
+ * A worker a service starts once and forgets: it looks for claimable runs of
+ * what it serves (running, no live lease: their worker died or gave them up),
+ * recovers them up to its concurrency, and keeps their leases alive while it
+ * drives them. A run that needs a decision is reported once and left until
+ * its step changes. `stop()` (or SIGTERM) stops taking runs, lets the ones it
+ * drives go on until the deadline, then releases them for another worker.
+ */
+export class RunWorker {
+  readonly #options: ResolvedOptions;
+  readonly #running = new Map<string, Promise<void>>();
+  /** Runs left at a step, by served name and run id: skipped until their latest step moves on (a lost one, at most a while). */
+  readonly #left = new Map<string, { step: number; why: Left; until?: number }>();
+  readonly #giveUp = new AbortController();
+  #finished = 0;
+  #lost = 0;
+  #stopping = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.#options = checkWorkerOptions(options);
+  }
+
+  /** Starts looking for runs; returns the worker. */
+  start(): this {
+    if (this.#loop !== undefined) return this;
+    if (this.#options.stopOnSignals) stopsOnSignals(this);
+    this.#loop = this.#poll();
+    return this;
+  }
+
+  status(): WorkerStatus {
+    const left = [...this.#left.values()];
+    return {
+      running: this.#running.size,
+      waitingForDecision: left.filter((entry) => entry.why === "decision").length,
+      stuck: left.filter((entry) => entry.why === "stuck").length,
+      finished: this.#finished,
+      lost: this.#lost,
+      stopping: this.#stopping,
+    };
+  }
+
+  /**
+   * Stops taking runs, waits for the ones it drives up to the deadline, then
+   * gives the rest up: their leases are released at once and each stops
+   * before its next save, so another worker claims them without waiting.
+   */
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  async #stop(): Promise<void> {
+    this.#stopping = true;
+    noLongerOnSignals(this);
+    this.#wake?.();
+    const deadline = performance.now() + this.#options.stopDeadlineMs;
+    // A store that hangs holds up the look in progress: the deadline covers it too.
+    await within(this.#loop ?? Promise.resolve(), this.#options.stopDeadlineMs);
+    const settled = Promise.allSettled(this.#running.values());
+    if (!(await within(settled, Math.max(0, deadline - performance.now())))) {
+      this.#giveUp.abort();
+      // A tool still running is not waited for: its run is released, and its call is in doubt if it never records.
+      await within(settled, 1_000);
+    }
+  }
+
+  async #poll(): Promise<void> {
+    let wait = this.#options.pollMs;
+    while (!this.#stopping) {
+      let took = 0;
+      try {
+        for (const served of this.#options.serve) took += await this.#take(served);
+        wait = took > 0 ? this.#options.pollMs : Math.min(wait * 2, this.#options.maxPollMs);
+      } catch {
+        // The listing failed (the store did not answer): look again later, as a worker with nothing to do would.
+        wait = Math.min(wait * 2, this.#options.maxPollMs);
+      }
+      // A full worker looks again as soon as a run ends; an idle one after the jittered wait.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, jitter(wait));
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** Takes claimable runs of one served name while it has free slots; returns how many it took. */
+  async #take(served: ServedRuns): Promise<number> {
+    let took = 0;
+    for await (const runId of served.store.listUnfinished(served.name, { claimable: true })) {
+      if (this.#stopping || this.#running.size >= this.#options.concurrency) break;
+      if (this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
+      this.#running.set(runId, this.#drive(served, runId));
+      took += 1;
+    }
+    return took;
+  }
+
+  async #drive(served: ServedRuns, runId: string): Promise<void> {
+    try {
+      await served.recover(runId, { rerunInDoubt: this.#options.rerunInDoubt, signal: this.#giveUp.signal });
+      this.#finished += 1;
+      this.#left.delete(leftKey(served, runId));
+    } catch (error) {
+      if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
+        // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
+        if (error instanceof LeaseHeld) this.#lost += 1;
+        this.#left.set(leftKey(served, runId), {
+          step: -1,
+          why: "unavailable",
+          until: this.#after(this.#options.pollMs),
+        });
+      } else if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
+        // Another worker won the race, or it is another kind of run under the same name: not again until it moves on.
+        this.#lost += 1;
+        await this.#leave(served, runId, error, "lost");
+      } else if (!this.#giveUp.signal.aborted)
+        await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
+    } finally {
+      this.#running.delete(runId);
+      this.#wake?.();
+    }
+  }
+
+  /** Remembers a run it cannot go on with at its latest step, and reports it once. */
+  async #leave(served: ServedRuns, runId: string, error: unknown, why: Left): Promise<void> {
+    const latest = await served.store.latest(runId).catch(() => undefined);
+    if (latest !== undefined && isEnded(latest.status)) {
+      // A tool's or node's error saved the run failed: it ended, as a done run did.
+      if (why !== "lost") this.#finished += 1;
+      return;
+    }
+    // A run lost at a step is tried again after a few idle polls, even at the same step: its winner may have died there.
+    const until = why === "lost" ? this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs) : undefined;
+    this.#left.set(leftKey(served, runId), {
+      step: latest?.step ?? -1,
+      why,
+      ...(until === undefined ? {} : { until }),
+    });
+    if (why !== "lost") this.#options.onStuck?.(runId, error);
+  }
+
+  /** `ms` from now, by the process's clock. */
+  #after(ms: number): number {
+    return performance.now() + ms;
+  }
+
+  /**
+   * True while a run it left is still at the step it left it at; a run left
+   * for a decision stays left while it still needs one, whoever claimed it
+   * since, so workers do not take turns claiming it. A run lost to a worker
+   * that then died at the step it claimed never moves on by itself: it is
+   * tried again after a few idle polls.
+   */
+  async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
+    const key = leftKey(served, runId);
+    const left = this.#left.get(key);
+    if (left === undefined) return false;
+    const due = left.until !== undefined && performance.now() >= left.until;
+    if (left.why === "unavailable" || due) {
+      if (due) this.#left.delete(key);
+      return !due;
+    }
+    const step = await served.store.latest(runId).then(
+      (row) => row.step,
+      () => left.step,
+    );
+    if (step === left.step) return true;
+    const options = { rerunInDoubt: this.#options.rerunInDoubt };
+    if (left.why === "decision" && (await served.needsDecision?.(runId, options).catch(() => false)) === true) {
+      this.#left.set(key, { step, why: "decision" });
+      return true;
+    }
+    this.#left.delete(key);
+    return false;
+  }
+}
+
+/** Starts a worker for the runs it serves (see `RunWorker`). */
+export function startWorker(options: WorkerOptions): RunWorker {
+  return new RunWorker(options).start();
+}
+
+/** How many idle polls a run lost at one step stays skipped. */
+const LOST_RETRY_POLLS = 3;
+
+const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
+
+/** The workers of this process that stop on SIGTERM and SIGINT: one handler stops them all, then lets the signal act. */
+const onSignals = new Set<RunWorker>();
+
+function stopsOnSignals(worker: RunWorker): void {
+  if (onSignals.size === 0) for (const signal of SIGNALS) process.on(signal, stopAll);
+  onSignals.add(worker);
+}
+
+function noLongerOnSignals(worker: RunWorker): void {
+  onSignals.delete(worker);
+  if (onSignals.size === 0) for (const signal of SIGNALS) process.removeListener(signal, stopAll);
+}
+
+function stopAll(signal: NodeJS.Signals): void {
+  for (const each of SIGNALS) process.removeListener(each, stopAll);
+  void Promise.all([...onSignals].map((worker) => worker.stop())).then(() => {
+    // Nothing else listens: the signal does what it would have done without the workers.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  });
+}
+
+function leftKey(served: ServedRuns, runId: string): string {
+  return JSON.stringify([served.kind, served.name, runId]);
+}
+
+type ResolvedOptions = Required<Omit<WorkerOptions, "onStuck">> & Pick<WorkerOptions, "onStuck">;
+
+/** The options with their defaults, checked: `InvalidInput` before the worker starts. */
+function checkWorkerOptions(options: WorkerOptions): ResolvedOptions {
+  checkOptionTypes("startWorker", options, {
+    rerunInDoubt: "boolean",
+    stopOnSignals: "boolean",
+    onStuck: "function",
+  });
+  const serve: unknown = options.serve;
+  if (!Array.isArray(serve) || serve.length === 0 || !serve.every(isServed))
+    throw new InvalidInput(
+      "startWorker: serve must list what it serves, each runner.served(flow) or servedToolLoops(…).",
+    );
+  const resolved: ResolvedOptions = {
+    serve: options.serve,
+    concurrency: options.concurrency ?? 8,
+    pollMs: options.pollMs ?? 1_000,
+    maxPollMs: options.maxPollMs ?? 10_000,
+    stopDeadlineMs: options.stopDeadlineMs ?? 10_000,
+    rerunInDoubt: options.rerunInDoubt ?? false,
+    stopOnSignals: options.stopOnSignals ?? true,
+    onStuck: options.onStuck,
+  };
+  for (const name of ["concurrency", "pollMs", "maxPollMs", "stopDeadlineMs"] as const) {
+    const value = resolved[name];
+    if (!Number.isSafeInteger(value) || value < (name === "stopDeadlineMs" ? 0 : 1))
+      throw new InvalidInput(`startWorker: ${name} must be a whole number ≥ 1, not ${String(value)}.`);
+  }
+  return resolved;
+}
+
+function isServed(value: unknown): value is ServedRuns {
+  return (
+    isObject(value) &&
+    typeof value["name"] === "string" &&
+    typeof value["recover"] === "function" &&
+    isObject(value["store"])
+  );
+}
+
+/** `ms` give or take a quarter, so workers started together do not poll together. */
+function jitter(ms: number): number {
+  return Math.round(ms * (0.75 + Math.random() * 0.5));
+}
+
+/** True when `promise` settled within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

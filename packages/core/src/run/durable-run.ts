@@ -1,0 +1,244 @@
+import type { JsonValue } from "../base/json.js";
+import { CallLog, readCallLog, type CallRecord } from "../log/call-log.js";
+import type { SegmentCounts } from "../store/contract.js";
+import { openCheckpoint, sealCheckpoint, type CheckpointBody } from "../seal/checkpoint.js";
+import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "../base/errors.js";
+import { saveRefusal } from "../store/rules.js";
+import type { Identity } from "../base/identity.js";
+import { faultPoint } from "../base/fault-points.js";
+import { assertRunId, assertRunName } from "../base/names.js";
+import type { Sealer } from "../seal/sealer.js";
+import { LeaseKeeper, leaseTerms } from "./lease.js";
+import { RunWriter } from "../log/run-writer.js";
+import type { CheckpointRow, CheckpointStore, LeaseTerms, RunKind, RunStatus } from "../store/contract.js";
+
+/** What a new run starts from. */
+export interface RunStart {
+  readonly store: CheckpointStore;
+  readonly sealer: Sealer;
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly identity: Identity;
+  readonly data: JsonValue;
+  /** The worker's lease terms: each running save takes or renews the lease (default: this process's worker, 30 s). */
+  readonly lease?: LeaseTerms | undefined;
+}
+
+/** What a claim is given besides the latest checkpoint. */
+export interface ClaimOptions {
+  readonly lease?: LeaseTerms | undefined;
+  /** Claim even while another worker's lease is live (that worker is fenced). */
+  readonly takeOver?: boolean | undefined;
+  /** Replaces the checkpoint's data (a resume stores its decisions so). */
+  readonly data?: JsonValue | undefined;
+}
+
+/**
+ * One worker's hold on a run: the step it saved last, its call-log segment, and
+ * the log it writes. Runners build on it; every save is a compare-and-set, so a
+ * worker that lost the run gets `CheckpointConflict` at its next write.
+ */
+export class DurableRun {
+  readonly store: CheckpointStore;
+  readonly sealer: Sealer;
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly identity: Identity;
+  readonly log: CallLog;
+  readonly lease: LeaseTerms;
+  readonly #keeper: LeaseKeeper;
+  readonly #writer: RunWriter;
+  #step: number;
+
+  private constructor(init: RunStart, step: number, segment: number, earlier: SegmentCounts) {
+    this.store = init.store;
+    this.sealer = init.sealer;
+    this.runId = init.runId;
+    this.flow = init.flow;
+    this.kind = init.kind;
+    this.identity = init.identity;
+    this.#writer = new RunWriter(init.store, init.runId);
+    this.log = new CallLog(this.#writer, init.sealer, init.runId, segment, earlier);
+    this.lease = init.lease ?? leaseTerms("DurableRun", undefined);
+    this.#keeper = new LeaseKeeper(init.store, init.runId, this.lease, () => this.segment);
+    this.#step = step;
+  }
+
+  /** The step of the checkpoint this worker saved last. */
+  get step(): number {
+    return this.#step;
+  }
+
+  /** The call-log segment this worker writes. */
+  get segment(): number {
+    return this.log.segment;
+  }
+
+  /** Saves step 0 of a new run (`CheckpointConflict` if the run id is taken). State that is not plain JSON is `InvalidInput`. */
+  static async start(init: RunStart): Promise<{ run: DurableRun; checkpoint: CheckpointBody }> {
+    const { run, checkpoint, landed } = DurableRun.startLater(init);
+    void run.flush().catch(() => undefined);
+    await landed;
+    faultPoint("checkpoint.after-save");
+    return { run, checkpoint };
+  }
+
+  /**
+   * Queues step 0 of a new run, to land with the run's first commit (its first
+   * call's `started`, or a save that must land), where a run id that is taken
+   * is `CheckpointConflict`. State that is not plain JSON is `InvalidInput` at once.
+   */
+  static startLater(
+    init: RunStart,
+    onLanded?: (checkpoint: CheckpointBody) => void,
+  ): { run: DurableRun; checkpoint: CheckpointBody; landed: Promise<void> } {
+    assertRunId(init.runId);
+    assertRunName(init.flow);
+    const run = new DurableRun(init, -1, 0, []);
+    const { body, landed } = run.#queue(0, "running", init.data, false, false, () => onLanded?.(body));
+    return { run, checkpoint: body, landed };
+  }
+
+  /** The run's latest checkpoint, verified. */
+  static async latest(store: CheckpointStore, sealer: Sealer, runId: string): Promise<CheckpointBody> {
+    assertRunId(runId);
+    return openCheckpoint(sealer, await store.latest(runId));
+  }
+
+  /**
+   * Claims a run from its latest checkpoint: saves the next step with a new
+   * call-log segment (of two racing workers one wins, the other gets
+   * `CheckpointConflict`), then reads the whole call log. Reading after the
+   * claim matters: the fenced worker can add no record once the claim is stored.
+   * A run whose lease another worker holds is `LeaseHeld`, unless `takeOver`.
+   */
+  static async claim(
+    store: CheckpointStore,
+    sealer: Sealer,
+    latest: CheckpointBody,
+    options: ClaimOptions = {},
+  ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
+    const init: RunStart = { ...latest, store, sealer, lease: options.lease };
+    const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls);
+    const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
+    faultPoint("claim.before-log-read");
+    try {
+      const records = await readCallLog(store, sealer, latest.runId, latest.calls);
+      run.log.learn(records);
+      return { run, checkpoint, records };
+    } catch (error) {
+      // The claim holds the run, but this worker cannot go on with it: give it up for another.
+      await run.stopLease(true);
+      throw error;
+    }
+  }
+
+  /** Saves the next step with this worker's segment; resolves once it landed. */
+  save(status: RunStatus, data: JsonValue): Promise<CheckpointBody> {
+    return this.#write(this.#step + 1, status, data);
+  }
+
+  /**
+   * Queues the next running step to land with the run's next commit (the next
+   * call's `started`, or a save that must land): gives it at once, with the
+   * promise that it landed. A crash before then recovers from the step before.
+   */
+  saveLater(data: JsonValue, onLanded?: () => void): { readonly body: CheckpointBody; readonly landed: Promise<void> } {
+    const queued = this.#queue(this.#step + 1, "running", data, false, false, onLanded);
+    faultPoint("checkpoint.after-save");
+    return queued;
+  }
+
+  /** Throws the error a commit of this run failed with, if one did: a worker cannot go on with the run then. */
+  throwIfWriteFailed(): void {
+    if (this.#writer.failure !== undefined) throw this.#writer.failure;
+  }
+
+  /** Commits every write still queued (a `done` record, a running step); resolves once they landed. */
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  /**
+   * Gives the run up: what is still queued (finished calls' records) lands
+   * first, since another worker may claim the run as soon as it is released.
+   */
+  async giveUp(): Promise<void> {
+    await this.flush().catch(() => undefined);
+    await this.stopLease(true);
+  }
+
+  /** Stops keeping the lease; with `release`, the run is claimable at once (a worker that gives it up). */
+  stopLease(release: boolean): Promise<void> {
+    return this.#keeper.stop(release);
+  }
+
+  async #write(step: number, status: RunStatus, data: JsonValue, takeOver?: boolean): Promise<CheckpointBody> {
+    const { body, landed } = this.#queue(step, status, data, takeOver === true, true);
+    await landed;
+    faultPoint("checkpoint.after-save");
+    return body;
+  }
+
+  #queue(
+    step: number,
+    status: RunStatus,
+    data: JsonValue,
+    takeOver: boolean,
+    durable: boolean,
+    onLanded?: () => void,
+  ): { body: CheckpointBody; landed: Promise<void> } {
+    const body: CheckpointBody = {
+      runId: this.runId,
+      step,
+      status,
+      segment: this.segment,
+      flow: this.flow,
+      kind: this.kind,
+      identity: this.identity,
+      calls: this.log.counts,
+      data,
+    };
+    const row = sealCheckpoint(this.sealer, body);
+    faultPoint("checkpoint.before-save");
+    const queuedAt = performance.now();
+    const lease = takeOver ? { ...this.lease, takeOver } : this.lease;
+    this.#step = step;
+    const landedNow = (): void => {
+      if (status === "running") this.#keeper.saved(queuedAt);
+      else void this.#keeper.stop(false);
+      onLanded?.();
+    };
+    const write = { kind: "save", step, row, lease } as const;
+    const landed = this.#writer.write(write, durable, landedNow).catch(async (error: unknown) => {
+      // Only a refusal of this save's own batch says anything of this step; a write queued behind it just fails.
+      if (error instanceof CheckpointConflict && this.#writer.refused(write)) await this.#checkRefusal(step, row);
+      throw error;
+    });
+    // A step that waits is awaited by no one until it lands: its failure reaches the run's next write instead.
+    landed.catch(() => undefined);
+    return { body, landed };
+  }
+
+  /**
+   * A store decides refusals from its plain columns. When the sealed latest
+   * checkpoint allows the save it refused, the columns were changed behind
+   * the runner's back: that is corruption, not a lost race.
+   */
+  async #checkRefusal(step: number, row: CheckpointRow): Promise<void> {
+    let head: CheckpointBody | undefined;
+    try {
+      head = openCheckpoint(this.sealer, await this.store.latest(this.runId));
+    } catch (error) {
+      if (!(error instanceof CheckpointNotFound)) throw error;
+    }
+    if (saveRefusal(this.runId, step, row, head) === undefined) {
+      throw new CheckpointStoreCorrupt(
+        this.runId,
+        `the store refused step ${step}, which its latest sealed checkpoint (step ${head?.step ?? "none"}, ${head?.status ?? "no row"}) allows: its plain columns differ from what is sealed.`,
+      );
+    }
+  }
+}

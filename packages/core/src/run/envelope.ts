@@ -1,0 +1,90 @@
+import { CheckpointStoreCorrupt } from "../base/errors.js";
+import type { BoundDecision } from "../calls/approvals.js";
+import { isArrayOf, isCount, isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
+import type { PendingCall } from "../calls/replay.js";
+
+/**
+ * What every checkpoint of a flow or a tool loop seals as its `data`: the
+ * driver's part, the same for both, and the program's own (`program`).
+ */
+export interface RunEnvelope<P = JsonObject> {
+  /**
+   * The round the next step works in, from 1: its calls are logged under it.
+   * A flow's next superstep; a tool loop's current round (the model reply that
+   * opens it, then that reply's tool calls).
+   */
+  readonly round: number;
+  /** Calls waiting on a decision (paused checkpoints). */
+  readonly pending: readonly PendingCall[];
+  /** Decisions stored by a resume, spent by the calls of the round. */
+  readonly decisions: readonly BoundDecision[];
+  /** Why the run failed (failed checkpoints). */
+  readonly error?: string;
+  /** The run was cancelled (a failed checkpoint that a retry does not go on from). */
+  readonly cancelled?: true;
+  /** The program's own data: a flow's state and frontier, a loop's history. */
+  readonly program: P;
+}
+
+/**
+ * Reads the envelope out of a verified checkpoint's data, checking every
+ * field. Data of another shape (a checkpoint written by an earlier version)
+ * is `CheckpointStoreCorrupt`, never misread.
+ */
+export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
+  const fields = isJsonObject(data) ? data : {};
+  const { round, pending, decisions, error, cancelled, program } = fields;
+  const ok =
+    isCount(round) &&
+    round >= 1 &&
+    isArrayOf(pending, isPendingCall) &&
+    isArrayOf(decisions, isBoundDecision) &&
+    (error === undefined || isString(error)) &&
+    (cancelled === undefined || cancelled === true) &&
+    isJsonObject(program);
+  if (!ok)
+    throw new CheckpointStoreCorrupt(
+      runId,
+      "the checkpoint's data is not a run envelope of this version (a run saved by an earlier version? finish it with that version).",
+    );
+  return {
+    round,
+    pending,
+    decisions,
+    ...(error === undefined ? {} : { error }),
+    ...(cancelled === true ? { cancelled } : {}),
+    program,
+  };
+}
+
+/** The envelope as sealed: plain JSON. */
+export function envelopeJson(envelope: RunEnvelope): JsonObject {
+  const { round, pending, decisions, error, cancelled, program } = envelope;
+  return {
+    round,
+    pending: pending.map(({ callId, tool, args }) => ({ callId, tool, args })),
+    decisions: decisions.map(({ callId, argsText, approved, reason }) => ({
+      callId,
+      argsText,
+      approved,
+      ...(reason === undefined ? {} : { reason }),
+    })),
+    ...(error === undefined ? {} : { error }),
+    ...(cancelled === true ? { cancelled } : {}),
+    program,
+  };
+}
+
+function isPendingCall(value: JsonValue): value is JsonObject & PendingCall {
+  return isJsonObject(value) && isString(value["callId"]) && isString(value["tool"]) && value["args"] !== undefined;
+}
+
+function isBoundDecision(value: JsonValue): value is JsonObject & BoundDecision {
+  return (
+    isJsonObject(value) &&
+    isString(value["callId"]) &&
+    isString(value["argsText"]) &&
+    typeof value["approved"] === "boolean" &&
+    (value["reason"] === undefined || isString(value["reason"]))
+  );
+}

@@ -1,0 +1,212 @@
+import type { JsonValue } from "../base/json.js";
+import { type CallLog, type CallRecord, readCallLog } from "../log/call-log.js";
+import type { CheckpointBody } from "../seal/checkpoint.js";
+import { encodeValue, PLAIN_JSON, type ValueCodec } from "../base/codec.js";
+import { isEnded, type CheckpointStore } from "../store/contract.js";
+import { runStorage, type StorageOptions } from "./storage.js";
+import { readEnvelope } from "./envelope.js";
+import { CheckpointConflict, InvalidInput, MAX_ERROR_TEXT } from "../base/errors.js";
+import { whileDriving } from "./process-lock.js";
+import { leaseTerms, type LeaseOptions } from "./lease.js";
+import { checkCodec, isObject } from "../base/option-checks.js";
+import { type Classification, classifyCalls } from "../calls/replay.js";
+import { DurableRun } from "./durable-run.js";
+import type { CheckpointKeys, Sealer } from "../seal/sealer.js";
+
+/**
+ * An operator's decision on one call in doubt, once it was checked at the
+ * tool's system (by its idempotency key): `"rerun"` (it did not happen, or
+ * may happen again: run it), `{ result }` (it happened and returned this:
+ * stored as the run's codec encodes it, replayed as if it had finished), `"skip"` or `{ error }` (it did not happen
+ * and must not: the call fails, a recorded failure).
+ */
+export type CallDecision = "rerun" | "skip" | { readonly result: unknown } | { readonly error: string };
+
+/** Decisions on calls in doubt, by call id (`RecoverOptions.decide`). */
+export type CallDecisions = Readonly<Record<string, CallDecision>>;
+
+/** A decision as the call log keeps it. */
+export type DecidedOutcome =
+  | { readonly decision: "rerun" }
+  | { readonly decision: "result"; readonly result: JsonValue }
+  | { readonly decision: "error"; readonly error: string };
+
+/** The error a `"skip"` decision records. */
+const SKIPPED = "Skipped: an operator decided the call must not run.";
+
+/**
+ * Reads `decide`, each `{ result }` as `codec` stores it: `InvalidInput` for anything but an object of call
+ * ids to decisions, before anything is written.
+ */
+export function readCallDecisions(given: unknown, codec: ValueCodec): Map<string, DecidedOutcome> {
+  if (!isObject(given)) throw new InvalidInput("decide must be an object of call ids to decisions.");
+  const decided = new Map<string, DecidedOutcome>();
+  for (const [callId, decision] of Object.entries(given)) {
+    const where = `decide[${JSON.stringify(callId)}]`;
+    if (decision === "rerun") decided.set(callId, { decision: "rerun" });
+    else if (decision === "skip") decided.set(callId, { decision: "error", error: SKIPPED });
+    else if (isObject(decision) && "result" in decision && Object.keys(decision).length === 1)
+      decided.set(callId, { decision: "result", result: encodeValue(codec, decision["result"], `${where}.result`) });
+    else if (isObject(decision) && typeof decision["error"] === "string" && Object.keys(decision).length === 1) {
+      const error = decision["error"];
+      if (error.length === 0 || error.length > MAX_ERROR_TEXT)
+        throw new InvalidInput(`${where}.error must be 1 to ${MAX_ERROR_TEXT} characters.`);
+      decided.set(callId, { decision: "error", error });
+    } else throw new InvalidInput(`${where} must be "rerun", "skip", { result } or { error: string }.`);
+  }
+  return decided;
+}
+
+/**
+ * Refuses decisions on calls that are not in doubt in the run's round, read
+ * from the log before a claim: `InvalidInput` naming them and the calls that
+ * are, with nothing written.
+ */
+export async function checkBeforeClaim(
+  store: CheckpointStore,
+  sealer: Sealer,
+  latest: CheckpointBody,
+  round: number,
+  decided: ReadonlyMap<string, DecidedOutcome>,
+): Promise<void> {
+  const records = await readCallLog(store, sealer, latest.runId, latest.calls);
+  checkDecidedInDoubt(latest.runId, decided, classifyCalls(records, round));
+}
+
+function checkDecidedInDoubt(runId: string, decided: ReadonlyMap<string, DecidedOutcome>, round: Classification): void {
+  const notInDoubt = [...decided.keys()].filter((callId) => !round.inDoubt.has(callId));
+  if (notInDoubt.length === 0) return;
+  const inDoubt = [...round.inDoubt.keys()].map((id) => JSON.stringify(id)).join(", ") || "none";
+  throw new InvalidInput(
+    `Run ${JSON.stringify(runId)}: ${notInDoubt.map((id) => JSON.stringify(id)).join(", ")} ${notInDoubt.length === 1 ? "is" : "are"} not in doubt; the calls in doubt are: ${inDoubt}.`,
+  );
+}
+
+/**
+ * Records each decision on a call still in doubt as a `decided` record, with
+ * who decided and when, before anything acts on it: the next plan of the
+ * round reads it from the log, on this worker or any other. A call that
+ * finished since (its worker recorded it before it was fenced) keeps its
+ * outcome: its decision is not recorded. Returns the call ids decided.
+ */
+async function recordDecisions(
+  log: CallLog,
+  records: readonly CallRecord[],
+  round: Classification & { readonly round: number },
+  decided: ReadonlyMap<string, DecidedOutcome>,
+  by: string,
+): Promise<string[]> {
+  const at = new Date().toISOString();
+  const recorded: string[] = [];
+  for (const [callId, outcome] of decided) {
+    const call = round.inDoubt.get(callId);
+    if (call === undefined) continue;
+    const started = records.findLast((r) => r.callId === callId && r.kind === "started");
+    await log.append({
+      round: round.round,
+      callId,
+      tool: call.tool,
+      kind: "decided",
+      args: call.args,
+      ...outcome,
+      by,
+      at,
+      ...(started?.attempt === undefined ? {} : { attempt: started.attempt }),
+    });
+    recorded.push(callId);
+  }
+  return recorded;
+}
+
+/** Who a decision is recorded as made by: `by` when given (1 to 200 characters), else the worker. */
+export function decidedBy(by: unknown, worker: string): string {
+  if (by === undefined) return worker;
+  if (typeof by !== "string" || by.length === 0 || by.length > 200)
+    throw new InvalidInput("by must be a string of 1 to 200 characters: who decides.");
+  return by;
+}
+
+/**
+ * Records decisions right after a claim (the fenced worker can add nothing
+ * more), then reads the log again: the round is planned from what the log
+ * holds, decisions included.
+ */
+export async function decideAtClaim(
+  store: CheckpointStore,
+  sealer: Sealer,
+  run: DurableRun,
+  records: readonly CallRecord[],
+  round: number,
+  decided: ReadonlyMap<string, DecidedOutcome>,
+  by: string,
+): Promise<CallRecord[]> {
+  await recordDecisions(run.log, records, { ...classifyCalls(records, round), round }, decided, by);
+  return readCallLog(store, sealer, run.runId, run.log.counts);
+}
+
+/** Where `decideCalls` records: the store, the key, and who decides. */
+export interface DecideCallsOptions extends StorageOptions {
+  readonly checkpointKey: CheckpointKeys;
+  /** Who decides, recorded with each decision (default: this process's worker id). */
+  readonly by?: string;
+  /** The lease taken while the decisions are recorded (default: this process's worker id, 30 s). */
+  readonly lease?: LeaseOptions;
+  /** How a `{ result }` is stored: the workers' codec (default: plain JSON). */
+  readonly codec?: ValueCodec;
+  /** The step the decider saw: refused (`CheckpointConflict`) when the run's latest step is another. */
+  readonly expectStep?: number;
+}
+
+/**
+ * Records decisions on a run's calls in doubt ahead of its recovery, with
+ * only the store and the key (an operator's script, a console): claims the
+ * run (refused with `LeaseHeld` while a worker holds it), records each
+ * decision, saves a checkpoint that counts them, and releases the run. The
+ * next recovery, by any worker, acts on them without being told. Returns the
+ * call ids decided (a call that finished since keeps its outcome).
+ */
+export async function decideCalls(
+  runId: string,
+  decide: CallDecisions,
+  options: DecideCallsOptions,
+): Promise<string[]> {
+  checkCodec("decideCalls", options.codec);
+  const decided = readCallDecisions(decide, options.codec ?? PLAIN_JSON);
+  const { store, sealer } = runStorage("decideCalls", options);
+  const lease = leaseTerms("decideCalls", options.lease);
+  const by = decidedBy(options.by, lease.owner);
+  return whileDriving(store, runId, async () => {
+    const latest = await DurableRun.latest(store, sealer, runId);
+    checkSeen(latest, options.expectStep);
+    if (latest.status !== "running")
+      throw new CheckpointConflict(
+        runId,
+        `the run is ${latest.status}: ${isEnded(latest.status) ? "it ended" : "it waits for a resume"}.`,
+      );
+    const { round } = readEnvelope(runId, latest.data);
+    await checkBeforeClaim(store, sealer, latest, round, decided);
+    const { run, records } = await DurableRun.claim(store, sealer, latest, { lease });
+    try {
+      const recorded = await recordDecisions(
+        run.log,
+        records,
+        { ...classifyCalls(records, round), round },
+        decided,
+        by,
+      );
+      await run.save("running", latest.data);
+      return recorded;
+    } finally {
+      await run.stopLease(true);
+    }
+  });
+}
+
+/** Refuses an action on a run whose latest step is not `seen`, the one its actor read: `CheckpointConflict`. */
+export function checkSeen(latest: CheckpointBody, seen: number | undefined): void {
+  if (seen !== undefined && latest.step !== seen)
+    throw new CheckpointConflict(
+      latest.runId,
+      `the run changed since step ${seen} was read (it is at step ${latest.step}, ${latest.status}): look at it again.`,
+    );
+}

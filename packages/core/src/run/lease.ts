@@ -1,0 +1,117 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { CheckpointConflict, CheckpointNotFound, InvalidInput } from "../base/errors.js";
+import { MAX_OWNER_LENGTH, SAVE_RENEWS_AFTER } from "../store/rules.js";
+import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
+
+/** How long a lease lasts unless a runner says otherwise: a dead worker's runs are claimable this long after its last write. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+/** What a runner is told about its leases (`lease` option of `FlowRunner` and the tool loop). */
+export interface LeaseOptions {
+  /** The worker's id in every lease it takes (default: `workerId()`, stable for the process). */
+  readonly owner?: string;
+  /** How long a lease lasts from its last renewal, in ms (default 30,000; at least 100). */
+  readonly ms?: number;
+}
+
+let processWorkerId: string | undefined;
+
+/** This process's worker id, `<host>:<pid>:<random>`: the same for every runner of the process, new for each process. */
+export function workerId(): string {
+  processWorkerId ??= `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`.slice(-MAX_OWNER_LENGTH);
+  return processWorkerId;
+}
+
+/** The lease terms a runner's options give, checked: `InvalidInput` before anything runs. */
+export function leaseTerms(where: string, options: LeaseOptions | undefined): LeaseTerms {
+  const owner = options?.owner ?? workerId();
+  const ms = options?.ms ?? DEFAULT_LEASE_MS;
+  if (typeof owner !== "string" || owner === "" || owner.length > MAX_OWNER_LENGTH)
+    throw new InvalidInput(`${where}: lease.owner must be a string of 1 to ${MAX_OWNER_LENGTH} characters.`);
+  if (!Number.isSafeInteger(ms) || ms < 100)
+    throw new InvalidInput(`${where}: lease.ms must be a whole number of ms ≥ 100, not ${String(ms)}.`);
+  return { owner, ms };
+}
+
+/**
+ * Keeps one run's lease alive while its worker drives it. A claim sets the
+ * lease, and so does every save once a third of it has passed (the store's
+ * rule, `leaseAfterSave`); a timer renews it when a third passed with no such
+ * save (a long tool call), so a worker that saves often adds no write. A
+ * refused renewal means the run was taken over: the keeper stops, and the
+ * store fences the worker's next write.
+ */
+export class LeaseKeeper {
+  readonly #store: CheckpointStore;
+  readonly #runId: string;
+  readonly #terms: LeaseTerms;
+  readonly #segment: () => number;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  /**
+   * When the lease was last set, by this process's clock, as the write that
+   * set it started and ended: the store set it between the two. The expiry is
+   * counted from the start (never later than the store's); whether a later
+   * save renewed it, from the end (never earlier).
+   */
+  #set: { readonly from: number; readonly to: number } | undefined;
+
+  constructor(store: CheckpointStore, runId: string, terms: LeaseTerms, segment: () => number) {
+    this.#store = store;
+    this.#runId = runId;
+    this.#terms = terms;
+    this.#segment = segment;
+  }
+
+  /**
+   * A running save that started at `startedAt` (`performance.now()`) was
+   * just stored. The first one (a claim, a start) set the lease; a later one
+   * surely did when it started a third of the lease after the last set ended
+   * (the store renews on a save once a third has passed). Any other may or
+   * may not have: the keeper counts on the last set it is sure of.
+   */
+  saved(startedAt: number): void {
+    const now = performance.now();
+    if (this.#set === undefined || startedAt - this.#set.to >= this.#renewEvery)
+      this.#set = { from: startedAt, to: now };
+    this.#schedule(this.#set.from + this.#renewEvery - now);
+  }
+
+  get #renewEvery(): number {
+    return Math.floor(this.#terms.ms * SAVE_RENEWS_AFTER);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.#renew(), Math.max(0, delayMs));
+    this.#timer.unref();
+  }
+
+  /** Stops renewing; with `release`, hands the run back so another worker may claim it at once. */
+  async stop(release: boolean): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    // A worker none of whose saves landed (a start refused: the run id was taken) holds no lease to give back.
+    if (!release || this.#set === undefined) return;
+    // Best effort: a worker that cannot reach its store leaves the lease to run out.
+    await this.#store.release(this.#runId, this.#segment(), this.#terms.owner).catch(() => undefined);
+  }
+
+  async #renew(): Promise<void> {
+    const startedAt = performance.now();
+    try {
+      await this.#store.renew(this.#runId, this.#segment(), this.#terms);
+      this.#set = { from: startedAt, to: performance.now() };
+      this.#schedule(this.#renewEvery - (performance.now() - startedAt));
+    } catch (error) {
+      if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
+        this.#stopped = true;
+        return;
+      }
+      // The store did not answer: try again soon (a tenth of the lease), while the lease may still be live.
+      this.#schedule(Math.floor(this.#terms.ms / 10) - (performance.now() - startedAt));
+    }
+  }
+}

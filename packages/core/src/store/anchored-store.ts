@@ -1,0 +1,140 @@
+import type { AnchoredHead, RunAnchor } from "./anchor.js";
+import type * as Store from "./contract.js";
+import { CheckpointNotFound, CheckpointStoreCorrupt } from "../base/errors.js";
+
+/**
+ * A store checked against an anchor: each write, once the store acknowledged
+ * it, raises the run's head in the anchor (so the anchor never runs ahead of
+ * the store, and a crash between the two only leaves it behind); each read
+ * of a run's latest checkpoint or call log reads the anchor first, then the
+ * store, and a store that holds less than the anchor knows is
+ * `CheckpointStoreCorrupt`. Reading the anchor first matters: whatever it
+ * says was stored before the store is read, even while a worker writes.
+ */
+export class AnchoredStore implements Store.CheckpointStore {
+  readonly inner: Store.CheckpointStore;
+  readonly anchor: RunAnchor;
+  readonly inProcessOnly?: boolean;
+  readonly commit?: (runId: string, writes: readonly Store.RunWrite[]) => Promise<void>;
+
+  constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
+    this.inner = inner;
+    this.anchor = anchor;
+    if (inner.inProcessOnly !== undefined) this.inProcessOnly = inner.inProcessOnly;
+    const commit = inner.commit?.bind(inner);
+    if (commit !== undefined)
+      this.commit = async (runId, writes) => {
+        await commit(runId, writes);
+        await anchor.advance(runId, headOf(writes));
+      };
+  }
+
+  async save(runId: string, step: number, row: Store.CheckpointRow, lease?: Store.LeaseClaim): Promise<void> {
+    await this.inner.save(runId, step, row, lease);
+    await this.anchor.advance(runId, headOf([{ kind: "save", step, row }]));
+  }
+
+  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    await this.inner.recordCall(runId, segment, seq, sealed);
+    await this.anchor.advance(runId, headOf([{ kind: "record", segment, seq, sealed }]));
+  }
+
+  async latest(runId: string): Promise<Store.StoredCheckpoint> {
+    const head = await this.anchor.read(runId);
+    let row: Store.StoredCheckpoint;
+    try {
+      row = await this.inner.latest(runId);
+    } catch (error) {
+      if (error instanceof CheckpointNotFound && head !== undefined)
+        throw new CheckpointStoreCorrupt(
+          runId,
+          `the anchor knows step ${head.step} of the run, and the store holds none of it: the run was deleted behind the runner's back.`,
+        );
+      throw error;
+    }
+    if (head !== undefined && (row.step < head.step || row.segment < head.segment))
+      throw new CheckpointStoreCorrupt(
+        runId,
+        `the store's latest checkpoint is step ${row.step} (segment ${row.segment}), and the anchor knows step ${head.step} (segment ${head.segment}): newer checkpoints were deleted or rolled back.`,
+      );
+    return row;
+  }
+
+  async calls(runId: string): Promise<Store.StoredCall[]> {
+    const head = await this.anchor.read(runId);
+    const rows = await this.inner.calls(runId);
+    if (head === undefined) return rows;
+    const found: number[] = [];
+    for (const row of rows) found[row.segment] = (found[row.segment] ?? 0) + 1;
+    head.calls.forEach((count, segment) => {
+      if ((found[segment] ?? 0) < count)
+        throw new CheckpointStoreCorrupt(
+          runId,
+          `the anchor knows ${count} call records in segment ${segment}, and the store holds ${found[segment] ?? 0}: records were deleted or rolled back.`,
+        );
+    });
+    return rows;
+  }
+
+  async delete(runId: string): Promise<void> {
+    await this.inner.delete(runId);
+    await this.anchor.forget(runId);
+  }
+
+  listUnfinished(flow: string, options?: Store.ListOptions): AsyncIterable<string> {
+    return this.inner.listUnfinished(flow, options);
+  }
+
+  renew(runId: string, segment: number, terms: Store.LeaseTerms): Promise<Store.Lease> {
+    return this.inner.renew(runId, segment, terms);
+  }
+
+  release(runId: string, segment: number, owner: string): Promise<void> {
+    return this.inner.release(runId, segment, owner);
+  }
+
+  leaseOf(runId: string): Promise<Store.LeaseView | undefined> {
+    return this.inner.leaseOf(runId);
+  }
+
+  /** Closes the store; the anchor is the application's, closed by it. */
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+const wrapped = new WeakMap<Store.CheckpointStore, WeakMap<RunAnchor, AnchoredStore>>();
+
+/**
+ * The store a runner writes through: `store` itself without an anchor, else
+ * the one `AnchoredStore` of that store and anchor (the same object for every
+ * runner, so a process still sees each run it drives once).
+ */
+export function anchoredStore(store: Store.CheckpointStore, anchor: RunAnchor | undefined): Store.CheckpointStore {
+  if (anchor === undefined) return store;
+  let byAnchor = wrapped.get(store);
+  if (byAnchor === undefined) {
+    byAnchor = new WeakMap();
+    wrapped.set(store, byAnchor);
+  }
+  let anchored = byAnchor.get(anchor);
+  if (anchored === undefined) {
+    anchored = new AnchoredStore(store, anchor);
+    byAnchor.set(anchor, anchored);
+  }
+  return anchored;
+}
+
+/** What a batch of writes tells of the run's head: its checkpoint's step and segment, each segment's records. */
+function headOf(writes: readonly Store.RunWrite[]): AnchoredHead {
+  let step = 0;
+  let segment = 0;
+  const calls: number[] = [];
+  for (const write of writes) {
+    const at = write.kind === "save" ? write.row.segment : write.segment;
+    segment = Math.max(segment, at);
+    if (write.kind === "save") step = Math.max(step, write.step);
+    else calls[at] = Math.max(calls[at] ?? 0, write.seq + 1);
+  }
+  return { step, segment, calls: Array.from({ length: segment + 1 }, (_, s) => calls[s] ?? 0) };
+}

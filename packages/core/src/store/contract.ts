@@ -1,0 +1,236 @@
+/** Where a run stands. `done` and `failed` are ended: a store refuses any later save. */
+export type RunStatus = "running" | "paused" | "done" | "failed";
+
+/** What kind of run a checkpoint belongs to. */
+export type RunKind = "flow" | "loop";
+
+/** The statuses `listUnfinished` returns. */
+export const UNFINISHED: readonly RunStatus[] = ["running", "paused"];
+
+/** True for `done` and `failed`. */
+export function isEnded(status: RunStatus): boolean {
+  return status === "done" || status === "failed";
+}
+
+/**
+ * How many call records each segment of a run holds, by segment number: what a
+ * checkpoint seals so that a read finding fewer in any segment is corrupt.
+ */
+export type SegmentCounts = readonly number[];
+
+/** True for a sealed per-segment count: whole numbers ≥ 0. */
+export function isSegmentCounts(value: unknown): value is SegmentCounts {
+  return Array.isArray(value) && value.every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
+}
+
+/**
+ * A checkpoint as a store keeps it: plain columns it may index, and the sealed
+ * payload. Core seals the payload and checks on every read that the columns
+ * match what is sealed inside it; a store never sees the key.
+ */
+export interface CheckpointRow {
+  readonly status: RunStatus;
+  /** The call-log segment of the worker that wrote this step. */
+  readonly segment: number;
+  /** The flow's name; for a tool loop, the loop's name. */
+  readonly flow: string;
+  readonly kind: RunKind;
+  /** The sealed envelope; opaque to the store. */
+  readonly sealed: string;
+}
+
+/** A checkpoint row read back, with its key. */
+export interface StoredCheckpoint extends CheckpointRow {
+  readonly runId: string;
+  readonly step: number;
+}
+
+/** One call-log record as a store keeps it. */
+export interface StoredCall {
+  readonly runId: string;
+  readonly segment: number;
+  /** The record's number in its segment: 0, 1, 2, … with no gap. */
+  readonly seq: number;
+  /** The sealed envelope; opaque to the store. */
+  readonly sealed: string;
+}
+
+/** Who holds a run, and until when by the store's clock. */
+export interface Lease {
+  /** The worker holding the run (`workerId()` of its process, unless the runner names another). */
+  readonly owner: string;
+  /** When the lease runs out: milliseconds since the epoch, by the store's clock. */
+  readonly expiresAt: number;
+}
+
+/** A run's lease as `leaseOf` reads it, with the store's clock at the read. */
+export interface LeaseView extends Lease {
+  /** The store's clock when it read the lease (ms since the epoch): the lease is live while `expiresAt > now`. */
+  readonly now: number;
+}
+
+/** What a worker asks of a run's lease when it saves or renews. */
+export interface LeaseTerms {
+  readonly owner: string;
+  /** How long the lease lasts from the store's now, in ms. 0 takes no lease: the run is claimable at once. */
+  readonly ms: number;
+}
+
+/** What a save asks of the run's lease. */
+export interface LeaseClaim extends LeaseTerms {
+  /** Claim even while another owner's lease is live (an operator's takeover; the old owner is fenced by the segment). */
+  readonly takeOver?: boolean;
+}
+
+/**
+ * One write of a `commit`: a call record (as `recordCall` takes it) or a
+ * checkpoint (as `save` takes it).
+ */
+export type RunWrite =
+  | { readonly kind: "record"; readonly segment: number; readonly seq: number; readonly sealed: string }
+  | { readonly kind: "save"; readonly step: number; readonly row: CheckpointRow; readonly lease?: LeaseClaim };
+
+/** Options of `listUnfinished`. */
+export interface ListOptions {
+  /** Only runs a worker may claim now: `running`, with no lease or one that ran out by the store's clock. Paused runs wait for a resume. */
+  readonly claimable?: boolean;
+}
+
+/**
+ * The protocol every store keeps. All methods are async and atomic; a store
+ * never holds the signing key. `@durable/conformance` checks every rule below.
+ */
+export interface CheckpointStore {
+  /**
+   * Saves a checkpoint by compare-and-set on the step number.
+   *
+   * Accepted only when: `step` is 0 and nothing is stored for the run; or `step`
+   * is exactly one past the latest stored step, the latest row is not ended
+   * (`done`/`failed`), its `flow` and `kind` equal the new row's, and the new
+   * row's `segment` is not lower than the latest row's. A raised segment is a
+   * claim: from then on `recordCall` refuses records of lower segments.
+   * Every other save is refused with `CheckpointConflict` and writes nothing.
+   *
+   * Leases (see docs/protocol.md, "Leases"): a claim (a raised segment) of a run
+   * whose lease is live by the store's clock and held by another owner is
+   * refused with `LeaseHeld`, unless `lease.takeOver`. An accepted `running`
+   * save with `lease.ms > 0` sets the lease to `lease.owner` until the store's
+   * now + `lease.ms`; any other accepted save (paused, ended, no lease) releases
+   * it. No `lease` is the same as `{ owner: "", ms: 0 }`.
+   */
+  save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void>;
+
+  /**
+   * Extends the lease of the worker that holds the run to the store's now +
+   * `terms.ms`, and returns it. Refused with `CheckpointConflict` unless the
+   * latest checkpoint is `running`, its segment is `segment`, and the lease is
+   * `terms.owner`'s (live or run out, but not released); an unknown run is
+   * `CheckpointNotFound`.
+   */
+  renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease>;
+
+  /** Releases the lease when `segment` is the latest checkpoint's and `owner` holds it; otherwise does nothing. */
+  release(runId: string, segment: number, owner: string): Promise<void>;
+
+  /** The run's lease with the store's clock, or undefined when the run is unknown or holds none. */
+  leaseOf(runId: string): Promise<LeaseView | undefined>;
+
+  /** The row with the highest step. `CheckpointNotFound` when nothing is stored for the run. */
+  latest(runId: string): Promise<StoredCheckpoint>;
+
+  /**
+   * The ids of every run of `flow` whose latest row is `running` or `paused`,
+   * each once, in no set order; with `claimable`, only `running` runs with no
+   * lease or one run out by the store's clock. Streams, so memory stays flat
+   * however many runs there are, and reads one index per page.
+   */
+  listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string>;
+
+  /** Removes every checkpoint and call record of the run, and nothing of any other run. Unknown runs are a no-op. */
+  delete(runId: string): Promise<void>;
+
+  /**
+   * Appends one call-log record.
+   *
+   * Accepted only when the run exists, is not ended, `segment` equals the
+   * segment of the run's latest checkpoint, and `seq` is exactly the number of
+   * records already stored for that segment (0 first). Every other record is
+   * refused with `CheckpointConflict` (a fenced worker, a duplicate number, a
+   * gap); an unknown run is `CheckpointNotFound`. When it resolves, the record
+   * is durable.
+   */
+  recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
+
+  /**
+   * Optional, for a store that batches: applies `writes` to the run in their
+   * order as one atomic commit, each by the rules of `recordCall` or `save`
+   * over the run as the writes before it in the batch left it. Either every
+   * write is accepted and, when it resolves, durable; or the first refusal is
+   * thrown and nothing is written. A batch holds 1 to `MAX_BATCH_WRITES`
+   * writes, at most one of them a checkpoint (`InvalidInput` otherwise). The
+   * runner uses it to make one commit of everything between two tool calls.
+   */
+  commit?(runId: string, writes: readonly RunWrite[]): Promise<void>;
+
+  /**
+   * Optional, the inspection capability (with `history`): a page of runs of
+   * any status, newest first by when their latest checkpoint was saved (the
+   * store's clock), then by run id from the highest; filtered by status, name
+   * and run id prefix; `next` is the cursor of the following page. Read from
+   * an index, one query per page; it reads, it changes nothing. A bad query or
+   * cursor is `InvalidInput` (`checkRunQuery`). What a console lists.
+   */
+  listRuns?(query?: RunQuery): Promise<RunPage>;
+
+  /**
+   * Optional, the inspection capability (with `listRuns`): every checkpoint
+   * stored for the run, by step from 0; empty for an unknown run.
+   */
+  history?(runId: string): Promise<StoredCheckpoint[]>;
+
+  /** Every call record of the run, ordered by segment then seq. Empty for an unknown run. */
+  calls(runId: string): Promise<StoredCall[]>;
+
+  /**
+   * True when the store lives in this process only (the memory store): a runner
+   * may then work unsigned. Every other store needs `checkpointKey`.
+   */
+  readonly inProcessOnly?: boolean;
+
+  /** Releases the store's connections or files. */
+  close(): Promise<void>;
+}
+
+/** What `listRuns` is asked for: every filter is optional, and all that are given must match. */
+export interface RunQuery {
+  /** Only runs whose latest checkpoint has one of these statuses. */
+  readonly status?: readonly RunStatus[];
+  /** Only runs of this flow or loop name (exactly). */
+  readonly flow?: string;
+  /** Only runs whose id starts with this text (case-sensitive, 1 to 256 characters). */
+  readonly runIdPrefix?: string;
+  /** How many runs a page holds at most (1 to `MAX_RUN_PAGE`, default 50). */
+  readonly limit?: number;
+  /** Where the page starts: the `next` of the page before. */
+  readonly cursor?: string;
+}
+
+/** One run as a listing shows it: its latest checkpoint's plain columns, when it changed, and its lease. */
+export interface RunSummary {
+  readonly runId: string;
+  readonly flow: string;
+  readonly kind: RunKind;
+  readonly step: number;
+  readonly status: RunStatus;
+  readonly segment: number;
+  /** When its latest checkpoint was saved, in ms since the epoch by the store's clock (0 when the store kept no time). */
+  readonly updatedAt: number;
+  /** Who holds it, until when by the store's clock; absent when released. */
+  readonly lease?: Lease;
+}
+
+/** A page of runs, newest first; `next` is the cursor of the page after it, absent on the last page. */
+export interface RunPage {
+  readonly runs: readonly RunSummary[];
+  readonly next?: string;
+}

@@ -1,0 +1,212 @@
+import { CheckpointNotFound, InvalidInput } from "../base/errors.js";
+import {
+  checkBatch,
+  checkLeaseTerms,
+  claimRefusal,
+  commitRefusal,
+  isClaimable,
+  leaseAfterSave,
+  recordRefusal,
+  renewRefusal,
+  saveRefusal,
+} from "./rules.js";
+import {
+  isEnded,
+  type CheckpointRow,
+  type CheckpointStore,
+  type Lease,
+  type LeaseClaim,
+  type LeaseTerms,
+  type LeaseView,
+  type ListOptions,
+  type RunPage,
+  type RunQuery,
+  type RunSummary,
+  type RunWrite,
+  type StoredCall,
+  type StoredCheckpoint,
+} from "./contract.js";
+import { checkRunQuery, matchesRunQuery, newestFirst, runPage } from "./listing.js";
+
+/** One run's rows as the memory store keeps them. */
+export interface MemoryRun {
+  readonly checkpoints: StoredCheckpoint[];
+  readonly calls: StoredCall[];
+  /** Records per segment, to check that each `seq` is the next one. */
+  readonly counts: Map<number, number>;
+  /** Who holds the run, by this process's clock; undefined when released. */
+  lease: Lease | undefined;
+  /** When its latest checkpoint was saved, by this process's clock (absent: never known, listed as 0). */
+  savedAt?: number;
+}
+
+/** Everything a memory store holds, by run id. */
+export type MemoryData = Map<string, MemoryRun>;
+
+/** Options of `MemoryCheckpointStore`. */
+export interface MemoryStoreOptions {
+  /**
+   * The rows to keep, shared with whoever else holds this map: two stores
+   * given one map behave like two connections to one database. Tests use it
+   * to reopen a store, or to change stored rows as an attacker would.
+   */
+  readonly data?: MemoryData;
+}
+
+/**
+ * A `CheckpointStore` in this process's memory: the protocol exactly
+ * (compare-and-set, fencing, numbering), lost when the process ends. The
+ * reference every other store is measured against; a runner may use it unsigned.
+ */
+export class MemoryCheckpointStore implements CheckpointStore {
+  readonly inProcessOnly = true;
+  readonly #runs: MemoryData;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.#runs = options.data ?? new Map();
+  }
+
+  async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    checkRow(step, checkpoint);
+    checkLeaseTerms(lease);
+    const entry = this.#runs.get(runId);
+    const head = entry?.checkpoints.at(-1);
+    const now = storeClock();
+    const refused =
+      saveRefusal(runId, step, checkpoint, head) ?? claimRefusal(runId, checkpoint, head, entry?.lease, lease, now);
+    if (refused !== undefined) throw refused;
+    const held = leaseAfterSave(checkpoint, lease, now, entry?.lease);
+    if (entry === undefined)
+      this.#runs.set(runId, {
+        checkpoints: [stored(runId, step, checkpoint)],
+        calls: [],
+        counts: new Map(),
+        lease: held,
+        savedAt: now,
+      });
+    else {
+      entry.checkpoints.push(stored(runId, step, checkpoint));
+      entry.lease = held;
+      entry.savedAt = now;
+    }
+  }
+
+  async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
+    checkLeaseTerms(terms);
+    const entry = this.#runs.get(runId);
+    const refused = renewRefusal(runId, segment, terms.owner, entry?.checkpoints.at(-1), entry?.lease);
+    if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
+    entry.lease = { owner: terms.owner, expiresAt: storeClock() + terms.ms };
+    return entry.lease;
+  }
+
+  async release(runId: string, segment: number, owner: string): Promise<void> {
+    const entry = this.#runs.get(runId);
+    if (entry?.checkpoints.at(-1)?.segment === segment && entry.lease?.owner === owner) entry.lease = undefined;
+  }
+
+  async leaseOf(runId: string): Promise<LeaseView | undefined> {
+    const lease = this.#runs.get(runId)?.lease;
+    return lease === undefined ? undefined : { ...lease, now: storeClock() };
+  }
+
+  async latest(runId: string): Promise<StoredCheckpoint> {
+    const latest = this.#runs.get(runId)?.checkpoints.at(-1);
+    if (latest === undefined) throw new CheckpointNotFound(runId);
+    return latest;
+  }
+
+  async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+    for (const [runId, entry] of [...this.#runs]) {
+      const latest = entry.checkpoints.at(-1);
+      if (latest === undefined || latest.flow !== flow || isEnded(latest.status)) continue;
+      if (options.claimable !== true || isClaimable(latest.status, entry.lease, storeClock())) yield runId;
+    }
+  }
+
+  async delete(runId: string): Promise<void> {
+    this.#runs.delete(runId);
+  }
+
+  async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    if (!Number.isSafeInteger(seq) || seq < 0) throw new InvalidInput(`seq must be a whole number ≥ 0, not ${seq}.`);
+    const entry = this.#runs.get(runId);
+    const next = entry?.counts.get(segment) ?? 0;
+    const refused = recordRefusal(runId, segment, seq, entry?.checkpoints.at(-1), next);
+    if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
+    entry.calls.push(Object.freeze({ runId, segment, seq, sealed }));
+    entry.counts.set(segment, next + 1);
+  }
+
+  async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    const entry = this.#runs.get(runId);
+    const now = storeClock();
+    const verdict = commitRefusal(
+      runId,
+      writes,
+      entry?.checkpoints.at(-1),
+      (segment) => entry?.counts.get(segment) ?? 0,
+      entry?.lease,
+      now,
+    );
+    if ("refused" in verdict) throw verdict.refused;
+    // Accepted as a whole: nothing below can be refused, so the writes land together.
+    const run = entry ?? { checkpoints: [], calls: [], counts: new Map<number, number>(), lease: undefined };
+    for (const write of writes) {
+      if (write.kind === "record") {
+        run.calls.push(Object.freeze({ runId, segment: write.segment, seq: write.seq, sealed: write.sealed }));
+        run.counts.set(write.segment, write.seq + 1);
+      } else {
+        run.checkpoints.push(stored(runId, write.step, write.row));
+        run.savedAt = now;
+      }
+    }
+    run.lease = verdict.lease;
+    if (entry === undefined) this.#runs.set(runId, run);
+  }
+
+  /** A page of runs of any status, newest first (see `CheckpointStore.listRuns`): every run is looked at, as suits memory. */
+  async listRuns(query?: RunQuery): Promise<RunPage> {
+    const resolved = checkRunQuery(query);
+    const matching: RunSummary[] = [];
+    for (const [runId, entry] of this.#runs) {
+      const latest = entry.checkpoints.at(-1);
+      if (latest === undefined) continue;
+      const { step, status, segment, flow, kind } = latest;
+      const run = { runId, flow, kind, step, status, segment, updatedAt: entry.savedAt ?? 0 };
+      if (matchesRunQuery(resolved, run)) matching.push(entry.lease ? { ...run, lease: entry.lease } : run);
+    }
+    return runPage(resolved, matching.sort(newestFirst).slice(0, resolved.limit + 1));
+  }
+
+  async history(runId: string): Promise<StoredCheckpoint[]> {
+    return [...(this.#runs.get(runId)?.checkpoints ?? [])];
+  }
+
+  async calls(runId: string): Promise<StoredCall[]> {
+    return [...(this.#runs.get(runId)?.calls ?? [])];
+  }
+
+  async close(): Promise<void> {}
+}
+
+/**
+ * The memory store's clock: this process's monotonic clock on the epoch's
+ * scale. It ignores changes to `Date.now`, as another store's server clock would.
+ */
+function storeClock(): number {
+  return Math.floor(performance.timeOrigin + performance.now());
+}
+
+function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoint {
+  const { status, segment, flow, kind, sealed } = row;
+  return Object.freeze({ runId, step, status, segment, flow, kind, sealed });
+}
+
+function checkRow(step: number, row: CheckpointRow): void {
+  if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput(`step must be a whole number ≥ 0, not ${step}.`);
+  if (!Number.isSafeInteger(row.segment) || row.segment < 0) {
+    throw new InvalidInput(`segment must be a whole number ≥ 0, not ${row.segment}.`);
+  }
+}
