@@ -55,7 +55,7 @@ async function stateSizes(store: CheckpointStore, sizes: readonly number[]) {
       store,
       sealer,
       runId: `state-${bytes}`,
-      flow: "state",
+      name: "state",
       kind: "flow",
       identity: {},
       data,

@@ -1,4 +1,5 @@
-import { type CheckpointStore, type LeaseView, StoreUnavailable } from "@durable/core";
+import type { LeaseView } from "@durable/core/store";
+import { type CheckpointStore, StoreUnavailable } from "@durable/core";
 import { POLL_MS } from "./demo-runner.js";
 
 /** A run another worker holds, whose lease was not renewed between two looks. */

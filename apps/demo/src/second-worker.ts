@@ -1,8 +1,8 @@
+import type { RunRecovered } from "@durable/core/runner";
 import {
   type CheckpointStore,
   type DurableEvent,
   RecoveryNeedsDecision,
-  type RunRecovered,
   type RunWorker,
   startWorker,
   workerId,

@@ -15,7 +15,7 @@ const VIEWER_COMMAND = {
   command: "pnpm viewer",
   about:
     "the run console (@durable/console) over the demo's runs, or any store: runs of every status, each one's checkpoints with what each step changed, its calls marked ran, replayed, rerun or in doubt, and its events. " +
-    "It reads the store (and the event log the workers wrote); with --allow-actions it records approvals, decisions, retries and cancellations. With no --store it shows the demo's runs (its store and its key).",
+    "It reads the store (and the event log the workers wrote); with --allow-actions it records approval answers, decisions on calls in doubt, retries and cancellations. With no --store it shows the demo's runs (its store and its key).",
   options: {
     store: {
       type: "string",

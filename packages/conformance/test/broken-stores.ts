@@ -1,4 +1,5 @@
-import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
+import type { MemoryData, MemoryRun } from "@durable/core/internal";
+import { MemoryCheckpointStore } from "@durable/core";
 import {
   type CheckpointRow,
   checkBatch,
@@ -59,9 +60,9 @@ export class ForkedMemoryStore extends MemoryCheckpointStore {
   }
   /** Appends the row and leaves the lease the save asks for. */
   protected append(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): void {
-    const { status, segment, flow, kind, sealed } = row;
+    const { status, segment, name: flow, kind, sealed } = row;
     const entry = this.entry(runId);
-    entry.checkpoints.push({ runId, step, status, segment, flow, kind, sealed });
+    entry.checkpoints.push({ runId, step, status, segment, name: flow, kind, sealed });
     entry.lease = leaseAfterSave(row, lease, this.clock(), entry.lease);
   }
   /** Whether a listing with `options` gives a run of this flow that is unfinished. */
@@ -150,7 +151,7 @@ class MisfilteredList extends ForkedMemoryStore {
   override async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
     for (const [runId, entry] of [...this.data]) {
       const head = entry.checkpoints.at(-1);
-      if (head !== undefined && head.flow === flow && this.unfinished(head) && this.listable(entry, options))
+      if (head !== undefined && head.name === flow && this.unfinished(head) && this.listable(entry, options))
         yield runId;
     }
   }
@@ -162,7 +163,7 @@ class LoadsEveryRun extends ForkedMemoryStore {
     const rows = [...this.data.values()]
       .filter((entry) => this.listable(entry, options))
       .flatMap((entry) => entry.checkpoints.slice(-1))
-      .filter((h) => h.flow === flow && !isEnded(h.status));
+      .filter((h) => h.name === flow && !isEnded(h.status));
     const loaded: StoredCheckpoint[] = structuredClone(rows);
     for (const row of loaded) yield row.runId;
   }
@@ -274,7 +275,7 @@ const running = (head: StoredCheckpoint) => ({ ...head, status: "running" as con
 export const noCompareAndSet: ConformanceInitializer = broken("saves any step", () => new SavesAnyStep());
 export const saveIgnoresFlowAndKind: ConformanceInitializer = broken(
   "saves over another flow's or kind's run",
-  () => new RelaxedSave((row, head) => (head === undefined ? row : { ...row, flow: head.flow, kind: head.kind })),
+  () => new RelaxedSave((row, head) => (head === undefined ? row : { ...row, name: head.name, kind: head.kind })),
 );
 export const saveTakesLowerSegment: ConformanceInitializer = broken(
   "saves from a lower segment",

@@ -84,7 +84,7 @@ class LeaseKeepingFork extends ForkedMemoryStore {
   override async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
     for (const [runId, entry] of [...this.data]) {
       const head = entry.checkpoints.at(-1);
-      if (head !== undefined && head.flow === flow && !isEnded(head.status) && this.listable(entry, options))
+      if (head !== undefined && head.name === flow && !isEnded(head.status) && this.listable(entry, options))
         yield runId;
     }
   }

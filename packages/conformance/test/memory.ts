@@ -1,4 +1,5 @@
-import { MemoryCheckpointStore, type MemoryData, type MemoryRun } from "@durable/core";
+import type { MemoryData, MemoryRun } from "@durable/core/internal";
+import { MemoryCheckpointStore } from "@durable/core";
 import type { ConformanceInitializer, RawAccess } from "../src/index.js";
 
 /** The memory store's conformance initializer (kit.test.ts runs every group with it); `durable-conformance test/memory.ts` too. */

@@ -35,7 +35,7 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       </fieldset>`,
     );
     sections.push(
-      `<section class="action" aria-labelledby="act-approve"><h3 id="act-approve">Approvals</h3>${start("approve", "Approvals")}${calls.join("")}<button type="submit">Record decisions</button></form></section>`,
+      `<section class="action" aria-labelledby="act-approve"><h3 id="act-approve">Approvals</h3>${start("approve", "Approvals")}${calls.join("")}<button type="submit">Record answers</button></form></section>`,
     );
   }
   const leaseLive = run.lease !== undefined && run.lease.expiresAt > run.lease.now;
@@ -63,7 +63,7 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
   if (run.status === "failed" && !run.cancelled)
     sections.push(
       `<section class="action" aria-labelledby="act-retry"><h3 id="act-retry">Retry</h3>${start("retry", "Retry")}
-        <p>The worker serving <code>${esc(run.flow)}</code> goes on with it: calls its tools' errors ended run again, finished calls replay.</p>
+        <p>The worker serving <code>${esc(run.name)}</code> goes on with it: calls its tools' errors ended run again, finished calls replay.</p>
         <button type="submit">Retry the run</button></form></section>`,
     );
   if (run.status !== "done" && run.status !== "failed")

@@ -1,15 +1,15 @@
 import {
-  approvePending,
-  type CallDecision,
-  cancelStored,
+  approveRun,
+  type InDoubtDecision,
+  cancelRun,
   type CheckpointKeys,
   type CheckpointStore,
   decideInDoubt,
-  type Decisions,
+  type ApprovalAnswers,
   type EncryptionKeys,
   InvalidInput,
   type OperatorOptions,
-  requestRetry,
+  retryRun,
 } from "@durable/core";
 
 /** Where the console records actions, and as whom. */
@@ -39,10 +39,10 @@ export async function recordAction(at: Acting, runId: string, form: URLSearchPar
   };
   switch (form.get("action")) {
     case "approve": {
-      const decisions = approvals(form);
-      if (Object.keys(decisions).length === 0) throw new InvalidInput("Approve or deny at least one call.");
-      const saved = await approvePending(runId, decisions, options);
-      return `Recorded ${Object.keys(decisions).length} decision(s) at step ${saved}; the worker serving the run spends them.`;
+      const answers = approvals(form);
+      if (Object.keys(answers).length === 0) throw new InvalidInput("Approve or deny at least one call.");
+      const saved = await approveRun(runId, answers, options);
+      return `Recorded ${Object.keys(answers).length} answer(s) at step ${saved}; the worker serving the run spends them.`;
     }
     case "decide": {
       const callId = form.get("call") ?? "";
@@ -52,11 +52,11 @@ export async function recordAction(at: Acting, runId: string, form: URLSearchPar
         : "Decision recorded; the worker serving the run acts on it.";
     }
     case "retry": {
-      const saved = await requestRetry(runId, options);
+      const saved = await retryRun(runId, options);
       return `Retry recorded at step ${saved}; the worker serving the run goes on with it.`;
     }
     case "cancel": {
-      const saved = await cancelStored(runId, form.get("reason") ?? "", options);
+      const saved = await cancelRun(runId, form.get("reason") ?? "", options);
       return `Cancelled at step ${saved}.`;
     }
     default:
@@ -65,20 +65,20 @@ export async function recordAction(at: Acting, runId: string, form: URLSearchPar
 }
 
 /** The approve/deny choices of the form: `call.<i>`, `approve.<i>` and `reason.<i>` for each pending call. */
-function approvals(form: URLSearchParams): Decisions {
-  const decisions: Record<string, { approved: boolean; reason?: string }> = {};
+function approvals(form: URLSearchParams): ApprovalAnswers {
+  const answers: Record<string, { approved: boolean; reason?: string }> = {};
   for (const [name, callId] of form) {
     const index = /^call\.(\d+)$/.exec(name)?.[1];
     if (index === undefined) continue;
     const choice = form.get(`approve.${index}`);
     if (choice !== "approve" && choice !== "deny") continue;
     const reason = form.get(`reason.${index}`) ?? "";
-    decisions[callId] = { approved: choice === "approve", ...(reason === "" ? {} : { reason }) };
+    answers[callId] = { approved: choice === "approve", ...(reason === "" ? {} : { reason }) };
   }
-  return decisions;
+  return answers;
 }
 
-function callDecision(form: URLSearchParams): CallDecision {
+function callDecision(form: URLSearchParams): InDoubtDecision {
   switch (form.get("decision")) {
     case "rerun":
       return "rerun";

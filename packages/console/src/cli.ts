@@ -14,7 +14,7 @@ import { startConsole } from "./server.js";
 const HELP = `durable-console: a web page over a @durable store. It lists runs of every status (search, filters,
 pages, live refresh) and shows each one's checkpoints with what each step changed, its calls (arguments,
 results, attempts, idempotency keys; ran, replayed, rerun or in doubt) and a loop's messages. With
---allow-actions it records approvals, decisions on calls in doubt, retries and cancellations, which the
+--allow-actions it records approval answers, decisions on calls in doubt, retries and cancellations, which the
 workers serving the runs act on. It serves on 127.0.0.1 only, and every request needs the token it prints.
 
 Usage: durable-console --store <url> --key-file <file> [options]

@@ -1,4 +1,4 @@
-import type { RunStatus } from "@durable/core";
+import type { RunStatus } from "@durable/core/store";
 import { badge, esc, type Frame, fromNow, href, layout, runHref, time } from "./html.js";
 import { type ListedRun, noRunVerifies, type RunList } from "./list-view.js";
 
@@ -54,7 +54,7 @@ function row(run: ListedRun, now: number): string {
       : `${esc(run.lease.owner)}<br><span class="meta">${run.lease.expiresAt > now ? "expires" : "ran out"} ${esc(fromNow(run.lease.expiresAt, now))}</span>`;
   return `<tr data-run-id="${esc(run.runId)}" data-status="${run.status}">
     <th scope="row"><a href="${esc(runHref(run.runId))}">${esc(run.runId)}</a></th>
-    <td>${esc(run.flow)}</td><td>${run.kind}</td>
+    <td>${esc(run.name)}</td><td>${run.kind}</td>
     <td>${badge(run.status, run.status)}${marks}${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>
     <td class="num">${run.step}</td><td class="num">${run.segment}</td><td>${lease}</td>
     <td>${run.updatedAt > 0 ? `<time datetime="${new Date(run.updatedAt).toISOString()}">${esc(time(run.updatedAt))}</time>` : "—"}</td>

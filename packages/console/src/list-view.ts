@@ -1,4 +1,5 @@
-import { type CheckpointStore, InvalidInput, type RunQuery, type RunSummary } from "@durable/core";
+import type { RunSummary, RunQuery } from "@durable/core/store";
+import { type CheckpointStore, InvalidInput } from "@durable/core";
 import { classifyCalls, DurableRun, readCallLog, readEnvelope, type Sealer } from "@durable/core/runner";
 import { problemOf } from "./run-view.js";
 

@@ -33,7 +33,7 @@ export function runPage(
   ].join("");
   const body = `<p><a href="/">← all runs</a></p>
     <h1>${esc(run.runId)} ${badge(run.status, run.status)}${marks}</h1>
-    <p class="meta">${run.kind} <code>${esc(run.flow)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    <p class="meta">${run.kind} <code>${esc(run.name)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
     <p id="run-changed" class="changed" role="status" hidden>This run changed since the page was loaded (now <span data-now></span>): its actions below would be refused. <a href="${esc(runHref(run.runId))}">Reload</a></p>
     ${notice === undefined ? "" : `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`}
     ${run.error === undefined ? "" : `<p class="problem">${esc(run.error)}</p>`}
@@ -135,9 +135,9 @@ function stepBlock(step: StepView): string {
     step.pending.length === 0
       ? ""
       : `<p>Waiting on: ${step.pending.map((p) => `<code>${esc(p.tool)}</code>`).join(", ")}</p>`,
-    step.decisions.length === 0
+    step.answers.length === 0
       ? ""
-      : `<p>Decisions stored: ${step.decisions.map((d) => `${esc(d.callId)} ${d.approved ? "approved" : "denied"}${d.reason === undefined ? "" : ` (${esc(d.reason)})`}`).join("; ")}</p>`,
+      : `<p>Answers stored: ${step.answers.map((d) => `${esc(d.callId)} ${d.approved ? "approved" : "denied"}${d.reason === undefined ? "" : ` (${esc(d.reason)})`}`).join("; ")}</p>`,
     step.error === undefined ? "" : `<p class="problem">${esc(step.error)}</p>`,
     step.operator?.reason === undefined ? "" : `<p>Reason: ${esc(step.operator.reason)}</p>`,
   ].join("");

@@ -1,3 +1,4 @@
+import type { RunKind, LeaseView, RunStatus } from "@durable/core/store";
 import {
   type CheckpointStore,
   DurableError,
@@ -5,15 +6,10 @@ import {
   type Identity,
   type InDoubtCall,
   type JsonValue,
-  type LeaseView,
-  type OperatorMark,
-  operatorMark,
   type PendingCall,
-  type RunKind,
-  type RunStatus,
 } from "@durable/core";
 import {
-  type BoundDecision,
+  type BoundAnswer,
   type CheckpointBody,
   classifyCalls,
   isJsonObject,
@@ -21,6 +17,8 @@ import {
   readCallLog,
   readEnvelope,
   type Sealer,
+  type OperatorMark,
+  operatorMark,
 } from "@durable/core/runner";
 import { type CallView, callViews } from "./call-view.js";
 import { type Change, diffJson } from "./diff.js";
@@ -40,7 +38,7 @@ export interface StepView {
   /** The changes of `program` from the step before (the whole of it for step 0). */
   readonly changes: readonly Change[];
   readonly pending: readonly PendingCall[];
-  readonly decisions: readonly BoundDecision[];
+  readonly answers: readonly BoundAnswer[];
   readonly error?: string;
   readonly cancelled: boolean;
   /** An operator's action saved this checkpoint: who, what, when. */
@@ -50,7 +48,7 @@ export interface StepView {
 /** A run as its page shows it, read from the store (every read verified) and enriched by its events. */
 export interface RunDetail {
   readonly runId: string;
-  readonly flow: string;
+  readonly name: string;
   readonly kind: RunKind;
   readonly status: RunStatus;
   readonly step: number;
@@ -100,7 +98,7 @@ export async function readRun(
     const round = classifyCalls(records, last.round);
     return {
       runId,
-      flow: latest.flow,
+      name: latest.name,
       kind: latest.kind,
       status: latest.status,
       step: latest.step,
@@ -169,7 +167,7 @@ function stepViews(runId: string, bodies: readonly CheckpointBody[], events: rea
       program: envelope.program,
       changes: diffJson(before, envelope.program),
       pending: envelope.pending,
-      decisions: envelope.decisions,
+      answers: envelope.answers,
       ...(envelope.error === undefined ? {} : { error: envelope.error }),
       cancelled: envelope.cancelled === true,
       ...(mark === undefined ? {} : { operator: mark }),

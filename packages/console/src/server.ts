@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { userInfo, hostname } from "node:os";
+import type { RunStatus } from "@durable/core/store";
 import {
   type CheckpointKeys,
   type CheckpointStore,
@@ -9,7 +10,6 @@ import {
   type EncryptionKeys,
   InvalidInput,
   readJsonlEvents,
-  type RunStatus,
 } from "@durable/core";
 import { Sealer } from "@durable/core/runner";
 import { recordAction } from "./actions.js";
@@ -93,7 +93,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       const list = await readRunList(options.store, sealer, {
         limit: options.pageSize ?? 50,
         ...(filters.q === "" ? {} : { runIdPrefix: filters.q }),
-        ...(filters.name === "" ? {} : { flow: filters.name }),
+        ...(filters.name === "" ? {} : { name: filters.name }),
         ...(filters.status.length === 0 ? {} : { status: filters.status }),
         ...(filters.cursor === undefined ? {} : { cursor: filters.cursor }),
       });

@@ -179,8 +179,8 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     await openRun(runs.paused);
     await page.getByRole("radio", { name: "Approve" }).check();
     await page.getByLabel("Reason", { exact: true }).first().fill("customer asked");
-    await page.getByRole("button", { name: "Record decisions" }).click();
-    expect(await page.locator(".notice").textContent()).toContain("Recorded 1 decision");
+    await page.getByRole("button", { name: "Record answers" }).click();
+    expect(await page.locator(".notice").textContent()).toContain("Recorded 1 answer");
     await untilStatus(runs.paused, "done");
     expect(await page.locator("details.step .badge.operator").first().textContent()).toBe("approve by ops@browser");
 
@@ -214,11 +214,11 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     await other.goto(console_.url);
     await other.goto(`${new URL(console_.url).origin}/runs/${encodeURIComponent(paused)}`);
     await other.getByRole("radio", { name: "Deny" }).check();
-    await other.getByRole("button", { name: "Record decisions" }).click();
+    await other.getByRole("button", { name: "Record answers" }).click();
     await other.close();
     await page.locator("#run-changed").waitFor({ state: "visible", timeout: 5_000 });
     await page.getByRole("radio", { name: "Approve" }).check();
-    await page.getByRole("button", { name: "Record decisions" }).click();
+    await page.getByRole("button", { name: "Record answers" }).click();
     expect(await page.locator('.problem[role="alert"]').textContent()).toContain("changed since step");
   });
 
@@ -251,7 +251,7 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     // Approve and submit with the keyboard alone.
     await page.getByRole("radio", { name: "Approve" }).focus();
     await page.keyboard.press("Space");
-    await page.getByRole("button", { name: "Record decisions" }).focus();
+    await page.getByRole("button", { name: "Record answers" }).focus();
     await page.keyboard.press("Enter");
     await page.locator(".notice").waitFor();
   });

@@ -4,7 +4,7 @@ export { DurableRun, type RunStart, type ClaimOptions } from "./run/durable-run.
 export { leaseTerms, LeaseKeeper } from "./run/lease.js";
 export { eachConcurrently, type Settled } from "./base/concurrent.js";
 export { CallScope, type CallScopeInit, type CallOutcome } from "./calls/call-scope.js";
-export { bindDecisions, type BoundDecision } from "./calls/approvals.js";
+export { bindAnswers, type BoundAnswer } from "./calls/approvals.js";
 export {
   classifyCalls,
   planReplay,
@@ -38,15 +38,26 @@ export { leavesRunForRecovery, errorText, MAX_ERROR_TEXT } from "./base/errors.j
 export { checkOptionTypes, describeType, type OptionType } from "./base/option-checks.js";
 export { checkRunnerOptions } from "./driver/runner-options.js";
 export { checkExecutor, checkRegistry } from "./calls/executor.js";
-export {
-  faultPoint,
-  parseFaultPoint,
-  FAULT_POINTS,
-  FAULT_POINT_VARIABLE,
-  type FaultPoint,
-  type ArmedFaultPoint,
-} from "./base/fault-points.js";
 export { RunDriver } from "./driver/run-driver.js";
-export type { RunProgram, StepOutcome, StepContext, DriverOptions, OpenedRun } from "./driver/program.js";
+export type { RunProgram, StepOutcome, SteppedData, StepContext, DriverOptions, OpenedRun } from "./driver/program.js";
 export { readEnvelope, envelopeJson, type RunEnvelope } from "./run/envelope.js";
 export { isJsonObject, isString, isCount, isArrayOf, isRecordOf } from "./base/json.js";
+export type {
+  CallRef,
+  LoopStage,
+  CheckpointSaved,
+  RunRecovered,
+  RunNeedsDecision,
+  CallStarted,
+  CallDone,
+  CallFailed,
+  CallRetrying,
+  RunCancelled,
+  RunPaused,
+  RunEnded,
+} from "./log/events.js";
+export type { RecoverEachOptions, Recovered } from "./driver/program.js";
+export type { ServedRuns } from "./driver/worker.js";
+export type { JsonObject } from "./base/json.js";
+export { operatorMark } from "./operator/actions.js";
+export type { OperatorAction, OperatorMark } from "./operator/options.js";

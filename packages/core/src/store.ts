@@ -18,7 +18,7 @@ export {
   type RunSummary,
   type RunPage,
 } from "./store/contract.js";
-export { mergeHeads, isAnchoredHead, type AnchoredHead, type RunAnchor } from "./store/anchor.js";
+export { mergeHeads, isAnchoredHead, MemoryRunAnchor, type AnchoredHead, type RunAnchor } from "./store/anchor.js";
 export {
   saveRefusal,
   recordRefusal,

@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { type RunAnchor, MemoryRunAnchor, type AnchoredHead } from "../src/store.js";
 import {
-  type AnchoredHead,
   CheckpointStoreCorrupt,
   Executor,
   InvalidInput,
   MemoryCheckpointStore,
-  MemoryRunAnchor,
-  type RunAnchor,
   StoreUnavailable,
   ToolRegistry,
 } from "../src/index.js";
@@ -23,7 +21,7 @@ class FlakyAnchor extends MemoryRunAnchor {
 }
 
 async function started(store: AnchoredStore, runId = "run-1") {
-  return DurableRun.start({ store, sealer, runId, flow: "tickets", kind: "flow", identity: {}, data: {} });
+  return DurableRun.start({ store, sealer, runId, name: "tickets", kind: "flow", identity: {}, data: {} });
 }
 
 describe("a store checked against an anchor", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type CheckpointStore, CheckpointStoreCorrupt, InvalidInput } from "../src/index.js";
-import { DurableRun, MAX_RUN_ID_LENGTH, openCheckpoint, Sealer, sealerFor } from "../src/runner.js";
+import { DurableRun, MAX_RUN_ID_LENGTH, openCheckpoint, Sealer, sealCheckpoint, sealerFor } from "../src/runner.js";
 import { KEY, MemoryCheckpointStore, TamperedStore, collect, editSealed, sealer, startRun } from "./helpers.js";
 
 describe("sealed checkpoints", () => {
@@ -12,13 +12,47 @@ describe("sealed checkpoints", () => {
       step: 0,
       status: "running",
       segment: 0,
-      flow: "tickets",
+      name: "tickets",
       kind: "flow",
       identity: { user: "ada", thread: "t-1" },
       calls: [0],
       data: { state: { show: "Hamlet", seats: 2 } },
     });
   });
+
+  // Rows an earlier version sealed (the run's name under the key `flow`, signed, and signed and encrypted) open unchanged.
+  const EARLIER = {
+    plain:
+      'd1.hq1iETSTsBnDY9Y6Rw55n9Adklnzx3IwsAf3CP1V1XY.{"calls":[3,1],"data":{"decisions":[],"pending":[],"program":{"state":{"seats":2}},"round":2},"flow":"tickets","identity":{"user":"ada"},"kind":"flow","runId":"old-1","segment":1,"status":"running","step":2}',
+    encrypted:
+      "d2.hs256:l-3Qgdy-BieiQBewWQ43o5VGYDTOxeNVi6Rv1P8Trvk.a256gcm:wiDyVM8G:sSBnNAwFGfz4YTAAKbl1oEAIBTT6tfpZ6ZHzmJE7Ld4PA8rZB6-_x5AnNzAd1awjnuthC0bJlUIR97C49fDHJTq4SUGynNhSkniHpzT29f1HW3MAWHPI_YTm3RyxLYLPuX3-jyUPMYXPWK6pIDcAgTgi3IqHY58DGyn5R55ygb8JfT_3pZeL0kUHD5Tyhr3f84pqETTat8Pow5f3lDRnv8FQ6AQsnvKC_6NF78Gv-KG8_vfxjk9fARr112qzkxKCIKy3MN8oOG_4rxXzX9eulDrS6lb1KI4u0v5fSD7cTcu_r6xwfBjg7JXjXg",
+  };
+  it.each(Object.entries(EARLIER))(
+    "opens a %s checkpoint an earlier version sealed, and seals the same one again",
+    (kind, sealed) => {
+      const earlier = Sealer.withKeys("k".repeat(32), kind === "encrypted" ? "e".repeat(32) : undefined);
+      const row = {
+        runId: "old-1",
+        step: 2,
+        status: "running",
+        segment: 1,
+        name: "tickets",
+        kind: "flow",
+        sealed,
+      } as const;
+      const body = openCheckpoint(earlier, row);
+      expect(body).toMatchObject({
+        runId: "old-1",
+        step: 2,
+        name: "tickets",
+        calls: [3, 1],
+        identity: { user: "ada" },
+      });
+      if (kind === "plain") expect(sealCheckpoint(earlier, body).sealed).toBe(sealed);
+      else expect(openCheckpoint(earlier, { ...row, sealed: sealCheckpoint(earlier, body).sealed })).toEqual(body);
+      expect(() => openCheckpoint(earlier, { ...row, name: "refunds" })).toThrow(CheckpointStoreCorrupt);
+    },
+  );
 
   // Each case changes one sealed field inside the envelope, leaving the signature.
   const sealedEdits: Array<[string, string, string]> = [
@@ -40,7 +74,7 @@ describe("sealed checkpoints", () => {
     ["step", { step: 1 }],
     ["status", { status: "done" }],
     ["segment", { segment: 4 }],
-    ["flow", { flow: "other" }],
+    ["name", { name: "other" }],
     ["kind", { kind: "loop" }],
     ["run id", { runId: "run-2" }],
   ];
@@ -82,7 +116,7 @@ describe("bad input writes nothing", () => {
       store,
       sealer,
       runId: "r",
-      flow: "f",
+      name: "f",
       kind: "flow",
       identity: {},
       data: data as never,
@@ -97,7 +131,7 @@ describe("bad input writes nothing", () => {
     ["control characters", "a\nb"],
   ])("a run id that is %s is InvalidInput and stores no row", async (_, runId) => {
     const store = new MemoryCheckpointStore();
-    const start = DurableRun.start({ store, sealer, runId, flow: "f", kind: "flow", identity: {}, data: null });
+    const start = DurableRun.start({ store, sealer, runId, name: "f", kind: "flow", identity: {}, data: null });
     await expect(start).rejects.toThrow(InvalidInput);
     expect(await collect(store.listUnfinished("f"))).toEqual([]);
   });

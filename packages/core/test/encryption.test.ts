@@ -26,7 +26,7 @@ async function encryptedRun(store: MemoryCheckpointStore, sealer: Sealer = encry
     store,
     sealer,
     runId: "run-1",
-    flow: "tickets",
+    name: "tickets",
     kind: "flow",
     identity: { user: "ada" },
     data: { state: { card: "4242-4242" } },
@@ -74,7 +74,7 @@ describe("encryption at rest", () => {
       { step: 1 },
       { status: "done" },
       { segment: 4 },
-      { flow: "other" },
+      { name: "other" },
       { kind: "loop" },
     ];
     for (const edit of edits) {

@@ -21,7 +21,6 @@ function samplesOf(copy: Copy) {
         why: "started with no result",
       },
     ]),
-    new copy.FlowError("the graph changed."),
     new copy.IdentityMismatch("r", "another user."),
     new copy.InvalidInput("a short key."),
     new copy.UnrecordableResult("send", new copy.InvalidInput("result.at: a Date")),

@@ -18,7 +18,7 @@ describe("jsonlEventSink", () => {
       kind: "flow",
       step: 0,
       status: "running",
-      flow: "f",
+      name: "f",
       unreplayed: [],
     });
     await emit(sink, {

@@ -197,10 +197,10 @@ describe("Executor", () => {
     const callId = idOf(run, "c", "refund", { amount: 5 });
     expect(scope.pending).toEqual([{ callId, tool: "refund", args: { amount: 5 } }]);
 
-    const decisions = new Map([[callId, { callId, argsText: '{"amount":5}', approved: true }]]);
-    const approved = new CallScope({ ...scope.init, decisions });
+    const answers = new Map([[callId, { callId, argsText: '{"amount":5}', approved: true }]]);
+    const approved = new CallScope({ ...scope.init, answers });
     expect(await executor.call(approved, "c", "refund", { amount: 5 })).toEqual({ status: "ok", value: 1 });
-    // The decision is bound to its arguments: other arguments wait for a new one.
+    // The answer is bound to its arguments: other arguments wait for a new one.
     expect(await executor.call(approved, "c", "refund", { amount: 500 })).toEqual({ status: "pending" });
     const kinds = (await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind);
     expect(kinds).toEqual(["pending", "started", "done", "pending"]);

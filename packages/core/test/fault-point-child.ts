@@ -1,13 +1,14 @@
 /** Runs two calls and a save through core, for the fault-point tests: prints "finished" unless a fault point killed it. */
 import { Executor, MemoryCheckpointStore, ToolRegistry } from "../src/index.js";
-import { CallScope, DurableRun, faultPoint, freshPlan, Sealer } from "../src/runner.js";
+import { faultPoint } from "../src/internal.js";
+import { CallScope, DurableRun, freshPlan, Sealer } from "../src/runner.js";
 
 const store = new MemoryCheckpointStore();
 const { run } = await DurableRun.start({
   store,
   sealer: Sealer.unsigned(),
   runId: "r",
-  flow: "f",
+  name: "f",
   kind: "flow",
   identity: {},
   data: {},

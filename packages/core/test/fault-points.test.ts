@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { FAULT_POINTS, parseFaultPoint } from "../src/runner.js";
+import { FAULT_POINTS, parseFaultPoint } from "../src/internal.js";
 
 const CHILD = fileURLToPath(new URL("./fault-point-child.ts", import.meta.url));
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Executor, type JsonValue, ToolRegistry } from "../src/index.js";
 import { CheckpointConflict, type CheckpointRow, CheckpointStoreCorrupt, InvalidInput } from "../src/store.js";
 import {
-  bindDecisions,
+  bindAnswers,
   CallScope,
   canonicalJson,
   DurableRun,
@@ -58,19 +58,19 @@ describe("decisions", () => {
     [{ approved: true, reason: 7 }],
     [[true]],
   ])("refuse %j: only a boolean or { approved: boolean, reason?: string } decides", (given) => {
-    expect(() => bindDecisions("r", pending, { c: given } as never)).toThrow(InvalidInput);
+    expect(() => bindAnswers("r", pending, { c: given } as never)).toThrow(InvalidInput);
   });
 
   it("take true, false and { approved, reason }", () => {
-    expect(bindDecisions("r", pending, { c: true })).toMatchObject([{ callId: "c", approved: true }]);
-    expect(bindDecisions("r", pending, { c: { approved: false, reason: "too much" } })).toMatchObject([
+    expect(bindAnswers("r", pending, { c: true })).toMatchObject([{ callId: "c", approved: true }]);
+    expect(bindAnswers("r", pending, { c: { approved: false, reason: "too much" } })).toMatchObject([
       { approved: false, reason: "too much" },
     ]);
   });
 
   it("refuse decisions that are not an object of call ids", () => {
-    expect(() => bindDecisions("r", pending, "yes" as never)).toThrow(InvalidInput);
-    expect(() => bindDecisions("r", pending, null as never)).toThrow(InvalidInput);
+    expect(() => bindAnswers("r", pending, "yes" as never)).toThrow(InvalidInput);
+    expect(() => bindAnswers("r", pending, null as never)).toThrow(InvalidInput);
   });
 
   it("from an approval port must be booleans too: a malformed answer approves nothing", async () => {
@@ -96,7 +96,7 @@ describe("run ids and names", () => {
     const store = new MemoryCheckpointStore();
     await expect(startRun(store, id)).rejects.toThrow(InvalidInput);
     await expect(
-      DurableRun.start({ store, sealer, runId: "ok", flow: id, kind: "flow", identity: {}, data: {} }),
+      DurableRun.start({ store, sealer, runId: "ok", name: id, kind: "flow", identity: {}, data: {} }),
     ).rejects.toThrow(InvalidInput);
     expect(await store.calls(id)).toEqual([]);
   });

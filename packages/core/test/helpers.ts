@@ -23,7 +23,7 @@ export async function startRun(store: CheckpointStore = new MemoryCheckpointStor
     store,
     sealer,
     runId,
-    flow: "tickets",
+    name: "tickets",
     kind: "flow",
     identity: { user: "ada", thread: "t-1" },
     data: { state: { show: "Hamlet", seats: 2 } },

@@ -13,7 +13,7 @@ import { collect } from "./helpers.js";
 const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
   status: "running",
   segment: 0,
-  flow: "tickets",
+  name: "tickets",
   kind: "flow",
   sealed: "d1.-.{}",
   ...over,
@@ -32,7 +32,7 @@ describe("MemoryCheckpointStore compare-and-set", () => {
     ["step 0 when it exists", (s) => s.save("r", 0, row())],
     ["a skipped step", (s) => s.save("r", 2, row())],
     ["a step already taken", (s) => s.save("r", 0, row())],
-    ["another flow's run", (s) => s.save("r", 1, row({ flow: "other" }))],
+    ["another flow's run", (s) => s.save("r", 1, row({ name: "other" }))],
     ["another kind's run", (s) => s.save("r", 1, row({ kind: "loop" }))],
     ["an older segment", (s) => s.save("r", 1, row({ segment: 2 })).then(() => s.save("r", 2, row({ segment: 1 })))],
   ];
@@ -158,7 +158,7 @@ describe("MemoryCheckpointStore against a reference model", () => {
           let actual = "ok";
           try {
             if (op.op === "save")
-              await store.save(op.run, op.step, row({ segment: op.segment, status: op.status, flow: op.flow }));
+              await store.save(op.run, op.step, row({ segment: op.segment, status: op.status, name: op.flow }));
             else if (op.op === "record") await store.recordCall(op.run, op.segment, op.seq, `${op.segment}/${op.seq}`);
             else await store.delete(op.run);
           } catch (error) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type CheckpointKeys, Executor, InvalidInput, ToolRegistry } from "../src/index.js";
-import { bindDecisions, checkRunnerOptions, identityOf, Sealer } from "../src/runner.js";
+import { bindAnswers, checkRunnerOptions, identityOf, Sealer } from "../src/runner.js";
 import { KEY, MemoryCheckpointStore } from "./helpers.js";
 
 /** The InvalidInput `run` throws; fails the test if it throws anything else or nothing. */
@@ -59,19 +59,19 @@ describe("option checks", () => {
     );
   });
 
-  it("decisions that are not an object of true, false or { approved } are InvalidInput", () => {
+  it("answers that are not an object of true, false or { approved } are InvalidInput", () => {
     const pending = [{ callId: "c", args: {} }];
-    expect(invalid(() => bindDecisions("r", pending, null as never)).message).toMatch(/^decisions must be an object/);
-    expect(invalid(() => bindDecisions("r", pending, { c: "yes" } as never)).message).toMatch(
-      /^decisions\["c"\] must be true, false or/,
+    expect(invalid(() => bindAnswers("r", pending, null as never)).message).toMatch(/^answers must be an object/);
+    expect(invalid(() => bindAnswers("r", pending, { c: "yes" } as never)).message).toMatch(
+      /^answers\["c"\] must be true, false or/,
     );
-    expect(invalid(() => bindDecisions("r", pending, { c: { approved: "yes" } } as never)).message).toMatch(
+    expect(invalid(() => bindAnswers("r", pending, { c: { approved: "yes" } } as never)).message).toMatch(
       /approved must be true or false/,
     );
-    expect(invalid(() => bindDecisions("r", pending, { c: { reason: "why" } } as never)).message).toMatch(
+    expect(invalid(() => bindAnswers("r", pending, { c: { reason: "why" } } as never)).message).toMatch(
       /approved must be true or false/,
     );
-    expect(bindDecisions("r", pending, { c: { approved: false, reason: "no" } })).toMatchObject([
+    expect(bindAnswers("r", pending, { c: { approved: false, reason: "no" } })).toMatchObject([
       { callId: "c", approved: false, reason: "no" },
     ]);
   });
@@ -91,7 +91,7 @@ describe("option checks", () => {
       ["events", "log", "a function"],
       ["approvals", true, "a function"],
       ["rerunInDoubt", "yes", "true or false"],
-      ["decisions", [], "an object"],
+      ["answers", [], "an object"],
       ["name", 5, "a string"],
       ["runId", 5, "a string"],
     ] as const) {

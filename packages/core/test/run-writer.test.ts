@@ -39,7 +39,7 @@ const start = (store: MemoryCheckpointStore): RunStart => ({
   store,
   sealer,
   runId: "r",
-  flow: "f",
+  name: "f",
   kind: "flow",
   identity: {},
   data: { n: 0 },

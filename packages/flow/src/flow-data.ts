@@ -1,7 +1,7 @@
-import { CheckpointStoreCorrupt, type JsonObject, type JsonValue } from "@durable/core";
-import { isArrayOf, isCount, isRecordOf, isString } from "@durable/core/runner";
+import { CheckpointStoreCorrupt, type JsonValue } from "@durable/core";
+import { isArrayOf, isCount, isRecordOf, isString, type JsonObject } from "@durable/core/runner";
 
-/** What a flow seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
+/** What a flow seals into each checkpoint as its own data (the driver's envelope holds the round, pending approvals and their answers). */
 export interface FlowData<S = JsonObject> {
   readonly state: S;
   /** The nodes of the next superstep. */

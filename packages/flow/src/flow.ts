@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { FlowError, type Identity, type JsonValue } from "@durable/core";
+import type { Identity, JsonValue } from "@durable/core";
+import { FlowError } from "./flow-error.js";
 import { assertStorableText, canonicalJson } from "@durable/core/runner";
 import { Call } from "./call.js";
 

@@ -11,6 +11,7 @@ export {
   type Successors,
 } from "./flow.js";
 export { Call, type CallOptions } from "./call.js";
+export { FlowError } from "./flow-error.js";
 export { FlowRunner, type FlowResult, type FlowDone, type FlowRunnerOptions, type RunOptions } from "./runner.js";
-export type { Decisions, PendingCall, PausedResult, RecoverOptions } from "@durable/core";
+export type { ApprovalAnswers, PendingCall, PausedResult, RecoverOptions } from "@durable/core";
 export type { FlowData } from "./flow-data.js";

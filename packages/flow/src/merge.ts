@@ -1,4 +1,4 @@
-import { FlowError } from "@durable/core";
+import { FlowError } from "./flow-error.js";
 import type { Reducers } from "./flow.js";
 
 /**

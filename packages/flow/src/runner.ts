@@ -1,20 +1,17 @@
-import {
-  type CheckpointStore,
-  type Decisions,
-  type EventSink,
-  type Executor,
-  FlowError,
-  type Identity,
-  type JsonObject,
-  type JsonValue,
-  type LeaseOptions,
-  type PausedResult,
-  type RecoverEachOptions,
-  type Recovered,
-  type RecoverOptions,
-  type StorageOptions,
-  type ValueCodec,
+import type {
+  CheckpointStore,
+  ApprovalAnswers,
+  EventSink,
+  Executor,
+  Identity,
+  JsonValue,
+  LeaseOptions,
+  PausedResult,
+  RecoverOptions,
+  StorageOptions,
+  ValueCodec,
 } from "@durable/core";
+import { FlowError } from "./flow-error.js";
 import {
   checkExecutor,
   checkRunnerOptions,
@@ -23,6 +20,9 @@ import {
   PLAIN_JSON,
   RunDriver,
   runStorage,
+  type Recovered,
+  type RecoverEachOptions,
+  type JsonObject,
 } from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
@@ -140,18 +140,18 @@ export class FlowRunner {
   }
 
   /**
-   * Resumes a paused run with decisions on its pending approvals. The
-   * decisions are stored with the next checkpoint before any is spent, so one
+   * Resumes a paused run with answers to its pending approvals. The
+   * answers are stored with the next checkpoint before any is spent, so one
    * resume wins: a second one of the same pause is `CheckpointConflict`.
    */
   async resume<S>(
     flow: Flow<S>,
     runId: string,
-    decisions: Decisions,
+    answers: ApprovalAnswers,
     options: RecoverOptions = {},
   ): Promise<FlowResult<S>> {
     const driver = this.#driver(flow);
-    return driver.resume(await driver.open(runId, options.ctx), decisions, options);
+    return driver.resume(await driver.open(runId, options.ctx), answers, options);
   }
 
   /** The driver of one flow; a node calling a tool that is not registered is `FlowError` before anything is read or written. */
@@ -196,20 +196,19 @@ function flowProgram<S>(flow: Flow<S>, executor: Executor, codec: ValueCodec): R
 
     async step(data: FlowData<S>, { runId, round, scope }: StepContext): Promise<StepOutcome<FlowData<S>>> {
       const outcome = await runSuperstep(flow, executor, scope, data);
-      if (outcome.paused) return { paused: true };
+      if (outcome.paused) return { next: "pause" };
       const what = `The state after superstep ${round} of run ${runId}`;
       const state = await settleState(flow.schema, codec, outcome.state, what);
       const { frontier, visits, waiting } = outcome;
       return {
-        paused: false,
+        next: frontier.length === 0 ? "done" : "step",
         data: { state, frontier, visits, waiting, digest: data.digest },
         roundOver: true,
-        done: frontier.length === 0,
       };
     },
 
     result: (data, { runId, step }) => ({ status: "done", runId, step, state: data.state }),
 
-    saved: () => ({ flow: flow.name }),
+    saved: () => ({ name: flow.name }),
   };
 }

@@ -1,4 +1,5 @@
-import { ApprovalDenied, type Executor, FlowError, type JsonValue, ToolFailed } from "@durable/core";
+import { ApprovalDenied, type Executor, type JsonValue, ToolFailed } from "@durable/core";
+import { FlowError } from "./flow-error.js";
 import type { CallScope } from "@durable/core/runner";
 import { Call } from "./call.js";
 import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";

@@ -1,5 +1,5 @@
 import {
-  decideCalls,
+  decideInDoubt,
   Executor,
   InvalidInput,
   MemoryCheckpointStore,
@@ -157,8 +157,8 @@ describe("a codec for values that are not plain JSON", () => {
       ).toThrow(/codec must be an object/);
   });
 
-  it("a decision's { result } is stored as the codec encodes it and replayed as the value (by recover and by decideCalls)", async () => {
-    for (const how of ["recover", "decideCalls"] as const) {
+  it("a decision's { result } is stored as the codec encodes it and replayed as the value (by recover and by decideInDoubt)", async () => {
+    for (const how of ["recover", "decideInDoubt"] as const) {
       const store = new MemoryCheckpointStore();
       const ran: string[] = [];
       const seen: Seen = [];
@@ -171,7 +171,8 @@ describe("a codec for values that are not plain JSON", () => {
       const error = await runner.recover(flow, "r").catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RecoveryNeedsDecision);
       const decide = { [(error as RecoveryNeedsDecision).calls[0]!.callId]: { result: BOOKED } };
-      if (how === "decideCalls") await decideCalls("r", decide, { checkpoints: store, checkpointKey: KEY, codec });
+      if (how === "decideInDoubt")
+        await decideInDoubt("r", decide, { checkpoints: store, checkpointKey: KEY, codec, by: "ops" });
       const result = await runner.recover(flow, "r", how === "recover" ? { decide } : {});
       expect(result, how).toMatchObject({ status: "done", state: { ...BOOKED, mailed: "sent" } });
       // book ran once, on the worker that died; the decision's value replayed as it is.

@@ -1,6 +1,6 @@
 import {
   type DurableEvent,
-  decideCalls,
+  decideInDoubt,
   InvalidInput,
   MemoryCheckpointStore,
   RecoveryNeedsDecision,
@@ -91,11 +91,11 @@ describe("decisions on each call in doubt", () => {
     expect((await store.latest("r")).step).toBe(before.step);
   });
 
-  it("decideCalls records a decision ahead of recovery with only the store and the key; a worker then finishes the run by itself; a second decision on the call is refused", async () => {
+  it("decideInDoubt records a decision ahead of recovery with only the store and the key; a worker then finishes the run by itself; a second decision on the call is refused", async () => {
     const { store, tools, callId } = await chargeInDoubt();
     const options = { checkpoints: store, checkpointKey: KEY, by: "ops" };
-    expect(await decideCalls("r", { [callId]: { result: "charged at the till" } }, options)).toEqual([callId]);
-    await expect(decideCalls("r", { [callId]: "rerun" }, options)).rejects.toThrow(/is not in doubt/);
+    expect(await decideInDoubt("r", { [callId]: { result: "charged at the till" } }, options)).toEqual([callId]);
+    await expect(decideInDoubt("r", { [callId]: "rerun" }, options)).rejects.toThrow(/is not in doubt/);
     expect(await store.leaseOf("r")).toBeUndefined();
     const w = startWorker({
       serve: [runnerOn(store, tools.registry()).served(flow)],

@@ -1,15 +1,8 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  CheckpointConflict,
-  CheckpointNotFound,
-  type DurableEvent,
-  FlowError,
-  InvalidInput,
-  ToolRegistry,
-} from "@durable/core";
-import { Call, Flow } from "../src/index.js";
+import { CheckpointConflict, CheckpointNotFound, type DurableEvent, InvalidInput, ToolRegistry } from "@durable/core";
+import { Call, Flow, FlowError } from "../src/index.js";
 import { MemoryCheckpointStore, Tools, runnerOn, ticketsFlow } from "./helpers.js";
 
 const ORDER = { show: "Hamlet", seats: 2 };
@@ -34,7 +27,7 @@ describe("running a flow", () => {
     ]);
     expect(events.filter((e) => e.type === "call.done").length).toBe(3);
     expect(events.at(-1)).toMatchObject({ type: "run.done", runId: "order-7", step: 3, kind: "flow" });
-    expect(events[0]).toMatchObject({ type: "checkpoint.saved", kind: "flow", flow: "tickets", unreplayed: [] });
+    expect(events[0]).toMatchObject({ type: "checkpoint.saved", kind: "flow", name: "tickets", unreplayed: [] });
   });
 
   it("gives a new unguessable run id when none is given", async () => {

@@ -1,9 +1,9 @@
+import type { MemoryData } from "@durable/core/internal";
 import {
   type CheckpointStore,
   type EventSink,
   Executor,
   MemoryCheckpointStore,
-  type MemoryData,
   StoreUnavailable,
   startWorker,
   ToolRegistry,

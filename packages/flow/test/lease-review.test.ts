@@ -1,3 +1,4 @@
+import type { MemoryData } from "@durable/core/internal";
 import {
   type CheckpointStore,
   type DurableEvent,
@@ -5,7 +6,6 @@ import {
   Executor,
   LeaseHeld,
   MemoryCheckpointStore,
-  type MemoryData,
   StoreUnavailable,
   ToolRegistry,
   startWorker,

@@ -1,10 +1,10 @@
+import type { MemoryData } from "@durable/core/internal";
 import {
   type CheckpointStore,
   CheckpointConflict,
   Executor,
   LeaseHeld,
   MemoryCheckpointStore,
-  type MemoryData,
   RecoveryNeedsDecision,
   StoreUnavailable,
   startWorker,

@@ -1,17 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import type { MemoryData } from "@durable/core/internal";
 import {
   CheckpointConflict,
   CheckpointNotFound,
   type DurableEvent,
-  FlowError,
   IdentityMismatch,
-  type MemoryData,
   RecoveryNeedsDecision,
   ToolRegistry,
 } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
-import { Call, Flow } from "../src/index.js";
+import { Call, Flow, FlowError } from "../src/index.js";
 import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, storeWith, ticketsFlow } from "./helpers.js";
 
 const ORDER = { show: "Hamlet", seats: 2 };

@@ -1,11 +1,5 @@
-import {
-  CheckpointConflict,
-  type DurableEvent,
-  MemoryCheckpointStore,
-  type MemoryData,
-  ToolFailed,
-  ToolRegistry,
-} from "@durable/core";
+import type { MemoryData } from "@durable/core/internal";
+import { CheckpointConflict, type DurableEvent, MemoryCheckpointStore, ToolFailed, ToolRegistry } from "@durable/core";
 import { readCallLog, Sealer } from "@durable/core/runner";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";

@@ -1,8 +1,8 @@
+import type { MemoryData } from "@durable/core/internal";
 import {
   type CheckpointStore,
   Executor,
   MemoryCheckpointStore,
-  type MemoryData,
   StoreUnavailable,
   type ToolContext,
   ToolFailed,

@@ -18,4 +18,4 @@ export type { Message, ToolCallRequest } from "./message.js";
 export type { ModelUsage } from "./usage.js";
 export { loopCallContext, type LoopCallContext } from "./call-context.js";
 export type { LoopData, LoopStep, StopReason } from "./loop-data.js";
-export type { Decisions, PendingCall, PausedResult } from "@durable/core";
+export type { ApprovalAnswers, PendingCall, PausedResult } from "@durable/core";

@@ -1,5 +1,5 @@
-import { CheckpointStoreCorrupt, type JsonObject, type JsonValue, type LoopStage } from "@durable/core";
-import { isArrayOf, isCount, isJsonObject, isString } from "@durable/core/runner";
+import { CheckpointStoreCorrupt, type JsonValue } from "@durable/core";
+import { isArrayOf, isCount, isJsonObject, isString, type JsonObject, type LoopStage } from "@durable/core/runner";
 import { messageJson, readMessage, type Message } from "./message.js";
 import { readUsage, usageJson, type ModelUsage } from "./usage.js";
 
@@ -18,7 +18,7 @@ export interface LoopStep {
   readonly response?: JsonObject;
 }
 
-/** What a tool loop seals into each checkpoint as its own data (the driver's envelope holds the round, approvals and decisions). */
+/** What a tool loop seals into each checkpoint as its own data (the driver's envelope holds the round, pending approvals and their answers). */
 export interface LoopData {
   readonly messages: readonly Message[];
   /** Where the loop stands: after `model-reply` the reply's tool calls are pinned and run next. */

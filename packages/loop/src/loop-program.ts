@@ -6,11 +6,11 @@ import {
   ToolFailed,
   type ToolRegistry,
 } from "@durable/core";
+import { faultPoint } from "@durable/core/internal";
 import {
   type CallOutcome,
   type CallRecord,
   canonicalCopy,
-  faultPoint,
   isJsonObject,
   type RunProgram,
   type StepContext,
@@ -90,9 +90,7 @@ function withModelCalls(data: LoopData, records: readonly CallRecord[]): LoopDat
 /** A stopped turn: a conversation waits for its next message, any other run is done. */
 function stopTurn(data: LoopData, stopped: StopReason, roundOver: boolean): StepOutcome<LoopData> {
   const next = { ...data, stopped };
-  return data.conversation
-    ? { paused: false, data: next, roundOver, done: false, waits: true }
-    : { paused: false, data: next, roundOver: false, done: true };
+  return data.conversation ? { next: "wait", data: next, roundOver } : { next: "done", data: next, roundOver: false };
 }
 
 /** Asks the model for its next reply, which opens the round; a reply with no tool call ends the turn, as do `maxSteps` and `stopWhen`. */
@@ -127,7 +125,7 @@ async function modelReply(
     steps: [...data.steps, step],
   };
   if (message.role !== "assistant" || message.toolCalls === undefined) return stopTurn(next, "final", true);
-  return { paused: false, data: next, roundOver: false, done: false };
+  return { next: "step", data: next, roundOver: false };
 }
 
 async function stopConditionHolds(conditions: readonly LoopStopCondition[], data: LoopData): Promise<boolean> {
@@ -232,12 +230,11 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
   } finally {
     await scope.settled(); // a call left running when another threw lands first
   }
-  if (!results.every((result) => result !== undefined)) return { paused: true };
+  if (!results.every((result) => result !== undefined)) return { next: "pause" };
   return {
-    paused: false,
+    next: "step",
     data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" },
     roundOver: true,
-    done: false,
   };
 }
 

@@ -1,4 +1,5 @@
-import type { JsonObject, JsonValue, PausedResult } from "@durable/core";
+import type { JsonObject } from "@durable/core/runner";
+import type { JsonValue, PausedResult } from "@durable/core";
 import type { LoopData, StopReason } from "./loop-data.js";
 import type { Message } from "./message.js";
 import { addUsage, type ModelUsage } from "./usage.js";

@@ -1,5 +1,5 @@
-import type { JsonObject, JsonValue } from "@durable/core";
-import { canonicalCopy, isArrayOf, isJsonObject, isString } from "@durable/core/runner";
+import type { JsonValue } from "@durable/core";
+import { canonicalCopy, isArrayOf, isJsonObject, isString, type JsonObject } from "@durable/core/runner";
 
 /** A tool call a model asked for. `id` is the model's own id for it. */
 export interface ToolCallRequest {

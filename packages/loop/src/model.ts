@@ -1,4 +1,4 @@
-import type { JsonObject } from "@durable/core";
+import type { JsonObject } from "@durable/core/runner";
 import type { Message, ToolCallRequest } from "./message.js";
 import type { ModelUsage } from "./usage.js";
 

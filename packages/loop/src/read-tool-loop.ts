@@ -1,4 +1,5 @@
-import { CheckpointConflict, type RunStatus } from "@durable/core";
+import type { RunStatus } from "@durable/core/store";
+import { CheckpointConflict } from "@durable/core";
 import { DurableRun, readEnvelope, resumeIdentity, runStorage } from "@durable/core/runner";
 import { checkLoopOptions } from "./check-args.js";
 import { readLoopData, type StopReason } from "./loop-data.js";
@@ -11,7 +12,7 @@ import type { LoopStoreOptions } from "./tool-loop.js";
 export interface LoopSnapshot {
   readonly runId: string;
   readonly step: number;
-  /** `paused` is a loop waiting for decisions, or a conversation waiting for the user (`awaitingUser`). */
+  /** `paused` is a loop waiting for approval answers, or a conversation waiting for the user (`awaitingUser`). */
   readonly status: RunStatus;
   readonly awaitingUser: boolean;
   readonly messages: readonly Message[];
@@ -37,10 +38,10 @@ export async function readToolLoop(runId: string, options: LoopStoreOptions): Pr
   const latest = await DurableRun.latest(store, sealer, runId);
   resumeIdentity(runId, latest.identity, options.ctx);
   const name = options.name ?? "tool-loop";
-  if (latest.kind !== "loop" || latest.flow !== name)
+  if (latest.kind !== "loop" || latest.name !== name)
     throw new CheckpointConflict(
       runId,
-      `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not loop ${JSON.stringify(name)}.`,
+      `the run belongs to ${latest.kind} ${JSON.stringify(latest.name)}, not loop ${JSON.stringify(name)}.`,
     );
   const envelope = readEnvelope(runId, latest.data);
   const data = readLoopData(runId, envelope.program);

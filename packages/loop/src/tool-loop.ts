@@ -1,7 +1,7 @@
 import {
   type ApprovalPort,
   CheckpointNotFound,
-  type Decisions,
+  type ApprovalAnswers,
   type EventSink,
   Executor,
   type Identity,
@@ -59,15 +59,15 @@ export interface LoopStoreOptions extends StorageOptions {
 
 /** Options of `runToolLoop`. */
 export interface ToolLoopOptions extends LoopStoreOptions {
-  /** Default `newRunId()`. With the id of a stored loop, goes on with it: `decisions` for a pause, `messages` for a conversation's next turn. */
+  /** Default `newRunId()`. With the id of a stored loop, goes on with it: `answers` for a pause, `messages` for a conversation's next turn. */
   readonly runId?: string;
   /**
    * Model calls allowed per turn, across recoveries (a run of one turn: over
    * the whole run); default 20. A conversation's next message may set a new one.
    */
   readonly maxSteps?: number;
-  /** Decisions for the pending approvals of a paused loop, by call id. */
-  readonly decisions?: Decisions;
+  /** Answers to the pending approvals of a paused loop, by call id. */
+  readonly answers?: ApprovalAnswers;
   /**
    * A conversation: when a turn stops, the run waits for the next user
    * message (result `awaiting-user`, saved paused) instead of ending; give it
@@ -81,7 +81,7 @@ export interface ToolLoopOptions extends LoopStoreOptions {
  * (its tool calls are pinned: recovery never asks the model again for a saved
  * reply) and after the tool results. A reply's tool calls run concurrently,
  * each through the call log. With the `runId` of a stored loop, resumes it:
- * a loop paused for approvals with `decisions`, a conversation that awaits
+ * a loop paused for approvals with `answers`, a conversation that awaits
  * the user with `messages` (its next turn, same run id and history).
  */
 export function runToolLoop(
@@ -123,7 +123,7 @@ export async function startOrContinue(
   return driver.start(data, { ...options, runId });
 }
 
-/** A stored loop goes on: a paused one with decisions, a conversation that awaits the user with its next messages. */
+/** A stored loop goes on: a paused one with answers, a conversation that awaits the user with its next messages. */
 function goOn(
   where: string,
   driver: LoopDriver,
@@ -138,16 +138,16 @@ function goOn(
   if (!awaitsUser) {
     if (history.length > 0)
       throw new InvalidInput(
-        `${where}: run ${JSON.stringify(latest.runId)} is ${latest.status === "paused" ? "paused for approvals: resume it with decisions" : "not waiting for a message"}, and messages are given; its history is its own.`,
+        `${where}: run ${JSON.stringify(latest.runId)} is ${latest.status === "paused" ? "paused for approvals: resume it with answers" : "not waiting for a message"}, and messages are given; its history is its own.`,
       );
-    return driver.resume(stored, options.decisions ?? {}, options);
+    return driver.resume(stored, options.answers ?? {}, options);
   }
   if (history.length === 0)
     throw new InvalidInput(
       `${where}: conversation ${JSON.stringify(latest.runId)} awaits the next user message: give it in messages.`,
     );
-  if (options.decisions !== undefined && Object.keys(options.decisions).length > 0)
-    throw new InvalidInput(`${where}: conversation ${JSON.stringify(latest.runId)} has no approvals to decide.`);
+  if (options.answers !== undefined && Object.keys(options.answers).length > 0)
+    throw new InvalidInput(`${where}: conversation ${JSON.stringify(latest.runId)} has no approvals to answer.`);
   const { stopped: _stopped, ...rest } = data;
   const next: LoopData = {
     ...rest,

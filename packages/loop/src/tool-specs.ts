@@ -1,5 +1,5 @@
-import { InvalidInput, type JsonObject, type ToolRegistry } from "@durable/core";
-import { canonicalCopy } from "@durable/core/runner";
+import { InvalidInput, type ToolRegistry } from "@durable/core";
+import { canonicalCopy, type JsonObject } from "@durable/core/runner";
 import type { ToolSpec } from "./model.js";
 
 /**

@@ -1,5 +1,5 @@
-import type { JsonObject, JsonValue } from "@durable/core";
-import { isJsonObject } from "@durable/core/runner";
+import type { JsonValue } from "@durable/core";
+import { isJsonObject, type JsonObject } from "@durable/core/runner";
 
 /** Tokens a model call used, as far as the provider says. */
 export interface ModelUsage {

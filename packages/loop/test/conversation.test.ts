@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type DurableEvent, InvalidInput, type JsonObject, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
+import type { JsonObject } from "@durable/core/runner";
+import { type DurableEvent, InvalidInput, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
 import {
   cancelToolLoop,
   recoverToolLoop,
@@ -87,12 +88,10 @@ describe("a conversation on one run id", () => {
     if (paused.status !== "paused") throw new Error(paused.status);
     // A message is not a decision: the pause stands.
     await expect(runToolLoop(model, registry, [user("hello?")], options)).rejects.toThrow(
-      /paused for approvals: resume it with decisions/,
+      /paused for approvals: resume it with answers/,
     );
     const callId = paused.approvals[0]?.callId ?? "";
-    await expect(
-      runToolLoop(model, registry, [], { ...options, decisions: { [callId]: true } }),
-    ).resolves.toMatchObject({
+    await expect(runToolLoop(model, registry, [], { ...options, answers: { [callId]: true } })).resolves.toMatchObject({
       status: "awaiting-user",
       text: "Charged.",
     });
@@ -108,7 +107,7 @@ describe("a conversation on one run id", () => {
       /awaits the next user message: give it in messages/,
     );
     await expect(
-      runToolLoop(model, new ToolRegistry(), [user("x")], { ...options, decisions: { "1:x": true } }),
+      runToolLoop(model, new ToolRegistry(), [user("x")], { ...options, answers: { "1:x": true } }),
     ).rejects.toThrow(InvalidInput);
     await expect(
       runToolLoop(model, new ToolRegistry(), [user("Hi")], { runId: "once", checkpoints: store }),

@@ -43,9 +43,9 @@ describe("tool loop options", () => {
     ],
     ["with a string as ctx", (checkpoints) => ({ checkpoints, ctx: "ada" }), /^ctx must be an object/],
     [
-      "with null as decisions",
-      (checkpoints) => ({ checkpoints, decisions: null }),
-      /^runToolLoop: decisions must be an object, not null/,
+      "with null as answers",
+      (checkpoints) => ({ checkpoints, answers: null }),
+      /^runToolLoop: answers must be an object, not null/,
     ],
     [
       "with a string as rerunInDoubt",

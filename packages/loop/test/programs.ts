@@ -5,14 +5,8 @@
  * for a refund that needs an approval, so the run pauses there.
  */
 import { z } from "zod";
-import {
-  type CheckpointStore,
-  type DurableEvent,
-  Executor,
-  type Identity,
-  type RunKind,
-  ToolRegistry,
-} from "@durable/core";
+import type { RunKind } from "@durable/core/store";
+import { type CheckpointStore, type DurableEvent, Executor, type Identity, ToolRegistry } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import {
@@ -176,8 +170,8 @@ export const loopProgram: Program = {
       start: (runId, given = {}) => runToolLoop(orderModel, registry, ask, { ...options(given), runId }),
       recover: (runId, given = {}) => recoverToolLoop(orderModel, registry, runId, options(given)),
       recoverAll: (given = {}) => recoverAllToolLoops(orderModel, registry, options(given)),
-      resume: (runId, decisions, given = {}) =>
-        runToolLoop(orderModel, registry, [], { ...options(given), runId, decisions }),
+      resume: (runId, answers, given = {}) =>
+        runToolLoop(orderModel, registry, [], { ...options(given), runId, answers }),
     };
   },
 };

@@ -163,14 +163,14 @@ describe("recoverToolLoop", () => {
     expect(await recoverToolLoop(model, registry, "chat", options)).toEqual(paused);
 
     const results = await Promise.allSettled([
-      runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } }),
-      runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } }),
+      runToolLoop(model, registry, [], { ...options, answers: { [R]: true } }),
+      runToolLoop(model, registry, [], { ...options, answers: { [R]: true } }),
     ]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     expect(results.find((r) => r.status === "rejected")?.reason).toBeInstanceOf(CheckpointConflict);
     expect(ran.get("refund")).toBe(1);
     expect(model.calls).toBe(2);
-    await expect(runToolLoop(model, registry, [], { ...options, decisions: { [R]: true } })).rejects.toThrow(
+    await expect(runToolLoop(model, registry, [], { ...options, answers: { [R]: true } })).rejects.toThrow(
       CheckpointConflict,
     );
   });
@@ -199,10 +199,10 @@ describe("decisions over several pauses of one round", () => {
     expect(first.status === "paused" && first.approvals.map((a) => a.callId)).toEqual([A, B]);
     const second = await runToolLoop(model, registry, [], {
       ...options,
-      decisions: { [A]: { approved: false, reason: "no" } },
+      answers: { [A]: { approved: false, reason: "no" } },
     });
     expect(second.status === "paused" && second.approvals.map((a) => a.callId)).toEqual([B]);
-    const done = await runToolLoop(model, registry, [], { ...options, decisions: { [B]: true } });
+    const done = await runToolLoop(model, registry, [], { ...options, answers: { [B]: true } });
     expect(done.status === "done" && done.messages.filter((m) => m.role === "tool").map((m) => m.content)).toEqual([
       "denied: no",
       "refunded",
@@ -228,7 +228,7 @@ describe("a paused loop's decisions and identity", () => {
       await expect(
         runToolLoop(new ScriptedModel(refundOnce), registry, [], {
           ...options,
-          decisions: { [callId]: given as never },
+          answers: { [callId]: given as never },
         }),
       ).rejects.toThrow(InvalidInput);
       expect(ran.get("refund")).toBeUndefined();

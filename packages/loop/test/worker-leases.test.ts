@@ -1,11 +1,5 @@
-import {
-  type CheckpointStore,
-  type DurableEvent,
-  Executor,
-  MemoryCheckpointStore,
-  type MemoryData,
-  startWorker,
-} from "@durable/core";
+import type { MemoryData } from "@durable/core/internal";
+import { type CheckpointStore, type DurableEvent, Executor, MemoryCheckpointStore, startWorker } from "@durable/core";
 import { Flow, FlowRunner } from "@durable/flow";
 import { DyingStore } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";

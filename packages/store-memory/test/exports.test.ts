@@ -9,7 +9,7 @@ describe("@durable/store-memory", () => {
 
   it("its store keeps the protocol: a second step 0 is refused", async () => {
     const store = new MemoryCheckpointStore();
-    const row = { status: "running", segment: 0, flow: "tickets", kind: "flow", sealed: "d1.-.{}" } as const;
+    const row = { status: "running", segment: 0, name: "tickets", kind: "flow", sealed: "d1.-.{}" } as const;
     await store.save("r", 0, row);
     await expect(store.save("r", 0, row)).rejects.toBeInstanceOf(core.CheckpointConflict);
   });

@@ -86,9 +86,9 @@ export function planBatch(
       segmentCalls += 1;
       records.push(write);
     } else {
-      const { status, segment, flow, kind, sealed } = write.row;
+      const { status, segment, name: flow, kind, sealed } = write.row;
       if (head?.segment !== segment) segmentCalls = 0;
-      head = { step: write.step, status, segment, flow, kind };
+      head = { step: write.step, status, segment, name: flow, kind };
       inserts.push({
         sql: `INSERT INTO ${db.tables.checkpoints} ("run_id", "step", "status", "segment", "flow", "kind", "sealed")
               SELECT CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT)`,
@@ -109,7 +109,7 @@ export function planBatch(
           sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "lease_owner", "lease_expires_at", "updated_at")
                 SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ${lease.sql}, "clock"."ms"
                 FROM ${clock} WHERE true ON CONFLICT ("run_id") DO NOTHING`,
-          values: [head.step, head.status, head.segment, segmentCalls, runId, head.flow, head.kind, ...lease.values],
+          values: [head.step, head.status, head.segment, segmentCalls, runId, head.name, head.kind, ...lease.values],
         },
         inserts,
         after,
@@ -130,7 +130,7 @@ export function planBatch(
           segmentCalls,
           ...lease.values,
           runId,
-          before.flow,
+          before.name,
           before.kind,
           before.step,
           before.status,
@@ -197,7 +197,7 @@ export function planRecords(db: Tables, runId: string, writes: readonly RunWrite
   if (first?.kind !== "record" || records.length < writes.length) return undefined;
   const { segment, seq } = first;
   // recordRefusal reads of the run only whether it exists and ended, its segment and its count.
-  const needed = { step: 0, status: "running", flow: "", kind: "flow", segment } as const;
+  const needed = { step: 0, status: "running", name: "", kind: "flow", segment } as const;
   const verdict = commitRefusal(runId, writes, needed, (s) => (s === segment ? seq : 0), undefined, 0);
   if ("refused" in verdict) return undefined;
   return {

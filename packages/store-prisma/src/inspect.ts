@@ -32,9 +32,9 @@ export function runListing(db: Tables, query: RunQuery | undefined): Listing {
   const runId = db.provider === "postgresql" ? `"run_id" COLLATE "C"` : `"run_id"`;
   const where: string[] = [];
   const values: Array<string | number> = [];
-  if (q.flow !== undefined) {
+  if (q.name !== undefined) {
     where.push(`"flow" = ?`);
-    values.push(q.flow);
+    values.push(q.name);
   }
   if (q.status !== undefined) {
     where.push(`"status" IN (${q.status.map(() => "?").join(", ")})`);
@@ -62,7 +62,7 @@ export function runListing(db: Tables, query: RunQuery | undefined): Listing {
           const lease = leaseFrom(row);
           return {
             runId: row.run_id,
-            flow: row.flow,
+            name: row.flow,
             kind: row.kind,
             step: Number(row.step),
             status: row.status,

@@ -76,6 +76,6 @@ export async function readRun(db: Tables, sql: Sql, runId: string, lock = false)
   const head =
     flow === null || kind === null || status === null
       ? undefined
-      : { flow, kind, status, step: Number(step), segment: Number(segment), segmentCalls: Number(segment_calls) };
+      : { name: flow, kind, status, step: Number(step), segment: Number(segment), segmentCalls: Number(segment_calls) };
   return { head, lease: leaseFrom(row), now: Number(row.now) };
 }

@@ -146,7 +146,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async latest(runId: string): Promise<StoredCheckpoint> {
     const rows = await this.#query<StoredCheckpoint>(
       "latest",
-      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step" DESC LIMIT 1`,
+      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step" DESC LIMIT 1`,
       runId,
     );
     const row = rows[0];
@@ -154,10 +154,10 @@ export class PrismaCheckpointStore implements CheckpointStore {
     return { ...row, step: Number(row.step), segment: Number(row.segment) };
   }
 
-  async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+  async *listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
     if (options.claimable === true) {
       for (let cursor = FIRST_CLAIMABLE; ; ) {
-        const { query, values } = claimableQuery(this.#db, flow, cursor, PAGE);
+        const { query, values } = claimableQuery(this.#db, name, cursor, PAGE);
         const page = claimablePage(await this.#query<ClaimableRow>("listUnfinished", query, ...values), cursor, PAGE);
         yield* page.ids;
         if (page.next === undefined) return;
@@ -169,7 +169,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
       const rows = await this.#query<{ run_id: string }>(
         "listUnfinished",
         `SELECT "run_id" FROM ${this.#db.tables.runs} WHERE "flow" = ? AND "run_id" > ? AND "status" IN ${UNFINISHED_IN} ORDER BY "run_id" LIMIT ${PAGE}`,
-        flow,
+        name,
         after,
       );
       for (const row of rows) yield row.run_id;
@@ -214,7 +214,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async history(runId: string): Promise<StoredCheckpoint[]> {
     const rows = await this.#query<StoredCheckpoint>(
       "history",
-      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
+      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
       runId,
     );
     return rows.map((row) => ({ ...row, step: Number(row.step), segment: Number(row.segment) }));

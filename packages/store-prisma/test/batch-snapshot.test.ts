@@ -14,7 +14,7 @@ const LIVE = 60_000;
 const row = (step: number, segment = 0): CheckpointRow => ({
   status: "running",
   segment,
-  flow: "f",
+  name: "f",
   kind: "flow",
   sealed: `d1.-.{"step":${step}}`,
 });

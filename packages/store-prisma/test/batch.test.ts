@@ -31,7 +31,7 @@ const record = (segment: number, seq: number, tag = ""): RunWrite => ({
 const row = (step: number, segment = 0, status: RunStatus = "running", flow = "f"): CheckpointRow => ({
   status,
   segment,
-  flow,
+  name: flow,
   kind: "flow",
   sealed: `d1.-.{"step":${step}}`,
 });

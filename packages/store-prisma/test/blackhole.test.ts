@@ -7,7 +7,7 @@ import { postgresAnswers, testDatabase } from "./databases.js";
 const TIMEOUT = 2500;
 // A busy CI machine may fire the timer late.
 const MARGIN = 1000;
-const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (): CheckpointRow => ({ status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 /** A batch for run "r" at step 0: a record, the next checkpoint, a record. */
 const batch = (): RunWrite[] => [
   { kind: "record", segment: 0, seq: 0, sealed: "d1.-.{}" },

@@ -53,7 +53,7 @@ describe.each(targets)("PrismaCheckpointStore.fromClient on %s", (provider) => {
       step: 0,
       status: "running",
       segment: 0,
-      flow: "f",
+      name: "f",
       kind: "flow",
       identity: {},
       calls: [0],

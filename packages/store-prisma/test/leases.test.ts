@@ -28,7 +28,7 @@ afterEach(() => void vi.restoreAllMocks());
 const row = (segment: number, status: RunStatus = "running", flow = "f"): CheckpointRow => ({
   status,
   segment,
-  flow,
+  name: flow,
   kind: "flow",
   sealed: "d1.-.{}",
 });
@@ -281,7 +281,7 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
     expect((await list(store, "old", false)).sort()).toEqual(["old-paused", "old-running"]);
     expect(await list(store, "old")).toEqual(["old-running"]);
     expect(await store.leaseOf("old-running")).toBeUndefined();
-    await store.save("old-running", 1, { ...row(1), flow: "old" }, { owner: "worker-a", ms: LIVE });
+    await store.save("old-running", 1, { ...row(1), name: "old" }, { owner: "worker-a", ms: LIVE });
     expect(await store.leaseOf("old-running")).toMatchObject({ owner: "worker-a" });
     expect(await list(store, "old")).toEqual([]);
     expect(await claimableIndexColumns(name, target, `${tablePrefix}runs`)).toEqual([

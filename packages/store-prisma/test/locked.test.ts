@@ -8,7 +8,7 @@ import { removeSqlite, sqliteUrl } from "./databases.js";
 const BUSY = 300;
 // A busy CI machine may be slow to return.
 const MARGIN = 1500;
-const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (): CheckpointRow => ({ status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 afterAll(removeSqlite);
 
 describe("PrismaCheckpointStore on a SQLite file another connection keeps locked", () => {

@@ -87,7 +87,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
         step,
         status: "running",
         segment: 0,
-        flow: "pool",
+        name: "pool",
         kind: "flow",
         identity: {},
         calls: [0],

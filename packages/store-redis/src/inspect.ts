@@ -153,7 +153,7 @@ function summary(
   if (typeof flow !== "string" || typeof status !== "string") return undefined;
   const run = {
     runId: entry.runId,
-    flow,
+    name: flow,
     kind: kind as RunKind,
     step: Number(step),
     status: status as RunStatus,

@@ -130,7 +130,7 @@ export class RedisCheckpointStore implements CheckpointStore {
     const head = {
       step: Number(step),
       status: status as RunStatus,
-      flow: String(flow),
+      name: String(flow),
       kind: kind as RunKind,
       segment: Number(headSegment),
     };
@@ -169,11 +169,11 @@ export class RedisCheckpointStore implements CheckpointStore {
    * leases, on the first claimable listing of each bucket): entries of runs
    * that expired are skipped (a later `save` in their bucket drops them).
    */
-  listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+  listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
     return listRuns(
       (script, keys, args) => this.#eval(script, keys, args),
       this.prefix,
-      flow,
+      name,
       options.claimable === true,
     );
   }
@@ -383,5 +383,5 @@ function checkpointOf(runId: string, step: number, text: string): StoredCheckpoi
     throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
   }
   const [status, segment, flow, kind, sealed] = row;
-  return { runId, step, status, segment: Number(segment), flow, kind, sealed };
+  return { runId, step, status, segment: Number(segment), name: flow, kind, sealed };
 }

@@ -128,7 +128,7 @@ export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly
       String(step),
       row.status,
       String(row.segment),
-      row.flow,
+      row.name,
       row.kind,
       row.sealed,
       lease?.owner ?? "",

@@ -8,7 +8,7 @@ import { OwnRedis } from "./own-server.js";
 const TIMEOUT = 2500;
 // A busy CI machine may fire the timer late.
 const MARGIN = 1000;
-const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (): CheckpointRow => ({ status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 
 describe("RedisCheckpointStore behind a connection that goes silent", () => {
   let server: OwnRedis;

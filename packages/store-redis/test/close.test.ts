@@ -6,7 +6,7 @@ import { freePort } from "@durable/test-utils/net";
 import { exitAfterClose } from "./exit-after-close.js";
 import { OwnRedis } from "./own-server.js";
 
-const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (): CheckpointRow => ({ status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 // Long enough that a busy CI machine connects and runs a script in time; the checks below add a margin to it.
 const TIMEOUT = 1500;
 const MARGIN = 400;

@@ -116,7 +116,7 @@ const REFUSED: readonly Refused[] = [
   {
     name: "a checkpoint of another flow after good records",
     setup: (s, r) => s.save(r, 0, row()),
-    batch: [record(0, 0), save(1, { flow: "g" })],
+    batch: [record(0, 0), save(1, { name: "g" })],
     at: 1,
     error: CheckpointConflict,
   },

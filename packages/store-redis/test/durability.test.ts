@@ -4,7 +4,7 @@ import { type CheckpointRow, InvalidInput, StoreNotReady, StoreUnavailable } fro
 import { RedisCheckpointStore, type RedisStoreOptions } from "../src/index.js";
 import { OwnRedis } from "./own-server.js";
 
-const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (): CheckpointRow => ({ status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 const AOF_ALWAYS = ["--save", "", "--appendonly", "yes", "--appendfsync", "always"];
 const AOF_EVERYSEC = ["--save", "", "--appendonly", "yes", "--appendfsync", "everysec"];
 const NONE = ["--save", "", "--appendonly", "no"];

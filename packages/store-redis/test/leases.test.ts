@@ -168,8 +168,8 @@ if (await redisAnswers()) {
       await s.save("paused", 0, row({ status: "paused" }));
       await s.save("done", 0, row(), A);
       await s.save("done", 1, row({ status: "done" }), A);
-      await s.save("other", 0, row({ flow: "g" }));
-      await s.save("prefix of", 0, row({ flow: "ff" }));
+      await s.save("other", 0, row({ name: "g" }));
+      await s.save("prefix of", 0, row({ name: "ff" }));
       await sleep(300);
       expect(await collect(s.listUnfinished("f", { claimable: true }))).toEqual(["none", "released", "short", "zero"]);
       expect(await collect(s.listUnfinished("f"))).toEqual(["live", "none", "paused", "released", "short", "zero"]);

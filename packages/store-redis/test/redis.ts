@@ -13,7 +13,7 @@ export const client = () => createClient({ url: REDIS_URL });
 export const row = (over: Partial<CheckpointRow> = {}): CheckpointRow => ({
   status: "running",
   segment: 0,
-  flow: "f",
+  name: "f",
   kind: "flow",
   sealed: "d1.-.{}",
   ...over,

@@ -31,7 +31,7 @@ export function commitWrites(sql: Statements, runId: string, writes: readonly Ru
       sql.insertCall.run(runId, write.segment, write.seq, write.sealed);
       if (write.segment === segment) calls += 1;
     } else {
-      const { status, flow, kind, sealed } = write.row;
+      const { status, name: flow, kind, sealed } = write.row;
       sql.insertCheckpoint.run(runId, write.step, status, write.row.segment, flow, kind, sealed);
     }
   }
@@ -39,7 +39,7 @@ export function commitWrites(sql: Statements, runId: string, writes: readonly Ru
     sql.setCalls.run(calls, runId);
     return;
   }
-  const { status, flow, kind } = save.row;
+  const { status, name: flow, kind } = save.row;
   const { lease } = verdict;
   sql.upsertRun.run(
     runId,

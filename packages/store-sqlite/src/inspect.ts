@@ -37,7 +37,7 @@ export function listRuns(db: Database.Database, t: Tables, query: RunQuery | und
     q,
     rows.map((row) => ({
       runId: row.run_id,
-      flow: row.flow,
+      name: row.flow,
       kind: row.kind,
       step: row.step,
       status: row.status,
@@ -54,9 +54,9 @@ export function listRuns(db: Database.Database, t: Tables, query: RunQuery | und
 export function listingSql(t: Tables, q: ResolvedRunQuery): { sql: string; params: Array<string | number> } {
   const where: string[] = [];
   const params: Array<string | number> = [];
-  if (q.flow !== undefined) {
+  if (q.name !== undefined) {
     where.push("flow = ?");
-    params.push(q.flow);
+    params.push(q.name);
   }
   if (q.status !== undefined) {
     where.push(`status IN (${q.status.map(() => "?").join(", ")})`);
@@ -82,7 +82,7 @@ export function listingSql(t: Tables, q: ResolvedRunQuery): { sql: string; param
 export function history(db: Database.Database, t: Tables, runId: string): StoredCheckpoint[] {
   const rows = db
     .prepare(
-      `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step`,
+      `SELECT run_id AS runId, step, status, segment, flow AS name, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step`,
     )
     .all(runId) as StoredCheckpoint[];
   return rows.map((row) => ({ ...row }));

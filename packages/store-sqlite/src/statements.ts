@@ -11,7 +11,7 @@ const STORE_NOW = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 /** A run's head row: what compare-and-set and the lease rules read. The lease columns are NULL when released. */
 export interface RunRow {
-  readonly flow: string;
+  readonly name: string;
   readonly kind: RunKind;
   readonly step: number;
   readonly status: RunStatus;
@@ -66,7 +66,7 @@ export function prepare(db: Database.Database, t: Tables): Statements {
 /** The SQL of every statement the store runs, for tables `t`; tests explain its query plans. */
 export function statementSql(t: Tables): Record<StatementName, string> {
   return {
-    run: `SELECT flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
+    run: `SELECT flow AS name, kind, step, status, segment, segment_calls, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
     now: `SELECT ${STORE_NOW} AS now`,
     insertCheckpoint: `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, updated_at)
@@ -78,7 +78,7 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     release: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ? AND segment = ? AND lease_owner = ?`,
     leaseOf: `SELECT lease_owner AS owner, lease_expires AS expiresAt, ${STORE_NOW} AS now
        FROM ${t.runs} WHERE run_id = ? AND lease_owner IS NOT NULL AND lease_expires IS NOT NULL`,
-    latest: `SELECT run_id AS runId, step, status, segment, flow, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
+    latest: `SELECT run_id AS runId, step, status, segment, flow AS name, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step DESC LIMIT 1`,
     // Listings page by key (flow, then past the last row), so each page is one range of an index.
     unfinished: `SELECT run_id FROM ${t.runs}
        WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,

@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { MemoryCheckpointStore, type MemoryData, StoreUnavailable } from "@durable/core";
+import type { MemoryData } from "@durable/core/internal";
+import { MemoryCheckpointStore, StoreUnavailable } from "@durable/core";
 import {
   type CheckpointRow,
   type CheckpointStore,

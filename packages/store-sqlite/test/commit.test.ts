@@ -21,7 +21,7 @@ const MINUTE = 60_000;
 const row = (status: RunStatus, segment: number): CheckpointRow => ({
   status,
   segment,
-  flow: "f",
+  name: "f",
   kind: "flow",
   sealed: `d1.${status}.${segment}`,
 });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { FaultPoint } from "@durable/core/runner";
+import type { FaultPoint } from "@durable/core/internal";
 import {
   IN_CALL_POINTS,
   TOOL_NAMES,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { canonicalJson, type FaultPoint } from "@durable/core/runner";
+import type { FaultPoint } from "@durable/core/internal";
+import { canonicalJson } from "@durable/core/runner";
 import { crashAndRecover, expectedOf, problemsOf, type CallCase, type Latencies } from "./flow-call-identity.js";
 
 // The first process: the mail branch is slow and the charge branch fast, so charge is issued before mail.

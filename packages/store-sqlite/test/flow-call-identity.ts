@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { idempotencyKey, type JsonValue, ToolRegistry } from "@durable/core";
-import { canonicalJson, faultPoint, type FaultPoint, readCallLog, Sealer } from "@durable/core/runner";
+import { faultPoint, type FaultPoint } from "@durable/core/internal";
+import { canonicalJson, readCallLog, Sealer } from "@durable/core/runner";
 import { Flow, type NodeContext } from "@durable/flow";
 import { SQLiteCheckpointStore } from "../src/index.js";
 

@@ -18,7 +18,7 @@ const MINUTE = 60_000;
 const row = (step = 0): CheckpointRow => ({
   status: "running",
   segment: 0,
-  flow: "f",
+  name: "f",
   kind: "flow",
   sealed: `d${step}`,
 });

@@ -29,7 +29,7 @@ describe("the inspection listing", () => {
       // One step each, a scan or a range of the index in the listing's order: no temporary B-tree for ORDER BY.
       expect(plan({})).toBe(`SCAN ${t.runs} USING INDEX ${t.runs}_recent`);
       expect(plan(cursor)).toBe(`SEARCH ${t.runs} USING INDEX ${t.runs}_recent ((updated_at,run_id)<(?,?))`);
-      expect(plan({ flow: "f" })).toBe(`SEARCH ${t.runs} USING INDEX ${t.runs}_flow_recent (flow=?)`);
+      expect(plan({ name: "f" })).toBe(`SEARCH ${t.runs} USING INDEX ${t.runs}_flow_recent (flow=?)`);
       expect(plan({ status: ["failed"], runIdPrefix: "r" })).toBe(
         `SEARCH ${t.runs} USING INDEX ${t.runs}_status_recent (status=?)`,
       );

@@ -31,7 +31,7 @@ afterEach(() => vi.restoreAllMocks());
 const row = (status: RunStatus, segment: number, flow = "f"): CheckpointRow => ({
   status,
   segment,
-  flow,
+  name: flow,
   kind: "flow",
   sealed: "d1.-.{}",
 });

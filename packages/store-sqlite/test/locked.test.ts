@@ -8,7 +8,7 @@ import { newDatabasePath, removeDatabase } from "./conformance.js";
 const BUSY = 300;
 // A busy CI machine may be slow to return.
 const MARGIN = 1000;
-const row = (): CheckpointRow => ({ status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (): CheckpointRow => ({ status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 const path = newDatabasePath();
 const groupPath = newDatabasePath();
 afterAll(() => [path, groupPath].forEach(removeDatabase));

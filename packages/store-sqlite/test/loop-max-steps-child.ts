@@ -7,7 +7,8 @@
 import { appendFileSync } from "node:fs";
 import { ToolRegistry } from "@durable/core";
 import { CheckpointNotFound } from "@durable/core/store";
-import { DurableRun, faultPoint, Sealer } from "@durable/core/runner";
+import { faultPoint } from "@durable/core/internal";
+import { DurableRun, Sealer } from "@durable/core/runner";
 import { recoverToolLoop, runToolLoop, type LoopModel } from "@durable/loop";
 import { SQLiteCheckpointStore } from "../src/index.js";
 

@@ -14,7 +14,7 @@ const path = () => {
 };
 afterAll(() => created.forEach(removeDatabase));
 
-const row = { status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" } as const;
+const row = { status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" } as const;
 
 describe("bad input gets a typed error", () => {
   it("a path in a missing folder", () => {

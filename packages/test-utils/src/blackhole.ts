@@ -101,7 +101,7 @@ async function failure(
 /** One call of every protocol operation on run "r" (saved at step 0), by name: what a silent network must fail. */
 export function everyOperation(store: CheckpointStore): Record<string, () => Promise<unknown>> {
   return {
-    save: () => store.save("r", 1, { status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" }),
+    save: () => store.save("r", 1, { status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" }),
     latest: () => store.latest("r"),
     listUnfinished: async () => {
       for await (const id of store.listUnfinished("f")) void id;
@@ -128,7 +128,7 @@ export function writeOperations(store: CheckpointStore): Record<string, () => Pr
 export async function expectWorksAgain(store: CheckpointStore): Promise<void> {
   const back = await store.latest("r");
   expect([back.step, back.status]).toEqual([0, "running"]);
-  await store.save("r", 1, { status: "running", segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+  await store.save("r", 1, { status: "running", segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
   expect((await store.latest("r")).step).toBe(1);
 }
 

@@ -140,7 +140,7 @@ async function measureWaitCost(rootNodes: ReadonlyArray<{ url: string }>, writes
     run: `run-${replicas}`,
     samples: [] as number[],
   }));
-  const row = { status: "running", segment: 0, flow: "wait", kind: "flow", sealed: "x".repeat(200) } as const;
+  const row = { status: "running", segment: 0, name: "wait", kind: "flow", sealed: "x".repeat(200) } as const;
   const BLOCK = 50;
   try {
     for (const side of sides) await side.store.save(side.run, 0, row);

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CheckpointStoreCorrupt, type RunAnchor, StoreUnavailable } from "@durable/core";
+import type { RunAnchor } from "@durable/core/store";
+import { CheckpointStoreCorrupt, StoreUnavailable } from "@durable/core";
 import { DurableRun, readCallLog } from "@durable/core/runner";
 import { expect } from "vitest";
 import type { Harness } from "../harness/harness.js";

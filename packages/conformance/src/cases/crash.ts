@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { canonicalJson, FAULT_POINTS, type FaultPoint } from "@durable/core/runner";
+import { FAULT_POINTS, type FaultPoint } from "@durable/core/internal";
+import { canonicalJson } from "@durable/core/runner";
 import type { Harness } from "../harness/harness.js";
 import { acknowledged, acknowledgmentsFile } from "../process/acknowledgments.js";
 import { attemptExecutions, type Child } from "../process/child.js";

@@ -31,7 +31,7 @@ const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1
 /** Saves a run of `flow` at steps 0…last, its last step with `status`. */
 async function saveRun(h: Harness, runId: string, flow: string, last: number, status: RunStatus = "running") {
   for (let step = 0; step <= last; step++)
-    await h.store.save(runId, step, h.row(runId, step, { flow, status: step === last ? status : "running" }));
+    await h.store.save(runId, step, h.row(runId, step, { name: flow, status: step === last ? status : "running" }));
 }
 
 /** Every run of a query, page after page. */
@@ -75,7 +75,7 @@ export const inspectGroup: ConformanceGroup = {
           [runId, 3, "done"],
         ]);
         expect(rows[3]?.sealed, rule(operation, "each row as saved")).toBe(
-          h.row(runId, 3, { flow, status: "done" }).sealed,
+          h.row(runId, 3, { name: flow, status: "done" }).sealed,
         );
         expect(await inspecting(h).history(h.runId()), rule("history(unknown)", "an empty list")).toEqual([]);
       },
@@ -92,22 +92,22 @@ export const inspectGroup: ConformanceGroup = {
         await saveRun(h, c, flow, 2, "paused");
         await tick();
         await saveRun(h, d, flow, 0);
-        const operation = "listRuns({ flow }) after runs a (failed), b (done), c (paused), d (running) were saved";
-        const { runs } = await inspecting(h).listRuns({ flow });
+        const operation = "listRuns({ name }) after runs a (failed), b (done), c (paused), d (running) were saved";
+        const { runs } = await inspecting(h).listRuns({ name: flow });
         expect(ids(runs), rule(operation, "d, c, b, a: newest first")).toEqual([d, c, b, a]);
         const c0 = runs[1];
         expect(
-          c0 && { step: c0.step, status: c0.status, segment: c0.segment, flow: c0.flow, kind: c0.kind },
+          c0 && { step: c0.step, status: c0.status, segment: c0.segment, name: c0.name, kind: c0.kind },
           rule(operation, "c at step 2, paused"),
-        ).toEqual({ step: 2, status: "paused", segment: 0, flow, kind: "flow" });
+        ).toEqual({ step: 2, status: "paused", segment: 0, name: flow, kind: "flow" });
         expect(
           runs.every((run, i) => i === 0 || (runs[i - 1]?.updatedAt ?? 0) >= run.updatedAt),
           rule(operation, "updatedAt falls from each run to the next"),
         ).toBe(true);
         await tick();
-        await h.store.save(a, 2, h.row(a, 2, { flow, segment: 1, status: "running" }));
-        const again = "listRuns({ flow }) after a failed-then-claimed run a saved again";
-        const after = await inspecting(h).listRuns({ flow });
+        await h.store.save(a, 2, h.row(a, 2, { name: flow, segment: 1, status: "running" }));
+        const again = "listRuns({ name }) after a failed-then-claimed run a saved again";
+        const after = await inspecting(h).listRuns({ name: flow });
         expect(ids(after.runs)[0], rule(again, "a first: its latest save is the newest")).toBe(a);
       },
     },
@@ -130,15 +130,15 @@ export const inspectGroup: ConformanceGroup = {
             .listRuns(query)
             .then((page) => ids(page.runs).sort());
         expect(
-          await list({ flow, status: ["done"] }),
-          rule("listRuns({ flow, status: [done] })", "the done runs"),
+          await list({ name: flow, status: ["done"] }),
+          rule("listRuns({ name, status: [done] })", "the done runs"),
         ).toEqual([done, unprefixed].sort());
         expect(
           await list({ runIdPrefix: prefix }),
           rule("listRuns({ runIdPrefix })", "every run whose id starts with it, of any name"),
         ).toEqual([done, running, elsewhere].sort());
         expect(
-          await list({ runIdPrefix: prefix, flow, status: ["running", "paused"] }),
+          await list({ runIdPrefix: prefix, name: flow, status: ["running", "paused"] }),
           rule("listRuns({ runIdPrefix, flow, status: [running, paused] })", "only the run matching all three"),
         ).toEqual([running]);
         expect(
@@ -154,19 +154,19 @@ export const inspectGroup: ConformanceGroup = {
         const runIds = Array.from({ length: 7 }, (_, i) => h.runId(`page${i}`));
         for (const runId of runIds) await saveRun(h, runId, flow, 0);
         const store = inspecting(h);
-        const { runs, pages } = await everyPage(store, { flow, limit: 3 });
-        const operation = "listRuns({ flow, limit: 3 }) then its next cursors, over 7 runs";
+        const { runs, pages } = await everyPage(store, { name: flow, limit: 3 });
+        const operation = "listRuns({ name, limit: 3 }) then its next cursors, over 7 runs";
         expect(
           pages.map((page) => page.runs.length),
           rule(operation, "pages of 3, 3 and 1"),
         ).toEqual([3, 3, 1]);
         expect(pages.at(-1)?.next, rule(operation, "no next on the last page")).toBeUndefined();
         expect(ids(runs).sort(), rule(operation, "each run once")).toEqual([...runIds].sort());
-        const whole = await store.listRuns({ flow, limit: 10 });
+        const whole = await store.listRuns({ name: flow, limit: 10 });
         expect(ids(runs), rule(operation, "the same order as one page of 10")).toEqual(ids(whole.runs));
-        const first = await store.listRuns({ flow, limit: 3 });
+        const first = await store.listRuns({ name: flow, limit: 3 });
         await saveRun(h, h.runId("later"), flow, 0);
-        const second = await store.listRuns({ flow, limit: 3, ...(first.next ? { cursor: first.next } : {}) });
+        const second = await store.listRuns({ name: flow, limit: 3, ...(first.next ? { cursor: first.next } : {}) });
         expect(
           ids(second.runs),
           rule("a page read by cursor after a newer run was saved", "the same runs as before it was saved"),
@@ -179,13 +179,13 @@ export const inspectGroup: ConformanceGroup = {
         const flow = ownFlow();
         const held = h.runId("held");
         const released = h.runId("released");
-        await h.store.save(held, 0, h.row(held, 0, { flow }), { owner: "worker-a", ms: 60_000 });
-        await h.store.save(released, 0, h.row(released, 0, { flow }), { owner: "worker-b", ms: 60_000 });
+        await h.store.save(held, 0, h.row(held, 0, { name: flow }), { owner: "worker-a", ms: 60_000 });
+        await h.store.save(released, 0, h.row(released, 0, { name: flow }), { owner: "worker-b", ms: 60_000 });
         await h.store.release(released, 0, "worker-b");
-        const { runs } = await inspecting(h).listRuns({ flow });
+        const { runs } = await inspecting(h).listRuns({ name: flow });
         const byId = new Map(runs.map((run) => [run.runId, run]));
         const view = await h.store.leaseOf(held);
-        const operation = "listRuns({ flow }) of a held run and a released one";
+        const operation = "listRuns({ name }) of a held run and a released one";
         expect(byId.get(held)?.lease, rule(operation, "the held run's lease as leaseOf reads it")).toEqual({
           owner: "worker-a",
           expiresAt: view?.expiresAt,

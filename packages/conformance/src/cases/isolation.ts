@@ -37,7 +37,7 @@ export const isolationGroup: ConformanceGroup = {
         const other = await h.otherStore();
         const runId = h.runId();
         const flow = h.runId("flow");
-        await h.saveSteps(runId, 1, { flow });
+        await h.saveSteps(runId, 1, { name: flow });
         await h.recordCalls(runId, 0, 0, 2);
 
         await expectRejects(
@@ -55,7 +55,7 @@ export const isolationGroup: ConformanceGroup = {
         ).toEqual([]);
 
         // The same run id in the other store is another run.
-        await other.save(runId, 0, h.row(runId, 0, { flow, data: { other: true } }));
+        await other.save(runId, 0, h.row(runId, 0, { name: flow, data: { other: true } }));
         await other.recordCall(runId, 0, 0, h.call(runId, 0, 0, { callId: "other" }));
         await other.delete(runId);
         const untouched = rule(
@@ -80,14 +80,14 @@ export const isolationGroup: ConformanceGroup = {
         const prefix = h.runId("id");
         const ids = AWKWARD_IDS.map((id) => `${prefix}${id}`);
         for (const runId of ids) {
-          await h.store.save(runId, 0, h.row(runId, 0, { flow, data: { id: runId } }));
+          await h.store.save(runId, 0, h.row(runId, 0, { name: flow, data: { id: runId } }));
           await h.recordCalls(runId, 0, 0, 1);
         }
         for (const runId of ids) {
           expect(
             (await h.store.latest(runId)).sealed,
             byId(`latest(${JSON.stringify(runId)})`, "the row saved under exactly that id"),
-          ).toBe(h.row(runId, 0, { flow, data: { id: runId } }).sealed);
+          ).toBe(h.row(runId, 0, { name: flow, data: { id: runId } }).sealed);
           expect(
             (await h.store.calls(runId)).map((c) => c.sealed),
             byId(`calls(${JSON.stringify(runId)})`, "the record of exactly that id"),

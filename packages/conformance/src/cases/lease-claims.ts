@@ -25,7 +25,7 @@ const shifted = (shift: number) => `Date.now ${shift > 0 ? "an hour ahead" : "an
 
 /** Starts a run with A's lease of `ms`. */
 async function startHeld(h: Harness, runId: string, ms: number, flow?: string): Promise<void> {
-  await h.store.save(runId, 0, h.row(runId, 0, { flow }), { owner: OWNER_A, ms });
+  await h.store.save(runId, 0, h.row(runId, 0, { name: flow }), { owner: OWNER_A, ms });
 }
 
 /** A lease taken while the worker's clock is off by `shift`: live right after by the store's clock, run out once its length passed. */
@@ -114,7 +114,7 @@ export const leaseClaimCases: readonly ConformanceCase[] = [
       const flow = h.runId("flow");
       const runId = h.runId();
       await startHeld(h, runId, LONG_MS, flow);
-      const claimed = h.row(runId, 1, { flow, segment: 1 });
+      const claimed = h.row(runId, 1, { name: flow, segment: 1 });
       await withDateNowShifted(HOUR_MS, async () => {
         const held = await leaseHeldBy(h, runId, OWNER_A, `a ${LONG_MS} ms lease for A, read with ${shifted(HOUR_MS)}`);
         expect(
@@ -150,7 +150,7 @@ export const leaseClaimCases: readonly ConformanceCase[] = [
       expect(await listedClaimable(h, flow, runId), listed(after, true)).toBe(true);
       await expectResolves(
         leaseRule(`save(runId, 1) from segment 1 by B ${after}`, "accepted: the lease ran out"),
-        claim(h, runId, 1, 1, { owner: OWNER_B, ms: LONG_MS }, { flow }),
+        claim(h, runId, 1, 1, { owner: OWNER_B, ms: LONG_MS }, { name: flow }),
       );
       await leaseHeldBy(h, runId, OWNER_B, `B's claim ${after}`);
       expect(await listedClaimable(h, flow, runId), listed("after B's claim", false)).toBe(false);

@@ -79,13 +79,13 @@ export const leaseListingCase: ConformanceCase = {
       Array.from({ length: kind.count }, (_, i) => ({ kind, runId: h.runId(`${kind.name}-${i}`) })),
     );
     await inBatches(runs, ({ kind, runId }) =>
-      h.store.save(runId, 0, h.row(runId, 0, { flow, status: kind.status }), kind.lease),
+      h.store.save(runId, 0, h.row(runId, 0, { name: flow, status: kind.status }), kind.lease),
     );
     // The last short lease was taken before this instant; waiting from here outlasts every one of them.
     const shortLeasesTaken = Date.now();
     await inBatches(runs, ({ kind, runId }) => kind.afterwards?.(h, runId) ?? Promise.resolve());
     const other = h.runId("other-flow");
-    await h.store.save(other, 0, h.row(other, 0, { flow: `${flow}-other` }));
+    await h.store.save(other, 0, h.row(other, 0, { name: `${flow}-other` }));
     await sleep(Math.max(0, shortLeasesTaken + SHORT_MS + PAST_MS - Date.now()));
 
     const ids = (keep: (kind: Kind) => boolean) =>

@@ -127,8 +127,8 @@ export const leaseRenewalCases: readonly ConformanceCase[] = [
     async run(h) {
       const flow = h.runId("flow");
       const runId = h.runId();
-      await h.store.save(runId, 0, h.row(runId, 0, { flow }), { owner: OWNER_A, ms: LONG_MS });
-      await claim(h, runId, 1, 1, { owner: OWNER_A, ms: LONG_MS }, { flow });
+      await h.store.save(runId, 0, h.row(runId, 0, { name: flow }), { owner: OWNER_A, ms: LONG_MS });
+      await claim(h, runId, 1, 1, { owner: OWNER_A, ms: LONG_MS }, { name: flow });
       for (const [operation, segment, owner] of [
         ["release(runId, 1, B) while A holds the lease", 1, OWNER_B],
         ["release(runId, 0, A) after A claimed segment 1", 0, OWNER_A],
@@ -155,7 +155,7 @@ export const leaseRenewalCases: readonly ConformanceCase[] = [
           "save(runId, 2) from segment 2 by B right after A released",
           "accepted: the run is claimable at once",
         ),
-        claim(h, runId, 2, 2, { owner: OWNER_B, ms: LONG_MS }, { flow }),
+        claim(h, runId, 2, 2, { owner: OWNER_B, ms: LONG_MS }, { name: flow }),
       );
       await leaseHeldBy(h, runId, OWNER_B, "B's claim of the released run");
     },
@@ -180,8 +180,8 @@ export const leaseRenewalCases: readonly ConformanceCase[] = [
         ["a lease of 0 ms", { owner: OWNER_A, ms: 0 }],
       ] as const) {
         const runId = h.runId();
-        await h.store.save(runId, 0, h.row(runId, 0, { flow }), { owner: OWNER_A, ms: LONG_MS });
-        await h.store.save(runId, 1, h.row(runId, 1, { flow }), lease);
+        await h.store.save(runId, 0, h.row(runId, 0, { name: flow }), { owner: OWNER_A, ms: LONG_MS });
+        await h.store.save(runId, 1, h.row(runId, 1, { name: flow }), lease);
         await expectNoLease(h, runId, `a running save(runId, 1) with ${how}`);
         expect(
           await listedClaimable(h, flow, runId),
@@ -189,7 +189,7 @@ export const leaseRenewalCases: readonly ConformanceCase[] = [
         ).toBe(true);
         await expectResolves(
           leaseRule(`save(runId, 2) from segment 1 by B after a save with ${how}`, "accepted: the run holds no lease"),
-          claim(h, runId, 2, 1, { owner: OWNER_B, ms: LONG_MS }, { flow }),
+          claim(h, runId, 2, 1, { owner: OWNER_B, ms: LONG_MS }, { name: flow }),
         );
       }
       const unleased = h.runId("unleased");

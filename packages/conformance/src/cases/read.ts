@@ -49,7 +49,7 @@ export const readGroup: ConformanceGroup = {
           `${base}  `,
           `${base} 北京`,
         ];
-        for (const runId of ids) await h.store.save(runId, 0, h.row(runId, 0, { flow, data: { runId } }));
+        for (const runId of ids) await h.store.save(runId, 0, h.row(runId, 0, { name: flow, data: { runId } }));
         for (const runId of ids) {
           expect(
             await h.store.latest(runId),
@@ -57,7 +57,7 @@ export const readGroup: ConformanceGroup = {
           ).toEqual({
             runId,
             step: 0,
-            ...h.row(runId, 0, { flow, data: { runId } }),
+            ...h.row(runId, 0, { name: flow, data: { runId } }),
           });
         }
         expect(
@@ -88,11 +88,11 @@ export const readGroup: ConformanceGroup = {
           failed: h.runId("failed"),
         };
         for (const [status, runId] of Object.entries(ids)) {
-          await h.store.save(runId, 0, h.row(runId, 0, { flow }));
-          await h.store.save(runId, 1, h.row(runId, 1, { flow, status: status as "running" }));
+          await h.store.save(runId, 0, h.row(runId, 0, { name: flow }));
+          await h.store.save(runId, 1, h.row(runId, 1, { name: flow, status: status as "running" }));
         }
         const other = h.runId("other-flow");
-        await h.store.save(other, 0, h.row(other, 0, { flow: `${flow}-other` }));
+        await h.store.save(other, 0, h.row(other, 0, { name: `${flow}-other` }));
         expect(
           await unfinished(h.store, flow),
           rule(
@@ -109,11 +109,11 @@ export const readGroup: ConformanceGroup = {
         const runId = h.runId();
         const listed = (status: string, expected: string) =>
           rule(`listUnfinished(flow) after a ${status} latest step`, expected);
-        await h.store.save(runId, 0, h.row(runId, 0, { flow, status: "paused" }));
+        await h.store.save(runId, 0, h.row(runId, 0, { name: flow, status: "paused" }));
         expect(await unfinished(h.store, flow), listed("paused", "the run's id")).toEqual([runId]);
-        await h.store.save(runId, 1, h.row(runId, 1, { flow, status: "running" }));
+        await h.store.save(runId, 1, h.row(runId, 1, { name: flow, status: "running" }));
         expect(await unfinished(h.store, flow), listed("running", "the run's id")).toEqual([runId]);
-        await h.store.save(runId, 2, h.row(runId, 2, { flow, status: "done" }));
+        await h.store.save(runId, 2, h.row(runId, 2, { name: flow, status: "done" }));
         expect(await unfinished(h.store, flow), listed("done", "no id")).toEqual([]);
       },
     },
@@ -125,7 +125,7 @@ export const readGroup: ConformanceGroup = {
         const gone = h.runId("gone");
         const kept = `${gone}-kept`;
         for (const runId of [gone, kept]) {
-          await h.saveSteps(runId, 1, { flow });
+          await h.saveSteps(runId, 1, { name: flow });
           await h.recordCalls(runId, 0, 0, 3);
         }
         await h.store.delete(gone);
@@ -143,7 +143,7 @@ export const readGroup: ConformanceGroup = {
           after(`calls of run "<id>-kept"`, "its 3 records (delete touches no other run)"),
         ).toHaveLength(3);
         // The id is free again: a new run starts at step 0 with an empty log.
-        await h.store.save(gone, 0, h.row(gone, 0, { flow }));
+        await h.store.save(gone, 0, h.row(gone, 0, { name: flow }));
         await h.recordCalls(gone, 0, 0, 1);
         expect(
           await h.store.calls(gone),

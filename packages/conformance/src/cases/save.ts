@@ -26,7 +26,7 @@ export const saveGroup: ConformanceGroup = {
       name: "takes step 0 for a new run and reads back every column",
       async run(h) {
         const runId = h.runId();
-        const row = h.row(runId, 0, { status: "paused", segment: 3, flow: "tickets", kind: "loop" });
+        const row = h.row(runId, 0, { status: "paused", segment: 3, name: "tickets", kind: "loop" });
         await h.store.save(runId, 0, row);
         expect(
           await h.store.latest(runId),
@@ -118,12 +118,12 @@ export const saveGroup: ConformanceGroup = {
       name: "refuses a save for another flow's or another kind's run",
       async run(h) {
         const runId = h.runId();
-        await h.store.save(runId, 0, h.row(runId, 0, { flow: "tickets" }));
+        await h.store.save(runId, 0, h.row(runId, 0, { name: "tickets" }));
         await expectRefused(h, runId, 'save(runId, 1) of flow "refunds" on a run of flow "tickets"', () =>
-          h.store.save(runId, 1, h.row(runId, 1, { flow: "refunds" })),
+          h.store.save(runId, 1, h.row(runId, 1, { name: "refunds" })),
         );
         await expectRefused(h, runId, 'save(runId, 1) of kind "loop" on a run of kind "flow"', () =>
-          h.store.save(runId, 1, h.row(runId, 1, { flow: "tickets", kind: "loop" })),
+          h.store.save(runId, 1, h.row(runId, 1, { name: "tickets", kind: "loop" })),
         );
       },
     },

@@ -57,10 +57,12 @@ export const scaleGroup: ConformanceGroup = {
         const prefix = h.runId("scale");
         const ids = Array.from({ length: RUNS }, (_, i) => `${prefix}-${i}-`.padEnd(ID_LENGTH, "x"));
         for (let i = 0; i < ids.length; i += 50) {
-          await Promise.all(ids.slice(i, i + 50).map((runId) => h.store.save(runId, 0, h.row(runId, 0, { flow }))));
+          await Promise.all(
+            ids.slice(i, i + 50).map((runId) => h.store.save(runId, 0, h.row(runId, 0, { name: flow }))),
+          );
         }
         const ended = h.runId("ended");
-        await h.store.save(ended, 0, h.row(ended, 0, { flow, status: "done" }));
+        await h.store.save(ended, 0, h.row(ended, 0, { name: flow, status: "done" }));
 
         // A full listing first: it checks every id, and warms the store (connections, loaded scripts, caches),
         // so the heap measured below is what listing itself holds.

@@ -1,5 +1,5 @@
-import type { JsonObject, JsonValue } from "@durable/core";
-import { type SealedColumns, Sealer, type SealPurpose } from "@durable/core/runner";
+import type { JsonValue } from "@durable/core";
+import { type SealedColumns, Sealer, type SealPurpose, type JsonObject } from "@durable/core/runner";
 import { KIT_ENCRYPTION_KEY, KIT_KEY } from "../harness/harness.js";
 import type { RawAccess } from "../harness/initializer.js";
 import { kitSealer } from "../process/scenarios.js";
@@ -136,8 +136,9 @@ export function checkpointTampers(flow: string): Tamper[] {
     purpose: "checkpoint",
     read: (raw, id) => raw.readCheckpoint(id, LATEST_STEP),
     write: (raw, id, sealed) => raw.writeCheckpoint(id, LATEST_STEP, sealed),
-    columns: (runId) => ({ runId, step: LATEST_STEP, status: "running", segment: 0, flow, kind: "flow" }),
+    columns: (runId) => ({ runId, step: LATEST_STEP, status: "running", segment: 0, name: flow, kind: "flow" }),
   };
+  // The body as it is sealed (the run's name under `flow`): each field is changed in turn.
   const sample = { runId: "", step: 0, status: "", segment: 0, flow: "", kind: "", identity: {}, calls: [0], data: {} };
   return [
     ...fieldTampers("checkpoint", sample, io),

@@ -21,7 +21,7 @@ export function isEncryptedRun(runId: string): boolean {
 export interface RowOptions {
   readonly status?: RunStatus;
   readonly segment?: number;
-  readonly flow?: string;
+  readonly name?: string;
   readonly kind?: RunKind;
   readonly data?: JsonValue;
   /** How many call records the checkpoint counts in each segment (default none). */
@@ -131,7 +131,7 @@ export function kitRow(sealer: Sealer, runId: string, step: number, options: Row
     step,
     status: options.status ?? "running",
     segment: options.segment ?? 0,
-    flow: options.flow ?? "conformance",
+    name: options.name ?? "conformance",
     kind: options.kind ?? "flow",
     identity: { user: "kit" },
     calls: Array.from({ length: (options.segment ?? 0) + 1 }, (_, s) => options.calls?.[s] ?? 0),

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { RunAnchor } from "@durable/core";
+import type { RunAnchor } from "@durable/core/store";
 import type { AnchorCapability } from "../harness/initializer.js";
 
 /** Names the anchor a worker process writes through, as JSON `AnchorHandle` (the anchor group's workers). */

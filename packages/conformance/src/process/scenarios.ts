@@ -1,27 +1,26 @@
 import { appendFileSync } from "node:fs";
 import {
-  type CallDecisions,
+  type InDoubtDecisions,
   CheckpointNotFound,
   type CheckpointStore,
   Executor,
   type JsonValue,
   RecoveryNeedsDecision,
   StoreUnavailable,
-  type RunAnchor,
   type ToolContext,
   ToolRegistry,
 } from "@durable/core";
+import { faultPoint } from "@durable/core/internal";
 import {
   callIdOf,
   type CallRecord,
   canonicalJson,
   DurableRun,
-  faultPoint,
   readEnvelope,
   type RunEnvelope,
   Sealer,
 } from "@durable/core/runner";
-import type { RunWrite } from "@durable/core/store";
+import type { RunWrite, RunAnchor } from "@durable/core/store";
 import { Call, Flow, FlowRunner, type FlowOptions, type FlowResult } from "@durable/flow";
 import {
   recoverToolLoop,
@@ -182,8 +181,8 @@ const LOOP_NAME = "conformance-loop";
 const DECIDER = "conformance-kit";
 
 /** The decisions a recovery is given: none, or a decision on each call in doubt. */
-interface Decisions {
-  readonly decide?: CallDecisions;
+interface RecoveryDecisions {
+  readonly decide?: InDoubtDecisions;
   readonly by?: string;
 }
 
@@ -300,7 +299,7 @@ export class ScenarioDriver {
     }
   }
 
-  async #recoverAndFinish(scenario: ScenarioName, runId: string, decisions: Decisions): Promise<void> {
+  async #recoverAndFinish(scenario: ScenarioName, runId: string, decisions: RecoveryDecisions): Promise<void> {
     const latest = await DurableRun.latest(this.#store, sealer, runId);
     if (latest.status === "done") return;
     const options = { ...decisions, takeOver: true };
@@ -320,7 +319,7 @@ export class ScenarioDriver {
 
   async #finishLoop(result: LoopResult): Promise<void> {
     while (result.status === "paused") {
-      const options = { ...this.#loopOptions(result.runId), decisions: approveAll(result.approvals) };
+      const options = { ...this.#loopOptions(result.runId), answers: approveAll(result.approvals) };
       result = await runToolLoop(crashModel, this.#loopTools, [], options);
     }
   }

@@ -155,13 +155,6 @@ export class RecoveryNeedsDecision extends DurableError {
   }
 }
 
-/** The flow's graph is invalid, or it changed since the checkpoint was saved. */
-export class FlowError extends DurableError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super("FLOW_ERROR", message, options);
-  }
-}
-
 /** A recovery or resume names another end user, thread or principal than the run's own. */
 export class IdentityMismatch extends DurableError {
   readonly runId: string;

@@ -19,8 +19,8 @@ export const FAULT_POINTS = [
   "checkpoint.before-save",
   "checkpoint.after-save",
   "claim.before-log-read",
-  "resume.before-decision-save",
-  "resume.after-decision-save",
+  "resume.before-answers-save",
+  "resume.after-answers-save",
   "model.before-call",
   "model.inside",
 ] as const;

@@ -3,7 +3,7 @@ import type { Identity } from "../base/identity.js";
 import type { CallLog } from "../log/call-log.js";
 import type { CallRef, EventSink } from "../log/events.js";
 import type { RunKind } from "../store/contract.js";
-import type { BoundDecision } from "./approvals.js";
+import type { BoundAnswer } from "./approvals.js";
 import { callSite } from "./call-id.js";
 import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
 
@@ -17,14 +17,14 @@ export type CallOutcome =
   | { readonly status: "pending" }
   | { readonly status: "denied"; readonly reason?: string };
 
-/** What the calls of one round share: the log, the replay plan, decisions, and what happened to each call. */
+/** What the calls of one round share: the log, the replay plan, approval answers, and what happened to each call. */
 export interface CallScopeInit {
   readonly kind: RunKind;
   readonly log: CallLog;
   readonly plan: ReplayPlan;
   readonly identity: Identity;
-  /** Approval decisions stored with the run's latest checkpoint, by call id. */
-  readonly decisions?: ReadonlyMap<string, BoundDecision>;
+  /** Approval answers stored with the run's latest checkpoint, by call id. */
+  readonly answers?: ReadonlyMap<string, BoundAnswer>;
   readonly events?: EventSink | undefined;
   /** Aborted when the worker gave the run up: no call of the round starts after that. */
   readonly signal?: AbortSignal | undefined;

@@ -6,7 +6,7 @@ import { InvalidInput, InvalidToolArgs } from "../base/errors.js";
 import type { CallRef } from "../log/events.js";
 import type { FinishedOutcome } from "./replay.js";
 import { checkOptionTypes, describeType, isObject } from "../base/option-checks.js";
-import { readDecision, type ApprovalDecision, type ApprovalPort } from "./approvals.js";
+import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.js";
 import type { CallOutcome, CallScope } from "./call-scope.js";
 import type { ToolDefinition, ToolRegistry } from "./tools.js";
 import { validateWith } from "../base/standard-schema.js";
@@ -63,25 +63,25 @@ export class Executor {
     }
 
     const next = plan.next.get(callId);
-    // A call that started was approved already: its next attempt needs no new decision.
+    // A call that started was approved already: its next attempt needs no new answer.
     if (definition.approval && next === undefined) {
-      const decision = await this.#decide(scope, ref, jsonArgs, argsText);
-      if (decision === undefined) return { status: "pending" };
-      if (!decision.approved)
-        return { status: "denied", ...(decision.reason === undefined ? {} : { reason: decision.reason }) };
+      const answer = await this.#answer(scope, ref, jsonArgs, argsText);
+      if (answer === undefined) return { status: "pending" };
+      if (!answer.approved)
+        return { status: "denied", ...(answer.reason === undefined ? {} : { reason: answer.reason }) };
     }
 
     return decoded(scope, tool, await attemptCall({ scope, ref, definition, args: jsonArgs, next }));
   }
 
-  /** The decision for an approval call, or undefined when the run must pause for one. */
-  async #decide(
+  /** The answer for an approval call, or undefined when the run must pause for one. */
+  async #answer(
     scope: CallScope,
     ref: CallRef,
     args: JsonValue,
     argsText: string,
-  ): Promise<ApprovalDecision | undefined> {
-    const stored = scope.init.decisions?.get(ref.callId);
+  ): Promise<ApprovalAnswer | undefined> {
+    const stored = scope.init.answers?.get(ref.callId);
     if (stored !== undefined && stored.argsText === argsText) return stored;
     const entry = { round: scope.init.plan.round, callId: ref.callId, tool: ref.tool, kind: "pending", args } as const;
     if (this.#approvals === undefined) {
@@ -91,7 +91,7 @@ export class Executor {
     }
     await scope.init.log.append({ ...entry, port: true });
     const request = { runId: scope.runId, callId: ref.callId, tool: ref.tool, args, identity: scope.init.identity };
-    return readDecision(await this.#approvals(request), `the approval port's answer for ${ref.tool}`);
+    return readAnswer(await this.#approvals(request), `the approval port's answer for ${ref.tool}`);
   }
 }
 

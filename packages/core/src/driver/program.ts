@@ -1,5 +1,5 @@
 import type { JsonObject } from "../base/json.js";
-import type { CallDecisions } from "../run/in-doubt-decisions.js";
+import type { InDoubtDecisions } from "../run/in-doubt-decisions.js";
 import type { CallLog, CallRecord } from "../log/call-log.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { RunEnvelope } from "../run/envelope.js";
@@ -15,7 +15,7 @@ import type { ToolRegistry } from "../calls/tools.js";
 
 // The shapes of the run driver: what a program gives it, what it is given, what it returns.
 
-/** A run paused for decisions on its pending approvals: what `run`, `recover` and `resume` return then. */
+/** A run paused for answers to its pending approvals: what `run`, `recover` and `resume` return then. */
 export interface PausedResult {
   readonly status: "paused";
   readonly runId: string;
@@ -23,24 +23,27 @@ export interface PausedResult {
   readonly approvals: readonly PendingCall[];
 }
 
-/** What one step of a program leaves. */
+/** What one step of a program leaves, by what the driver does next. */
 export type StepOutcome<D> =
-  /** A call waits on a decision: the run is saved paused, at the start of the round, to run it again once resumed. */
-  | { readonly paused: true }
-  | {
-      readonly paused: false;
-      readonly data: D;
-      /** Every call of the round is made: the next step works in the next round, and the round's decisions are spent. */
-      readonly roundOver: boolean;
-      /** The run ended: its checkpoint is saved `done`. */
-      readonly done: boolean;
-      /**
-       * The run waits for input from outside (a conversation's next message):
-       * saved `paused` with this data and no pending call, and the program's
-       * result returned. A resume with new data goes on from it.
-       */
-      readonly waits?: boolean;
-    };
+  /** A call waits on an approval's answer: the run is saved paused, at the start of the round, to run it again once answered. */
+  | { readonly next: "pause" }
+  /** The step's data is saved `running`, and the next step goes on. */
+  | ({ readonly next: "step" } & SteppedData<D>)
+  /**
+   * The run waits for input from outside (a conversation's next message):
+   * saved `paused` with this data and no pending call, and the program's
+   * result returned. A resume with new data goes on from it.
+   */
+  | ({ readonly next: "wait" } & SteppedData<D>)
+  /** The run ended: its checkpoint is saved `done`. */
+  | ({ readonly next: "done" } & SteppedData<D>);
+
+/** The data a step leaves, and whether its round is over. */
+export interface SteppedData<D> {
+  readonly data: D;
+  /** Every call of the round is made: the next step works in the next round, and the round's answers are spent. */
+  readonly roundOver: boolean;
+}
 
 /** What a step works with. */
 export interface StepContext {
@@ -61,7 +64,7 @@ export interface StepContext {
  */
 export interface RunProgram<D, R> {
   readonly kind: RunKind;
-  /** The flow's or loop's name, stored as the checkpoint's `flow`. */
+  /** The flow's or loop's name: the run's `name`. */
   readonly name: string;
   /** Its tools: calls in doubt of idempotent ones run again without a decision. */
   readonly registry: ToolRegistry;
@@ -80,7 +83,7 @@ export interface RunProgram<D, R> {
   /** The result of a run that is done. */
   result(data: D, at: { readonly runId: string; readonly step: number }): R;
   /** What `checkpoint.saved` carries for it: a flow's name, a loop's stage. */
-  saved(data: D): { readonly flow?: string; readonly stage?: LoopStage };
+  saved(data: D): { readonly name?: string; readonly stage?: LoopStage };
 }
 
 /** Where the driver keeps runs, and where it reports. */
@@ -106,7 +109,7 @@ export interface RecoverOptions {
    * acts on it. A decision on a call that is not in doubt is `InvalidInput`,
    * and nothing is written.
    */
-  readonly decide?: CallDecisions;
+  readonly decide?: InDoubtDecisions;
   /** Who decides, recorded with each decision (default: the worker's lease owner). */
   readonly by?: string;
   /** Claim the run even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */

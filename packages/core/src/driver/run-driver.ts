@@ -1,17 +1,18 @@
-import { checkBeforeClaim, decideAtClaim, decidedBy, readCallDecisions } from "../run/in-doubt-decisions.js";
+import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from "../run/in-doubt-decisions.js";
+import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
 import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
-import { bindDecisions, type Decisions } from "../calls/approvals.js";
+import type { ApprovalAnswers } from "../calls/approvals.js";
 import { faultPoint } from "../base/fault-points.js";
 import { identityOf, resumeIdentity, type Identity } from "../base/identity.js";
 import { freshPlan, planReplay } from "../calls/replay.js";
 import { newRunId } from "../base/names.js";
 import { DurableRun } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
-import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "../store/contract.js";
+import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { eachConcurrently } from "../base/concurrent.js";
 import type {
   DriverOptions,
@@ -26,12 +27,12 @@ import { leaseTerms } from "../run/lease.js";
 import { whileDriving } from "../run/process-lock.js";
 import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
-import { cancelRun } from "../run/cancel.js";
+import { saveCancelled } from "../run/cancel.js";
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it
  * (identity first), claims it, plans the replay of its cut-short round,
- * resumes it with bound decisions, drives its steps, and saves each
+ * resumes it with bound answers, drives its steps, and saves each
  * checkpoint with its event. See docs/protocol.md, "The run driver".
  */
 export class RunDriver<D, R> {
@@ -77,13 +78,13 @@ export class RunDriver<D, R> {
   }
 
   async #start(runId: string, data: D, ctx: Identity | undefined): Promise<R | PausedResult> {
-    const envelope: RunEnvelope<D> = { round: 1, pending: [], decisions: [], program: data };
+    const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
     const { run } = DurableRun.startLater(
       {
         store: this.#store,
         sealer: this.#sealer,
         runId,
-        flow: this.#program.name,
+        name: this.#program.name,
         kind: this.#program.kind,
         identity: identityOf(ctx),
         data: this.#drive.json(envelope),
@@ -98,27 +99,21 @@ export class RunDriver<D, R> {
    * Reads and verifies the run's latest checkpoint and checks that this
    * caller may go on with it here: its identity first (someone else's ctx
    * learns nothing of the run), then its kind and name, then that it has not
-   * ended. `CheckpointNotFound` when nothing is stored.
+   * ended (for a retry: that it failed). `CheckpointNotFound` when nothing is stored.
    */
-  async open(runId: string, ctx: Identity | undefined, failed = false): Promise<OpenedRun<D>> {
+  async open(runId: string, ctx: Identity | undefined, retrying = false): Promise<OpenedRun<D>> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
     resumeIdentity(runId, latest.identity, ctx);
     const { kind, name } = this.#program;
-    if (latest.kind !== kind || latest.flow !== name) {
+    if (latest.kind !== kind || latest.name !== name) {
       throw new CheckpointConflict(
         runId,
-        `the run belongs to ${latest.kind} ${JSON.stringify(latest.flow)}, not ${kind} ${JSON.stringify(name)}.`,
+        `the run belongs to ${latest.kind} ${JSON.stringify(latest.name)}, not ${kind} ${JSON.stringify(name)}.`,
       );
     }
-    if (failed ? latest.status !== "failed" : isEnded(latest.status))
-      throw new CheckpointConflict(
-        runId,
-        failed
-          ? `the run is ${latest.status}, not failed: there is nothing to retry.`
-          : `the run ended (${latest.status}).`,
-      );
     const stored = readEnvelope(runId, latest.data);
-    if (stored.cancelled === true) throw new CheckpointConflict(runId, "the run was cancelled: it does not go on.");
+    if (retrying) retried(latest, stored);
+    else goesOn(latest, stored);
     return { latest, envelope: { ...stored, program: await this.#program.read(runId, stored.program) } };
   }
 
@@ -141,7 +136,7 @@ export class RunDriver<D, R> {
       const { latest, envelope } = await this.open(runId, options.ctx);
       const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
       const stored = { ...envelope, program: this.#program.write(envelope.program) };
-      return cancelRun({ ...at, events: this.#events }, latest, stored, reason);
+      return saveCancelled({ ...at, events: this.#events }, latest, stored, reason);
     });
   }
 
@@ -156,7 +151,7 @@ export class RunDriver<D, R> {
 
   async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult> {
     options.signal?.throwIfAborted();
-    const decided = options.decide === undefined ? undefined : readCallDecisions(options.decide, this.#codec);
+    const decided = options.decide === undefined ? undefined : readInDoubtDecisions(options.decide, this.#codec);
     const by = decidedBy(options.by, this.#lease.owner);
     const opened = await this.open(runId, options.ctx, retrying);
     const { latest } = opened;
@@ -166,7 +161,7 @@ export class RunDriver<D, R> {
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
     }
-    const { error: _failedWith, ...envelope } = opened.envelope;
+    const envelope = retrying ? retried(latest, opened.envelope) : opened.envelope;
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
     // A retry's claim saves the run without its error; a recovery's, the latest checkpoint's data as it is.
@@ -182,7 +177,7 @@ export class RunDriver<D, R> {
       let records = claimed.records;
       if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
       if (decided !== undefined)
-        records = await decideAtClaim(this.#store, this.#sealer, run, records, envelope.round, decided, by);
+        ({ records } = await decideAtClaim(this.#store, this.#sealer, run, records, envelope.round, decided, by));
       const plan = await this.#drive.plan(run, records, envelope.round, options);
       await emit(this.#events, {
         type: "run.recovered",
@@ -241,45 +236,39 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * Resumes a paused run with decisions on its pending approvals. The
-   * decisions are stored with the claim before any is spent, so one resume
+   * Resumes a paused run with answers to its pending approvals. The
+   * answers are stored with the claim before any is spent, so one resume
    * wins: a second one of the same pause is `CheckpointConflict`. `program`,
    * when given, replaces the program's data with the claim (a conversation's
    * next message, added to a run that waits for it).
    */
   resume(
     opened: OpenedRun<D>,
-    decisions: Decisions,
+    answers: ApprovalAnswers,
     options: RecoverOptions = {},
     program?: D,
   ): Promise<R | PausedResult> {
-    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, decisions, options, program));
+    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, answers, options, program));
   }
 
   async #resume(
     opened: OpenedRun<D>,
-    decisions: Decisions,
+    answers: ApprovalAnswers,
     options: RecoverOptions,
     program: D | undefined,
   ): Promise<R | PausedResult> {
     const { latest } = opened;
     const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
-    if (latest.status !== "paused")
-      throw new CheckpointConflict(
-        latest.runId,
-        `the run is ${latest.status}, not paused: there is nothing to resume.`,
-      );
-    const bound = bindDecisions(latest.runId, envelope.pending, decisions);
-    const decided: RunEnvelope<D> = { ...envelope, pending: [], decisions: [...envelope.decisions, ...bound] };
+    const resumed = answered(latest, envelope, answers);
     options.signal?.throwIfAborted();
-    faultPoint("resume.before-decision-save");
-    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#drive.json(decided) };
+    faultPoint("resume.before-answers-save");
+    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#drive.json(resumed) };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
-    faultPoint("resume.after-decision-save");
+    faultPoint("resume.after-answers-save");
     return this.#holding(run, options.signal, async () => {
-      await this.#drive.saved(checkpoint, decided.program);
-      const plan = await this.#drive.plan(run, records, decided.round, options);
-      return this.#drive.steps(run, this.#drive.claimed(run, decided, records), plan, options.signal);
+      await this.#drive.saved(checkpoint, resumed.program);
+      const plan = await this.#drive.plan(run, records, resumed.round, options);
+      return this.#drive.steps(run, this.#drive.claimed(run, resumed, records), plan, options.signal);
     });
   }
 

@@ -15,7 +15,7 @@ const RUNNER_OPTIONS: Readonly<Record<string, OptionType>> = {
   by: "string",
   takeOver: "boolean",
   lease: "object",
-  decisions: "object",
+  answers: "object",
   name: "string",
   runId: "string",
   codec: "object",

@@ -38,13 +38,13 @@ export class RunSteps<D, R> {
       signal?.throwIfAborted();
       // A step queued to land later that did not (its commit failed) stops the run here, not rounds later.
       run.throwIfWriteFailed();
-      const decisions = new Map(envelope.decisions.map((d) => [d.callId, d]));
+      const answers = new Map(envelope.answers.map((answer) => [answer.callId, answer]));
       const scope = new CallScope({
         kind: this.#program.kind,
         log: run.log,
         plan,
         identity: run.identity,
-        decisions,
+        answers,
         events: this.#events,
         signal,
         codec: this.#codec,
@@ -66,16 +66,16 @@ export class RunSteps<D, R> {
       }
       // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
       signal?.throwIfAborted();
-      if (outcome.paused) return this.#pause(run, envelope, scope);
+      if (outcome.next === "pause") return this.#pause(run, envelope, scope);
       const next: RunEnvelope<D> = outcome.roundOver
-        ? { round: envelope.round + 1, pending: [], decisions: [], program: outcome.data }
+        ? { round: envelope.round + 1, pending: [], answers: [], program: outcome.data }
         : { ...envelope, program: outcome.data };
       // Which finished calls of the log the round took is known once the round is over.
       const unreplayed = outcome.roundOver ? scope.unreplayed : [];
-      if (outcome.waits === true) return this.#wait(run, next, unreplayed);
+      if (outcome.next === "wait") return this.#wait(run, next, unreplayed);
       let checkpoint: CheckpointBody;
       try {
-        if (outcome.done) checkpoint = await run.save("done", this.json(next));
+        if (outcome.next === "done") checkpoint = await run.save("done", this.json(next));
         else {
           // A running step lands with the run's next commit: the next call's `started`, or a save that must land.
           const data = next.program;
@@ -84,7 +84,7 @@ export class RunSteps<D, R> {
       } catch (error) {
         throw await this.#fail(run, envelope, error);
       }
-      if (outcome.done) {
+      if (outcome.next === "done") {
         await this.saved(checkpoint, next.program, unreplayed);
         await emit(this.#events, {
           type: "run.done",
@@ -122,10 +122,10 @@ export class RunSteps<D, R> {
     }
   }
 
-  /** Saves a paused checkpoint that keeps the round's starting point and lists the calls waiting on decisions. */
+  /** Saves a paused checkpoint that keeps the round's starting point and lists the calls waiting on answers. */
   async #pause(run: DurableRun, envelope: RunEnvelope<D>, scope: CallScope): Promise<PausedResult> {
     const pending = scope.pending.map(({ callId, tool, args }) => ({ callId, tool, args }));
-    // Decisions already given stay with the run until its round is over: each is bound to its call.
+    // Answers already given stay with the run until its round is over: each is bound to its call.
     const step = await this.#savePaused(run, { ...envelope, pending }, []);
     return { status: "paused", runId: run.runId, step, approvals: pending };
   }
@@ -161,7 +161,7 @@ export class RunSteps<D, R> {
     if (leavesRunForRecovery(error)) return error;
     const text = errorText(error);
     try {
-      const checkpoint = await run.save("failed", this.json({ ...envelope, pending: [], decisions: [], error: text }));
+      const checkpoint = await run.save("failed", this.json({ ...envelope, pending: [], answers: [], error: text }));
       await this.saved(checkpoint, envelope.program);
       await emit(this.#events, {
         type: "run.failed",

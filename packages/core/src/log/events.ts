@@ -22,8 +22,8 @@ export interface CheckpointSaved extends EventBase {
   readonly type: "checkpoint.saved";
   readonly step: number;
   readonly status: RunStatus;
-  /** The flow's name (flows). */
-  readonly flow?: string;
+  /** The run's name (flows). */
+  readonly name?: string;
   /** The loop's stage (tool loops). */
   readonly stage?: LoopStage;
   /** `done` records of the round this checkpoint completes that no call of the round claimed (its code made other calls, e.g. with changed arguments). */
@@ -163,3 +163,6 @@ export async function emit(sink: EventSink | undefined, event: EventInput): Prom
     process.emitWarning(`@durable: an event sink failed on ${event.type}: ${String(error)}`);
   }
 }
+
+/** One kind of event, by its type: `EventOf<"run.recovered">`. */
+export type EventOf<T extends DurableEvent["type"]> = Extract<DurableEvent, { readonly type: T }>;

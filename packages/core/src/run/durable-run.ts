@@ -17,7 +17,7 @@ export interface RunStart {
   readonly store: CheckpointStore;
   readonly sealer: Sealer;
   readonly runId: string;
-  readonly flow: string;
+  readonly name: string;
   readonly kind: RunKind;
   readonly identity: Identity;
   readonly data: JsonValue;
@@ -30,7 +30,7 @@ export interface ClaimOptions {
   readonly lease?: LeaseTerms | undefined;
   /** Claim even while another worker's lease is live (that worker is fenced). */
   readonly takeOver?: boolean | undefined;
-  /** Replaces the checkpoint's data (a resume stores its decisions so). */
+  /** Replaces the checkpoint's data (a resume stores its answers so). */
   readonly data?: JsonValue | undefined;
 }
 
@@ -43,7 +43,7 @@ export class DurableRun {
   readonly store: CheckpointStore;
   readonly sealer: Sealer;
   readonly runId: string;
-  readonly flow: string;
+  readonly name: string;
   readonly kind: RunKind;
   readonly identity: Identity;
   readonly log: CallLog;
@@ -56,7 +56,7 @@ export class DurableRun {
     this.store = init.store;
     this.sealer = init.sealer;
     this.runId = init.runId;
-    this.flow = init.flow;
+    this.name = init.name;
     this.kind = init.kind;
     this.identity = init.identity;
     this.#writer = new RunWriter(init.store, init.runId);
@@ -95,7 +95,7 @@ export class DurableRun {
     onLanded?: (checkpoint: CheckpointBody) => void,
   ): { run: DurableRun; checkpoint: CheckpointBody; landed: Promise<void> } {
     assertRunId(init.runId);
-    assertRunName(init.flow);
+    assertRunName(init.name);
     const run = new DurableRun(init, -1, 0, []);
     const { body, landed } = run.#queue(0, "running", init.data, false, false, () => onLanded?.(body));
     return { run, checkpoint: body, landed };
@@ -195,7 +195,7 @@ export class DurableRun {
       step,
       status,
       segment: this.segment,
-      flow: this.flow,
+      name: this.name,
       kind: this.kind,
       identity: this.identity,
       calls: this.log.counts,

@@ -1,5 +1,5 @@
 import { CheckpointStoreCorrupt } from "../base/errors.js";
-import type { BoundDecision } from "../calls/approvals.js";
+import type { BoundAnswer } from "../calls/approvals.js";
 import { isArrayOf, isCount, isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
 import type { PendingCall } from "../calls/replay.js";
 
@@ -14,10 +14,10 @@ export interface RunEnvelope<P = JsonObject> {
    * opens it, then that reply's tool calls).
    */
   readonly round: number;
-  /** Calls waiting on a decision (paused checkpoints). */
+  /** Calls waiting on an approval's answer (paused checkpoints). */
   readonly pending: readonly PendingCall[];
-  /** Decisions stored by a resume, spent by the calls of the round. */
-  readonly decisions: readonly BoundDecision[];
+  /** Approval answers stored by a resume, spent by the calls of the round (sealed under the key `decisions`). */
+  readonly answers: readonly BoundAnswer[];
   /** Why the run failed (failed checkpoints). */
   readonly error?: string;
   /** The run was cancelled (a failed checkpoint that a retry does not go on from). */
@@ -33,12 +33,12 @@ export interface RunEnvelope<P = JsonObject> {
  */
 export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   const fields = isJsonObject(data) ? data : {};
-  const { round, pending, decisions, error, cancelled, program } = fields;
+  const { round, pending, decisions: answers, error, cancelled, program } = fields;
   const ok =
     isCount(round) &&
     round >= 1 &&
     isArrayOf(pending, isPendingCall) &&
-    isArrayOf(decisions, isBoundDecision) &&
+    isArrayOf(answers, isBoundAnswer) &&
     (error === undefined || isString(error)) &&
     (cancelled === undefined || cancelled === true) &&
     isJsonObject(program);
@@ -50,7 +50,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   return {
     round,
     pending,
-    decisions,
+    answers,
     ...(error === undefined ? {} : { error }),
     ...(cancelled === true ? { cancelled } : {}),
     program,
@@ -59,11 +59,11 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, pending, decisions, error, cancelled, program } = envelope;
+  const { round, pending, answers, error, cancelled, program } = envelope;
   return {
     round,
     pending: pending.map(({ callId, tool, args }) => ({ callId, tool, args })),
-    decisions: decisions.map(({ callId, argsText, approved, reason }) => ({
+    decisions: answers.map(({ callId, argsText, approved, reason }) => ({
       callId,
       argsText,
       approved,
@@ -79,7 +79,7 @@ function isPendingCall(value: JsonValue): value is JsonObject & PendingCall {
   return isJsonObject(value) && isString(value["callId"]) && isString(value["tool"]) && value["args"] !== undefined;
 }
 
-function isBoundDecision(value: JsonValue): value is JsonObject & BoundDecision {
+function isBoundAnswer(value: JsonValue): value is JsonObject & BoundAnswer {
   return (
     isJsonObject(value) &&
     isString(value["callId"]) &&

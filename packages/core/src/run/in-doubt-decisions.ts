@@ -1,17 +1,13 @@
+import { encodeValue, type ValueCodec } from "../base/codec.js";
+import { InvalidInput, MAX_ERROR_TEXT } from "../base/errors.js";
 import type { JsonValue } from "../base/json.js";
+import { isObject } from "../base/option-checks.js";
+import { type Classification, classifyCalls } from "../calls/replay.js";
 import { type CallLog, type CallRecord, readCallLog } from "../log/call-log.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
-import { encodeValue, PLAIN_JSON, type ValueCodec } from "../base/codec.js";
-import { isEnded, type CheckpointStore } from "../store/contract.js";
-import { runStorage, type StorageOptions } from "./storage.js";
-import { readEnvelope } from "./envelope.js";
-import { CheckpointConflict, InvalidInput, MAX_ERROR_TEXT } from "../base/errors.js";
-import { whileDriving } from "./process-lock.js";
-import { leaseTerms, type LeaseOptions } from "./lease.js";
-import { checkCodec, isObject } from "../base/option-checks.js";
-import { type Classification, classifyCalls } from "../calls/replay.js";
-import { DurableRun } from "./durable-run.js";
-import type { CheckpointKeys, Sealer } from "../seal/sealer.js";
+import type { Sealer } from "../seal/sealer.js";
+import type { CheckpointStore } from "../store/contract.js";
+import type { DurableRun } from "./durable-run.js";
 
 /**
  * An operator's decision on one call in doubt, once it was checked at the
@@ -20,10 +16,10 @@ import type { CheckpointKeys, Sealer } from "../seal/sealer.js";
  * stored as the run's codec encodes it, replayed as if it had finished), `"skip"` or `{ error }` (it did not happen
  * and must not: the call fails, a recorded failure).
  */
-export type CallDecision = "rerun" | "skip" | { readonly result: unknown } | { readonly error: string };
+export type InDoubtDecision = "rerun" | "skip" | { readonly result: unknown } | { readonly error: string };
 
-/** Decisions on calls in doubt, by call id (`RecoverOptions.decide`). */
-export type CallDecisions = Readonly<Record<string, CallDecision>>;
+/** Decisions on calls in doubt, by call id (`RecoverOptions.decide`, `decideInDoubt`). */
+export type InDoubtDecisions = Readonly<Record<string, InDoubtDecision>>;
 
 /** A decision as the call log keeps it. */
 export type DecidedOutcome =
@@ -38,7 +34,7 @@ const SKIPPED = "Skipped: an operator decided the call must not run.";
  * Reads `decide`, each `{ result }` as `codec` stores it: `InvalidInput` for anything but an object of call
  * ids to decisions, before anything is written.
  */
-export function readCallDecisions(given: unknown, codec: ValueCodec): Map<string, DecidedOutcome> {
+export function readInDoubtDecisions(given: unknown, codec: ValueCodec): Map<string, DecidedOutcome> {
   if (!isObject(given)) throw new InvalidInput("decide must be an object of call ids to decisions.");
   const decided = new Map<string, DecidedOutcome>();
   for (const [callId, decision] of Object.entries(given)) {
@@ -129,7 +125,7 @@ export function decidedBy(by: unknown, worker: string): string {
 /**
  * Records decisions right after a claim (the fenced worker can add nothing
  * more), then reads the log again: the round is planned from what the log
- * holds, decisions included.
+ * holds, decisions included. Returns the log and the call ids decided.
  */
 export async function decideAtClaim(
   store: CheckpointStore,
@@ -139,74 +135,7 @@ export async function decideAtClaim(
   round: number,
   decided: ReadonlyMap<string, DecidedOutcome>,
   by: string,
-): Promise<CallRecord[]> {
-  await recordDecisions(run.log, records, { ...classifyCalls(records, round), round }, decided, by);
-  return readCallLog(store, sealer, run.runId, run.log.counts);
-}
-
-/** Where `decideCalls` records: the store, the key, and who decides. */
-export interface DecideCallsOptions extends StorageOptions {
-  readonly checkpointKey: CheckpointKeys;
-  /** Who decides, recorded with each decision (default: this process's worker id). */
-  readonly by?: string;
-  /** The lease taken while the decisions are recorded (default: this process's worker id, 30 s). */
-  readonly lease?: LeaseOptions;
-  /** How a `{ result }` is stored: the workers' codec (default: plain JSON). */
-  readonly codec?: ValueCodec;
-  /** The step the decider saw: refused (`CheckpointConflict`) when the run's latest step is another. */
-  readonly expectStep?: number;
-}
-
-/**
- * Records decisions on a run's calls in doubt ahead of its recovery, with
- * only the store and the key (an operator's script, a console): claims the
- * run (refused with `LeaseHeld` while a worker holds it), records each
- * decision, saves a checkpoint that counts them, and releases the run. The
- * next recovery, by any worker, acts on them without being told. Returns the
- * call ids decided (a call that finished since keeps its outcome).
- */
-export async function decideCalls(
-  runId: string,
-  decide: CallDecisions,
-  options: DecideCallsOptions,
-): Promise<string[]> {
-  checkCodec("decideCalls", options.codec);
-  const decided = readCallDecisions(decide, options.codec ?? PLAIN_JSON);
-  const { store, sealer } = runStorage("decideCalls", options);
-  const lease = leaseTerms("decideCalls", options.lease);
-  const by = decidedBy(options.by, lease.owner);
-  return whileDriving(store, runId, async () => {
-    const latest = await DurableRun.latest(store, sealer, runId);
-    checkSeen(latest, options.expectStep);
-    if (latest.status !== "running")
-      throw new CheckpointConflict(
-        runId,
-        `the run is ${latest.status}: ${isEnded(latest.status) ? "it ended" : "it waits for a resume"}.`,
-      );
-    const { round } = readEnvelope(runId, latest.data);
-    await checkBeforeClaim(store, sealer, latest, round, decided);
-    const { run, records } = await DurableRun.claim(store, sealer, latest, { lease });
-    try {
-      const recorded = await recordDecisions(
-        run.log,
-        records,
-        { ...classifyCalls(records, round), round },
-        decided,
-        by,
-      );
-      await run.save("running", latest.data);
-      return recorded;
-    } finally {
-      await run.stopLease(true);
-    }
-  });
-}
-
-/** Refuses an action on a run whose latest step is not `seen`, the one its actor read: `CheckpointConflict`. */
-export function checkSeen(latest: CheckpointBody, seen: number | undefined): void {
-  if (seen !== undefined && latest.step !== seen)
-    throw new CheckpointConflict(
-      latest.runId,
-      `the run changed since step ${seen} was read (it is at step ${latest.step}, ${latest.status}): look at it again.`,
-    );
+): Promise<{ readonly records: CallRecord[]; readonly decided: string[] }> {
+  const recorded = await recordDecisions(run.log, records, { ...classifyCalls(records, round), round }, decided, by);
+  return { records: await readCallLog(store, sealer, run.runId, run.log.counts), decided: recorded };
 }

@@ -5,7 +5,7 @@ import { MAX_OWNER_LENGTH, SAVE_RENEWS_AFTER } from "../store/rules.js";
 import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
 
 /** How long a lease lasts unless a runner says otherwise: a dead worker's runs are claimable this long after its last write. */
-export const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_LEASE_MS = 30_000;
 
 /** What a runner is told about its leases (`lease` option of `FlowRunner` and the tool loop). */
 export interface LeaseOptions {

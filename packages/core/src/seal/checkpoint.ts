@@ -11,7 +11,8 @@ export interface CheckpointBody {
   readonly step: number;
   readonly status: RunStatus;
   readonly segment: number;
-  readonly flow: string;
+  /** The run's name (sealed under the key `flow`, as every version has sealed it). */
+  readonly name: string;
   readonly kind: RunKind;
   /** The end user, thread and principal the run acts for. */
   readonly identity: Identity;
@@ -56,12 +57,14 @@ export function sealerFor(
 
 /** Seals a checkpoint into the row a store keeps. State that is not plain JSON is `InvalidInput`; nothing is written. */
 export function sealCheckpoint(sealer: Sealer, body: CheckpointBody): CheckpointRow {
+  const { name, ...rest } = body;
+  const row = { runId: body.runId, step: body.step, status: body.status, segment: body.segment, name, kind: body.kind };
   return {
     status: body.status,
     segment: body.segment,
-    flow: body.flow,
+    name,
     kind: body.kind,
-    sealed: sealer.seal("checkpoint", body, "checkpoint"),
+    sealed: sealer.seal("checkpoint", { ...rest, flow: name }, "checkpoint", row),
   };
 }
 
@@ -70,9 +73,11 @@ export function sealCheckpoint(sealer: Sealer, body: CheckpointBody): Checkpoint
  * a plain column that differs from the sealed content, is `CheckpointStoreCorrupt`.
  */
 export function openCheckpoint(sealer: Sealer, row: StoredCheckpoint): CheckpointBody {
-  const body = sealer.open("checkpoint", row.sealed, row);
-  if (!isBody(body)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
-  const columns = ["runId", "step", "status", "segment", "flow", "kind"] as const;
+  const sealed = sealer.open("checkpoint", row.sealed, row);
+  if (!isSealedBody(sealed)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
+  const { flow: name, ...rest }: SealedBody = sealed;
+  const body: CheckpointBody = { ...rest, name };
+  const columns = ["runId", "step", "status", "segment", "name", "kind"] as const;
   for (const column of columns) {
     if (body[column] !== row[column]) {
       throw new CheckpointStoreCorrupt(
@@ -84,7 +89,10 @@ export function openCheckpoint(sealer: Sealer, row: StoredCheckpoint): Checkpoin
   return body;
 }
 
-function isBody(value: JsonValue): value is CheckpointBody & JsonValue {
+/** A checkpoint body as it is sealed: the run's name under `flow`. */
+type SealedBody = Omit<CheckpointBody, "name"> & { readonly flow: string };
+
+function isSealedBody(value: JsonValue): value is SealedBody & JsonValue {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
   const identity = value["identity"];
   return (

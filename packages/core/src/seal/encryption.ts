@@ -4,7 +4,7 @@ import { describeType } from "../base/option-checks.js";
 import { keyBytes } from "./signing.js";
 
 /** An encryption key: at least 32 random bytes, as a string (UTF-8) or bytes. */
-export type EncryptionKey = string | Uint8Array;
+type EncryptionKey = string | Uint8Array;
 
 /** One key, or a list for rotation: the first encrypts, every one decrypts. */
 export type EncryptionKeys = EncryptionKey | readonly EncryptionKey[];

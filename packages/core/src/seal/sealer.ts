@@ -4,8 +4,8 @@ import { Encryption, type EncryptionKeys, isEncrypted } from "./encryption.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
 import { type CheckpointKeys, type SignatureAlgorithm, SigningKeys } from "./signing.js";
 
-export type { CheckpointKey, CheckpointKeys } from "./signing.js";
-export type { EncryptionKey, EncryptionKeys } from "./encryption.js";
+export type { CheckpointKeys } from "./signing.js";
+export type { EncryptionKeys } from "./encryption.js";
 
 /** What a sealed value is; bound into the signature so one kind cannot pass for another. */
 export type SealPurpose = "checkpoint" | "call";
@@ -21,14 +21,29 @@ export interface SealedColumns {
   readonly status?: string;
   readonly segment?: number;
   readonly seq?: number;
-  readonly flow?: string;
+  readonly name?: string;
   readonly kind?: string;
 }
 
-/** The columns each purpose binds: what a store keeps in the clear beside the envelope. */
-const COLUMNS: Readonly<Record<SealPurpose, readonly (keyof SealedColumns)[]>> = {
-  checkpoint: ["runId", "step", "status", "segment", "flow", "kind"],
-  call: ["runId", "segment", "seq"],
+/**
+ * The columns each purpose binds: what a store keeps in the clear beside the
+ * envelope, each with the key it is bound under (the run's name as `flow`,
+ * the key every version has bound it with).
+ */
+const COLUMNS: Readonly<Record<SealPurpose, readonly (readonly [keyof SealedColumns, string])[]>> = {
+  checkpoint: [
+    ["runId", "runId"],
+    ["step", "step"],
+    ["status", "status"],
+    ["segment", "segment"],
+    ["name", "flow"],
+    ["kind", "kind"],
+  ],
+  call: [
+    ["runId", "runId"],
+    ["segment", "segment"],
+    ["seq", "seq"],
+  ],
 };
 
 const V1 = "d1";
@@ -90,10 +105,11 @@ export class Sealer {
 
   /**
    * Seals plain JSON data. A value that is not plain JSON is an `InvalidInput`
-   * naming `what` and the path inside it. The body's own column fields
-   * (`runId`, `step`, …) are what an encrypted envelope binds.
+   * naming `what` and the path inside it. An encrypted envelope binds
+   * `columns`, the plain columns the store keeps beside it (by default the
+   * body's own fields of those names: `runId`, `segment`, `seq`, …).
    */
-  seal(purpose: SealPurpose, body: unknown, what: string = purpose): string {
+  seal(purpose: SealPurpose, body: unknown, what: string = purpose, columns: SealedColumns = columnsOf(body)): string {
     const text = canonicalJson(body, what);
     const algorithm = this.#keys.algorithm;
     if (this.#keys.any && algorithm === undefined)
@@ -104,7 +120,6 @@ export class Sealer {
       const mac = algorithm === undefined ? UNSIGNED : this.#keys.sign(`${V1}:${purpose}\n`, text);
       return `${V1}.${mac}.${text}`;
     }
-    const columns = typeof body === "object" && body !== null ? (body as SealedColumns) : { runId: "" };
     const content =
       this.#encryption === undefined ? text : this.#encryption.encrypt(text, associated(purpose, columns, undefined));
     const signature =
@@ -171,6 +186,11 @@ export class Sealer {
   }
 }
 
+/** A body's own fields that name plain columns (a call record's `runId`, `segment` and `seq`). */
+function columnsOf(body: unknown): SealedColumns {
+  return typeof body === "object" && body !== null ? (body as SealedColumns) : { runId: "" };
+}
+
 /** An envelope's version, signature and content, or undefined when it is not a v1 or v2 envelope. */
 function envelopeParts(sealed: string): { version: string; signature: string; content: string } | undefined {
   const first = sealed.indexOf(".");
@@ -183,7 +203,7 @@ function envelopeParts(sealed: string): { version: string; signature: string; co
 /** The associated data of an encrypted envelope: its purpose and the plain columns a store keeps beside it. */
 function associated(purpose: SealPurpose, columns: SealedColumns, runId: string | undefined): string {
   const bound: Record<string, unknown> = {};
-  for (const name of COLUMNS[purpose]) if (columns[name] !== undefined) bound[name] = columns[name];
+  for (const [column, key] of COLUMNS[purpose]) if (columns[column] !== undefined) bound[key] = columns[column];
   try {
     return `${V2}:${purpose}\n${canonicalJson(bound, "columns")}`;
   } catch (cause) {

@@ -8,7 +8,7 @@ import { describeType } from "../base/option-checks.js";
  * key signs and verifies (workers), a public key only verifies (readers: the
  * console, an audit), so a reader cannot write a row the workers accept.
  */
-export type CheckpointKey = string | Uint8Array | KeyObject;
+type CheckpointKey = string | Uint8Array | KeyObject;
 
 /** One key, or a list for rotation: the first signs, every one verifies. */
 export type CheckpointKeys = CheckpointKey | readonly CheckpointKey[];

@@ -81,8 +81,8 @@ export class AnchoredStore implements Store.CheckpointStore {
     await this.anchor.forget(runId);
   }
 
-  listUnfinished(flow: string, options?: Store.ListOptions): AsyncIterable<string> {
-    return this.inner.listUnfinished(flow, options);
+  listUnfinished(name: string, options?: Store.ListOptions): AsyncIterable<string> {
+    return this.inner.listUnfinished(name, options);
   }
 
   renew(runId: string, segment: number, terms: Store.LeaseTerms): Promise<Store.Lease> {

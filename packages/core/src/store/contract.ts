@@ -32,8 +32,8 @@ export interface CheckpointRow {
   readonly status: RunStatus;
   /** The call-log segment of the worker that wrote this step. */
   readonly segment: number;
-  /** The flow's name; for a tool loop, the loop's name. */
-  readonly flow: string;
+  /** The run's name: its flow's or tool loop's. */
+  readonly name: string;
   readonly kind: RunKind;
   /** The sealed envelope; opaque to the store. */
   readonly sealed: string;
@@ -139,12 +139,12 @@ export interface CheckpointStore {
   latest(runId: string): Promise<StoredCheckpoint>;
 
   /**
-   * The ids of every run of `flow` whose latest row is `running` or `paused`,
+   * The ids of every run named `name` whose latest row is `running` or `paused`,
    * each once, in no set order; with `claimable`, only `running` runs with no
    * lease or one run out by the store's clock. Streams, so memory stays flat
    * however many runs there are, and reads one index per page.
    */
-  listUnfinished(flow: string, options?: ListOptions): AsyncIterable<string>;
+  listUnfinished(name: string, options?: ListOptions): AsyncIterable<string>;
 
   /** Removes every checkpoint and call record of the run, and nothing of any other run. Unknown runs are a no-op. */
   delete(runId: string): Promise<void>;
@@ -205,8 +205,8 @@ export interface CheckpointStore {
 export interface RunQuery {
   /** Only runs whose latest checkpoint has one of these statuses. */
   readonly status?: readonly RunStatus[];
-  /** Only runs of this flow or loop name (exactly). */
-  readonly flow?: string;
+  /** Only runs of this name (exactly): a flow's or a tool loop's. */
+  readonly name?: string;
   /** Only runs whose id starts with this text (case-sensitive, 1 to 256 characters). */
   readonly runIdPrefix?: string;
   /** How many runs a page holds at most (1 to `MAX_RUN_PAGE`, default 50). */
@@ -218,7 +218,7 @@ export interface RunQuery {
 /** One run as a listing shows it: its latest checkpoint's plain columns, when it changed, and its lease. */
 export interface RunSummary {
   readonly runId: string;
-  readonly flow: string;
+  readonly name: string;
   readonly kind: RunKind;
   readonly step: number;
   readonly status: RunStatus;

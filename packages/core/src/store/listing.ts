@@ -19,7 +19,7 @@ export interface RunPosition {
 /** A checked `RunQuery`, as a store reads it. */
 export interface ResolvedRunQuery {
   readonly status: readonly RunStatus[] | undefined;
-  readonly flow: string | undefined;
+  readonly name: string | undefined;
   readonly runIdPrefix: string | undefined;
   readonly limit: number;
   /** Runs strictly after this one (older, or as old with a lower id); undefined from the start. */
@@ -31,18 +31,18 @@ const STATUSES: ReadonlySet<string> = new Set(["running", "paused", "done", "fai
 /** Checks a query before a store reads anything: `InvalidInput` naming what is wrong. */
 export function checkRunQuery(query: RunQuery = {}): ResolvedRunQuery {
   if (typeof query !== "object" || query === null) throw new InvalidInput("listRuns: the query must be an object.");
-  const { status, flow, runIdPrefix, limit = 50, cursor } = query;
+  const { status, name, runIdPrefix, limit = 50, cursor } = query;
   if (status !== undefined && (!Array.isArray(status) || !status.every((s) => STATUSES.has(s))))
     throw new InvalidInput('listRuns: status must be a list of "running", "paused", "done" and "failed".');
-  if (flow !== undefined && (typeof flow !== "string" || flow.length === 0 || flow.length > 128))
-    throw new InvalidInput("listRuns: flow must be a name of 1 to 128 characters.");
+  if (name !== undefined && (typeof name !== "string" || name.length === 0 || name.length > 128))
+    throw new InvalidInput("listRuns: name must be a run name of 1 to 128 characters.");
   if (runIdPrefix !== undefined && (typeof runIdPrefix !== "string" || runIdPrefix.length > 256))
     throw new InvalidInput("listRuns: runIdPrefix must be a string of at most 256 characters.");
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RUN_PAGE)
     throw new InvalidInput(`listRuns: limit must be a whole number from 1 to ${MAX_RUN_PAGE}, not ${String(limit)}.`);
   return {
     status: status === undefined || status.length === 0 ? undefined : [...new Set(status)],
-    flow,
+    name,
     runIdPrefix: runIdPrefix === "" ? undefined : runIdPrefix,
     limit,
     after: cursor === undefined ? undefined : readRunCursor(cursor),
@@ -86,7 +86,7 @@ export function newestFirst(a: RunPosition, b: RunPosition): number {
 export function matchesRunQuery(query: ResolvedRunQuery, run: RunSummary): boolean {
   return (
     (query.status === undefined || query.status.includes(run.status)) &&
-    (query.flow === undefined || run.flow === query.flow) &&
+    (query.name === undefined || run.name === query.name) &&
     (query.runIdPrefix === undefined || run.runId.startsWith(query.runIdPrefix)) &&
     (query.after === undefined || newestFirst(query.after, run) < 0)
   );

@@ -116,10 +116,10 @@ export class MemoryCheckpointStore implements CheckpointStore {
     return latest;
   }
 
-  async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+  async *listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
     for (const [runId, entry] of [...this.#runs]) {
       const latest = entry.checkpoints.at(-1);
-      if (latest === undefined || latest.flow !== flow || isEnded(latest.status)) continue;
+      if (latest === undefined || latest.name !== name || isEnded(latest.status)) continue;
       if (options.claimable !== true || isClaimable(latest.status, entry.lease, storeClock())) yield runId;
     }
   }
@@ -173,8 +173,8 @@ export class MemoryCheckpointStore implements CheckpointStore {
     for (const [runId, entry] of this.#runs) {
       const latest = entry.checkpoints.at(-1);
       if (latest === undefined) continue;
-      const { step, status, segment, flow, kind } = latest;
-      const run = { runId, flow, kind, step, status, segment, updatedAt: entry.savedAt ?? 0 };
+      const { step, status, segment, name, kind } = latest;
+      const run = { runId, name, kind, step, status, segment, updatedAt: entry.savedAt ?? 0 };
       if (matchesRunQuery(resolved, run)) matching.push(entry.lease ? { ...run, lease: entry.lease } : run);
     }
     return runPage(resolved, matching.sort(newestFirst).slice(0, resolved.limit + 1));
@@ -200,8 +200,8 @@ function storeClock(): number {
 }
 
 function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoint {
-  const { status, segment, flow, kind, sealed } = row;
-  return Object.freeze({ runId, step, status, segment, flow, kind, sealed });
+  const { status, segment, name, kind, sealed } = row;
+  return Object.freeze({ runId, step, status, segment, name, kind, sealed });
 }
 
 function checkRow(step: number, row: CheckpointRow): void {

@@ -14,7 +14,7 @@ import {
 export interface RunHead {
   readonly step: number;
   readonly status: RunStatus;
-  readonly flow: string;
+  readonly name: string;
   readonly kind: RunKind;
   readonly segment: number;
 }
@@ -38,8 +38,8 @@ export function saveRefusal(
   // A failed run may be claimed again (a raised segment): that is a retry. A done run never goes on.
   if (isEnded(head.status) && !(head.status === "failed" && row.segment > head.segment))
     return new CheckpointConflict(runId, `the run ended (${head.status}).`);
-  if (head.flow !== row.flow || head.kind !== row.kind)
-    return new CheckpointConflict(runId, `the run belongs to ${head.kind} ${JSON.stringify(head.flow)}.`);
+  if (head.name !== row.name || head.kind !== row.kind)
+    return new CheckpointConflict(runId, `the run belongs to ${head.kind} ${JSON.stringify(head.name)}.`);
   if (step !== head.step + 1)
     return new CheckpointConflict(
       runId,
@@ -228,8 +228,8 @@ export function commitRefusal(
         claimRefusal(runId, write.row, current, lease, write.lease, now);
       if (refused !== undefined) return { refused };
       lease = leaseAfterSave(write.row, write.lease, now, lease);
-      const { status, flow, kind, segment } = write.row;
-      current = { step: write.step, status, flow, kind, segment };
+      const { status, name, kind, segment } = write.row;
+      current = { step: write.step, status, name, kind, segment };
     }
   }
   return { lease };

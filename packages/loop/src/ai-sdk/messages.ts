@@ -1,6 +1,6 @@
 import type { AssistantContent, ModelMessage, SystemModelMessage, ToolContent, UserContent } from "ai";
-import { InvalidInput, type JsonObject, type JsonValue } from "@durable/core";
-import { canonicalCopy, isJsonObject, isString } from "@durable/core/runner";
+import { InvalidInput, type JsonValue } from "@durable/core";
+import { canonicalCopy, isJsonObject, isString, type JsonObject } from "@durable/core/runner";
 import type { Message, ToolCallRequest } from "../message.js";
 
 // AI SDK messages ⇄ the loop's messages. Each AI SDK message keeps its

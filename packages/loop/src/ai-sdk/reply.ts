@@ -1,5 +1,5 @@
 import type { LanguageModelUsage, ModelMessage } from "ai";
-import type { JsonObject } from "@durable/core";
+import type { JsonObject } from "@durable/core/runner";
 import type { ModelReply } from "../model.js";
 import type { ModelUsage } from "../usage.js";
 import { fromModelMessages } from "./messages.js";

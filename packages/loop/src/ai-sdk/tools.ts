@@ -1,6 +1,6 @@
 import { asSchema, type Tool, type ToolSet } from "ai";
-import { InvalidInput, type JsonObject, type ToolContext, type ToolOptions, ToolRegistry } from "@durable/core";
-import { canonicalCopy, isStandardSchema } from "@durable/core/runner";
+import { InvalidInput, type ToolContext, type ToolOptions, ToolRegistry } from "@durable/core";
+import { canonicalCopy, isStandardSchema, type JsonObject } from "@durable/core/runner";
 import { loopCallContext } from "../call-context.js";
 import { toModelMessages } from "./messages.js";
 
