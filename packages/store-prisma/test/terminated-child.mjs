@@ -7,7 +7,7 @@ const [url, ms] = process.argv.slice(2);
 const store = new PrismaCheckpointStore(url, { operationTimeoutMs: 2000 });
 await store.migrate();
 console.log("ready");
-const row = (status = "running") => ({ status, segment: 0, flow: "f", kind: "flow", sealed: "d1.-.{}" });
+const row = (status = "running") => ({ status, segment: 0, name: "f", kind: "flow", sealed: "d1.-.{}" });
 let saved = 0;
 let failed = 0;
 const until = Date.now() + Number(ms);

@@ -99,7 +99,8 @@ export class RunDriver<D, R> {
    * Reads and verifies the run's latest checkpoint and checks that this
    * caller may go on with it here: its identity first (someone else's ctx
    * learns nothing of the run), then its kind and name, then that it has not
-   * ended (for a retry: that it failed). `CheckpointNotFound` when nothing is stored.
+   * ended (for a retry: that it failed, and then its envelope comes without
+   * the error). `CheckpointNotFound` when nothing is stored.
    */
   async open(runId: string, ctx: Identity | undefined, retrying = false): Promise<OpenedRun<D>> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
@@ -112,9 +113,9 @@ export class RunDriver<D, R> {
       );
     }
     const stored = readEnvelope(runId, latest.data);
-    if (retrying) retried(latest, stored);
-    else goesOn(latest, stored);
-    return { latest, envelope: { ...stored, program: await this.#program.read(runId, stored.program) } };
+    if (!retrying) goesOn(latest, stored);
+    const going = retrying ? retried(latest, stored) : stored;
+    return { latest, envelope: { ...going, program: await this.#program.read(runId, going.program) } };
   }
 
   /**
@@ -161,7 +162,7 @@ export class RunDriver<D, R> {
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
     }
-    const envelope = retrying ? retried(latest, opened.envelope) : opened.envelope;
+    const { envelope } = opened;
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
     // A retry's claim saves the run without its error; a recovery's, the latest checkpoint's data as it is.
