@@ -3,10 +3,10 @@
  * ports, never the shared ones, which the soak restarts and freezes at will.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { freePort } from "@durable/test-utils/net";
 
 /** A server the soak owns: stopped, started again on the same port and data, frozen and thawed. */
@@ -98,7 +98,7 @@ export class OwnPostgres implements OwnServer {
 
   static async start(): Promise<OwnPostgres> {
     const bin = postgresBin();
-    const dir = mkdtempSync(join(tmpdir(), "durable-soak-pg-"));
+    const dir = mkdtempSync(join(serverParent(), "durable-soak-pg-"));
     const pg = new OwnPostgres(await freePort(), dir, bin);
     if (asRoot()) chownSync(dir, pgUser().uid, pgUser().gid);
     pg.#pgRun("initdb", ["-D", pg.data, "-A", "trust", "-U", "postgres", "--no-sync"]);
@@ -144,6 +144,24 @@ export class OwnPostgres implements OwnServer {
     const path = join(this.bin, tool);
     const [command, all] = asRoot() ? ["runuser", ["-u", "postgres", "--", path, ...args]] : [path, args];
     execFileSync(command, all as string[], { stdio: "pipe", cwd: this.dir });
+  }
+}
+
+/**
+ * Where a PostgreSQL's folder goes: the temp dir, unless the soak runs as root
+ * and the postgres user, who runs the server, cannot enter it (a private
+ * `TMPDIR` made by `mktemp -d` is mode 700); then /tmp, which everyone enters.
+ */
+function serverParent(): string {
+  const dir = tmpdir();
+  return !asRoot() || othersEnter(dir) ? dir : "/tmp";
+}
+
+/** True when every folder from `dir` up to the root lets any user pass through it. */
+function othersEnter(dir: string): boolean {
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    if ((statSync(at).mode & 0o001) === 0) return false;
+    if (at === dirname(at)) return true;
   }
 }
 
