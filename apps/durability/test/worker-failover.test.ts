@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
-const CHILD = fileURLToPath(new URL("./failover-child.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("./worker-failover-child.ts", import.meta.url));
 const LEASE_MS = 1_000;
 const POLL_MS = 200;
 /**
