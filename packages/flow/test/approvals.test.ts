@@ -4,10 +4,11 @@ import {
   ApprovalDenied,
   CheckpointConflict,
   type CheckpointStore,
+  type DurableEvent,
   Executor,
   IdentityMismatch,
   InvalidInput,
-  type RecoveryNeedsDecision,
+  RecoveryNeedsDecision,
   ToolRegistry,
 } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
@@ -148,5 +149,71 @@ describe("approvals", () => {
     const result = await withPort(async () => ({ approved: true })).recover(flow, "r", { rerunInDoubt: true });
     expect(result).toMatchObject({ status: "done", state: { note: "refunded 50" } });
     expect(ran.refund).toBe(2);
+  });
+});
+
+describe("a call waiting on an approval", () => {
+  it("pauses the run even when the node's own try/catch swallows the wait", async () => {
+    const store = new MemoryCheckpointStore();
+    let refunds = 0;
+    const registry = new ToolRegistry().tool("refund", () => ++refunds, { approval: true });
+    const State = z.object({ note: z.string().default("") });
+    const flow = new Flow("careful", { state: State })
+      .node("refund", async (_s, ctx) => {
+        try {
+          await ctx.call("refund", { amount: 50 });
+          return { note: "refunded" };
+        } catch {
+          return { note: "refund did not go through" };
+        }
+      })
+      .end("refund");
+    const result = await runnerOn(store, registry).run(flow, {}, { runId: "careful-1" });
+    expect(result.status).toBe("paused");
+    if (result.status !== "paused") return;
+    const done = await runnerOn(store, registry).resume(flow, "careful-1", { [result.approvals[0]!.callId]: true });
+    expect(done).toMatchObject({ status: "done", state: { note: "refunded" } });
+    expect(refunds).toBe(1);
+  });
+});
+
+describe("a resume whose round holds a call in doubt (a node swallowed an unrecordable result, then waited on an approval)", () => {
+  it("stores the decision with its claim, stops with RecoveryNeedsDecision and run.needs-decision; a second resume is refused; the recovery that reruns the call spends the decision once", async () => {
+    const store = new MemoryCheckpointStore();
+    const ran = { lookup: 0, refund: 0 };
+    const registry = new ToolRegistry()
+      .tool("lookup", () => {
+        ran.lookup++;
+        return { at: new Date() };
+      })
+      .tool("refund", () => ++ran.refund, { approval: true });
+    const flow = new Flow("refunds", { state: z.object({ note: z.string() }) })
+      .node("refund", async (_s, ctx) => {
+        await ctx.call("lookup", { order: 7 }).catch(() => undefined);
+        return { note: `refund ${String(await ctx.call("refund", { order: 7 }))}` };
+      })
+      .end("refund");
+    const events: DurableEvent[] = [];
+    const worker = new FlowRunner(new Executor(registry), {
+      checkpoints: store,
+      checkpointKey: KEY,
+      events: (e) => void events.push(e),
+    });
+    const paused = await worker.run(flow, { note: "" }, { runId: "r" });
+    if (paused.status !== "paused") throw new Error("expected a pause");
+    const refund = paused.approvals[0]!.callId;
+    const error = await worker.resume(flow, "r", { [refund]: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RecoveryNeedsDecision);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([
+      { tool: "lookup", why: "result could not be recorded" },
+    ]);
+    const claim = await store.latest("r");
+    expect(events.at(-1)).toMatchObject({ type: "run.needs-decision", step: claim.step, calls: [{ tool: "lookup" }] });
+    await expect(worker.resume(flow, "r", { [refund]: false })).rejects.toThrow(CheckpointConflict);
+    expect(await worker.recover(flow, "r", { rerunInDoubt: true })).toMatchObject({
+      status: "done",
+      state: { note: "refund 1" },
+    });
+    expect(ran).toEqual({ lookup: 2, refund: 1 });
   });
 });

@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { CheckpointConflict, RecoveryNeedsDecision } from "@durable/core";
-import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, ticketsFlow, type CrashPoint } from "./helpers.js";
+import { z } from "zod";
+import { CheckpointConflict, RecoveryNeedsDecision, StoreUnavailable, ToolRegistry } from "@durable/core";
+import { Flow } from "../src/index.js";
+import {
+  DyingStore,
+  MemoryCheckpointStore,
+  Tools,
+  runnerOn,
+  settle,
+  storeWith,
+  ticketsFlow,
+  type CrashPoint,
+} from "./helpers.js";
 
 const TOOLS = ["hold_seats", "charge_card", "email_tickets"] as const;
 const ORDER = { show: "Hamlet", seats: 2 };
@@ -97,3 +108,92 @@ async function doneTools(store: MemoryCheckpointStore): Promise<string[]> {
     .filter((r) => r.kind === "done")
     .map((r) => r.tool);
 }
+
+/** A memory store whose `recordCall` fails once, as a store that did not answer would. */
+class FlakyRecordStore extends MemoryCheckpointStore {
+  failNext = false;
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new StoreUnavailable("the store did not answer (test)");
+    }
+    return super.recordCall(runId, segment, seq, sealed);
+  }
+}
+
+describe("a call record the store did not take", () => {
+  it("is never counted by a checkpoint: the run stays recoverable, not corrupt", async () => {
+    const store = new FlakyRecordStore();
+    const ran: string[] = [];
+    let firstWorker = true;
+    const registry = new ToolRegistry()
+      .tool("ping", async () => void ran.push("ping"), { idempotent: true })
+      .tool("charge", async () => void ran.push("charge"));
+    const State = z.object({ note: z.string().default("") });
+    const flow = new Flow("flaky", { state: State })
+      .node("a", async (_s, ctx) => {
+        store.failNext = firstWorker;
+        try {
+          await ctx.call("ping", {});
+        } catch (error) {
+          return { note: `ping failed: ${(error as Error).name}` };
+        }
+        return {};
+      })
+      .node("b", async (_s, ctx) => {
+        await ctx.call("charge", {});
+        return {};
+      })
+      .edge("a", "b")
+      .end("b");
+    // Through a store that writes one at a time (no `commit`), so the record fails alone, not in a batch with a checkpoint.
+    const first = runnerOn(storeWith(store, {}), registry);
+    // The log of this worker is poisoned after the failed write: node b's call fails and leaves the run for recovery.
+    await expect(first.run(flow, {}, { runId: "flaky-1" })).rejects.toBeInstanceOf(StoreUnavailable);
+    firstWorker = false;
+    const result = await runnerOn(store, registry).recover(flow, "flaky-1");
+    expect(result.status).toBe("done");
+    expect(ran.filter((t) => t === "charge")).toHaveLength(1);
+  });
+});
+
+/** A memory store through which a worker dies while a record of `tool` is on its way: that record never lands, every other write does. */
+class LostRecordStore extends MemoryCheckpointStore {
+  constructor(readonly lose: string) {
+    super();
+  }
+  losing = true;
+  override async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
+    if (this.losing && sealed.includes(`"tool":${JSON.stringify(this.lose)}`)) return new Promise(() => {});
+    return super.recordCall(runId, segment, seq, sealed);
+  }
+}
+
+describe("a checkpoint saved while a call record is on its way", () => {
+  it("never counts a record that had not landed: recovery after the worker died is not corrupt", async () => {
+    const store = new LostRecordStore("notify");
+    const ran: string[] = [];
+    const registry = new ToolRegistry()
+      .tool("notify", async () => void ran.push("notify"), { idempotent: true })
+      .tool("charge", async () => void ran.push("charge"));
+    const State = z.object({ note: z.string().default("") });
+    const flow = new Flow("lost", { state: State })
+      .node("a", (_s, ctx) => {
+        void ctx.call("notify", {}).catch(() => {}); // fire and forget
+        return { note: "notified" };
+      })
+      .node("b", async (_s, ctx) => {
+        await ctx.call("charge", {});
+        return {};
+      })
+      .edge("a", "b")
+      .end("b");
+    // The first worker saves superstep 1 while notify's record is on its way, then dies (it never gets further).
+    // The first worker on a connection of its own, as another process would be.
+    void runnerOn(storeWith(store, {}), registry).run(flow, {}, { runId: "lost-1" });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    store.losing = false;
+    const result = await runnerOn(store, registry).recover(flow, "lost-1");
+    expect(result.status).toBe("done");
+  });
+});

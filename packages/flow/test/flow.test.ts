@@ -194,3 +194,17 @@ describe("the graph digest", () => {
     expect(ticketsFlow().digest).toBe(ticketsFlow().digest);
   });
 });
+
+describe("maxVisits", () => {
+  it("bounds a node named like an Object method as any other", { timeout: 3000 }, async () => {
+    const State = z.object({ n: z.number().default(0) });
+    const flow = new Flow("spin", { state: State, maxVisits: 3 })
+      .node("toString", (s) => ({ n: s.n + 1 }))
+      .edge("toString", (s) => (s.n < 1000 ? "toString" : "done"), { targets: ["toString", "done"] })
+      .node("done", () => ({}))
+      .end("done");
+    await expect(
+      runnerOn(new MemoryCheckpointStore(), new ToolRegistry()).run(flow, {}, { runId: "spin-1" }),
+    ).rejects.toThrow(/ran more than 3 times/);
+  });
+});

@@ -1,8 +1,6 @@
 import type { MemoryData } from "@durable/core/internal";
 import {
-  type CheckpointStore,
   CheckpointConflict,
-  Executor,
   LeaseHeld,
   MemoryCheckpointStore,
   RecoveryNeedsDecision,
@@ -10,47 +8,19 @@ import {
   startWorker,
   ToolRegistry,
 } from "@durable/core";
-import { until } from "@durable/test-utils/waiting";
-import { describe, expect, it } from "vitest";
-import { FlowRunner } from "../src/index.js";
-import { KEY, Tools, forever, ticketsFlow } from "./helpers.js";
+import { LateTimers } from "@durable/test-utils/late-timers";
+import { storeWith } from "@durable/test-utils/stores";
+import { sleep, until } from "@durable/test-utils/waiting";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { Tools, forever } from "./helpers.js";
+import { flow, inside, insideTool, order, runner, twoSteps, unjudgedIfStalled, worker } from "./workers.js";
 
-const flow = ticketsFlow();
-const order = { show: "Hamlet", seats: 2 };
+// A live lease: never claimed by another worker, nor by another drive of the same process, and kept alive while
+// its worker lives (a clock shifted, slow renewals, a renewal outage, a tool longer than the lease).
 
-/** A connection to a shared memory store that can be cut: from then on every call fails as a dead network would. */
-class Cuttable extends MemoryCheckpointStore {
-  cut = false;
-
-  constructor(data: MemoryData) {
-    super({ data });
-    for (const method of ["save", "renew", "release", "recordCall", "latest", "calls"] as const) {
-      const own = this[method].bind(this) as (...args: unknown[]) => Promise<unknown>;
-      (this as Record<string, unknown>)[method] = (...args: unknown[]) =>
-        this.cut ? Promise.reject(new StoreUnavailable("the connection was cut.")) : own(...args);
-    }
-  }
-}
-
-function worker(store: CheckpointStore, owner: string, tools: Tools, ms = 5_000): FlowRunner {
-  return new FlowRunner(new Executor(tools.registry()), {
-    checkpoints: store,
-    checkpointKey: KEY,
-    lease: { owner, ms },
-  });
-}
-
-/** Worker A starts a run and is inside `tool` (it hangs there); returns A's connection. */
-async function insideTool(data: MemoryData, tool: string, tools: Tools, ms: number): Promise<Cuttable> {
-  const store = new Cuttable(data);
-  tools.hangInside = tool;
-  void worker(store, "a", tools, ms)
-    .run(flow, order, { runId: "r" })
-    .catch(() => undefined);
-  await until(() => tools.count(tool) === 1);
-  tools.hangInside = undefined;
-  return store;
-}
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe("leases: a live worker's run is never claimed by another", () => {
   it("refuses another worker's recover with LeaseHeld naming the owner, recoverAll skips it, and the tool runs once", async () => {
@@ -102,195 +72,214 @@ describe("leases: a live worker's run is never claimed by another", () => {
   });
 });
 
-describe("the worker", () => {
-  it("takes over a dead worker's run once its lease runs out, reports a run in doubt once, and stops", async () => {
+describe("a live lease", () => {
+  it("is refused to another owner's recover with LeaseHeld, and recoverAll skips it", async () => {
     const data: MemoryData = new Map();
     const tools = new Tools();
-    // Run "r" dies inside an idempotent tool, run "s" inside a non-idempotent one.
-    (await insideTool(data, "hold_seats", tools, 200)).cut = true;
-    const s = new Cuttable(data);
     tools.hangInside = "charge_card";
-    void worker(s, "a", tools, 200)
-      .run(flow, order, { runId: "s" })
+    void runner(new MemoryCheckpointStore({ data }), tools, { owner: "a", ms: 5_000 })
+      .run(flow, order, { runId: "r" })
       .catch(() => undefined);
     await until(() => tools.count("charge_card") === 1);
-    tools.hangInside = undefined;
-    s.cut = true;
+    const b = runner(new MemoryCheckpointStore({ data }), tools, { owner: "b" });
+    await expect(b.recover(flow, "r")).rejects.toThrow(LeaseHeld);
+    expect(await b.recoverAll(flow)).toEqual(new Map());
+  });
 
-    const store = new MemoryCheckpointStore({ data });
+  it("is judged by the store's clock: Date.now shifted an hour either way changes nothing", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await inside(data, "charge_card", tools, { ms: 300, die: false });
+    const b = runner(new MemoryCheckpointStore({ data }), tools, { owner: "b", ms: 300 });
+    const real = Date.now.bind(Date);
+    for (const shift of [3_600_000, -3_600_000]) {
+      vi.spyOn(Date, "now").mockImplementation(() => real() + shift);
+      await expect(b.recover(flow, "r")).rejects.toThrow(LeaseHeld);
+      expect(await b.recoverAll(flow)).toEqual(new Map());
+      vi.restoreAllMocks();
+    }
+    // And a dead worker's lease runs out by the store's clock, even with this process's clock set back.
+    await inside(data, "charge_card", tools, { ms: 150, die: true, runId: "s" });
+    vi.spyOn(Date, "now").mockImplementation(() => real() - 3_600_000);
+    await sleep(250);
+    expect([...(await b.recoverAll(flow, { rerunInDoubt: true })).keys()]).toEqual(["s"]);
+  });
+
+  it("stays live while renewals answer slowly (half the lease late): another worker polling all along claims nothing", async (ctx) => {
+    const timers = new LateTimers();
+    const from = performance.now();
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    const base = new MemoryCheckpointStore({ data });
+    // Every renewal is applied at once, but its answer reaches the worker 150 ms later (lease 300 ms).
+    const slow = storeWith(base, {
+      renew: async (runId, segment, terms) => {
+        const lease = await base.renew(runId, segment, terms);
+        await sleep(150);
+        return lease;
+      },
+    });
+    tools.hangInside = "charge_card";
+    void runner(slow, tools, { owner: "a", ms: 300 })
+      .run(flow, order, { runId: "r" })
+      .catch(() => undefined);
+    await until(() => tools.count("charge_card") === 1);
+    const w = startWorker({
+      serve: [runner(new MemoryCheckpointStore({ data }), tools, { owner: "b", ms: 300 }).served(flow)],
+      pollMs: 10,
+      maxPollMs: 10,
+      stopOnSignals: false,
+    });
+    await sleep(1_500);
+    await w.stop();
+    await unjudgedIfStalled(ctx, timers, from, 150);
+    expect(w.status()).toMatchObject({ finished: 0, lost: 0, stuck: 0, waitingForDecision: 0 });
+    expect(tools.count("charge_card")).toBe(1);
+    expect(await base.leaseOf("r")).toMatchObject({ owner: "a" });
+  });
+
+  it("outlives a tool three times its length with a second worker polling: the tool runs once", async (ctx) => {
+    const timers = new LateTimers();
+    const from = performance.now();
+    const data: MemoryData = new Map();
+    let charged = 0;
+    const registry = new ToolRegistry()
+      .tool("hold_seats", () => "held", { idempotent: true })
+      .tool("charge_card", async () => {
+        charged += 1;
+        await sleep(500);
+        return "charged";
+      })
+      .tool("email_tickets", () => "mailed");
+    const a = runner(new MemoryCheckpointStore({ data }), registry, { owner: "a", ms: 150 });
+    const w = startWorker({
+      serve: [runner(new MemoryCheckpointStore({ data }), registry, { owner: "b", ms: 150 }).served(flow)],
+      pollMs: 10,
+      maxPollMs: 10,
+      concurrency: 1,
+      stopOnSignals: false,
+    });
+    expect(await a.run(flow, order, { runId: "r" })).toMatchObject({ status: "done" });
+    await w.stop();
+    await unjudgedIfStalled(ctx, timers, from, 75);
+    expect(charged).toBe(1);
+    expect(w.status()).toMatchObject({ finished: 0, lost: 0 });
+  });
+});
+
+describe("the save/keeper lease rule: a live worker inside a long tool keeps its run", () => {
+  // Lease 600 ms (a third: 200 ms). Worker "a" starts the run, its prep takes `prepMs`, its save of step 1
+  // begins ~280 ms after the start save began, then it sits in pay (alive) while worker "b" polls.
+  async function attempt(options: { startSaveMs: number; prepMs: number }) {
+    const data: MemoryData = new Map();
+    const base = new MemoryCheckpointStore({ data });
+    const t0 = performance.now();
+    const a = storeWith(base, {
+      save: async (runId, step, row, lease) => {
+        // The store applies the start save late (a slow reply); every later save at once.
+        if (step === 0) await sleep(options.startSaveMs);
+        return base.save(runId, step, row, lease);
+      },
+      renew: async (runId, segment, terms) => {
+        // The store is unreachable from 180 to 620 ms, then renewals take 100 ms.
+        const at = performance.now() - t0;
+        if (at > 180 && at < 620) throw new StoreUnavailable("the store is unreachable.");
+        await sleep(100);
+        return base.renew(runId, segment, terms);
+      },
+    });
+    let paid = 0;
+    const registry = new ToolRegistry()
+      .tool("prep", async () => {
+        await sleep(options.prepMs);
+        return "prepared";
+      })
+      .tool("pay", async () => {
+        paid += 1;
+        return forever(); // worker "a" is alive in here all along
+      });
+    void runner(a, registry, { owner: "a", ms: 600 })
+      .run(twoSteps, {}, { runId: "r" })
+      .catch(() => undefined);
+    await until(() => paid === 1);
     const stuck: string[] = [];
     const w = startWorker({
-      serve: [worker(store, "b", tools, 200).served(flow)],
-      pollMs: 20,
-      maxPollMs: 40,
+      serve: [runner(new MemoryCheckpointStore({ data }), registry, { owner: "b", ms: 600 }).served(twoSteps)],
+      pollMs: 5,
+      maxPollMs: 5,
       stopOnSignals: false,
       onStuck: (runId, error) => stuck.push(`${runId}: ${(error as Error).name}`),
     });
-    await until(async () => (await store.latest("r")).status === "done" && stuck.length > 0);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(stuck).toEqual(["s: RecoveryNeedsDecision"]);
-    expect(w.status()).toMatchObject({ running: 0, waitingForDecision: 1, finished: 1 });
-    // hold_seats: r's first call and its rerun (idempotent, in doubt), and s's; charge_card: r's, and s's, never rerun.
-    expect(tools.count("hold_seats")).toBe(3);
-    expect(tools.count("charge_card")).toBe(2);
+    await sleep(1_200);
     await w.stop();
-  });
+    return { stuck, latest: await base.latest("r"), lease: await base.leaseOf("r") };
+  }
 
-  it("counts a run its recovery failed (a tool's error) as finished, not stuck: it ended", async () => {
-    const data: MemoryData = new Map();
-    const tools = new Tools();
-    (await insideTool(data, "hold_seats", tools, 100)).cut = true;
-    const failing = new ToolRegistry()
-      .tool(
-        "hold_seats",
-        () => {
-          throw new Error("sold out");
-        },
-        { idempotent: true },
-      )
-      .tool("charge_card", () => "charged")
-      .tool("email_tickets", () => "mailed");
-    const store = new MemoryCheckpointStore({ data });
-    const runner = new FlowRunner(new Executor(failing), {
-      checkpoints: store,
-      checkpointKey: KEY,
-      lease: { ms: 100 },
-    });
-    const stuck: string[] = [];
-    const w = startWorker({
-      serve: [runner.served(flow)],
-      pollMs: 20,
-      stopOnSignals: false,
-      onStuck: (runId) => stuck.push(runId),
-    });
-    await until(() => w.status().finished === 1);
-    await w.stop();
-    expect((await store.latest("r")).status).toBe("failed");
+  it("survives a renewal outage (180 to 620 ms of a 600 ms lease) after a slow start save and a save just over a third in", async () => {
+    // Start save sent at 0, applied at 150 (expires 750). Renewal at ~200 fails. The save of step 1 at ~290 is
+    // 140 ms after the store set the lease: the store keeps it. A keeper that took it for a renewal, counting from
+    // when the start save was sent, would next renew at ~490 (fails), then ~690, applied ~790: lapsed at 750.
+    const { stuck, latest, lease } = await attempt({ startSaveMs: 150, prepMs: 125 });
     expect(stuck).toEqual([]);
-    expect(w.status()).toMatchObject({ stuck: 0, waitingForDecision: 0 });
+    expect(latest.segment).toBe(0);
+    expect(lease).toMatchObject({ owner: "a" });
   });
 
-  it("on stop, gives up a run still inside a tool after the deadline: its lease is released at once", async () => {
-    const data: MemoryData = new Map();
-    const tools = new Tools();
-    (await insideTool(data, "hold_seats", tools, 200)).cut = true;
-    const store = new MemoryCheckpointStore({ data });
-    tools.hangInside = "hold_seats";
-    const w = startWorker({
-      serve: [worker(store, "b", tools, 5_000).served(flow)],
-      pollMs: 20,
-      stopDeadlineMs: 100,
-      stopOnSignals: false,
-    });
-    await until(() => tools.count("hold_seats") === 2);
-    expect(await store.leaseOf("r")).toMatchObject({ owner: "b" });
-    await w.stop();
-    expect(await store.leaseOf("r")).toBeUndefined();
-    tools.hangInside = undefined;
-    const c = worker(new MemoryCheckpointStore({ data }), "c", tools);
-    expect(await c.recover(flow, "r")).toMatchObject({ status: "done" });
+  it("control: the same outage with a prompt start save (the save of step 1 renews) leaves the run with its worker", async () => {
+    const { stuck, latest, lease } = await attempt({ startSaveMs: 0, prepMs: 280 });
+    expect(stuck).toEqual([]);
+    expect(latest.segment).toBe(0);
+    expect(lease).toMatchObject({ owner: "a" });
   });
+});
 
-  it("never claims a run another drive of the same process holds: every runner of a process shares its lease owner", async () => {
-    const data: MemoryData = new Map();
+describe("one process, one lease owner: a run that runner.run() drives", () => {
+  it("is not claimed by recover() of the same process (recover of a run this process drives is refused)", async () => {
+    const store = new MemoryCheckpointStore();
     const tools = new Tools();
-    (await insideTool(data, "hold_seats", tools, 100)).cut = true;
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const store = new MemoryCheckpointStore({ data });
     tools.hangInside = "charge_card";
-    const deciding = worker(store, "b", tools).recover(flow, "r", { rerunInDoubt: true });
-    void deciding.catch(() => undefined);
+    const a = runner(store, tools);
+    void a.run(flow, order, { runId: "r" }).catch(() => undefined);
     await until(() => tools.count("charge_card") === 1);
-    const step = (await store.latest("r")).step;
-    const w = startWorker({ serve: [worker(store, "b", tools).served(flow)], pollMs: 20, stopOnSignals: false });
-    await expect(worker(store, "b", tools).recover(flow, "r", { takeOver: true })).rejects.toThrow(
-      /drives the run already/,
-    );
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    await w.stop();
-    expect((await store.latest("r")).step).toBe(step);
-    expect(tools.count("charge_card")).toBe(1);
+    const before = (await store.latest("r")).step;
+    // An operator's endpoint, or a retry, recovers the run by id: run() is alive and renewing, inside charge_card.
+    const refused = await a.recover(flow, "r").catch((error: unknown) => error);
+    // No claim: one would fence run() mid-tool and leave its call in doubt.
+    expect((await store.latest("r")).step).toBe(before);
+    expect(refused).toBeInstanceOf(Error);
+    expect(String(refused)).toMatch(/drives the run already|held by/);
   });
 
-  it("takes a run it lost to a worker that then died at the step it claimed: at once when the lease runs out, a lost race after a few polls", async () => {
-    for (const lost of ["lease held", "race"] as const) {
-      const data: MemoryData = new Map();
-      const tools = new Tools();
-      (await insideTool(data, "hold_seats", tools, 100)).cut = true;
-      await new Promise((resolve) => setTimeout(resolve, 150));
-      // Worker c claims r between b's listing and b's claim, then dies inside hold_seats, at the step it claimed.
-      let c: Cuttable | undefined;
-      const cutsIn = async () => {
-        if (c !== undefined) return;
-        c = new Cuttable(data);
-        tools.hangInside = "hold_seats";
-        void worker(c, "c", tools, 100)
-          .recover(flow, "r")
-          .catch(() => undefined);
-        await until(() => tools.count("hold_seats") === 2);
-        tools.hangInside = undefined;
-        c.cut = true;
-      };
-      const store = new MemoryCheckpointStore({ data });
-      if (lost === "lease held") {
-        const list = store.listUnfinished.bind(store);
-        store.listUnfinished = async function* (name, options) {
-          for await (const runId of list(name, options)) {
-            await cutsIn();
-            yield runId;
-          }
-        };
-      } else {
-        // b read the run before c claimed it: b's claim loses the compare-and-set, not to the lease.
-        const latest = store.latest.bind(store);
-        store.latest = async (runId) => {
-          const row = await latest(runId);
-          await cutsIn();
-          return row;
-        };
-      }
-      const w = startWorker({
-        serve: [worker(store, "b", tools, 100).served(flow)],
-        pollMs: 20,
-        maxPollMs: 40,
-        stopOnSignals: false,
-      });
-      const look = new MemoryCheckpointStore({ data });
-      await until(async () => (await look.latest("r")).status === "done");
-      expect(w.status()).toMatchObject({ lost: 1, finished: 1 });
-      expect(tools.count("charge_card")).toBe(1);
-      await w.stop();
-    }
-  });
-
-  it("recoverEach recovers runs concurrently: one run whose tool hangs does not hold up the others", async () => {
+  it("is not taken by a standing worker of the same process when a renewal comes late (lease lapsed, run() still alive)", async () => {
     const data: MemoryData = new Map();
     const tools = new Tools();
-    for (const seats of [1, 2, 3]) {
-      const a = new Cuttable(data);
-      tools.hangInside = "charge_card";
-      void worker(a, "a", tools, 100)
-        .run(flow, { show: "Hamlet", seats }, { runId: `r${seats}` })
-        .catch(() => undefined);
-      await until(() => tools.count("charge_card") === seats);
-      a.cut = true;
-    }
-    tools.hangInside = undefined;
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    // On recovery the charge of one seat hangs forever.
-    const registry = new ToolRegistry()
-      .tool("hold_seats", async () => "held", { idempotent: true })
-      .tool("charge_card", async (a: { seats: number }) => (a.seats === 1 ? forever() : "charged"))
-      .tool("email_tickets", async () => "mailed");
-    const b = new FlowRunner(new Executor(registry), {
-      checkpoints: new MemoryCheckpointStore({ data }),
-      checkpointKey: KEY,
+    const base = new MemoryCheckpointStore({ data });
+    // The store does not answer renewals for a while: run()'s lease lapses though run() is alive inside charge_card.
+    let renewFails = true;
+    const store = storeWith(base, {
+      renew: (runId, segment, terms) =>
+        renewFails ? Promise.reject(new StoreUnavailable("renew timed out.")) : base.renew(runId, segment, terms),
     });
-    const done: string[] = [];
-    void (async () => {
-      for await (const settled of b.recoverEach(flow, { rerunInDoubt: true, concurrency: 3 })) done.push(settled.item);
-    })();
-    await until(() => done.length === 2);
-    expect(done.sort()).toEqual(["r2", "r3"]);
+    tools.hangInside = "charge_card";
+    const a = runner(store, tools, { ms: 150 });
+    void a.run(flow, order, { runId: "r" }).catch(() => undefined);
+    await until(() => tools.count("charge_card") === 1);
+    const stuck: unknown[] = [];
+    const w = startWorker({
+      serve: [a.served(flow)],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+      onStuck: (_, error) => stuck.push(error),
+    });
+    await sleep(400);
+    renewFails = false;
+    await w.stop();
+    // The worker of the same process and owner is refused the run that run() drives ("this process drives the run
+    // already"): nothing is claimed, run() is not cut off, and charge_card is not in doubt.
+    expect(stuck.map(String)).toEqual([]);
+    expect(await base.latest("r")).toMatchObject({ segment: 0 });
+    expect(w.status()).toMatchObject({ stuck: 0, waitingForDecision: 0, finished: 0 });
+    expect(tools.count("charge_card")).toBe(1);
   });
 });

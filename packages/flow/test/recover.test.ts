@@ -5,13 +5,26 @@ import {
   CheckpointConflict,
   CheckpointNotFound,
   type DurableEvent,
+  Executor,
   IdentityMismatch,
   RecoveryNeedsDecision,
   ToolRegistry,
 } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
-import { Call, Flow, FlowError } from "../src/index.js";
-import { DyingStore, MemoryCheckpointStore, Tools, runnerOn, settle, storeWith, ticketsFlow } from "./helpers.js";
+import { until } from "@durable/test-utils/waiting";
+import { Call, Flow, FlowError, FlowRunner } from "../src/index.js";
+import {
+  DyingStore,
+  KEY,
+  MemoryCheckpointStore,
+  Tools,
+  forever,
+  runnerOn,
+  settle,
+  storeWith,
+  ticketsFlow,
+} from "./helpers.js";
+import { Cuttable, flow, worker } from "./workers.js";
 
 const ORDER = { show: "Hamlet", seats: 2 };
 
@@ -155,6 +168,37 @@ describe("recovery", () => {
     await expect(runner.recover(changed, "cut")).rejects.toThrow(FlowError);
     const other = new Flow("other", { state: z.object({}) }).node("x", () => ({})).end("x");
     await expect(runner.recover(other, "cut")).rejects.toThrow(/belongs to flow "tickets"/);
+  });
+
+  it("recoverEach recovers runs concurrently: one run whose tool hangs does not hold up the others", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    for (const seats of [1, 2, 3]) {
+      const a = new Cuttable(data);
+      tools.hangInside = "charge_card";
+      void worker(a, "a", tools, 100)
+        .run(flow, { show: "Hamlet", seats }, { runId: `r${seats}` })
+        .catch(() => undefined);
+      await until(() => tools.count("charge_card") === seats);
+      a.cut = true;
+    }
+    tools.hangInside = undefined;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    // On recovery the charge of one seat hangs forever.
+    const registry = new ToolRegistry()
+      .tool("hold_seats", async () => "held", { idempotent: true })
+      .tool("charge_card", async (a: { seats: number }) => (a.seats === 1 ? forever() : "charged"))
+      .tool("email_tickets", async () => "mailed");
+    const b = new FlowRunner(new Executor(registry), {
+      checkpoints: new MemoryCheckpointStore({ data }),
+      checkpointKey: KEY,
+    });
+    const done: string[] = [];
+    void (async () => {
+      for await (const settled of b.recoverEach(flow, { rerunInDoubt: true, concurrency: 3 })) done.push(settled.item);
+    })();
+    await until(() => done.length === 2);
+    expect(done.sort()).toEqual(["r2", "r3"]);
   });
 });
 

@@ -88,3 +88,37 @@ describe("flow names", () => {
     expect(() => new Flow("a\u0000b", { state })).toThrow(InvalidInput);
   });
 });
+
+describe("a node's update", () => {
+  it("holding a __proto__ key (as JSON from a tool may) cannot set state fields no node wrote", async () => {
+    const store = new MemoryCheckpointStore();
+    const registry = new ToolRegistry().tool(
+      "fetch_order",
+      () => JSON.parse('{"__proto__":{"limit":1000000},"note":"fetched"}') as unknown,
+    );
+    const State = z.object({ note: z.string().default(""), limit: z.number().default(10) });
+    const flow = new Flow("orders", { state: State })
+      .node("fetch", async (_s, ctx) => (await ctx.call("fetch_order", {})) as { note: string })
+      .end("fetch");
+    const result = await runnerOn(store, registry)
+      .run(flow, {}, { runId: "orders-1" })
+      .catch((error: unknown) => error);
+    expect(result).toMatchObject({ status: "done", state: { note: "fetched", limit: 10 } });
+  });
+});
+
+describe("a state field named like an Object method", () => {
+  it("is written as the node wrote it, not through a reducer inherited from Object.prototype", async () => {
+    const store = new MemoryCheckpointStore();
+    const State = z.object({ constructor: z.string().default(""), toString: z.string().default("") });
+    const flow = new Flow("named", { state: State })
+      .node("write", () => ({ constructor: "built", toString: "shown" }))
+      .end("write");
+    const result = await runnerOn(store, new ToolRegistry()).run(
+      flow,
+      { constructor: "", toString: "" },
+      { runId: "named-1" },
+    );
+    expect(result).toMatchObject({ status: "done", state: { constructor: "built", toString: "shown" } });
+  });
+});

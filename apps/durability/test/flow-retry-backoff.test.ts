@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 
 // With the SQLite store: the workers need a store that outlives them.
-const CHILD = fileURLToPath(new URL("./retry-backoff-child.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("./flow-retry-backoff-child.ts", import.meta.url));
 const DELAY_MS = 2_000;
 const dirs: string[] = [];
 afterEach(() => {

@@ -13,7 +13,7 @@ import * as aiTest from "ai/test";
 import { z } from "zod";
 import { streamRecoveredToolLoop, streamToolLoop } from "@durable/loop";
 import { aiSdkModel, durableTools } from "@durable/loop/ai-sdk";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const [db, effects, runId, mode] = process.argv.slice(2) as [string, string, string, "start" | "recover"];
 const { convertArrayToReadableStream } = aiTest;

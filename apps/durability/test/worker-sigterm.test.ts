@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
-const CHILD = fileURLToPath(new URL("./sigterm-child.ts", import.meta.url));
+const CHILD = fileURLToPath(new URL("./worker-sigterm-child.ts", import.meta.url));
 
 describe("SIGTERM to a process with standing workers", () => {
   // With two, the idle one stops at once: the process must still wait for the busy one (a handler that killed

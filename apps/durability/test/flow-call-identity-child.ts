@@ -9,7 +9,7 @@ import { Executor, RecoveryNeedsDecision } from "@durable/core";
 import { CheckpointNotFound } from "@durable/core/store";
 import { DurableRun, readEnvelope, sealerFor } from "@durable/core/runner";
 import { FlowRunner } from "@durable/flow";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import {
   INPUT,
   KEY,

@@ -1,10 +1,10 @@
 /**
  * Shared by the call-identity tests and their child process: the node shapes a
  * case is made of, the tools (which write an effects file), the two processes
- * (one killed at a fault point, one recovering), and the verdict. *
- * It lives with the SQLite store: it needs a store that outlives a process,
- * and @durable/flow cannot depend on one (a store's own conformance run
- * depends on flow, through the kit).
+ * (one killed at a fault point, one recovering), and the verdict.
+ * It runs on the SQLite store: it needs a store that outlives a process, and
+ * @durable/flow cannot depend on one (a store's own conformance run depends
+ * on flow, through the kit).
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,7 +16,7 @@ import { idempotencyKey, type JsonValue, ToolRegistry } from "@durable/core";
 import { faultPoint, type FaultPoint } from "@durable/core/internal";
 import { canonicalJson, readCallLog, Sealer } from "@durable/core/runner";
 import { Flow, type NodeContext } from "@durable/flow";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 export const KEY = "flow-tests-key-0123456789abcdef-xyz";
 

@@ -9,8 +9,8 @@ import { z } from "zod";
 import { type LoopModel, type Message, type ModelReply, runToolLoop, servedToolLoops } from "../src/index.js";
 import { orderTools } from "./programs.js";
 
-// The standing worker serving tool loops (servedToolLoops), attacked by the review of leases; and serving a
-// flow and a tool loop of one name, where each run goes to its own kind.
+// The standing worker serving tool loops (servedToolLoops): it takes a dead loop over once its lease runs out, and
+// reports a loop in doubt once; and serving a flow and a tool loop of one name, where each run goes to its own kind.
 
 const KEY = "loop-worker-tests-key-0123456789abcdef";
 

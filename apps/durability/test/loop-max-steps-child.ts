@@ -10,7 +10,7 @@ import { CheckpointNotFound } from "@durable/core/store";
 import { faultPoint } from "@durable/core/internal";
 import { DurableRun, Sealer } from "@durable/core/runner";
 import { recoverToolLoop, runToolLoop, type LoopModel } from "@durable/loop";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const [db, effects, runId, maxSteps] = process.argv.slice(2) as [string, string, string, string];
 const KEY = "max-steps-test-key-0123456789abcdef";

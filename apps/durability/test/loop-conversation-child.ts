@@ -13,7 +13,7 @@ import * as aiTest from "ai/test";
 import { z } from "zod";
 import { recoverToolLoop, runToolLoop } from "@durable/loop";
 import { aiSdkModel, durableTools } from "@durable/loop/ai-sdk";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const [db, effects, runId, mode, text = ""] = process.argv.slice(2) as [string, string, string, string, string?];
 const KEY = "conversation-crash-test-key-0123456789abcdef";

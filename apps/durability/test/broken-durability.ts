@@ -15,8 +15,8 @@ import {
   type StoredCheckpoint,
 } from "@durable/core/store";
 import type { ConformanceInitializer } from "@durable/conformance";
-import { SQLiteCheckpointStore } from "../src/index.js";
-import sqlite, { newDatabasePath, removeDatabase } from "./conformance.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import sqlite, { newDatabasePath, removeDatabase } from "./sqlite.js";
 
 /**
  * Stores that break the promise "when recordCall resolves, the record is

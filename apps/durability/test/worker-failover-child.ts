@@ -1,7 +1,7 @@
 /**
  * One worker process of the failover test, on the SQLite file `db`, with leases of `leaseMs`:
- *   failover-child.ts first <db> <leaseMs> <pollMs>   starts run "r", whose tool never returns: prints "inside <owner>" and renews its lease
- *   failover-child.ts second <db> <leaseMs> <pollMs>  a RunWorker serving the flow, polling every `pollMs`: prints
+ *   worker-failover-child.ts first <db> <leaseMs> <pollMs>   starts run "r", whose tool never returns: prints "inside <owner>" and renews its lease
+ *   worker-failover-child.ts second <db> <leaseMs> <pollMs>  a RunWorker serving the flow, polling every `pollMs`: prints
  *     "serving <owner>" once it polls, and "claimed <owner> <epoch ms> <late ms>" when it takes a run over, late ms being how late its timers ran in the
  *     lease and two polls before (a process the machine starves finds the run late by as much)
  */
@@ -9,13 +9,13 @@ import { Executor, startWorker, ToolRegistry, workerId } from "@durable/core";
 import { Flow, FlowRunner, Call } from "@durable/flow";
 import { LateTimers } from "@durable/test-utils/late-timers";
 import { z } from "zod";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const KEY = "failover-test-key-0123456789abcdef";
 
 const [mode, db, leaseMs, pollMs] = process.argv.slice(2);
 if ((mode !== "first" && mode !== "second") || db === undefined || leaseMs === undefined || pollMs === undefined) {
-  process.stderr.write("usage: failover-child.ts first|second <db> <leaseMs> <pollMs>\n");
+  process.stderr.write("usage: worker-failover-child.ts first|second <db> <leaseMs> <pollMs>\n");
   process.exit(2);
 }
 const store = new SQLiteCheckpointStore(db, { synchronous: "normal" });

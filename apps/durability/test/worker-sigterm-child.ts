@@ -1,6 +1,6 @@
 /**
  * One process with two standing workers (owners "w1" and "w2") on the SQLite file `db`, both stopping on SIGTERM:
- *   sigterm-child.ts <db> [single]
+ *   worker-sigterm-child.ts <db> [single]
  * w1 serves a flow with no runs; w2 takes over run "r" of a dead worker, whose tool then takes 800 ms: it prints
  * "inside" when the tool starts. With "single", w2 runs alone (the control).
  */
@@ -8,12 +8,12 @@ import { Executor, startWorker, ToolRegistry } from "@durable/core";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { storeWith } from "@durable/test-utils/stores";
 import { z } from "zod";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const KEY = "sigterm-test-key-0123456789abcdef-xyz";
 const db = process.argv[2];
 if (db === undefined) {
-  process.stderr.write("usage: sigterm-child.ts <db> [single]\n");
+  process.stderr.write("usage: worker-sigterm-child.ts <db> [single]\n");
   process.exit(2);
 }
 const store = new SQLiteCheckpointStore(db, { synchronous: "normal" });

@@ -6,9 +6,10 @@ import { Call, Flow, FlowRunner } from "@durable/flow";
 import { storeWith } from "@durable/test-utils/stores";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
-// The review of leases on real SQLite files: two standing workers on two connections, and the store's clock.
+// Standing workers on a real SQLite file: two of them on two connections take dead runs over, each charge made
+// once; and a live lease is judged by the store's clock, not by a worker's Date.now.
 
 const KEY = "sqlite-worker-tests-key-0123456789abcdef";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -34,7 +35,7 @@ function open(db: string): SQLiteCheckpointStore {
 }
 
 function file(): string {
-  const dir = mkdtempSync(join(tmpdir(), "durable-review-"));
+  const dir = mkdtempSync(join(tmpdir(), "durable-worker-leases-"));
   dirs.push(dir);
   return join(dir, "runs.db");
 }

@@ -11,7 +11,7 @@ import { CheckpointNotFound } from "@durable/core/store";
 import { DurableRun, Sealer } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "@durable/flow";
 import { z } from "zod";
-import { SQLiteCheckpointStore } from "../src/index.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const [db, effects, runId, delayMs] = process.argv.slice(2) as [string, string, string, string];
 const KEY = "retry-backoff-test-key-0123456789abcdef";
