@@ -1,0 +1,150 @@
+// The README's test command (`pnpm test`): builds, then runs the repository's checks and every
+// package's tests as suites scheduled to the machine, and reports every suite that failed (not only
+// the first) before it exits non-zero.
+//
+// Why a scheduler: started all at once, the suites (Redis clusters, PostgreSQL servers, Chromium,
+// SIGKILL soaks, packing tarballs) put a load of 20+ on a 2-core machine, and tests that measure
+// time fail on load they made themselves. Each suite has a load (the cores it keeps busy while it
+// runs); suites start longest first while their loads fit in the machine's budget.
+//
+// Usage: node scripts/test-all.mjs [--load <n>] [--list]
+//   --load <n>  the budget of load at once (default: the machine's cores × 2, since suites also
+//               wait: on child processes, leases, timeouts)
+//   --list      print the suites in the order they start, with their loads, and run nothing
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { readPackages } from "./check-graph.mjs";
+
+const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+/**
+ * Each suite's load and its usual length on a 2-core machine (minutes): suites start in the order of
+ * their length, longest first, so the longest is not left to run alone at the end. A package with a
+ * test script and no line here runs with load 1 and length 1.
+ */
+const SUITES = {
+  "@durable/store-prisma": { load: 2, minutes: 6 },
+  "@durable/store-redis": { load: 2, minutes: 4 },
+  "@durable-apps/durability": { load: 2, minutes: 4 },
+  "@durable-apps/packaging": { load: 2, minutes: 3 },
+  "@durable/conformance": { load: 2, minutes: 3 },
+  checks: { load: 2, minutes: 3 },
+  "@durable-apps/bench": { load: 2, minutes: 3 },
+  "@durable/console": { load: 2, minutes: 2.5 },
+  "@durable/store-sqlite": { load: 1, minutes: 2.5 },
+  "@durable-apps/soak": { load: 1, minutes: 2.5 },
+  "@durable-apps/demo": { load: 1, minutes: 1.5 },
+  "@durable/loop": { load: 1, minutes: 1 },
+  "@durable/flow": { load: 1, minutes: 1 },
+  "@durable/core": { load: 1, minutes: 1 },
+};
+
+/** The repository's own checks, one turbo run: types, package lint, Biome, knip, the import graph. */
+const CHECKS = [
+  "turbo",
+  "run",
+  "typecheck",
+  "lint",
+  "check:code",
+  "check:unused",
+  "check:graph",
+  "--concurrency=2",
+  "--continue",
+];
+
+const { values } = parseArgs({
+  options: { load: { type: "string" }, list: { type: "boolean", default: false }, help: { type: "boolean" } },
+});
+if (values.help) {
+  const text = readFileSync(fileURLToPath(import.meta.url), "utf8")
+    .split("\n")
+    .slice(0, 14)
+    .join("\n");
+  console.log(text.replace(/^\/\/ ?/gm, ""));
+  process.exit(0);
+}
+const budget = values.load === undefined ? availableParallelism() * 2 : Number(values.load);
+if (!Number.isInteger(budget) || budget < 1) {
+  console.error(`test-all: --load must be a whole number ≥ 1, not ${values.load}`);
+  process.exit(2);
+}
+
+const suites = [
+  { name: "checks", command: ["pnpm", "exec", ...CHECKS], cwd: ROOT },
+  ...readPackages(ROOT)
+    .filter((p) => JSON.parse(readFileSync(join(ROOT, p.dir, "package.json"), "utf8")).scripts?.test !== undefined)
+    .map((p) => ({ name: p.name, command: ["pnpm", "run", "test"], cwd: join(ROOT, p.dir) })),
+]
+  .map((suite) => ({ ...suite, load: 1, minutes: 1, ...SUITES[suite.name] }))
+  .map((suite) => ({ ...suite, load: Math.min(suite.load, budget) }))
+  .sort((a, b) => b.minutes - a.minutes || a.name.localeCompare(b.name));
+
+if (values.list) {
+  for (const suite of suites) console.log(`${suite.name}  load ${suite.load}  ~${suite.minutes} min`);
+  process.exit(0);
+}
+
+const started = Date.now();
+const elapsed = (since) => `${((Date.now() - since) / 1000).toFixed(0)} s`;
+
+/** Runs a command, its output kept and printed whole when it ends, so suites' lines do not interleave. */
+function run(name, command, cwd) {
+  return new Promise((done) => {
+    const since = Date.now();
+    const child = spawn(command[0], command.slice(1), { cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+    const output = [];
+    child.stdout.on("data", (chunk) => output.push(chunk));
+    child.stderr.on("data", (chunk) => output.push(chunk));
+    child.on("error", (error) => output.push(Buffer.from(`${error.message}\n`)));
+    child.on("close", (code, signal) => {
+      const status = code === 0 ? "passed" : `failed (${signal ?? `exit ${code}`})`;
+      const text = Buffer.concat(output).toString("utf8").trimEnd();
+      process.stdout.write(`\n──── ${name}: ${status} in ${elapsed(since)} ────\n${text}\n`);
+      done({ name, ok: code === 0, seconds: Math.round((Date.now() - since) / 1000) });
+    });
+  });
+}
+
+// The build comes first: every suite tests the builds of the packages it loads.
+console.log("test-all: building");
+const build = await run("build", ["pnpm", "exec", "turbo", "run", "build"], ROOT);
+if (!build.ok) {
+  console.error("\ntest-all: the build failed; no suite ran.");
+  process.exit(1);
+}
+
+console.log(`test-all: ${suites.length} suites, a load of ${budget} at once`);
+const results = [];
+const waiting = [...suites];
+let load = 0;
+await new Promise((allDone) => {
+  const next = () => {
+    // The longest suite that fits; a suite of more load than is free waits, unless nothing runs.
+    for (let i = 0; i < waiting.length; i++) {
+      const suite = waiting[i];
+      if (load + suite.load > budget && load > 0) continue;
+      waiting.splice(i, 1);
+      load += suite.load;
+      console.log(`test-all: ${suite.name} starts (load ${load} of ${budget}, ${elapsed(started)} in)`);
+      run(suite.name, suite.command, suite.cwd).then((result) => {
+        load -= suite.load;
+        results.push(result);
+        if (results.length === suites.length) allDone();
+        else next();
+      });
+      i = -1;
+    }
+  };
+  next();
+});
+
+console.log(`\ntest-all: ${suites.length} suites in ${elapsed(started)}`);
+for (const { name, ok, seconds } of results) console.log(`  ${ok ? "passed" : "FAILED"}  ${name}  ${seconds} s`);
+const failed = results.filter((result) => !result.ok);
+if (failed.length > 0)
+  console.log(`test-all: ${failed.length} suite(s) failed: ${failed.map((r) => r.name).join(", ")}`);
+process.exit(failed.length > 0 ? 1 : 0);
