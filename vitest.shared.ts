@@ -16,7 +16,9 @@ export function sharedTestConfig(overrides: NonNullable<ViteUserConfig["test"]> 
       globalSetup: [GLOBAL_SETUP],
       reporters: ["default", "json"],
       outputFile: { json: ".vitest/report.json" },
-      testTimeout: 20_000,
+      // A hang detector, not a measure of speed: a test that spawns processes or packs tarballs takes
+      // several times as long inside the whole suite on 2 busy cores as alone.
+      testTimeout: 60_000,
       ...overrides,
     },
   };
