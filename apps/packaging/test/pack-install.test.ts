@@ -1,90 +1,24 @@
-import { execFile, execFileSync, spawn } from "node:child_process";
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { compile, packOnce, type Published, workspaceVersion } from "./packing.js";
 
 // Packs every published package, then installs some of the tarballs with plain npm
 // in an empty project, as a user would, and runs them there.
-const root = fileURLToPath(new URL("../../../", import.meta.url));
 const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
-const work = mkdtempSync(join(tmpdir(), "durable-pack-"));
-const tarballs = new Map<string, string>();
-// Several projects' node_modules: removing them takes a while on a busy machine.
-afterAll(() => rmSync(work, { recursive: true, force: true }), 120_000);
-
-/**
- * better-sqlite3 would download its prebuilt binary from GitHub, which this
- * network does not reach; instead of compiling it in every project, npm gets
- * the binary the workspace already built, the way prebuild-install takes a
- * local prebuild.
- */
-const prebuilds = join(work, "prebuilds");
-function packPrebuild(): void {
-  const dir = join(root, "packages", "store-sqlite", "node_modules", "better-sqlite3");
-  const { version } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string };
-  mkdirSync(prebuilds);
-  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
-  execFileSync("tar", ["czf", join(prebuilds, name), "-C", realpathSync(dir), "build/Release/better_sqlite3.node"]);
-}
-
-// Nine packages packed one after another: a busy machine takes minutes.
-beforeAll(() => {
-  packPrebuild();
-  for (const name of [
-    "core",
-    "flow",
-    "loop",
-    "store-memory",
-    "store-sqlite",
-    "store-redis",
-    "store-prisma",
-    "conformance",
-    "console",
-  ]) {
-    const out = execFileSync("pnpm", ["pack", "--pack-destination", work], {
-      cwd: join(root, "packages", name),
-      encoding: "utf8",
-    });
-    const file = out.trim().split("\n").at(-1)!.trim();
-    tarballs.set(name, file.startsWith("/") ? file : join(work, file));
-  }
-}, 240_000);
-
-/**
- * Makes an empty project and installs `packages` (by tarball) and `extra` there with npm; the installs of the
- * tests run at once. `strictPeers` makes a peer dependency conflict fail the install, not just warn.
- */
-async function project(name: string, packages: string[], extra: string[] = [], strictPeers = false): Promise<string> {
-  const dir = join(work, name);
-  mkdirSync(dir);
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `try-${name}`, private: true, type: "module" }));
-  const strict = strictPeers ? ["--strict-peer-deps"] : [];
-  await promisify(execFile)(
-    "npm",
-    ["install", "--no-audit", "--no-fund", ...strict, ...packages.map((p) => tarballs.get(p)!), ...extra],
-    { cwd: dir, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds } },
-  );
-  return dir;
-}
-
-/** The version the workspace installed of a package another package depends on, so npm gets the same. */
-function workspaceVersion(from: string, pkg: string): string {
-  return (
-    JSON.parse(readFileSync(join(root, from, "node_modules", pkg, "package.json"), "utf8")) as { version: string }
-  ).version;
-}
+const { project } = packOnce([
+  "core",
+  "flow",
+  "loop",
+  "store-memory",
+  "store-sqlite",
+  "store-redis",
+  "store-prisma",
+  "conformance",
+  "console",
+]);
 
 /** Every package npm installed in a project, at any depth (`npm ls --all`). */
 function allInstalled(dir: string): Set<string> {
@@ -105,29 +39,7 @@ function compileConsumer(dir: string, entries: string[]): void {
     join(dir, "consumer.ts"),
     `${entries.map((e, i) => `import * as m${i} from "${e}";`).join("\n")}\nexport const modules = [${entries.map((_, i) => `m${i}`).join(", ")}];\n`,
   );
-  writeFileSync(
-    join(dir, "tsconfig.json"),
-    JSON.stringify({
-      compilerOptions: {
-        strict: true,
-        module: "NodeNext",
-        moduleResolution: "NodeNext",
-        target: "ES2022",
-        skipLibCheck: false,
-        noEmit: true,
-        types: ["node"],
-      },
-      files: ["consumer.ts"],
-    }),
-  );
-  const tsc = fileURLToPath(new URL("../node_modules/typescript/bin/tsc", import.meta.url));
-  try {
-    execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8", stdio: "pipe" });
-  } catch (error) {
-    throw new Error(
-      `The published types do not compile for a user in ${dir}:\n${(error as { stdout?: string }).stdout ?? String(error)}`,
-    );
-  }
+  compile(dir, "The published types do not compile for a user", { skipLibCheck: false, noEmit: true }, ["consumer.ts"]);
 }
 
 /** Every entry point of @durable/core: applications, store authors, runner packages. */
@@ -181,7 +93,7 @@ const DRIVERS = [
 /** How a user installs each store: the store, what they add next to it, and the drivers that must come with it. */
 interface Install {
   readonly name: string;
-  readonly store: string;
+  readonly store: Published;
   readonly extra: () => string[];
   readonly brings: string[];
   /** The store flow.mjs opens. */
