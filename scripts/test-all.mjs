@@ -8,8 +8,8 @@
 // runs); suites start longest first while their loads fit in the machine's budget.
 //
 // Usage: node scripts/test-all.mjs [--load <n>] [--list]
-//   --load <n>  the budget of load at once (default: the machine's cores × 2, since suites also
-//               wait: on child processes, leases, timeouts)
+//   --load <n>  the budget of load at once (default: the machine's cores × 4: suites spend most of
+//               their time waiting, on child processes, servers, leases and timeouts)
 //   --list      print the suites in the order they start, with their loads, and run nothing
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -43,6 +43,9 @@ const SUITES = {
   "@durable/core": { load: 1, minutes: 1 },
 };
 
+/** How long a suite may run before it is taken for hung. */
+const SUITE_MINUTES = 20;
+
 /** The repository's own checks, one turbo run: types, package lint, Biome, knip, the import graph. */
 const CHECKS = [
   "turbo",
@@ -67,7 +70,7 @@ if (values.help) {
   console.log(text.replace(/^\/\/ ?/gm, ""));
   process.exit(0);
 }
-const budget = values.load === undefined ? availableParallelism() * 2 : Number(values.load);
+const budget = values.load === undefined ? availableParallelism() * 4 : Number(values.load);
 if (!Number.isInteger(budget) || budget < 1) {
   console.error(`test-all: --load must be a whole number ≥ 1, not ${values.load}`);
   process.exit(2);
@@ -91,16 +94,44 @@ if (values.list) {
 const started = Date.now();
 const elapsed = (since) => `${((Date.now() - since) / 1000).toFixed(0)} s`;
 
+/** The suites running now: stopped with their whole process group when this process is. */
+const running = new Set();
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"])
+  process.on(signal, () => {
+    for (const child of running) {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+    }
+    process.exit(1);
+  });
+
 /** Runs a command, its output kept and printed whole when it ends, so suites' lines do not interleave. */
 function run(name, command, cwd) {
   return new Promise((done) => {
     const since = Date.now();
-    const child = spawn(command[0], command.slice(1), { cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
     const output = [];
+    // A group of its own, so that stopping the suite stops its servers and child processes too.
+    const child = spawn(command[0], command.slice(1), {
+      cwd,
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    running.add(child);
+    // A suite still running after SUITE_MINUTES hangs: stopped and reported, so the others still report.
+    const hang = setTimeout(() => {
+      output.push(Buffer.from(`\ntest-all: ${name} still ran after ${SUITE_MINUTES} minutes: stopped.\n`));
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+    }, SUITE_MINUTES * 60_000);
     child.stdout.on("data", (chunk) => output.push(chunk));
     child.stderr.on("data", (chunk) => output.push(chunk));
     child.on("error", (error) => output.push(Buffer.from(`${error.message}\n`)));
     child.on("close", (code, signal) => {
+      clearTimeout(hang);
+      running.delete(child);
       const status = code === 0 ? "passed" : `failed (${signal ?? `exit ${code}`})`;
       const text = Buffer.concat(output).toString("utf8").trimEnd();
       process.stdout.write(`\n──── ${name}: ${status} in ${elapsed(since)} ────\n${text}\n`);
@@ -130,7 +161,7 @@ await new Promise((allDone) => {
       waiting.splice(i, 1);
       load += suite.load;
       console.log(`test-all: ${suite.name} starts (load ${load} of ${budget}, ${elapsed(started)} in)`);
-      run(suite.name, suite.command, suite.cwd).then((result) => {
+      void run(suite.name, suite.command, suite.cwd).then((result) => {
         load -= suite.load;
         results.push(result);
         if (results.length === suites.length) allDone();
