@@ -215,18 +215,27 @@ describe("the save/keeper lease rule: a live worker inside a long tool keeps its
     return { stuck, latest: await base.latest("r"), lease: await base.leaseOf("r") };
   }
 
-  it("survives a renewal outage (180 to 620 ms of a 600 ms lease) after a slow start save and a save just over a third in", async () => {
+  // The timeline has ~50 ms to spare: a process whose timers stalled longer cannot judge it (a skip says so).
+  const SPARE_MS = 50;
+
+  it("survives a renewal outage (180 to 620 ms of a 600 ms lease) after a slow start save and a save just over a third in", async (ctx) => {
     // Start save sent at 0, applied at 150 (expires 750). Renewal at ~200 fails. The save of step 1 at ~290 is
     // 140 ms after the store set the lease: the store keeps it. A keeper that took it for a renewal, counting from
     // when the start save was sent, would next renew at ~490 (fails), then ~690, applied ~790: lapsed at 750.
+    const timers = new LateTimers();
+    const from = performance.now();
     const { stuck, latest, lease } = await attempt({ startSaveMs: 150, prepMs: 125 });
+    await unjudgedIfStalled(ctx, timers, from, SPARE_MS);
     expect(stuck).toEqual([]);
     expect(latest.segment).toBe(0);
     expect(lease).toMatchObject({ owner: "a" });
   });
 
-  it("control: the same outage with a prompt start save (the save of step 1 renews) leaves the run with its worker", async () => {
+  it("control: the same outage with a prompt start save (the save of step 1 renews) leaves the run with its worker", async (ctx) => {
+    const timers = new LateTimers();
+    const from = performance.now();
     const { stuck, latest, lease } = await attempt({ startSaveMs: 0, prepMs: 280 });
+    await unjudgedIfStalled(ctx, timers, from, SPARE_MS);
     expect(stuck).toEqual([]);
     expect(latest.segment).toBe(0);
     expect(lease).toMatchObject({ owner: "a" });
