@@ -35,6 +35,8 @@ import type { OperatorAction, OperatorMark, OperatorOptions } from "./options.js
 /** What each action works with once its options are checked. */
 interface Acting {
   readonly action: OperatorAction;
+  /** The function acting, for messages. */
+  readonly where: string;
   readonly store: CheckpointStore;
   readonly sealer: Sealer;
   readonly options: OperatorOptions;
@@ -54,7 +56,7 @@ function acting(action: OperatorAction, where: string, options: OperatorOptions)
   if (options.expectStep !== undefined && (!Number.isSafeInteger(options.expectStep) || options.expectStep < 0))
     throw new InvalidInput(`${where}: expectStep must be a whole number ≥ 0, not ${String(options.expectStep)}.`);
   checkCodec(where, options.codec);
-  return { action, ...runStorage(where, options), options };
+  return { action, where, ...runStorage(where, options), options };
 }
 
 /** The run's latest checkpoint, verified, refused when it is not the step the operator saw. */
@@ -96,7 +98,7 @@ function act<T>(
     const latest = await latestSeen(at, runId);
     const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
     const data = { ...envelopeJson(envelope), ...mark(at) };
-    const lease = leaseTerms(at.action, at.options.lease);
+    const lease = leaseTerms(at.where, at.options.lease);
     const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, { lease, data });
     try {
       if (after === undefined) return { step: checkpoint.step, after: undefined };
@@ -174,7 +176,7 @@ export async function cancelRun(runId: string, reason: string, options: Operator
   return whileDriving(at.store, runId, async () => {
     const latest = await latestSeen(at, runId);
     const envelope = readEnvelope(runId, latest.data);
-    const lease = leaseTerms("cancelRun", options.lease);
+    const lease = leaseTerms(at.where, options.lease);
     const where = { store: at.store, sealer: at.sealer, lease, kind: latest.kind, events: undefined };
     return saveCancelled(where, latest, envelope, reason, mark(at, reason));
   });
