@@ -140,6 +140,9 @@ async function traceHits(h: Harness, scenario: ScenarioName, effects: string): P
   return hits;
 }
 
+/** How often a trial runs again on a new run when the store did not answer its worker before the fault point. */
+const UNAVAILABLE_RETRIES = 2;
+
 /** One trial: a worker dies at the point, another process recovers the run. Returns what went wrong, or undefined. */
 async function crashAndRecover(
   h: Harness,
@@ -147,6 +150,7 @@ async function crashAndRecover(
   effects: string,
   trial: Trial,
   reference: Reference,
+  retries = UNAVAILABLE_RETRIES,
 ): Promise<string | undefined> {
   const runId = h.runId(`crash-${trial.scenario}`, trial.encrypted);
   const faultPoint = `${trial.point}@${trial.hit}`;
@@ -155,7 +159,13 @@ async function crashAndRecover(
     DURABLE_FAULT_POINT: faultPoint,
   });
   const exit = await worker.exited();
-  if (exit.signal !== "SIGKILL") return `the worker was not killed there (exit ${exit.code}): ${worker.stderr.trim()}`;
+  if (exit.signal !== "SIGKILL") {
+    // A worker the store failed before it reached the point (a busy server did not answer in time) judged
+    // nothing of the store's durability: the trial runs again, on a new run. Its run is left as it is.
+    if (retries > 0 && /\bSTORE_UNAVAILABLE\b|StoreUnavailable:/.test(worker.stderr))
+      return crashAndRecover(h, recoverer, effects, trial, reference, retries - 1);
+    return `the worker was not killed there (exit ${exit.code}): ${worker.stderr.trim()}`;
+  }
 
   // Read before recovery starts: what the killed worker alone issued and was told.
   const before = attemptExecutions(effects, `${runId} `);
