@@ -14,6 +14,8 @@
  *   L <who> <ms> <run>                              the store refused a claim: another worker's lease was live
  *   T <who> <ms> <run>                              a claim with takeOver (the workers never make one)
  *   G <who> <ms>                                    a stopping worker gave up the runs it still had
+ *   K <who> <sent> <answered> <run>                 a write that may have set the run's lease (a claim, a save,
+ *                                                   a renewal) was sent and answered (or failed unanswered)
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 
@@ -42,11 +44,22 @@ interface Touch {
   readonly at: number;
 }
 
+/** A write that may have set a run's lease: the store set it, if at all, between `sent` and `answered`. */
+export interface LeaseWrite {
+  readonly worker: string;
+  readonly sent: number;
+  readonly answered: number;
+}
+
 /** The ledger as the verdict reads it. */
 export interface LedgerEntries {
   readonly executions: readonly Execution[];
   /** Per run: its claims and tool executions, in the order they were written. */
   readonly touches: ReadonlyMap<string, readonly Touch[]>;
+  /** Per run: its claims (a start, a recovery), by whom and when each was sent. */
+  readonly claims: ReadonlyMap<string, readonly Touch[]>;
+  /** Per run: the writes that may have set its lease. */
+  readonly leaseWrites: ReadonlyMap<string, readonly LeaseWrite[]>;
   /** Claims that found calls in doubt and stopped for a decision. */
   readonly inDoubt: readonly InDoubtReport[];
   /** Claims that found calls in doubt and ran them again (idempotent tools, or with `rerunInDoubt`). */
@@ -103,6 +116,11 @@ export class LedgerWriter {
     this.#event("T", runId);
   }
 
+  /** A write that may have set the run's lease was sent at `sent` and answered (or failed) now. */
+  leaseWritten(runId: string, sent: number): void {
+    this.#write(`K ${this.#worker} ${sent} ${Date.now()} ${runId}`);
+  }
+
   gaveUp(): void {
     this.#write(`G ${this.#worker} ${Date.now()}`);
   }
@@ -121,17 +139,15 @@ export class LedgerWriter {
 export function readLedger(path: string): LedgerEntries {
   const executions = new Map<string, Execution>();
   const touches = new Map<string, Touch[]>();
+  const claims = new Map<string, Touch[]>();
+  const leaseWrites = new Map<string, LeaseWrite[]>();
   const inDoubt: InDoubtReport[] = [];
   const reruns: InDoubtReport[] = [];
   const replayed = new Set<string>();
   const gaveUp = new Map<string, number>();
   let leaseHeld = 0;
   let takeOvers = 0;
-  const touch = (runId: string, worker: string, at: number) => {
-    const list = touches.get(runId) ?? [];
-    list.push({ worker, at });
-    touches.set(runId, list);
-  };
+  const touch = (runId: string, worker: string, at: number) => push(touches, runId, { worker, at });
   const text = existsSync(path) ? readFileSync(path, "utf8") : "";
   for (const line of text.split("\n")) {
     const [kind, ...fields] = line.split(" ");
@@ -150,11 +166,17 @@ export function readLedger(path: string): LedgerEntries {
     } else if (kind === "E" && fields.length === 3) {
       const execution = executions.get(fields[0] as string);
       if (execution !== undefined) execution.end = Number(fields[2]);
+    } else if (kind === "K" && fields.length === 4) {
+      const [worker, sent, answered, runId] = fields as [string, string, string, string];
+      push(leaseWrites, runId, { worker, sent: Number(sent), answered: Number(answered) });
     } else if (kind === "G" && fields.length === 2) {
       gaveUp.set(fields[0] as string, Number(fields[1]));
     } else if (fields.length >= 3) {
       const [worker, at, runId, more = ""] = fields as [string, string, string, string | undefined];
-      if (kind === "C") touch(runId, worker, Number(at));
+      if (kind === "C") {
+        touch(runId, worker, Number(at));
+        push(claims, runId, { worker, at: Number(at) });
+      }
       if (kind === "D" || kind === "X")
         (kind === "D" ? inDoubt : reruns).push({ worker, at: Number(at), runId, calls: parseCalls(more) });
       if (kind === "R") replayed.add(`${runId} ${more}`);
@@ -165,6 +187,8 @@ export function readLedger(path: string): LedgerEntries {
   return {
     executions: [...executions.values()],
     touches,
+    claims,
+    leaseWrites,
     inDoubt,
     reruns,
     replayed,
@@ -172,6 +196,12 @@ export function readLedger(path: string): LedgerEntries {
     leaseHeld,
     takeOvers,
   };
+}
+
+export function push<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key) ?? [];
+  list.push(value);
+  map.set(key, list);
 }
 
 function parseCalls(text: string): { callId: string; tool: string }[] {

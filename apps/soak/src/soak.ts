@@ -139,6 +139,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         runs: options.runs,
         ledger: readLedger(ledger),
         deaths,
+        leaseMs: options.leaseMs,
         inDoubtOnlyAfterDeaths: disturbance === undefined,
       });
       return {
@@ -171,7 +172,7 @@ export function soakSummary(report: SoakReport): string[] {
   return [
     `${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} SIGKILLs (${report.killsInsideTools} inside a tool) ` +
       `and ${report.restarts} SIGTERM restarts (${report.gaveUp} gave runs up at their deadline)`,
-    `${report.recovered} runs taken over by a worker; ${report.takeOvers} claims with takeOver; ${report.leaseHeld} claims refused for a live lease (LeaseHeld)`,
+    `${report.recovered} runs taken over by a worker; ${report.takeOvers} claims with takeOver; ${report.leaseHeld} claims refused for a live lease (LeaseHeld); ${report.lapsedLeases} leases of a live, starved worker ran out and the run was taken over`,
     `${report.inDoubtRuns} runs found in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported, ${report.replayedCalls} calls replayed from the log; ` +
       `${report.violations.length} violations`,
   ];

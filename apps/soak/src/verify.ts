@@ -5,7 +5,7 @@
  */
 import type { CheckpointStore } from "@durable/core";
 import { DurableRun, readCallLog, Sealer } from "@durable/core/runner";
-import type { Execution, LedgerEntries } from "./ledger.js";
+import { type Execution, type LedgerEntries, push } from "./ledger.js";
 import type { Death } from "./slot.js";
 import { KEY } from "./store.js";
 import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
@@ -26,6 +26,12 @@ export interface Findings {
   readonly leaseHeld: number;
   /** Claims made with `takeOver`: the workers never make one, so any is a violation. */
   readonly takeOvers: number;
+  /**
+   * Runs claimed from a live worker whose lease had run out by the store's clock: starved past its lease (a
+   * busy machine), it was presumed dead, which is what a lease is for. Allowed, counted, and it must still be
+   * fenced: its calls run no more often than recoveries announced.
+   */
+  readonly lapsedLeases: number;
   readonly violations: readonly string[];
 }
 
@@ -34,6 +40,8 @@ export interface VerifyInput {
   readonly runs: number;
   readonly ledger: LedgerEntries;
   readonly deaths: readonly Death[];
+  /** How long a lease lasts from its last renewal, as the workers were told. */
+  readonly leaseMs: number;
   /**
    * Whether every call in doubt must follow a death. Under server faults a
    * worker that lost its store between a tool and its record leaves the call
@@ -67,7 +75,8 @@ export async function verify(input: VerifyInput): Promise<Findings> {
     }
   const violations: string[] = [];
   const counts = await checkRuns(input, byCall, reruns, violations);
-  violations.push(...failoverViolations(ledger, deaths, input.inDoubtOnlyAfterDeaths));
+  const failover = failoverViolations(ledger, deaths, input.leaseMs, input.inDoubtOnlyAfterDeaths);
+  violations.push(...failover.violations);
   const killsInsideTools = deaths.filter(
     (death) =>
       death.signal === "SIGKILL" &&
@@ -80,39 +89,75 @@ export async function verify(input: VerifyInput): Promise<Findings> {
     gaveUp: ledger.gaveUp.size,
     leaseHeld: ledger.leaseHeld,
     takeOvers: ledger.takeOvers,
+    lapsedLeases: failover.lapsedLeases,
     violations,
   };
 }
 
 /**
  * (c) no two workers ran tools of one run at once unless the first had been
- * killed or had given the run up by then (a claim of a live lease shows as
- * such an overlap), and no claim took over; (d) with `inDoubtOnlyAfterDeaths`,
- * every in-doubt report follows the death of the last worker that touched the
- * run, after it touched it.
+ * killed or had given the run up by then, or its lease had run out by the
+ * store's clock (a claim of a live lease shows as such an overlap), and no
+ * claim took over; (d) with `inDoubtOnlyAfterDeaths`, every in-doubt report
+ * follows the death of the last worker that touched the run, after it touched
+ * it, or the end of that worker's lease.
  */
 export function failoverViolations(
   ledger: LedgerEntries,
   deaths: readonly Death[],
+  leaseMs: number,
   inDoubtOnlyAfterDeaths: boolean,
-): string[] {
+): { violations: string[]; lapsedLeases: number } {
   const ended = new Map<string, Ended>();
   for (const death of deaths) {
     const gaveUpAt = ledger.gaveUp.get(death.worker);
     const releasedAt = death.signal === "SIGKILL" ? death.signalledAt : (gaveUpAt ?? death.diedAt);
     ended.set(death.worker, { ...death, releasedAt });
   }
+  const leases = new LeaseClock(ledger, leaseMs);
   const byRun = new Map<string, Execution[]>();
   for (const execution of ledger.executions) push(byRun, execution.runId, execution);
   const violations: string[] = [];
-  for (const [runId, executions] of byRun) violations.push(...overlaps(runId, executions, ended));
+  for (const [runId, executions] of byRun) violations.push(...overlaps(runId, executions, ended, leases));
   if (ledger.takeOvers > 0) violations.push(`${ledger.takeOvers} claims took a live lease over (takeOver)`);
   if (inDoubtOnlyAfterDeaths)
     for (const report of [...ledger.inDoubt, ...ledger.reruns]) {
-      const why = unexplainedInDoubt(report.runId, report.at, ledger.touches.get(report.runId) ?? [], ended);
+      const why = unexplainedInDoubt(report.runId, report.at, ledger.touches.get(report.runId) ?? [], ended, leases);
       if (why !== undefined) violations.push(why);
     }
-  return violations;
+  return { violations, lapsedLeases: leases.lapsed.size };
+}
+
+/**
+ * Whether a worker's lease on a run had surely run out by the store's clock
+ * at a moment: every write of it that may have set the lease (sent before
+ * that moment) was answered a whole lease before it. The store set the lease,
+ * if at all, between a write's sending and its answer, and a claim sent at
+ * that moment reached the store no earlier.
+ */
+class LeaseClock {
+  /** `<run> <worker>` of each live worker's lease found run out where a claim needed it. */
+  readonly lapsed = new Set<string>();
+  readonly #ledger: LedgerEntries;
+  readonly #ms: number;
+
+  constructor(ledger: LedgerEntries, leaseMs: number) {
+    this.#ledger = ledger;
+    this.#ms = leaseMs;
+  }
+
+  /** When the worker last sent a claim of the run before `at` (`at` itself when the ledger shows none). */
+  claimedBefore(runId: string, worker: string, at: number): number {
+    const sent = (this.#ledger.claims.get(runId) ?? []).filter((c) => c.worker === worker && c.at <= at);
+    return sent.length === 0 ? at : Math.max(...sent.map((c) => c.at));
+  }
+
+  ranOut(runId: string, worker: string, at: number): boolean {
+    const writes = (this.#ledger.leaseWrites.get(runId) ?? []).filter((w) => w.worker === worker && w.sent < at);
+    if (writes.length === 0 || writes.some((w) => w.answered + this.#ms > at)) return false;
+    this.lapsed.add(`${runId} ${worker}`);
+    return true;
+  }
 }
 
 /** (a) and (b) for every run: done, three calls done, each ran with one key, non-idempotent ones no more often than announced. */
@@ -161,7 +206,12 @@ async function checkRuns(
  * when the earlier one's process had been killed, or had given its runs up,
  * before the later one began. An execution a kill cut short lasts until the death.
  */
-function overlaps(runId: string, executions: readonly Execution[], ended: ReadonlyMap<string, Ended>): string[] {
+function overlaps(
+  runId: string,
+  executions: readonly Execution[],
+  ended: ReadonlyMap<string, Ended>,
+  leases: LeaseClock,
+): string[] {
   const found: string[] = [];
   for (const later of executions)
     for (const earlier of executions) {
@@ -169,6 +219,7 @@ function overlaps(runId: string, executions: readonly Execution[], ended: Readon
       const death = ended.get(earlier.worker);
       const until = earlier.end ?? death?.diedAt ?? Number.POSITIVE_INFINITY;
       if (until <= later.start || (death !== undefined && death.releasedAt <= later.start)) continue;
+      if (leases.ranOut(runId, earlier.worker, leases.claimedBefore(runId, later.worker, later.start))) continue;
       found.push(
         `${runId}: ${later.tool} began in worker ${later.worker} while ${earlier.tool} still ran in live worker ${earlier.worker} (${until - later.start} ms overlap): a claim of a live lease`,
       );
@@ -186,6 +237,7 @@ function unexplainedInDoubt(
   at: number,
   touches: readonly { worker: string; at: number }[],
   ended: ReadonlyMap<string, Ended>,
+  leases: LeaseClock,
 ): string | undefined {
   // Each line is dated before it is written: processes may append a little out of order, so take the latest by date.
   const last = touches
@@ -194,11 +246,6 @@ function unexplainedInDoubt(
   if (last === undefined) return `${runId} was found in doubt, but no worker had touched it`;
   const death = ended.get(last.worker);
   if (death !== undefined && last.at < death.diedAt && death.releasedAt <= at) return undefined;
-  return `${runId} was found in doubt at ${at}, but worker ${last.worker}, the last to touch it (at ${last.at}), ${death === undefined ? "was never killed" : `ended only at ${death.releasedAt}`}`;
-}
-
-function push<T>(map: Map<string, T[]>, key: string, value: T): void {
-  const list = map.get(key) ?? [];
-  list.push(value);
-  map.set(key, list);
+  if (leases.ranOut(runId, last.worker, at)) return undefined;
+  return `${runId} was found in doubt at ${at}, but worker ${last.worker}, the last to touch it (at ${last.at}), ${death === undefined ? "was never killed" : `ended only at ${death.releasedAt}`}, and its lease was live`;
 }

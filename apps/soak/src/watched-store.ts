@@ -1,4 +1,4 @@
-import { type CheckpointStore, LeaseHeld, StoreUnavailable } from "@durable/core";
+import { CheckpointConflict, type CheckpointStore, LeaseHeld, StoreUnavailable } from "@durable/core";
 import type { LeaseClaim, RunWrite } from "@durable/core/store";
 import { LateTimers } from "@durable/test-utils/late-timers";
 
@@ -20,6 +20,8 @@ export interface StoreWatch {
   saving(runId: string, step: number): void;
   /** A save claimed a run with `takeOver`. */
   tookOver(runId: string): void;
+  /** A write that may have set the run's lease (a save, a renewal), sent at `sent` (`Date.now()`), was answered or failed unanswered. */
+  leaseWritten(runId: string, sent: number): void;
 }
 
 /**
@@ -51,6 +53,18 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
         });
     }
   };
+  /** A write that may set the run's lease, watched: reported once answered, or failed other than by a refusal. */
+  const leaseWrite = async <T>(runId: string, write: () => Promise<T>): Promise<T> => {
+    const sent = Date.now();
+    try {
+      const result = await time(write);
+      watch.leaseWritten(runId, sent);
+      return result;
+    } catch (error) {
+      if (!(error instanceof LeaseHeld || error instanceof CheckpointConflict)) watch.leaseWritten(runId, sent);
+      throw error;
+    }
+  };
   /** Sends a write that holds a checkpoint (a save, or a batch with one): late by `saveDelayMs`, watched. */
   const saving = (
     runId: string,
@@ -61,7 +75,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
     const send = () => {
       watch.saving(runId, step);
       if (lease?.takeOver === true) watch.tookOver(runId);
-      return time(write);
+      return leaseWrite(runId, write);
     };
     return slowly(send).catch((error: unknown) => {
       if (error instanceof LeaseHeld) watch.leaseHeld(runId);
@@ -83,7 +97,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
           },
         }),
     latest: (runId) => time(() => store.latest(runId)),
-    renew: (runId, segment, terms) => time(() => store.renew(runId, segment, terms)),
+    renew: (runId, segment, terms) => leaseWrite(runId, () => store.renew(runId, segment, terms)),
     release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),
     leaseOf: (runId) => time(() => store.leaseOf(runId)),
     async *listUnfinished(flow, options) {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readLedger } from "../src/ledger.js";
 import type { Death } from "../src/slot.js";
-import { failoverViolations } from "../src/verify.js";
+import { failoverViolations as judged } from "../src/verify.js";
 
 const dir = mkdtempSync(join(tmpdir(), "soak-verify-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -16,6 +16,11 @@ function ledger(...lines: string[]) {
   writeFileSync(path, `${lines.join("\n")}\n`);
   return readLedger(path);
 }
+
+/** The violations the verdict finds with 2 s leases. */
+const failoverViolations = (entries: ReturnType<typeof ledger>, deaths: Death[], inDoubtOnlyAfterDeaths: boolean) =>
+  judged(entries, deaths, LEASE_MS, inDoubtOnlyAfterDeaths).violations;
+const LEASE_MS = 2_000;
 
 const PAY = "2:pay:charge_card:abc:0";
 const started = (exec: string, worker: number, at: number) => `S ${exec} ${worker} ${at} r1 ${PAY} charge_card key`;
@@ -72,5 +77,29 @@ describe("the failover verdict reads the ledger against the deaths", () => {
     expect(failoverViolations(liveRerun, [kill(1, 400)], true)).toHaveLength(1);
     // Under server faults a live worker leaves calls in doubt: not asked.
     expect(failoverViolations(liveClaim, [kill(1, 400)], false)).toEqual([]);
+  });
+
+  it("judges a live worker's lease by the store's clock: ran out a whole lease after its last answered write, the run may be taken", () => {
+    // Worker 1 claimed at 50 (answered at 60), began the charge at 100, then starved: no write for 5 s.
+    const starved = ["C 1 50 r1", "K 1 50 60 r1", started("1.1", 1, 100)];
+    const taken = ledger(...starved, "C 2 2100 r1", `D 2 2100 r1 ${PAY}:charge_card`, started("2.1", 2, 2200));
+    expect(judged(taken, [], LEASE_MS, true)).toEqual({ violations: [], lapsedLeases: 1 });
+    // A renewal sent at 1000 and answered at 1010 kept the lease live until 3010: a claim at 2100 took a live lease.
+    const renewed = ledger(
+      ...starved,
+      "K 1 1000 1010 r1",
+      "C 2 2100 r1",
+      `D 2 2100 r1 ${PAY}:charge_card`,
+      started("2.1", 2, 2200),
+    );
+    expect(failoverViolations(renewed, [], true)).toEqual([
+      expect.stringMatching(/r1: charge_card began in worker 2 while .* live worker 1/),
+      expect.stringMatching(/r1 was found in doubt at 2100, but worker 1, .* was never killed, and its lease was live/),
+    ]);
+    // A write answered late may have set the lease as late as its answer: still live.
+    const lateAnswer = ledger(...starved, "K 1 1000 1900 r1", "C 2 3000 r1", `D 2 3000 r1 ${PAY}:charge_card`);
+    expect(failoverViolations(lateAnswer, [], true)).toHaveLength(1);
+    // The ledger keeps each write that may have set the lease, with when it was sent and answered.
+    expect(ledger(...starved).leaseWrites.get("r1")).toEqual([{ worker: "1", sent: 50, answered: 60 }]);
   });
 });
