@@ -14,8 +14,9 @@
  *   L <who> <ms> <run>                              the store refused a claim: another worker's lease was live
  *   T <who> <ms> <run>                              a claim with takeOver (the workers never make one)
  *   G <who> <ms>                                    a stopping worker gave up the runs it still had
- *   K <who> <sent> <answered> <run>                 a write that may have set the run's lease (a claim, a save,
- *                                                   a renewal) was sent and answered (or failed unanswered)
+ *   K <who> <sent> <answered> <run> <kind> <outcome> a write that may set the run's lease (<kind>: a save, which
+ *                                                   claims or renews it, or a renewal) was sent, and <outcome>:
+ *                                                   accepted, refused, or failed unanswered by <answered>
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 
@@ -44,12 +45,17 @@ interface Touch {
   readonly at: number;
 }
 
-/** A write that may have set a run's lease: the store set it, if at all, between `sent` and `answered`. */
+/** A write that may set a run's lease: the store set it, if at all, between `sent` and `answered`. */
 export interface LeaseWrite {
   readonly worker: string;
   readonly sent: number;
   readonly answered: number;
+  /** A save claims the lease, or renews its own once a third of it has passed; a renewal always renews it. */
+  readonly kind: "save" | "renew";
+  readonly outcome: LeaseWriteOutcome;
 }
+
+export type LeaseWriteOutcome = "accepted" | "refused" | "unanswered";
 
 /** The ledger as the verdict reads it. */
 export interface LedgerEntries {
@@ -116,9 +122,9 @@ export class LedgerWriter {
     this.#event("T", runId);
   }
 
-  /** A write that may have set the run's lease was sent at `sent` and answered (or failed) now. */
-  leaseWritten(runId: string, sent: number): void {
-    this.#write(`K ${this.#worker} ${sent} ${Date.now()} ${runId}`);
+  /** A write that may set the run's lease was sent at `sent` and answered (or failed) by `answered`. */
+  leaseWritten(runId: string, write: Omit<LeaseWrite, "worker">): void {
+    this.#write(`K ${this.#worker} ${write.sent} ${write.answered} ${runId} ${write.kind} ${write.outcome}`);
   }
 
   gaveUp(): void {
@@ -166,9 +172,22 @@ export function readLedger(path: string): LedgerEntries {
     } else if (kind === "E" && fields.length === 3) {
       const execution = executions.get(fields[0] as string);
       if (execution !== undefined) execution.end = Number(fields[2]);
-    } else if (kind === "K" && fields.length === 4) {
-      const [worker, sent, answered, runId] = fields as [string, string, string, string];
-      push(leaseWrites, runId, { worker, sent: Number(sent), answered: Number(answered) });
+    } else if (kind === "K" && fields.length === 6) {
+      const [worker, sent, answered, runId, write, outcome] = fields as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
+      push(leaseWrites, runId, {
+        worker,
+        sent: Number(sent),
+        answered: Number(answered),
+        kind: write as LeaseWrite["kind"],
+        outcome: outcome as LeaseWriteOutcome,
+      });
     } else if (kind === "G" && fields.length === 2) {
       gaveUp.set(fields[0] as string, Number(fields[1]));
     } else if (fields.length >= 3) {
@@ -177,8 +196,10 @@ export function readLedger(path: string): LedgerEntries {
         touch(runId, worker, Number(at));
         push(claims, runId, { worker, at: Number(at) });
       }
-      if (kind === "D" || kind === "X")
+      if (kind === "D" || kind === "X") {
         (kind === "D" ? inDoubt : reruns).push({ worker, at: Number(at), runId, calls: parseCalls(more) });
+        push(claims, runId, { worker, at: Number(at) });
+      }
       if (kind === "R") replayed.add(`${runId} ${more}`);
       if (kind === "L") leaseHeld += 1;
       if (kind === "T") takeOvers += 1;

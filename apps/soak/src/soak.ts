@@ -72,6 +72,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const log = options.log ?? (() => {});
   const dir = mkdtempSync(join(tmpdir(), "durable-soak-"));
   const ledger = join(dir, "ledger");
+  let keepLedger = false;
   const target = await Target.prepare(options.store);
   const started = Date.now();
   const progress = newProgress();
@@ -142,6 +143,9 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         leaseMs: options.leaseMs,
         inDoubtOnlyAfterDeaths: disturbance === undefined,
       });
+      // The ledger of a soak that found violations stays, for whoever looks into them.
+      keepLedger = findings.violations.length > 0;
+      if (keepLedger) (options.log ?? console.error)(`the ledger is kept at ${ledger}`);
       return {
         store: options.store,
         runs: options.runs,
@@ -163,7 +167,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     await disturbance?.catch(() => {});
     await Promise.allSettled(restarting);
     await target.drop();
-    rmSync(dir, { recursive: true, force: true });
+    if (!keepLedger) rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import type { CheckpointStore } from "@durable/core";
 import { DurableRun, readCallLog, Sealer } from "@durable/core/runner";
+import { SAVE_RENEWS_AFTER } from "@durable/core/store";
 import { type Execution, type LedgerEntries, push } from "./ledger.js";
 import type { Death } from "./slot.js";
 import { KEY } from "./store.js";
@@ -129,11 +130,12 @@ export function failoverViolations(
 }
 
 /**
- * Whether a worker's lease on a run had surely run out by the store's clock
- * at a moment: every write of it that may have set the lease (sent before
- * that moment) was answered a whole lease before it. The store set the lease,
- * if at all, between a write's sending and its answer, and a claim sent at
- * that moment reached the store no earlier.
+ * Whether a live worker's lease on a run had surely run out by the store's
+ * clock when another worker's claim was sent, from the writes of the old
+ * worker that may have set it. The store set a lease, if at all, between a
+ * write's sending and its answer; a renewal always sets it, a save only when it
+ * claims the run or when a third of the lease has passed since it was last set
+ * (`SAVE_RENEWS_AFTER`). A claim sent at `at` reached the store no earlier.
  */
 class LeaseClock {
   /** `<run> <worker>` of each live worker's lease found run out where a claim needed it. */
@@ -148,15 +150,41 @@ class LeaseClock {
 
   /** When the worker last sent a claim of the run before `at` (`at` itself when the ledger shows none). */
   claimedBefore(runId: string, worker: string, at: number): number {
-    const sent = (this.#ledger.claims.get(runId) ?? []).filter((c) => c.worker === worker && c.at <= at);
+    const sent = this.#claims(runId).filter((c) => c.worker === worker && c.at <= at);
     return sent.length === 0 ? at : Math.max(...sent.map((c) => c.at));
   }
 
   ranOut(runId: string, worker: string, at: number): boolean {
-    const writes = (this.#ledger.leaseWrites.get(runId) ?? []).filter((w) => w.worker === worker && w.sent < at);
-    if (writes.length === 0 || writes.some((w) => w.answered + this.#ms > at)) return false;
+    const set = this.#lastSet(runId, worker, at);
+    if (set === undefined || set.latest + this.#ms > at) return false;
     this.lapsed.add(`${runId} ${worker}`);
     return true;
+  }
+
+  /** Bounds on when the worker's lease on the run was last set by a write sent before `at`. */
+  #lastSet(runId: string, worker: string, at: number): { earliest: number; latest: number } | undefined {
+    const renewAfter = this.#ms * SAVE_RENEWS_AFTER;
+    const others = this.#claims(runId).filter((c) => c.worker !== worker);
+    const writes = (this.#ledger.leaseWrites.get(runId) ?? [])
+      .filter((w) => w.worker === worker && w.sent < at && w.outcome !== "refused")
+      .sort((a, b) => a.sent - b.sent);
+    let set: { earliest: number; latest: number } | undefined;
+    let sentBefore = Number.NEGATIVE_INFINITY;
+    for (const write of writes) {
+      // Another worker's claim in between: the worker's next save claims the run anew.
+      if (others.some((c) => c.at > sentBefore && c.at < write.sent)) set = undefined;
+      sentBefore = write.sent;
+      const sure = { earliest: write.sent, latest: write.answered };
+      if (write.kind === "renew" || set === undefined) set = sure;
+      else if (write.answered - set.earliest >= renewAfter)
+        // A save that may have renewed: surely did when a third had passed since the latest the last set could be.
+        set = write.sent - set.latest >= renewAfter ? sure : { ...set, latest: Math.max(set.latest, write.answered) };
+    }
+    return set;
+  }
+
+  #claims(runId: string): readonly { worker: string; at: number }[] {
+    return this.#ledger.claims.get(runId) ?? [];
   }
 }
 

@@ -1,6 +1,13 @@
-import { CheckpointConflict, type CheckpointStore, LeaseHeld, StoreUnavailable } from "@durable/core";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  type CheckpointStore,
+  LeaseHeld,
+  StoreUnavailable,
+} from "@durable/core";
 import type { LeaseClaim, RunWrite } from "@durable/core/store";
 import { LateTimers } from "@durable/test-utils/late-timers";
+import type { LeaseWrite } from "./ledger.js";
 
 /** Operations slower than this are reported to the soak, which keeps the longest per fault. */
 const REPORT_ABOVE_MS = 50;
@@ -20,8 +27,12 @@ export interface StoreWatch {
   saving(runId: string, step: number): void;
   /** A save claimed a run with `takeOver`. */
   tookOver(runId: string): void;
-  /** A write that may have set the run's lease (a save, a renewal), sent at `sent` (`Date.now()`), was answered or failed unanswered. */
-  leaseWritten(runId: string, sent: number): void;
+  /**
+   * A write that may set the run's lease (a save, a renewal) was sent at `sent` and answered, or failed
+   * unanswered, by `answered` (`Date.now()` times): the earliest this process could have missed the answer
+   * (a process the machine starved sees an answer late).
+   */
+  leaseWritten(runId: string, write: Omit<LeaseWrite, "worker">): void;
 }
 
 /**
@@ -54,14 +65,24 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
     }
   };
   /** A write that may set the run's lease, watched: reported once answered, or failed other than by a refusal. */
-  const leaseWrite = async <T>(runId: string, write: () => Promise<T>): Promise<T> => {
+  const leaseWrite = async <T>(runId: string, kind: LeaseWrite["kind"], write: () => Promise<T>): Promise<T> => {
     const sent = Date.now();
+    const answered = (outcome: LeaseWrite["outcome"]) => {
+      const at = performance.now();
+      const offset = Date.now() - at;
+      void timers.settled().then(() => {
+        const by = Math.round(timers.stalledSince(at) + offset);
+        watch.leaseWritten(runId, { sent, answered: Math.max(sent, by), kind, outcome });
+      });
+    };
     try {
       const result = await time(write);
-      watch.leaseWritten(runId, sent);
+      answered("accepted");
       return result;
     } catch (error) {
-      if (!(error instanceof LeaseHeld || error instanceof CheckpointConflict)) watch.leaseWritten(runId, sent);
+      const refused =
+        error instanceof LeaseHeld || error instanceof CheckpointConflict || error instanceof CheckpointNotFound;
+      answered(refused ? "refused" : "unanswered");
       throw error;
     }
   };
@@ -75,7 +96,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
     const send = () => {
       watch.saving(runId, step);
       if (lease?.takeOver === true) watch.tookOver(runId);
-      return leaseWrite(runId, write);
+      return leaseWrite(runId, "save", write);
     };
     return slowly(send).catch((error: unknown) => {
       if (error instanceof LeaseHeld) watch.leaseHeld(runId);
@@ -97,7 +118,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
           },
         }),
     latest: (runId) => time(() => store.latest(runId)),
-    renew: (runId, segment, terms) => leaseWrite(runId, () => store.renew(runId, segment, terms)),
+    renew: (runId, segment, terms) => leaseWrite(runId, "renew", () => store.renew(runId, segment, terms)),
     release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),
     leaseOf: (runId) => time(() => store.leaseOf(runId)),
     async *listUnfinished(flow, options) {

@@ -78,7 +78,7 @@ const store = watchedStore(
       if (step === 0) ledger.claimed(runId);
     },
     tookOver: (runId) => ledger.tookOver(runId),
-    leaseWritten: (runId, sent) => ledger.leaseWritten(runId, sent),
+    leaseWritten: (runId, write) => ledger.leaseWritten(runId, write),
   },
   config.saveDelayMs,
 );

@@ -79,27 +79,24 @@ describe("the failover verdict reads the ledger against the deaths", () => {
     expect(failoverViolations(liveClaim, [kill(1, 400)], false)).toEqual([]);
   });
 
-  it("judges a live worker's lease by the store's clock: ran out a whole lease after its last answered write, the run may be taken", () => {
+  it("judges a live worker's lease by the store's clock: ran out a whole lease after its last answered write that set it, the run may be taken", () => {
     // Worker 1 claimed at 50 (answered at 60), began the charge at 100, then starved: no write for 5 s.
-    const starved = ["C 1 50 r1", "K 1 50 60 r1", started("1.1", 1, 100)];
-    const taken = ledger(...starved, "C 2 2100 r1", `D 2 2100 r1 ${PAY}:charge_card`, started("2.1", 2, 2200));
-    expect(judged(taken, [], LEASE_MS, true)).toEqual({ violations: [], lapsedLeases: 1 });
+    const starved = ["C 1 50 r1", "K 1 50 60 r1 save accepted", started("1.1", 1, 100)];
+    const takenAt = (at: number, ...more: string[]) =>
+      ledger(...starved, ...more, `C 2 ${at} r1`, `D 2 ${at} r1 ${PAY}:charge_card`, started("2.1", 2, at + 100));
+    expect(judged(takenAt(2_100), [], LEASE_MS, true)).toEqual({ violations: [], lapsedLeases: 1 });
     // A renewal sent at 1000 and answered at 1010 kept the lease live until 3010: a claim at 2100 took a live lease.
-    const renewed = ledger(
-      ...starved,
-      "K 1 1000 1010 r1",
-      "C 2 2100 r1",
-      `D 2 2100 r1 ${PAY}:charge_card`,
-      started("2.1", 2, 2200),
-    );
-    expect(failoverViolations(renewed, [], true)).toEqual([
+    expect(failoverViolations(takenAt(2_100, "K 1 1000 1010 r1 renew accepted"), [], true)).toEqual([
       expect.stringMatching(/r1: charge_card began in worker 2 while .* live worker 1/),
       expect.stringMatching(/r1 was found in doubt at 2100, but worker 1, .* was never killed, and its lease was live/),
     ]);
-    // A write answered late may have set the lease as late as its answer: still live.
-    const lateAnswer = ledger(...starved, "K 1 1000 1900 r1", "C 2 3000 r1", `D 2 3000 r1 ${PAY}:charge_card`);
-    expect(failoverViolations(lateAnswer, [], true)).toHaveLength(1);
-    // The ledger keeps each write that may have set the lease, with when it was sent and answered.
-    expect(ledger(...starved).leaseWrites.get("r1")).toEqual([{ worker: "1", sent: 50, answered: 60 }]);
+    // So did one whose answer came late: it may have set the lease as late as its answer. Left unanswered, the same.
+    expect(failoverViolations(takenAt(3_000, "K 1 1000 1900 r1 renew accepted"), [], true)).toHaveLength(2);
+    expect(failoverViolations(takenAt(3_000, "K 1 1000 1900 r1 renew unanswered"), [], true)).toHaveLength(2);
+    // A refused one set nothing.
+    expect(failoverViolations(takenAt(2_100, "K 1 1000 1010 r1 renew refused"), [], true)).toEqual([]);
+    // A save less than a third of the lease after the claim leaves the lease as it was; one after a third renews it.
+    expect(failoverViolations(takenAt(2_100, "K 1 500 520 r1 save accepted"), [], true)).toEqual([]);
+    expect(failoverViolations(takenAt(2_100, "K 1 800 820 r1 save accepted"), [], true)).toHaveLength(2);
   });
 });

@@ -39,6 +39,16 @@ export class LateTimers {
     return Math.max(0, ...this.#between(from, to).map((tick) => tick.ms));
   }
 
+  /**
+   * Since when this process may have been unable to see something it saw at
+   * `at` (`performance.now()`): the start of a stall its timers ended in just
+   * then, or `at` itself. Ask a tick or two after `at`.
+   */
+  stalledSince(at: number): number {
+    const ending = this.#late.filter((tick) => tick.at >= at && tick.at - tick.ms - TICK_MS <= at);
+    return Math.min(at, ...ending.map((tick) => tick.at - tick.ms - TICK_MS));
+  }
+
   #between(from: number, to: number): { at: number; ms: number }[] {
     return this.#late.filter((tick) => tick.at >= from && tick.at - tick.ms - TICK_MS <= to);
   }
