@@ -55,7 +55,7 @@ export interface LeaseWrite {
   readonly outcome: LeaseWriteOutcome;
 }
 
-export type LeaseWriteOutcome = "accepted" | "refused" | "unanswered";
+type LeaseWriteOutcome = "accepted" | "refused" | "unanswered";
 
 /** The ledger as the verdict reads it. */
 export interface LedgerEntries {
