@@ -2,7 +2,7 @@ import type { DurableEvent, JsonValue } from "@durable/core";
 import { type CallRecord, type CallRecordKind, type Classification, idempotencyKeyFor } from "@durable/core/runner";
 
 /** What became of a call, in a word: its last record decides. */
-export type CallState = "done" | "error" | "in doubt" | "waiting on approval" | "retrying" | "to run again";
+export type CallState = "done" | "error" | "denied" | "in doubt" | "waiting on approval" | "retrying" | "to run again";
 
 /** What happened to a call over the run's life. */
 export type CallMark = "ran" | "replayed" | "rerun" | "decided" | "reopened";
@@ -111,6 +111,8 @@ function stateOf(last: CallRecord, inDoubt: boolean): CallState {
       return "error";
     case "pending":
       return last.port === true ? "in doubt" : "waiting on approval";
+    case "denied":
+      return "denied";
     case "failed":
       return "retrying";
     case "decided":

@@ -81,11 +81,13 @@ describe("call log", () => {
   });
 
   const failed: CallEntry = { ...entry("a"), kind: "error", error: "Error: down" };
+  const denied: CallEntry = { ...entry("a"), kind: "denied" };
   it.each([
     ["an error record after a done", entry("a", "done"), failed],
     ["a done record after an error", failed, entry("a", "done")],
     ["a second done record", entry("a", "done"), entry("a", "done")],
     ["a started record after a done", entry("a", "done"), entry("a")],
+    ["a started record after a denial", denied, entry("a")],
   ])(
     "finds %s of one call, though sealed with the key: a finished call is never made again",
     async (_, outcome, after) => {

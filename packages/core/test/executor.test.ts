@@ -13,6 +13,7 @@ import {
   CallScope,
   canonicalJson,
   classifyCalls,
+  type Classification,
   type DurableRun,
   freshPlan,
   leavesRunForRecovery,
@@ -206,21 +207,26 @@ describe("Executor", () => {
     expect(kinds).toEqual(["pending", "started", "done", "pending"]);
   });
 
-  it("asks a synchronous approval port, leaving a pending record that is in doubt if the worker dies", async () => {
+  it("asks a synchronous approval port: while it waits the call is pending (in doubt if the worker dies); its denial is recorded, never in doubt", async () => {
     const { store, run } = await startRun();
     const registry = new ToolRegistry().tool("refund", () => "refunded", { approval: true });
-    let records: string[] = [];
+    let waiting: Classification | undefined;
     const executor = new Executor(registry, {
       approvals: async () => {
-        records = (await readCallLog(store, sealer, "run-1", [])).map((r) => r.kind);
+        waiting = classifyCalls(await readCallLog(store, sealer, "run-1", []), 1);
         return { approved: false, reason: "too much" };
       },
     });
     expect(await executor.call(scopeFor(run), "c", "refund", {})).toEqual({ status: "denied", reason: "too much" });
-    expect(records).toEqual(["pending"]);
+    const callId = idOf(run, "c", "refund", {});
+    expect(waiting?.inDoubt.get(callId)?.why).toBe("was waiting on an approval port");
     const log = await readCallLog(store, sealer, "run-1", []);
-    expect(classifyCalls(log, 1).inDoubt.get(idOf(run, "c", "refund", {}))?.why).toBe(
-      "was waiting on an approval port",
-    );
+    expect(log.map((r) => [r.kind, r.reason])).toEqual([
+      ["pending", undefined],
+      ["denied", "too much"],
+    ]);
+    const denied = classifyCalls(log, 1);
+    expect(denied.inDoubt.size).toBe(0);
+    expect(denied.finished.get(callId)?.outcome).toEqual({ status: "denied", reason: "too much" });
   });
 });

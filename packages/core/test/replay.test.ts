@@ -60,6 +60,35 @@ describe("classifying the calls of a cut-short round", () => {
     expect(pending.size).toBe(0);
   });
 
+  it("replays a denied approval as its denial, never in doubt, even after a wait on the port", () => {
+    const { finished, inDoubt, next } = classifyCalls(
+      [rec("a", "pending", { port: true }), rec("a", "denied", { reason: "too much" })],
+      1,
+    );
+    expect(finished.get("a")?.outcome).toEqual({ status: "denied", reason: "too much" });
+    expect([inDoubt.size, next.size]).toEqual([0, 0]);
+  });
+
+  it("makes a rerun of a call that never started afresh, so it asks its approval again; a started one goes on with its attempt", () => {
+    const decided = { by: "ops", at: "2026-01-01T00:00:00.000Z", decision: "rerun" } as const;
+    const {
+      next,
+      inDoubt,
+      decided: decisions,
+    } = classifyCalls(
+      [
+        rec("a", "pending", { port: true }),
+        rec("b", "started", { attempt: 2 }),
+        rec("a", "decided", decided),
+        rec("b", "decided", decided),
+      ],
+      1,
+    );
+    expect(next.has("a")).toBe(false);
+    expect(next.get("b")).toEqual({ attempt: 2 });
+    expect([inDoubt.size, [...decisions.keys()]]).toEqual([0, ["a", "b"]]);
+  });
+
   it("keeps a call waiting on an approval of a paused run out of doubt", () => {
     const { inDoubt, pending } = classifyCalls([rec("a", "pending")], 1);
     expect(inDoubt.size).toBe(0);

@@ -1,12 +1,22 @@
 import type { MemoryData } from "@durable/core/internal";
-import { MemoryCheckpointStore, type ToolContext, ToolFailed, ToolRegistry, startWorker } from "@durable/core";
+import {
+  type DurableEvent,
+  MemoryCheckpointStore,
+  RecoveryNeedsDecision,
+  type ToolContext,
+  ToolFailed,
+  ToolRegistry,
+  ToolTimedOut,
+  UnrecordableResult,
+  startWorker,
+} from "@durable/core";
 import { readCallLog, Sealer } from "@durable/core/runner";
 import { DyingStore, settle } from "@durable/test-utils/stores";
 import { sleep, until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow } from "../src/index.js";
-import { KEY } from "./helpers.js";
+import { KEY, runnerOn } from "./helpers.js";
 import { runner, twoSteps } from "./workers.js";
 
 // A tool that fails, and a worker that dies: the call's retries go on where the log left them, and its recorded
@@ -117,5 +127,62 @@ describe("a flow whose tool throws", () => {
     await expect(runner(store, registry).recover(flow, "b")).rejects.toThrow("book failed: Error: sold out");
     expect(await store.latest("b")).toMatchObject({ status: "failed", step: 2 });
     expect(bookings).toBe(1);
+  });
+});
+
+describe("a node that catches the error of a call left in doubt", () => {
+  const cases = [
+    {
+      what: "a charge that timed out and charges late",
+      error: ToolTimedOut,
+      charge: async () => {
+        await sleep(150);
+        return "charged";
+      },
+    },
+    { what: "a charge whose result cannot be stored", error: UnrecordableResult, charge: () => ({ at: new Date() }) },
+  ];
+
+  it.each(cases)("$what: the run is left for a decision, not done, and the next node never runs", async (c) => {
+    const store = new MemoryCheckpointStore();
+    let charged = 0;
+    let mailed = 0;
+    const registry = new ToolRegistry()
+      .tool(
+        "charge",
+        async () => {
+          const result = await c.charge();
+          charged += 1;
+          return result;
+        },
+        { timeoutMs: 30 },
+      )
+      .tool("mail", () => ++mailed);
+    const flow = new Flow("careless", { state: z.object({ note: z.string() }) })
+      .node("pay", async (_s, ctx) => {
+        try {
+          await ctx.call("charge", { cents: 4000 });
+          return { note: "charged" };
+        } catch {
+          return { note: "the charge did not go through" };
+        }
+      })
+      .node("mail", async (_s, ctx) => ({ note: String(await ctx.call("mail", {})) }))
+      .edge("pay", "mail")
+      .end("mail");
+    const events: DurableEvent[] = [];
+    await expect(runnerOn(store, registry, events).run(flow, { note: "" }, { runId: "p" })).rejects.toThrow(c.error);
+    expect(events.filter((e) => e.type === "run.done" || e.type === "run.failed")).toEqual([]);
+    expect(await store.latest("p")).toMatchObject({ status: "running", step: 0 });
+    await until(() => charged === 1);
+
+    const recovery: DurableEvent[] = [];
+    const error = await runnerOn(store, registry, recovery)
+      .recover(flow, "p")
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RecoveryNeedsDecision);
+    expect(recovery.map((e) => e.type)).toEqual(["checkpoint.saved", "run.needs-decision"]);
+    await sleep(200);
+    expect([charged, mailed]).toEqual([1, 0]);
   });
 });

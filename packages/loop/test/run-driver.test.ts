@@ -11,12 +11,16 @@ import {
   type DurableEvent,
   IdentityMismatch,
   MemoryCheckpointStore,
+  NonRetryable,
   RecoveryNeedsDecision,
   StoreUnavailable,
+  ToolRegistry,
+  ToolTimedOut,
 } from "@durable/core";
 import { idempotencyKeyFor } from "@durable/core/runner";
 import { DyingStore, settle, storeWith } from "@durable/test-utils/stores";
 import { Tools } from "@durable/test-utils/tools";
+import { sleep, until } from "@durable/test-utils/waiting";
 import { PROGRAMS, orderTools, type Program } from "./programs.js";
 
 const ofType = <T extends DurableEvent["type"]>(events: readonly DurableEvent[], type: T) =>
@@ -335,6 +339,44 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
       },
     ]);
     await expect(worker.recover("r")).rejects.toThrow(/the run ended \(failed\)/);
+  });
+
+  it("leaves the run for a decision, not failed, when a tool's error meets a call in doubt in the same round: in doubt wins", async () => {
+    const store = new MemoryCheckpointStore();
+    const events: DurableEvent[] = [];
+    let charged = 0;
+    // The hold fails at once; the charge outlasts its timeout, ignores its signal and charges late.
+    const registry = new ToolRegistry()
+      .tool(
+        "hold",
+        () => {
+          throw new NonRetryable("no seats left");
+        },
+        { idempotent: true },
+      )
+      .tool(
+        "charge",
+        async () => {
+          await sleep(150);
+          charged += 1;
+          return "charged";
+        },
+        { timeoutMs: 30 },
+      )
+      .tool("refund", () => "refunded", { approval: true });
+    const worker = program.on(store, registry, true);
+    await expect(worker.start("r", { events })).rejects.toThrow(ToolTimedOut);
+    expect(ofType(events, "run.failed")).toEqual([]);
+    expect((await store.latest("r")).status).toBe("running");
+    await until(() => charged === 1);
+    const recovery: DurableEvent[] = [];
+    const error = await worker.recover("r", { events: recovery }).catch((e: unknown) => e);
+    expect((error as RecoveryNeedsDecision).calls).toMatchObject([
+      { callId: program.ids.charge, tool: "charge", why: "started with no result" },
+    ]);
+    expect(claimOf(recovery).next).toMatchObject({ type: "run.needs-decision", calls: [{ tool: "charge" }] });
+    await sleep(200);
+    expect(charged).toBe(1);
   });
 
   it("leaves the run for recovery after a store that did not answer: not failed, recovered later", async () => {

@@ -54,7 +54,7 @@ export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome>
       // The worker gave the run up: the attempt is left `started`, in doubt, for whoever claims the run.
       if (giveUp?.aborted === true) throw error;
       // A timed-out attempt may still act: a tool that may not run twice is left in doubt, not tried again.
-      if (error instanceof ToolTimedOut && !definition.idempotent) throw error;
+      if (error instanceof ToolTimedOut && !definition.idempotent) throw scope.leaveInDoubt(error);
       const text = errorText(error);
       const durationMs = Math.round(performance.now() - started);
       const failure = { runId: scope.runId, kind, call: ref, error: text, attempt, durationMs };
@@ -131,7 +131,7 @@ async function recordResult(
   } catch (error) {
     if (!(error instanceof InvalidInput)) throw error;
     await log.append({ ...base, kind: "unrecordable", reason: error.message });
-    throw new UnrecordableResult(ref.tool, error);
+    throw scope.leaveInDoubt(new UnrecordableResult(ref.tool, error));
   }
   faultPoint("call.after-done");
   await emit(events, { type: "call.done", runId: scope.runId, kind, call: ref, attempt, durationMs });

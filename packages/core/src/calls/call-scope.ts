@@ -8,14 +8,13 @@ import { callSite } from "./call-id.js";
 import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
 
 /**
- * What became of one call: its result (as the run's codec decodes it) or its tool's error (both recorded),
- * a wait for an approval, or a denial.
+ * What became of one call: its result (as the run's codec decodes it), its tool's error or its approval's
+ * denial (each recorded), or a wait for an approval.
  */
 export type CallOutcome =
   | { readonly status: "ok"; readonly value: unknown }
   | Exclude<FinishedOutcome, { readonly status: "ok" }>
-  | { readonly status: "pending" }
-  | { readonly status: "denied"; readonly reason?: string };
+  | { readonly status: "pending" };
 
 /** What the calls of one round share: the log, the replay plan, approval answers, and what happened to each call. */
 export interface CallScopeInit {
@@ -32,11 +31,15 @@ export interface CallScopeInit {
   readonly codec?: ValueCodec | undefined;
 }
 
-/** One round of calls: names them, and records which finished calls of the log they took and which wait on an approval. */
+/**
+ * One round of calls: names them, and records which finished calls of the log they took, which wait on an
+ * approval, and which were left in doubt.
+ */
 export class CallScope {
   readonly init: CallScopeInit;
   /** Calls waiting on an approval: the run pauses after this round. */
   readonly pending: PendingCall[] = [];
+  #inDoubt: Error | undefined;
   readonly #occurrences = new Map<string, number>();
   readonly #claimed = new Set<string>();
   readonly #inFlight = new Set<Promise<unknown>>();
@@ -74,6 +77,20 @@ export class CallScope {
     const occurrence = this.#occurrences.get(site) ?? 0;
     this.#occurrences.set(site, occurrence + 1);
     return `${site}:${occurrence}`;
+  }
+
+  /**
+   * The error of the first call of this round left in doubt, if any: the round cannot end as if it were
+   * settled, even when the code that made the call caught the error.
+   */
+  get inDoubt(): Error | undefined {
+    return this.#inDoubt;
+  }
+
+  /** Notes that a call of this round was left in doubt with `error` (a timed-out attempt, an unrecordable result); returns it to throw. */
+  leaveInDoubt<E extends Error>(error: E): E {
+    this.#inDoubt ??= error;
+    return error;
   }
 
   /** Marks a finished call of the log as taken by a call of this round. */

@@ -67,8 +67,13 @@ export class Executor {
     if (definition.approval && next === undefined) {
       const answer = await this.#answer(scope, ref, jsonArgs, argsText);
       if (answer === undefined) return { status: "pending" };
-      if (!answer.approved)
-        return { status: "denied", ...(answer.reason === undefined ? {} : { reason: answer.reason }) };
+      if (!answer.approved) {
+        const reason = answer.reason === undefined ? {} : { reason: answer.reason };
+        // The denial is the call's outcome, durable before the caller sees it: a recovery replays it, and never
+        // takes the call for one in doubt (a `pending` on the port, with nothing after it).
+        await scope.init.log.append({ round: plan.round, ...ref, kind: "denied", args: jsonArgs, ...reason });
+        return { status: "denied", ...reason };
+      }
     }
 
     return decoded(scope, tool, await attemptCall({ scope, ref, definition, args: jsonArgs, next }));

@@ -6,7 +6,7 @@ import type { CallRef } from "../log/events.js";
 import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
 
-/** What a finished call ended with: its result, or the error its tool threw, as recorded. */
+/** What a finished call ended with: its result, the error its tool threw, or its approval's denial, as recorded. */
 export type FinishedOutcome =
   | { readonly status: "ok"; readonly value: JsonValue }
   | {
@@ -16,7 +16,8 @@ export type FinishedOutcome =
       readonly attempts: number;
       /** What the tool threw, on the worker where it happened (not recorded). */
       readonly cause?: unknown;
-    };
+    }
+  | { readonly status: "denied"; readonly reason?: string };
 
 /** A call of the cut-short round whose outcome is in the log. */
 export interface FinishedCall {
@@ -65,11 +66,12 @@ export function freshPlan(round: number): ReplayPlan {
 /**
  * Classifies the calls of one round from the log, across every segment: the
  * last record of a call decides (a loop's `model` records are not calls).
- * `done` and `error` replay; `started` with no result, `unrecordable`, and
- * `pending` on a synchronous approval port are in doubt (a rerun repeats the
- * attempt that started); `failed` goes on with the next attempt, no sooner
+ * `done`, `error` and `denied` replay; `started` with no result,
+ * `unrecordable`, and `pending` on a synchronous approval port are in doubt
+ * (a rerun repeats the attempt that started; a call that never started asks
+ * its approval again); `failed` goes on with the next attempt, no sooner
  * than the time it recorded; `pending` on an approval of a paused run waits
- * for its decision.
+ * for its answer.
  */
 export function classifyCalls(records: readonly CallRecord[], round: number): Classification {
   const last = new Map<string, CallRecord>();
@@ -90,42 +92,31 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
   for (const [callId, record] of last) {
     const attempt = attempts.get(callId) ?? 1;
     if (record.kind === "failed") next.set(callId, { attempt: attempt + 1, notBefore: record.retryAt ?? 0 });
-    else if (record.kind === "started" || record.kind === "unrecordable" || record.decision === "rerun")
-      next.set(callId, { attempt });
+    else if (record.kind === "started" || record.kind === "unrecordable") next.set(callId, { attempt });
+    // A rerun goes on from the attempt that started; a call that never started (it waited on an approval port) is
+    // made afresh, and asks its approval again.
+    else if (record.decision === "rerun" && attempts.has(callId)) next.set(callId, { attempt });
     else if (record.kind === "reopened") next.set(callId, { attempt: 1 });
     const { tool, args } = record;
     if (record.kind === "decided") decided.set(callId, { callId, tool });
     const doubt = (why: InDoubtCall["why"]) =>
       inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
+    const finish = (outcome: FinishedOutcome) =>
+      finished.set(callId, { callId, tool, argsText: canonicalJson(args), outcome });
     switch (record.kind) {
       case "done":
-        finished.set(callId, {
-          callId,
-          tool,
-          argsText: canonicalJson(args),
-          outcome: { status: "ok", value: record.result ?? null },
-        });
+        finish({ status: "ok", value: record.result ?? null });
         break;
       case "error":
-        finished.set(callId, {
-          callId,
-          tool,
-          argsText: canonicalJson(args),
-          outcome: { status: "error", error: record.error ?? "", attempts: record.attempt ?? attempt },
-        });
+        finish({ status: "error", error: record.error ?? "", attempts: record.attempt ?? attempt });
         break;
       case "decided":
         // "rerun" goes on as `next` says; a decided result or error is the call's outcome.
-        if (record.decision === "result" || record.decision === "error")
-          finished.set(callId, {
-            callId,
-            tool,
-            argsText: canonicalJson(args),
-            outcome:
-              record.decision === "result"
-                ? { status: "ok", value: record.result ?? null }
-                : { status: "error", error: record.error ?? "", attempts: attempt },
-          });
+        if (record.decision === "result") finish({ status: "ok", value: record.result ?? null });
+        else if (record.decision === "error") finish({ status: "error", error: record.error ?? "", attempts: attempt });
+        break;
+      case "denied":
+        finish({ status: "denied", ...(record.reason === undefined ? {} : { reason: record.reason }) });
         break;
       case "started":
         doubt("started with no result");

@@ -62,11 +62,16 @@ export class RunSteps<D, R> {
       } catch (error) {
         // Given up mid-step: the run is left as it stands for the worker that takes it, not failed.
         signal?.throwIfAborted();
-        throw await this.#fail(run, envelope, error);
+        // A call left in doubt wins over another call's error: the run waits for a decision, it has not failed.
+        throw await this.#fail(run, envelope, scope.inDoubt ?? error);
       }
       // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
       signal?.throwIfAborted();
+      // A paused round keeps its start: the resume that reruns it plans a call in doubt as a recovery does.
       if (outcome.next === "pause") return this.#pause(run, envelope, scope);
+      // A call left in doubt that the program caught (a node's try/catch around a timeout) leaves the round
+      // unsettled, as it would uncaught: the run is left for recovery, where it waits for a decision.
+      if (scope.inDoubt !== undefined) throw scope.inDoubt;
       const next: RunEnvelope<D> = outcome.roundOver
         ? { round: envelope.round + 1, pending: [], answers: [], program: outcome.data }
         : { ...envelope, program: outcome.data };

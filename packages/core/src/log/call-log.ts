@@ -8,8 +8,9 @@ import type { RunWriter } from "./run-writer.js";
  * What a record says of a call: `started` before each attempt of the tool,
  * then `done` with its result, `failed` when an attempt threw and another
  * follows (with when), `error` with the error that ended the call, `pending`
- * while it waits on an approval, or `unrecordable` when its result could not
- * be sealed; `decided` holds an operator's decision on the call in doubt, and
+ * while it waits on an approval, `denied` when its approval was refused, or
+ * `unrecordable` when its result could not be sealed; `decided` holds an
+ * operator's decision on the call in doubt, and
  * `reopened` a retry of the failed run, which runs its failed call again. A
  * tool loop writes `model` before each model call, so its `maxSteps` counts
  * the calls made, crashes included.
@@ -20,6 +21,7 @@ export type CallRecordKind =
   | "failed"
   | "error"
   | "pending"
+  | "denied"
   | "unrecordable"
   | "decided"
   | "reopened"
@@ -41,7 +43,7 @@ export interface CallRecord {
   readonly result?: JsonValue;
   /** On `pending`: true when a synchronous approval port was being awaited in process. */
   readonly port?: boolean;
-  /** On `unrecordable`: why the result could not be sealed. */
+  /** On `unrecordable`: why the result could not be sealed; on `denied`: the reason the answer gave, if any. */
   readonly reason?: string;
   /** On `failed` and `error`: what the tool threw, as text (see `errorText`). */
   readonly error?: string;
@@ -65,6 +67,7 @@ const KINDS: ReadonlySet<unknown> = new Set([
   "failed",
   "error",
   "pending",
+  "denied",
   "unrecordable",
   "decided",
   "reopened",
@@ -141,18 +144,24 @@ export class CallLog {
   }
 }
 
-/** True for a record that ends its call (`done`, `error`, or a decision of its outcome): no record of the call may follow one. */
+/**
+ * True for a record that ends its call (`done`, `error`, `denied`, or a decision of its outcome): no record of the
+ * call may follow one.
+ */
 function isOutcome(record: CallRecord): boolean {
   return (
-    record.kind === "done" || record.kind === "error" || (record.kind === "decided" && record.decision !== "rerun")
+    record.kind === "done" ||
+    record.kind === "error" ||
+    record.kind === "denied" ||
+    (record.kind === "decided" && record.decision !== "rerun")
   );
 }
 
 /**
  * Reads and verifies a run's whole call log: every seal, the numbering (each
  * segment 0, 1, 2, … in order, segments rising), that each record is this
- * run's, and that no record of a call follows its outcome (`done` or `error`:
- * a finished call is never made again, so a later record would make its last
+ * run's, and that no record of a call follows its outcome (`done`, `error`,
+ * `denied`: a finished call is never made again, so a later record would make its last
  * record, which recovery goes by, another outcome or in doubt). `sealed` is
  * what the latest checkpoint counts per segment: fewer records in any segment
  * means some were deleted. Any failure is `CheckpointStoreCorrupt`.
@@ -239,6 +248,7 @@ function isRecord(value: JsonValue): value is CallRecord & JsonValue {
     "args" in value &&
     (value["attempt"] === undefined || (Number.isSafeInteger(value["attempt"]) && (value["attempt"] as number) >= 1)) &&
     (value["kind"] !== "error" || typeof value["error"] === "string") &&
+    (value["kind"] !== "denied" || value["reason"] === undefined || typeof value["reason"] === "string") &&
     (value["kind"] !== "failed" ||
       (typeof value["error"] === "string" &&
         value["attempt"] !== undefined &&
