@@ -8,7 +8,12 @@ import type { ToolRegistry } from "./tools.js";
 
 /** What a finished call ended with: its result, or the error its tool threw, as recorded. */
 export type FinishedOutcome =
-  | { readonly status: "ok"; readonly value: JsonValue }
+  | {
+      readonly status: "ok";
+      readonly value: JsonValue;
+      /** The value is plain JSON decided without the run's codec: it goes through the codec as a tool's result does. */
+      readonly plain?: true;
+    }
   | {
       readonly status: "error";
       readonly error: string;
@@ -123,7 +128,7 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
             argsText: canonicalJson(args),
             outcome:
               record.decision === "result"
-                ? { status: "ok", value: record.result ?? null }
+                ? { status: "ok", value: record.result ?? null, ...(record.plain === true ? { plain: true } : {}) }
                 : { status: "error", error: record.error ?? "", attempts: attempt },
           });
         break;
