@@ -53,7 +53,9 @@ export class LeaseWatch {
     const held = new Map<string, LeaseView>();
     for await (const runId of this.store.listUnfinished(this.flow)) {
       const lease = await this.store.leaseOf(runId);
-      if (lease === undefined || lease.owner === this.owner || lease.expiresAt <= lease.now) continue;
+      // Each drive of this worker holds its leases as `<worker id>#<drive>`: those are its own.
+      const own = lease?.owner.startsWith(`${this.owner}#`) === true;
+      if (lease === undefined || own || lease.expiresAt <= lease.now) continue;
       held.set(runId, lease);
       const before = this.#seen.get(runId);
       if (before?.expiresAt === lease.expiresAt && !this.#told.has(runId)) {

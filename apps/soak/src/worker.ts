@@ -29,7 +29,6 @@ import {
   RecoveryNeedsDecision,
   StoreUnavailable,
   startWorker,
-  workerId,
 } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { LedgerWriter } from "./ledger.js";
@@ -108,15 +107,6 @@ const runner = new FlowRunner(executor, {
   events,
   lease: { ms: config.leaseMs },
 });
-// Decisions hold their runs under an owner of their own. Under the worker's owner, the worker, acting on
-// a listing taken while the run was released, would claim the run a decision drives (an owner may claim
-// its own live lease), find its call in doubt, and release the lease under the running tool.
-const decider = new FlowRunner(executor, {
-  checkpoints: store,
-  checkpointKey: KEY,
-  events,
-  lease: { owner: `${workerId()}:decisions`, ms: config.leaseMs },
-});
 const giveUp = new AbortController();
 const worker = startWorker({
   serve: [runner.served(SOAK_FLOW)],
@@ -138,7 +128,8 @@ function decide(runId: string): void {
   const decision = (async () => {
     for (;;) {
       try {
-        await decider.recover(SOAK_FLOW, runId, { rerunInDoubt: true, signal: giveUp.signal });
+        // The decision's drive holds the run under a lease owner of its own: the worker's drives cannot claim it.
+        await runner.recover(SOAK_FLOW, runId, { rerunInDoubt: true, signal: giveUp.signal });
         return;
       } catch (error) {
         if (giveUp.signal.aborted || isAnotherWorkers(error)) return;

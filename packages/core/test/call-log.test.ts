@@ -4,6 +4,8 @@ import { type CallEntry, CallLog, DurableRun, readCallLog, Sealer } from "../src
 import { RunWriter } from "../src/log/run-writer.js";
 import { OLD_KEY, TamperedStore, editSealed, sealer, startRun } from "./helpers.js";
 
+/** Each claim here is another worker's, of a run whose starter (alive in this process) holds a live lease. */
+const TAKE_OVER = { takeOver: true } as const;
 const entry = (callId: string, kind: CallEntry["kind"] = "started"): CallEntry => ({
   round: 1,
   callId,
@@ -34,7 +36,12 @@ describe("call log", () => {
 
   it("keeps numbering without gaps across a claim into a new segment", async () => {
     const { store } = await runWithCalls();
-    const { run, records } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    const { run, records } = await DurableRun.claim(
+      store,
+      sealer,
+      await DurableRun.latest(store, sealer, "run-1"),
+      TAKE_OVER,
+    );
     expect(records).toHaveLength(3);
     await run.log.append(entry("c"));
     const after = await readCallLog(store, sealer, "run-1", [3, 1]);
@@ -125,9 +132,19 @@ describe("call log", () => {
     // Segment 0 counted 3 records. A claim opens segment 1, its worker writes 2
     // records and dies before its next checkpoint: they are counted nowhere.
     const { store } = await runWithCalls();
-    const { run: first } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    const { run: first } = await DurableRun.claim(
+      store,
+      sealer,
+      await DurableRun.latest(store, sealer, "run-1"),
+      TAKE_OVER,
+    );
     await first.save("running", { state: {} });
-    const { run: second } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    const { run: second } = await DurableRun.claim(
+      store,
+      sealer,
+      await DurableRun.latest(store, sealer, "run-1"),
+      TAKE_OVER,
+    );
     await Promise.all([second.log.append(entry("c")), second.log.append(entry("c", "done"))]);
     // Deleting two counted records of segment 0 leaves the total as sealed.
     store.editCalls = (rows) => rows.filter((r) => !(r.segment === 0 && r.seq >= 1));
@@ -140,7 +157,7 @@ describe("call log", () => {
 
   it("counts exactly what a claim read once it saves again, so later deletions of those records are found", async () => {
     const { store } = await runWithCalls(); // 3 records in segment 0, never counted by a checkpoint
-    const { run } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    const { run } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"), TAKE_OVER);
     await run.log.append(entry("c"));
     await run.save("running", { state: {} });
     const latest = await DurableRun.latest(store, sealer, "run-1");

@@ -142,7 +142,7 @@ describe("a store's plain head against the sealed checkpoint", () => {
 
   it("a refusal the sealed latest allows stays a conflict: another worker holds the run", async () => {
     const { store, run } = await startRun();
-    await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, run.runId));
+    await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, run.runId), { takeOver: true });
     await expect(run.save("running", {})).rejects.toThrow(CheckpointConflict);
   });
 });

@@ -149,7 +149,7 @@ describe("a run's writes", () => {
     await expect(second.run.flush()).rejects.toBeInstanceOf(CheckpointConflict);
     await expect(later).rejects.toBeInstanceOf(CheckpointConflict);
     await second.run.stopLease(true);
-    expect((await store.leaseOf("r"))?.owner).toBe("one-process");
+    expect((await store.leaseOf("r"))?.owner).toBe(first.run.lease.owner);
     await first.run.stopLease(true);
   });
 });

@@ -17,8 +17,9 @@ describe("DurableRun", () => {
     const { store } = await startRun();
     const latest = await DurableRun.latest(store, sealer, "run-1");
     const results = await Promise.allSettled([
-      DurableRun.claim(store, sealer, latest),
-      DurableRun.claim(store, sealer, latest),
+      // Two other workers take the run over from its live starter.
+      DurableRun.claim(store, sealer, latest, { takeOver: true }),
+      DurableRun.claim(store, sealer, latest, { takeOver: true }),
     ]);
     const won = results.filter((r) => r.status === "fulfilled");
     const lost = results.filter((r) => r.status === "rejected");
@@ -30,7 +31,7 @@ describe("DurableRun", () => {
 
   it("fences a cut-off worker: its next record and its next save are CheckpointConflict", async () => {
     const { store, run: first } = await startRun();
-    await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"));
+    await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "run-1"), { takeOver: true });
     const record = { round: 1, callId: "c", tool: "t", kind: "started", args: {} } as const;
     await expect(first.log.append(record)).rejects.toThrow(/cut off/);
     await expect(first.save("running", {})).rejects.toThrow(CheckpointConflict);

@@ -140,8 +140,9 @@ describe("approvals", () => {
     // The first worker on a connection of its own, as another process would be.
     void withPort(forever, storeWith(store, {})).run(flow, INPUT, { runId: "r" });
     await settle();
+    // Its lease is live (it is alive in this process, waiting): the recovery takes the run over.
     const error = await withPort(async () => ({ approved: true }))
-      .recover(flow, "r")
+      .recover(flow, "r", { takeOver: true })
       .catch((e: unknown) => e);
     expect((error as RecoveryNeedsDecision).calls).toMatchObject([
       { tool: "refund", why: "was waiting on an approval port" },

@@ -180,4 +180,32 @@ describe("a codec for values that are not plain JSON", () => {
       expect(seen.at(-1), how).toEqual({ node: "mail", ...AS_THEY_ARE });
     }
   });
+
+  it("a result an operator decides without the codec (the console) reaches a worker with the codec intact, through the codec as a tool's result", async () => {
+    const Receipt = z.object({ seat: z.string(), cents: z.number(), at: z.date() });
+    const receipts = new Flow("receipts", { state: z.object({ receipt: Receipt.partial().nullable() }) })
+      .node("book", async (_, ctx) => ({ receipt: await ctx.call<z.infer<typeof Receipt>>("book", {}) }))
+      .end("book");
+    const ran: string[] = [];
+    const store = new MemoryCheckpointStore();
+    const dying = new DyingStore(store, { op: "recordCall", kind: "done", tool: "book", when: "before" });
+    void new FlowRunner(new Executor(tools(ran)), { checkpoints: dying, checkpointKey: KEY, codec }).run(
+      receipts,
+      { receipt: null },
+      { runId: "r" },
+    );
+    await settle();
+    const runner = new FlowRunner(new Executor(tools(ran)), { checkpoints: store, checkpointKey: KEY, codec });
+    const error = await runner.recover(receipts, "r").catch((e: unknown) => e);
+    const callId = (error as RecoveryNeedsDecision).calls[0]!.callId;
+    const operator = { checkpoints: store, checkpointKey: KEY, by: "console" };
+    // Without the codec a Date cannot be stored: refused before anything is written.
+    await expect(
+      decideInDoubt("r", { [callId]: { result: { seat: "A1", cents: 4000, at: new Date(0) } } }, operator),
+    ).rejects.toThrow(InvalidInput);
+    await decideInDoubt("r", { [callId]: { result: { seat: "A1", cents: 4000 } } }, operator);
+    const result = await runner.recover(receipts, "r");
+    expect(result).toMatchObject({ status: "done", state: { receipt: { seat: "A1", cents: 4000 } } });
+    expect(ran).toEqual(["book"]);
+  });
 });

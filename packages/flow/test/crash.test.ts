@@ -69,9 +69,10 @@ describe("a worker dies at every point of every call of the tickets flow", () =>
     const flow = ticketsFlow();
 
     // Worker 1 dies at the point: its run() never settles and it writes nothing more.
-    const dying = runnerOn(new DyingStore(store, crash === "inside" ? undefined : crash), tools.registry());
-    void dying.run(flow, ORDER, { runId: "order-7" });
+    const through = new DyingStore(store, crash === "inside" ? undefined : crash);
+    void runnerOn(through, tools.registry()).run(flow, ORDER, { runId: "order-7" });
     await settle();
+    if (crash === "inside") await through.die();
     const before = new Map(tools.ran);
     const doneRecords = await doneTools(store);
 
@@ -193,7 +194,8 @@ describe("a checkpoint saved while a call record is on its way", () => {
     void runnerOn(storeWith(store, {}), registry).run(flow, {}, { runId: "lost-1" });
     await new Promise((resolve) => setTimeout(resolve, 30));
     store.losing = false;
-    const result = await runnerOn(store, registry).recover(flow, "lost-1");
+    // Its lease is live (it waits in this process, renewing): the recovery takes the run over.
+    const result = await runnerOn(store, registry).recover(flow, "lost-1", { takeOver: true });
     expect(result.status).toBe("done");
   });
 });

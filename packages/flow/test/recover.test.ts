@@ -75,7 +75,9 @@ describe("recovery", () => {
     const first = runnerOn(storeWith(store, {}), registry).run(ticketsFlow(), ORDER, { runId: "r" });
     await settle();
     // Another worker takes the run over: charge_card is in doubt, so it stops there, holding the claim.
-    await expect(runnerOn(store, registry).recover(ticketsFlow(), "r")).rejects.toThrow(RecoveryNeedsDecision);
+    await expect(runnerOn(store, registry).recover(ticketsFlow(), "r", { takeOver: true })).rejects.toThrow(
+      RecoveryNeedsDecision,
+    );
     release();
     await expect(first).rejects.toThrow(CheckpointConflict);
     expect(tools.count("email_tickets")).toBe(0);
@@ -115,8 +117,9 @@ describe("recovery", () => {
     const done = async () => (await store.calls("r")).filter((c) => c.sealed.includes('"kind":"done"')).length;
     for (let wait = 0; wait < 500 && (await done()) < 2; wait++) await settle(10);
     tools.hangInside = undefined;
+    // Its lease is live (it hangs in this process, renewing): the recovery takes the run over.
     const error = await runnerOn(store, registry)
-      .recover(flow, "r")
+      .recover(flow, "r", { takeOver: true })
       .catch((e: unknown) => e);
     expect((error as RecoveryNeedsDecision).calls).toMatchObject([{ tool: "tc", why: "started with no result" }]);
     const events: DurableEvent[] = [];

@@ -3,6 +3,7 @@ import {
   type DurableEvent,
   type EventSink,
   Executor,
+  LeaseHeld,
   MemoryCheckpointStore,
   StoreUnavailable,
   startWorker,
@@ -194,7 +195,7 @@ describe("the standing worker", () => {
     }
   });
 
-  it("never claims a run another drive of the same process holds: every runner of a process shares its lease owner", async () => {
+  it("never claims a run another drive of the same process holds: each drive has a lease owner of its own", async () => {
     const data: MemoryData = new Map();
     const tools = new Tools();
     (await insideTool(data, "hold_seats", tools, 100)).cut = true;
@@ -206,9 +207,7 @@ describe("the standing worker", () => {
     await until(() => tools.count("charge_card") === 1);
     const step = (await store.latest("r")).step;
     const w = startWorker({ serve: [worker(store, "b", tools).served(flow)], pollMs: 20, stopOnSignals: false });
-    await expect(worker(store, "b", tools).recover(flow, "r", { takeOver: true })).rejects.toThrow(
-      /drives the run already/,
-    );
+    await expect(worker(store, "b", tools).recover(flow, "r")).rejects.toThrow(LeaseHeld);
     await new Promise((resolve) => setTimeout(resolve, 200));
     await w.stop();
     expect((await store.latest("r")).step).toBe(step);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { recoverToolLoop, runToolLoop, type LoopModel, type ModelReply } from "../src/index.js";
-import { forever, settle, storeWith } from "@durable/test-utils/stores";
+import { DyingStore, forever, settle } from "@durable/test-utils/stores";
 
 const KEY = "loop-tests-key-0123456789abcdef-xyz";
 
@@ -30,12 +30,14 @@ describe("a model reply with two identical tool calls under one tool-call id", (
       return `charge ${charges}`;
     });
     // The first worker on a connection of its own, as another process would be.
+    const through = new DyingStore(store, undefined);
     void runToolLoop(model, registry, [{ role: "user", content: "pay twice" }], {
       runId: "dup",
-      checkpoints: storeWith(store, {}),
+      checkpoints: through,
       checkpointKey: KEY,
     });
     await settle();
+    await through.die();
     expect(charges).toBe(2);
     hangSecond = false;
     const options = { checkpoints: store, checkpointKey: KEY };

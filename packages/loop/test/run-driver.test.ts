@@ -45,10 +45,13 @@ async function crashedAfter(
 async function hungInside(program: Program, store: CheckpointStore, tools: Tools, tool: "hold" | "charge") {
   tools.hangInside = tool;
   // On a connection of its own, as another process would be.
-  void program.on(storeWith(store, {}), orderTools(tools)).start("r");
+  const through = new DyingStore(store, undefined);
+  void program.on(through, orderTools(tools)).start("r");
   // Until what the hung worker wrote has landed: both calls' started records and the other call's done (and a loop's model record).
   const records = program.kind === "loop" ? 4 : 3;
   while ((await store.calls("r").catch(() => [])).length < records) await settle(5);
+  // It dies there: its lease runs out.
+  await through.die();
   tools.hangInside = undefined;
 }
 
@@ -411,7 +414,9 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
       .start("r", { events });
     await settle();
     // Another worker takes the run over; charge is in doubt, so it stops there, holding the claim.
-    await expect(program.on(store, orderTools(tools)).recover("r")).rejects.toThrow(RecoveryNeedsDecision);
+    await expect(program.on(store, orderTools(tools)).recover("r", { takeOver: true })).rejects.toThrow(
+      RecoveryNeedsDecision,
+    );
     release();
     await expect(first).rejects.toThrow(CheckpointConflict);
     expect(ofType(events, "run.failed")).toEqual([]);

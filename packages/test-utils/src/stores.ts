@@ -24,10 +24,14 @@ export type CrashPoint =
  * A store through which a worker dies: at the crash point it stops, writing
  * nothing more (every later operation of this worker hangs: it renews and
  * releases no lease either). The store under it is what the next worker opens.
- * Every argument reaches the store under it as given, leases included.
+ * Every argument reaches the store under it as given, leases included. The
+ * lease the worker held runs out as it dies (a real one runs out after its
+ * length): the next worker claims the run without waiting or taking it over.
  */
 export class DyingStore implements CheckpointStore {
   dead = false;
+  /** The lease the worker's last running save took: what runs out as it dies. */
+  #held: { readonly runId: string; readonly segment: number; readonly owner: string } | undefined;
   constructor(
     readonly inner: CheckpointStore,
     readonly crash: CrashPoint | undefined,
@@ -35,7 +39,11 @@ export class DyingStore implements CheckpointStore {
 
   async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     const hit = this.crash?.op === "save" && this.crash.step === step;
-    await this.#gate(hit, () => this.inner.save(runId, step, row, lease));
+    await this.#gate(hit, async () => {
+      await this.inner.save(runId, step, row, lease);
+      const holds = row.status === "running" && lease !== undefined && lease.ms > 0;
+      this.#held = holds ? { runId, segment: row.segment, owner: lease.owner } : undefined;
+    });
   }
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     if (this.dead) await forever();
@@ -72,15 +80,21 @@ export class DyingStore implements CheckpointStore {
 
   async #gate(hit: boolean, write: () => Promise<void>): Promise<void> {
     if (this.dead) await forever();
-    if (hit && this.crash?.when === "before") {
-      this.dead = true;
-      await forever();
-    }
+    if (hit && this.crash?.when === "before") await this.#die();
     await write();
-    if (hit) {
-      this.dead = true;
-      await forever();
-    }
+    if (hit) await this.#die();
+  }
+
+  async #die(): Promise<never> {
+    await this.die();
+    return forever();
+  }
+
+  /** The worker dies now (inside a tool, waiting on a port): nothing more goes through, and its lease runs out. */
+  async die(): Promise<void> {
+    this.dead = true;
+    const held = this.#held;
+    if (held !== undefined) await this.inner.release(held.runId, held.segment, held.owner);
   }
 }
 

@@ -1,7 +1,7 @@
 import { canonicalJson } from "../base/canonical.js";
 import type { JsonValue } from "../base/json.js";
 import { attemptCall } from "./attempts.js";
-import { decodeValue } from "../base/codec.js";
+import { decodeValue, encodeValue } from "../base/codec.js";
 import { InvalidInput, InvalidToolArgs } from "../base/errors.js";
 import type { CallRef } from "../log/events.js";
 import type { FinishedOutcome } from "./replay.js";
@@ -100,10 +100,16 @@ export class Executor {
   }
 }
 
-/** A call's outcome with its result as the run's codec decodes the stored form: the same on the first run as on replay. */
+/**
+ * A call's outcome with its result as the run's codec decodes the stored
+ * form: the same on the first run as on replay. A result decided without
+ * the codec is plain JSON, encoded first as the tool's own result would be.
+ */
 function decoded(scope: CallScope, tool: string, outcome: FinishedOutcome): CallOutcome {
   if (outcome.status !== "ok") return outcome;
-  return { status: "ok", value: decodeValue(scope.codec, outcome.value, `the stored result of ${tool}`) };
+  const stored =
+    outcome.plain === true ? encodeValue(scope.codec, outcome.value, `the decided result of ${tool}`) : outcome.value;
+  return { status: "ok", value: decodeValue(scope.codec, stored, `the stored result of ${tool}`) };
 }
 
 /** A call's arguments as its tool's `args` schema outputs them (as given without one): `InvalidToolArgs` when they fail it. */

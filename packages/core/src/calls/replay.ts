@@ -8,7 +8,12 @@ import type { ToolRegistry } from "./tools.js";
 
 /** What a finished call ended with: its result, the error its tool threw, or its approval's denial, as recorded. */
 export type FinishedOutcome =
-  | { readonly status: "ok"; readonly value: JsonValue }
+  | {
+      readonly status: "ok";
+      readonly value: JsonValue;
+      /** The value is plain JSON decided without the run's codec: it goes through the codec as a tool's result does. */
+      readonly plain?: true;
+    }
   | {
       readonly status: "error";
       readonly error: string;
@@ -112,7 +117,8 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
         break;
       case "decided":
         // "rerun" goes on as `next` says; a decided result or error is the call's outcome.
-        if (record.decision === "result") finish({ status: "ok", value: record.result ?? null });
+        if (record.decision === "result")
+          finish({ status: "ok", value: record.result ?? null, ...(record.plain === true ? { plain: true } : {}) });
         else if (record.decision === "error") finish({ status: "error", error: record.error ?? "", attempts: attempt });
         break;
       case "denied":

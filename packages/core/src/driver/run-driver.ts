@@ -24,7 +24,6 @@ import type {
   RunProgram,
 } from "./program.js";
 import { leaseTerms } from "../run/lease.js";
-import { whileDriving } from "../run/process-lock.js";
 import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
 import { saveCancelled } from "../run/cancel.js";
@@ -69,15 +68,11 @@ export class RunDriver<D, R> {
   }
 
   /** Saves step 0 of a new run with `data`, then drives it until it is done or paused. */
-  start(
+  async start(
     data: D,
     options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
   ): Promise<R | PausedResult> {
     const runId = options.runId ?? newRunId();
-    return whileDriving(this.#store, runId, () => this.#start(runId, data, options.ctx));
-  }
-
-  async #start(runId: string, data: D, ctx: Identity | undefined): Promise<R | PausedResult> {
     const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
     const { run } = DurableRun.startLater(
       {
@@ -86,7 +81,7 @@ export class RunDriver<D, R> {
         runId,
         name: this.#program.name,
         kind: this.#program.kind,
-        identity: identityOf(ctx),
+        identity: identityOf(options.ctx),
         data: this.#drive.json(envelope),
         lease: this.#lease,
       },
@@ -124,21 +119,19 @@ export class RunDriver<D, R> {
    * comes back as its paused result.
    */
   recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
-    return whileDriving(this.#store, runId, () => this.#recover(runId, options, false));
+    return this.#recover(runId, options, false);
   }
 
   /**
-   * Cancels a run that has not ended, even one a worker drives (it is
-   * fenced): saved `failed` with `Cancelled: <reason>`; no retry goes on from
-   * it. Returns the step it was saved as.
+   * Cancels a run that has not ended, even one a worker drives, in this
+   * process or another (it is fenced): saved `failed` with
+   * `Cancelled: <reason>`; no retry goes on from it. Returns the step it was saved as.
    */
-  cancel(runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
-    return whileDriving(this.#store, runId, async () => {
-      const { latest, envelope } = await this.open(runId, options.ctx);
-      const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
-      const stored = { ...envelope, program: this.#program.write(envelope.program) };
-      return saveCancelled({ ...at, events: this.#events }, latest, stored, reason);
-    });
+  async cancel(runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
+    const { latest, envelope } = await this.open(runId, options.ctx);
+    const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
+    const stored = { ...envelope, program: this.#program.write(envelope.program) };
+    return saveCancelled({ ...at, events: this.#events }, latest, stored, reason);
   }
 
   /**
@@ -147,7 +140,7 @@ export class RunDriver<D, R> {
    * finished calls replay. A cancelled run does not go on.
    */
   retry(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
-    return whileDriving(this.#store, runId, () => this.#recover(runId, options, true));
+    return this.#recover(runId, options, true);
   }
 
   async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult> {
@@ -185,7 +178,7 @@ export class RunDriver<D, R> {
         runId,
         kind: this.#program.kind,
         step: checkpoint.step,
-        owner: this.#lease.owner,
+        owner: run.lease.owner,
         replayed: refs(plan.finished.values()),
         rerun: refs(plan.inDoubt.values()),
         decided: refs(plan.decided.values()),
@@ -243,20 +236,11 @@ export class RunDriver<D, R> {
    * when given, replaces the program's data with the claim (a conversation's
    * next message, added to a run that waits for it).
    */
-  resume(
+  async resume(
     opened: OpenedRun<D>,
     answers: ApprovalAnswers,
     options: RecoverOptions = {},
     program?: D,
-  ): Promise<R | PausedResult> {
-    return whileDriving(this.#store, opened.latest.runId, () => this.#resume(opened, answers, options, program));
-  }
-
-  async #resume(
-    opened: OpenedRun<D>,
-    answers: ApprovalAnswers,
-    options: RecoverOptions,
-    program: D | undefined,
   ): Promise<R | PausedResult> {
     const { latest } = opened;
     const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };

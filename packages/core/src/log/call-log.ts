@@ -53,6 +53,12 @@ export interface CallRecord {
   readonly retryAt?: number;
   /** On `decided`: run the call again, or take `result` or `error` as its outcome. */
   readonly decision?: "rerun" | "result" | "error";
+  /**
+   * On `decided` with a result: true when the result is plain JSON that was
+   * decided without the run's codec (an operator far from the workers, the
+   * console): a worker passes it through its own codec, as a tool's result.
+   */
+  readonly plain?: boolean;
   /** On `decided`: who decided (the `by` recovery option, or the worker's id), and when (ISO 8601). */
   readonly by?: string;
   readonly at?: string;
@@ -263,7 +269,7 @@ function isDecision(value: { readonly [key: string]: JsonValue | undefined }): b
     case "rerun":
       return true;
     case "result":
-      return "result" in value;
+      return "result" in value && (value["plain"] === undefined || value["plain"] === true);
     case "error":
       return typeof value["error"] === "string";
     default:

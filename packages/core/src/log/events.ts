@@ -41,7 +41,7 @@ export interface RunRecovered extends EventBase {
   readonly type: "run.recovered";
   /** The step the claim was saved as. */
   readonly step: number;
-  /** The worker that claimed the run: the owner of its lease. */
+  /** The drive that claimed the run: the owner of its lease, `<worker id>#<suffix>`. */
   readonly owner: string;
   /**
    * Finished calls of the rerun round: their results (or recorded errors)

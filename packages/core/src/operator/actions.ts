@@ -15,7 +15,6 @@ import {
   readInDoubtDecisions,
 } from "../run/in-doubt-decisions.js";
 import { leaseTerms } from "../run/lease.js";
-import { whileDriving } from "../run/process-lock.js";
 import { reopenFailed } from "../run/reopen.js";
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { runStorage } from "../run/storage.js";
@@ -89,25 +88,24 @@ function mark(at: Acting, reason?: string): JsonObject {
  * the claim and saves a checkpoint counting them, then releases the run: the
  * worker serving it goes on. Returns the step saved last and what the writes gave.
  */
-function act<T>(
+async function act<T>(
   at: Acting,
   runId: string,
   change: (latest: CheckpointBody, envelope: RunEnvelope) => Change<T> | Promise<Change<T>>,
 ): Promise<{ readonly step: number; readonly after: T | undefined }> {
-  return whileDriving(at.store, runId, async () => {
-    const latest = await latestSeen(at, runId);
-    const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
-    const data = { ...envelopeJson(envelope), ...mark(at) };
-    const lease = leaseTerms(at.where, at.options.lease);
-    const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, { lease, data });
-    try {
-      if (after === undefined) return { step: checkpoint.step, after: undefined };
-      const done = await after(run, records);
-      return { step: (await run.save("running", data)).step, after: done };
-    } finally {
-      await run.stopLease(true);
-    }
-  });
+  const latest = await latestSeen(at, runId);
+  const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
+  const data = { ...envelopeJson(envelope), ...mark(at) };
+  const lease = leaseTerms(at.where, at.options.lease);
+  // No takeOver: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
+  const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, { lease, data });
+  try {
+    if (after === undefined) return { step: checkpoint.step, after: undefined };
+    const done = await after(run, records);
+    return { step: (await run.save("running", data)).step, after: done };
+  } finally {
+    await run.stopLease(true);
+  }
 }
 
 /**
@@ -173,13 +171,11 @@ export async function retryRun(runId: string, options: OperatorOptions): Promise
  */
 export async function cancelRun(runId: string, reason: string, options: OperatorOptions): Promise<number> {
   const at = acting("cancel", "cancelRun", options);
-  return whileDriving(at.store, runId, async () => {
-    const latest = await latestSeen(at, runId);
-    const envelope = readEnvelope(runId, latest.data);
-    const lease = leaseTerms(at.where, options.lease);
-    const where = { store: at.store, sealer: at.sealer, lease, kind: latest.kind, events: undefined };
-    return saveCancelled(where, latest, envelope, reason, mark(at, reason));
-  });
+  const latest = await latestSeen(at, runId);
+  const envelope = readEnvelope(runId, latest.data);
+  const lease = leaseTerms(at.where, options.lease);
+  const where = { store: at.store, sealer: at.sealer, lease, kind: latest.kind, events: undefined };
+  return saveCancelled(where, latest, envelope, reason, mark(at, reason));
 }
 
 /** The operator's mark a checkpoint's data holds, or undefined (a worker's checkpoint). */

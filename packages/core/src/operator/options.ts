@@ -26,7 +26,12 @@ export interface OperatorOptions extends StorageOptions {
   readonly by: string;
   /** The step the operator saw: the action is refused (`CheckpointConflict`) when the run's latest step is another. */
   readonly expectStep?: number;
-  /** The lease held while the action is recorded (default: this process's worker id, 30 s); released at its end. */
+  /**
+   * The lease held while the action is recorded (default: this process's
+   * worker id, 30 s), under an owner of the action's own (`<owner>#<random>`);
+   * released at its end. A run another drive holds refuses the action
+   * (`LeaseHeld`), except a cancel, which takes it over.
+   */
   readonly lease?: LeaseOptions;
   /** How a decided `{ result }` is stored: the workers' codec (default: plain JSON). */
   readonly codec?: ValueCodec;

@@ -8,7 +8,7 @@ import type { Identity } from "../base/identity.js";
 import { faultPoint } from "../base/fault-points.js";
 import { assertRunId, assertRunName } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
-import { LeaseKeeper, leaseTerms } from "./lease.js";
+import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
 import type { CheckpointRow, CheckpointStore, LeaseTerms, RunKind, RunStatus } from "../store/contract.js";
 
@@ -21,12 +21,16 @@ export interface RunStart {
   readonly kind: RunKind;
   readonly identity: Identity;
   readonly data: JsonValue;
-  /** The worker's lease terms: each running save takes or renews the lease (default: this process's worker, 30 s). */
+  /**
+   * The worker's lease terms (default: this process's worker, 30 s): the run
+   * takes its own owner from them (`driveLease`), and each running save takes or renews its lease.
+   */
   readonly lease?: LeaseTerms | undefined;
 }
 
 /** What a claim is given besides the latest checkpoint. */
 export interface ClaimOptions {
+  /** The worker's lease terms, as `RunStart.lease`. */
   readonly lease?: LeaseTerms | undefined;
   /** Claim even while another worker's lease is live (that worker is fenced). */
   readonly takeOver?: boolean | undefined;
@@ -47,6 +51,7 @@ export class DurableRun {
   readonly kind: RunKind;
   readonly identity: Identity;
   readonly log: CallLog;
+  /** This drive's lease: its own owner, so no other drive, of this process or another, claims the run while it is live. */
   readonly lease: LeaseTerms;
   readonly #keeper: LeaseKeeper;
   readonly #writer: RunWriter;
@@ -61,7 +66,7 @@ export class DurableRun {
     this.identity = init.identity;
     this.#writer = new RunWriter(init.store, init.runId);
     this.log = new CallLog(this.#writer, init.sealer, init.runId, segment, earlier);
-    this.lease = init.lease ?? leaseTerms("DurableRun", undefined);
+    this.lease = driveLease(init.lease ?? leaseTerms("DurableRun", undefined));
     this.#keeper = new LeaseKeeper(init.store, init.runId, this.lease, () => this.segment);
     this.#step = step;
   }

@@ -1,4 +1,4 @@
-import { encodeValue, type ValueCodec } from "../base/codec.js";
+import { encodeValue, PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { InvalidInput, MAX_ERROR_TEXT } from "../base/errors.js";
 import type { JsonValue } from "../base/json.js";
 import { isObject } from "../base/option-checks.js";
@@ -24,15 +24,17 @@ export type InDoubtDecisions = Readonly<Record<string, InDoubtDecision>>;
 /** A decision as the call log keeps it. */
 export type DecidedOutcome =
   | { readonly decision: "rerun" }
-  | { readonly decision: "result"; readonly result: JsonValue }
+  | { readonly decision: "result"; readonly result: JsonValue; readonly plain?: true }
   | { readonly decision: "error"; readonly error: string };
 
 /** The error a `"skip"` decision records. */
 const SKIPPED = "Skipped: an operator decided the call must not run.";
 
 /**
- * Reads `decide`, each `{ result }` as `codec` stores it: `InvalidInput` for anything but an object of call
- * ids to decisions, before anything is written.
+ * Reads `decide`, each `{ result }` as `codec` stores it (`InvalidInput` when
+ * it cannot), or without a codec as plain JSON marked `plain`, which workers
+ * pass through their own codec: `InvalidInput` for anything but an object of
+ * call ids to decisions, before anything is written.
  */
 export function readInDoubtDecisions(given: unknown, codec: ValueCodec): Map<string, DecidedOutcome> {
   if (!isObject(given)) throw new InvalidInput("decide must be an object of call ids to decisions.");
@@ -41,9 +43,10 @@ export function readInDoubtDecisions(given: unknown, codec: ValueCodec): Map<str
     const where = `decide[${JSON.stringify(callId)}]`;
     if (decision === "rerun") decided.set(callId, { decision: "rerun" });
     else if (decision === "skip") decided.set(callId, { decision: "error", error: SKIPPED });
-    else if (isObject(decision) && "result" in decision && Object.keys(decision).length === 1)
-      decided.set(callId, { decision: "result", result: encodeValue(codec, decision["result"], `${where}.result`) });
-    else if (isObject(decision) && typeof decision["error"] === "string" && Object.keys(decision).length === 1) {
+    else if (isObject(decision) && "result" in decision && Object.keys(decision).length === 1) {
+      const result = encodeValue(codec, decision["result"], `${where}.result`);
+      decided.set(callId, { decision: "result", result, ...(codec === PLAIN_JSON ? { plain: true } : {}) });
+    } else if (isObject(decision) && typeof decision["error"] === "string" && Object.keys(decision).length === 1) {
       const error = decision["error"];
       if (error.length === 0 || error.length > MAX_ERROR_TEXT)
         throw new InvalidInput(`${where}.error must be 1 to ${MAX_ERROR_TEXT} characters.`);

@@ -7,28 +7,49 @@ import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
 /** How long a lease lasts unless a runner says otherwise: a dead worker's runs are claimable this long after its last write. */
 const DEFAULT_LEASE_MS = 30_000;
 
-/** What a runner is told about its leases (`lease` option of `FlowRunner` and the tool loop). */
+/** What a runner is told about its leases (`lease` option of `FlowRunner`, the tool loop and the operator actions). */
 export interface LeaseOptions {
-  /** The worker's id in every lease it takes (default: `workerId()`, stable for the process). */
+  /**
+   * The worker's id (default: `workerId()`, stable for the process), 1 to
+   * `MAX_WORKER_ID_LENGTH` characters: each drive's lease owner is it plus a
+   * suffix of its own (`driveLease`).
+   */
   readonly owner?: string;
   /** How long a lease lasts from its last renewal, in ms (default 30,000; at least 100). */
   readonly ms?: number;
 }
 
+/** What a drive adds to its worker's id: `#` and 8 random base64url characters. */
+const DRIVE_SUFFIX_LENGTH = 9;
+
+/** The longest worker id (`LeaseOptions.owner`): a drive's owner adds its suffix within the store's `MAX_OWNER_LENGTH`. */
+const MAX_WORKER_ID_LENGTH = MAX_OWNER_LENGTH - DRIVE_SUFFIX_LENGTH;
+
 let processWorkerId: string | undefined;
 
 /** This process's worker id, `<host>:<pid>:<random>`: the same for every runner of the process, new for each process. */
 export function workerId(): string {
-  processWorkerId ??= `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`.slice(-MAX_OWNER_LENGTH);
+  processWorkerId ??= `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`.slice(-MAX_WORKER_ID_LENGTH);
   return processWorkerId;
+}
+
+/**
+ * The lease terms of one drive (a start, a claim, an operator's action):
+ * the worker's id plus a suffix of its own, `<worker id>#<random>`. The store
+ * exempts only a lease's own owner from its claim rule, so two drives of one
+ * process, even on two store objects of one database, refuse each other's
+ * live lease (`LeaseHeld`) as two processes do.
+ */
+export function driveLease(worker: LeaseTerms): LeaseTerms {
+  return { owner: `${worker.owner}#${randomBytes(6).toString("base64url")}`, ms: worker.ms };
 }
 
 /** The lease terms a runner's options give, checked: `InvalidInput` before anything runs. */
 export function leaseTerms(where: string, options: LeaseOptions | undefined): LeaseTerms {
   const owner = options?.owner ?? workerId();
   const ms = options?.ms ?? DEFAULT_LEASE_MS;
-  if (typeof owner !== "string" || owner === "" || owner.length > MAX_OWNER_LENGTH)
-    throw new InvalidInput(`${where}: lease.owner must be a string of 1 to ${MAX_OWNER_LENGTH} characters.`);
+  if (typeof owner !== "string" || owner === "" || owner.length > MAX_WORKER_ID_LENGTH)
+    throw new InvalidInput(`${where}: lease.owner must be a string of 1 to ${MAX_WORKER_ID_LENGTH} characters.`);
   if (!Number.isSafeInteger(ms) || ms < 100)
     throw new InvalidInput(`${where}: lease.ms must be a whole number of ms ≥ 100, not ${String(ms)}.`);
   return { owner, ms };
@@ -93,8 +114,9 @@ export class LeaseKeeper {
   async stop(release: boolean): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    // A worker none of whose saves landed (a start refused: the run id was taken) holds no lease to give back.
-    if (!release || this.#set === undefined) return;
+    // Released even when no save is known to have landed (a batch that failed after its save): the owner is
+    // this drive's alone, so a release of a lease it does not hold does nothing.
+    if (!release) return;
     // Best effort: a worker that cannot reach its store leaves the lease to run out.
     await this.#store.release(this.#runId, this.#segment(), this.#terms.owner).catch(() => undefined);
   }

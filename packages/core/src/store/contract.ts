@@ -57,7 +57,7 @@ export interface StoredCall {
 
 /** Who holds a run, and until when by the store's clock. */
 export interface Lease {
-  /** The worker holding the run (`workerId()` of its process, unless the runner names another). */
+  /** The drive holding the run: its worker's id (`workerId()`, unless the runner names another) and a suffix of its own. */
   readonly owner: string;
   /** When the lease runs out: milliseconds since the epoch, by the store's clock. */
   readonly expiresAt: number;
