@@ -56,12 +56,16 @@ const registry = durableTools({
   }),
 });
 const store = new SQLiteCheckpointStore(db);
-const options = { runId, checkpoints: store, checkpointKey: KEY, conversation: true };
+const options = { checkpoints: store, checkpointKey: KEY };
 const result =
   mode === "recover"
     ? // The worker of the turn was killed: this one takes its lease over.
       await recoverToolLoop(aiSdkModel(model), registry, runId, { ...options, takeOver: true })
-    : await runToolLoop(aiSdkModel(model), registry, [{ role: "user", content: text }], options);
+    : await runToolLoop(aiSdkModel(model), registry, [{ role: "user", content: text }], {
+        ...options,
+        runId,
+        conversation: true,
+      });
 console.log(
   JSON.stringify(
     result.status === "paused" ? result : { ...result, messages: result.messages.map((message) => message.role) },

@@ -28,15 +28,19 @@ const model: LoopModel = {
 };
 const registry = new ToolRegistry().tool("lookup", (a: { n: number }) => `found ${a.n}`, { idempotent: true });
 const store = new SQLiteCheckpointStore(db);
-const options = { runId, checkpoints: store, checkpointKey: KEY, maxSteps: Number(maxSteps) };
+const options = { checkpoints: store, checkpointKey: KEY };
 const stored = await DurableRun.latest(store, Sealer.withKeys(KEY), runId).catch((error: unknown) => {
   if (error instanceof CheckpointNotFound) return undefined;
   throw error;
 });
 const result =
   stored === undefined
-    ? await runToolLoop(model, registry, [{ role: "user", content: "look it up" }], options)
-    : // The first process was killed: this one takes its lease over.
+    ? await runToolLoop(model, registry, [{ role: "user", content: "look it up" }], {
+        ...options,
+        runId,
+        maxSteps: Number(maxSteps),
+      })
+    : // The first process was killed: this one takes its lease over (the run keeps its own maxSteps).
       await recoverToolLoop(model, registry, runId, { ...options, takeOver: true });
 console.log(JSON.stringify({ status: result.status, stopped: result.status === "done" ? result.stopped : undefined }));
 await store.close();

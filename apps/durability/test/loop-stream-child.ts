@@ -75,10 +75,10 @@ const registry = durableTools({
   }),
 });
 const store = new SQLiteCheckpointStore(db);
-const options = { runId, checkpoints: store, checkpointKey: KEY };
+const options = { checkpoints: store, checkpointKey: KEY };
 const stream =
   mode === "start"
-    ? streamToolLoop(aiSdkModel(model), registry, [{ role: "user", content: "Two seats" }], options)
+    ? streamToolLoop(aiSdkModel(model), registry, [{ role: "user", content: "Two seats" }], { ...options, runId })
     : // The first worker was killed: this one takes its lease over.
       streamRecoveredToolLoop(aiSdkModel(model), registry, runId, { ...options, takeOver: true });
 for await (const part of stream) console.log(JSON.stringify(part));

@@ -4,12 +4,15 @@ import { GROUPS, groupNamed } from "./groups.js";
 import { Harness } from "./harness/harness.js";
 import { assertInitializer, type ConformanceInitializer } from "./harness/initializer.js";
 import type { CheckpointStore } from "@durable/core";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 
 /** Options of `runConformance`. */
 export interface ConformanceOptions {
   /** Only these groups; default every group. */
   readonly groups?: readonly GroupName[];
 }
+
+const CONFORMANCE_OPTIONS: OptionTable<ConformanceOptions> = { groups: true };
 
 /**
  * Registers the kit's vitest suites for a store: one `describe` per group, one
@@ -21,6 +24,7 @@ export function runConformance<S extends CheckpointStore>(
   options: ConformanceOptions = {},
 ): void {
   const init = assertInitializer(initializer);
+  checkOptions("runConformance", options, CONFORMANCE_OPTIONS);
   const groups = options.groups === undefined ? GROUPS : options.groups.map(groupNamed);
   describe(`conformance: ${init.name}`, () => {
     withHooks(init);

@@ -47,7 +47,7 @@ describe("durable-conformance CLI", () => {
     const { code, out } = run(fixture("bad-shape.ts"), "save");
     expect(out).toContain("`name` must be a non-empty string");
     expect(out).toContain("`createStore` must be a function");
-    expect(out).toContain("`capabilities.tll` is not a capability the kit knows");
+    expect(out).toContain("`capabilities`: unknown option `tll`; did you mean `ttl`?");
     expect(code).toBe(1);
   }, 120_000);
 

@@ -1,4 +1,5 @@
 import type { CheckpointStore } from "@durable/core";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { ConsoleError } from "./console-error.js";
 
 /** How a store URL is opened: the prefix of its tables or keys, when the workers use another than the default. */
@@ -6,6 +7,8 @@ export interface StoreUrlOptions {
   /** SQLite and PostgreSQL: the table prefix (default `durable_`); Redis: the key prefix (default `durable`). */
   readonly prefix?: string | undefined;
 }
+
+const STORE_URL_OPTIONS: OptionTable<StoreUrlOptions> = { prefix: true };
 
 const SCHEMES = "sqlite:<path>, redis://host:port or postgresql://user@host:port/database";
 
@@ -17,6 +20,7 @@ const SCHEMES = "sqlite:<path>, redis://host:port or postgresql://user@host:port
  * migrates nothing but a SQLite file, which its store brings up to date on open.
  */
 export async function openStoreUrl(url: string, options: StoreUrlOptions = {}): Promise<CheckpointStore> {
+  checkOptions("openStoreUrl", options, STORE_URL_OPTIONS);
   const prefix = options.prefix;
   if (url.startsWith("sqlite:")) {
     const { SQLiteCheckpointStore } = await import("@durable/store-sqlite");

@@ -11,7 +11,7 @@ import {
   InvalidInput,
   readJsonlEvents,
 } from "@durable/core";
-import { Sealer } from "@durable/core/runner";
+import { checkOptions, type OptionTable, Sealer } from "@durable/core/runner";
 import { recordAction } from "./actions.js";
 import { SCRIPT, STYLE } from "./assets.js";
 import { Guard, newToken } from "./auth.js";
@@ -51,6 +51,21 @@ export interface ConsoleOptions {
   readonly pageSize?: number;
 }
 
+const CONSOLE_OPTIONS: OptionTable<ConsoleOptions> = {
+  store: true,
+  checkpointKey: true,
+  encryptionKey: true,
+  label: true,
+  host: "string",
+  port: true,
+  token: "string",
+  allowActions: "boolean",
+  by: "string",
+  events: "string",
+  refreshMs: true,
+  pageSize: true,
+};
+
 /** A console that serves. */
 export interface RunningConsole {
   /** Where it serves, with its token: open it once, the token is then kept in a cookie. */
@@ -70,6 +85,7 @@ const MAX_FORM_BYTES = 1_000_000;
  * Content-Security-Policy; the key is never sent.
  */
 export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
+  checkOptions("startConsole", options, CONSOLE_OPTIONS);
   const host = options.host ?? "127.0.0.1";
   const token = options.token ?? newToken();
   if (token.length < 16) throw new InvalidInput("The console's token must be at least 16 characters.");

@@ -35,8 +35,21 @@ export { identityOf, resumeIdentity } from "./base/identity.js";
 export { assertRunId, assertRunName, assertStorableText, MAX_RUN_ID_LENGTH, MAX_NAME_LENGTH } from "./base/names.js";
 export { emit, type EventInput } from "./log/events.js";
 export { leavesRunForRecovery, errorText, MAX_ERROR_TEXT } from "./base/errors.js";
-export { checkOptionTypes, describeType, type OptionType } from "./base/option-checks.js";
-export { checkRunnerOptions } from "./driver/runner-options.js";
+export {
+  checkOptions,
+  unknownOption,
+  describeType,
+  type OptionCheck,
+  type OptionTable,
+  type OptionType,
+} from "./base/option-checks.js";
+export {
+  checkRunnerOptions,
+  RUNNER_OPTIONS,
+  RECOVER_OPTIONS,
+  RECOVER_EACH_OPTIONS,
+  type RunnerOptions,
+} from "./driver/runner-options.js";
 export { checkExecutor, checkRegistry } from "./calls/executor.js";
 export { RunDriver } from "./driver/run-driver.js";
 export type { RunProgram, StepOutcome, SteppedData, StepContext, DriverOptions, OpenedRun } from "./driver/program.js";

@@ -1,6 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { type CheckpointKeys, Executor, InvalidInput, ToolRegistry } from "../src/index.js";
-import { bindAnswers, checkRunnerOptions, identityOf, Sealer } from "../src/runner.js";
+import {
+  type CheckpointKeys,
+  decideInDoubt,
+  Executor,
+  InvalidInput,
+  jsonlEventSink,
+  RunWorker,
+  ToolRegistry,
+} from "../src/index.js";
+import {
+  bindAnswers,
+  checkOptions,
+  checkRunnerOptions,
+  identityOf,
+  type OptionTable,
+  RUNNER_OPTIONS,
+  type RunnerOptions,
+  Sealer,
+} from "../src/runner.js";
 import { KEY, MemoryCheckpointStore } from "./helpers.js";
 
 /** The InvalidInput `run` throws; fails the test if it throws anything else or nothing. */
@@ -78,15 +95,23 @@ describe("option checks", () => {
 
   it("a runner's options: an object, a CheckpointStore as checkpoints, and each option of its type", () => {
     const checkpoints = new MemoryCheckpointStore();
-    expect(invalid(() => checkRunnerOptions("FlowRunner", undefined)).message).toBe(
+    const table = {
+      ...RUNNER_OPTIONS,
+      approvals: "function",
+      rerunInDoubt: "boolean",
+      answers: "object",
+      name: "string",
+      runId: "string",
+    } as const;
+    expect(invalid(() => checkRunnerOptions("FlowRunner", undefined, RUNNER_OPTIONS)).message).toBe(
       "FlowRunner takes an options object, not undefined.",
     );
-    expect(invalid(() => checkRunnerOptions("FlowRunner", {})).message).toMatch(
+    expect(invalid(() => checkRunnerOptions("FlowRunner", {}, RUNNER_OPTIONS)).message).toMatch(
       /^FlowRunner: checkpoints must be a CheckpointStore .* not undefined\.$/,
     );
-    expect(invalid(() => checkRunnerOptions("FlowRunner", { checkpoints: { save() {} } })).message).toMatch(
-      /without latest, listUnfinished/,
-    );
+    expect(
+      invalid(() => checkRunnerOptions("FlowRunner", { checkpoints: { save() {} } }, RUNNER_OPTIONS)).message,
+    ).toMatch(/without latest, listUnfinished/);
     for (const [option, value, type] of [
       ["events", "log", "a function"],
       ["approvals", true, "a function"],
@@ -95,12 +120,76 @@ describe("option checks", () => {
       ["name", 5, "a string"],
       ["runId", 5, "a string"],
     ] as const) {
-      expect(invalid(() => checkRunnerOptions("runToolLoop", { checkpoints, [option]: value })).message).toMatch(
+      expect(invalid(() => checkRunnerOptions("runToolLoop", { checkpoints, [option]: value }, table)).message).toMatch(
         `runToolLoop: ${option} must be ${type}`,
       );
     }
     expect(() =>
-      checkRunnerOptions("runToolLoop", { checkpoints, events: () => {}, name: "chat", rerunInDoubt: false }),
+      checkRunnerOptions("runToolLoop", { checkpoints, events: () => {}, name: "chat", rerunInDoubt: false }, table),
     ).not.toThrow();
+  });
+});
+
+describe("a misspelled option", () => {
+  it("is InvalidInput naming it and the closest known name, not ignored", () => {
+    const table: OptionTable<{ lease?: unknown; events?: unknown }> = { lease: true, events: "function" };
+    expect(invalid(() => checkOptions("FlowRunner", { leaseMs: 5000 }, table)).message).toBe(
+      "FlowRunner: unknown option `leaseMs`; did you mean `lease`?",
+    );
+    // Given as undefined, a misspelled key is still a mistake.
+    expect(invalid(() => checkOptions("FlowRunner", { evnets: undefined }, table)).message).toBe(
+      "FlowRunner: unknown option `evnets`; did you mean `events`?",
+    );
+    expect(invalid(() => checkOptions("FlowRunner", { zzz: 1 }, table)).message).toBe(
+      "FlowRunner: unknown option `zzz`; it takes `lease`, `events`.",
+    );
+  });
+
+  it("of a tool ({ timeout }, { retry: { maxAttempts } }) is InvalidInput naming the tool and the known name", () => {
+    const registry = new ToolRegistry();
+    expect(invalid(() => registry.tool("charge", () => 1, { timeout: 5000 } as never)).message).toBe(
+      'Tool "charge": unknown option `timeout`; did you mean `timeoutMs`?',
+    );
+    expect(invalid(() => registry.tool("charge", () => 1, { retry: { maxAttempts: 5 } } as never)).message).toBe(
+      'Tool "charge": retry: unknown option `maxAttempts`; did you mean `attempts`?',
+    );
+    expect(registry.has("charge")).toBe(false);
+  });
+
+  it("of an Executor, a worker, an operator action, a lease, a memory store or an event sink is InvalidInput", () => {
+    const checkpoints = new MemoryCheckpointStore();
+    expect(invalid(() => new Executor(new ToolRegistry(), { approval: () => true } as never)).message).toBe(
+      "Executor: unknown option `approval`; did you mean `approvals`?",
+    );
+    const serve = [{ kind: "flow", name: "f", store: checkpoints, recover: async () => undefined }] as const;
+    expect(invalid(() => new RunWorker({ serve, onStuk: () => {} } as never)).message).toBe(
+      "startWorker: unknown option `onStuk`; did you mean `onStuck`?",
+    );
+    expect(invalid(() => new MemoryCheckpointStore({ rows: new Map() } as never)).message).toMatch(
+      /^MemoryCheckpointStore: unknown option `rows`/,
+    );
+    expect(invalid(() => jsonlEventSink("events.jsonl", { fsnyc: true } as never)).message).toBe(
+      "jsonlEventSink: unknown option `fsnyc`; did you mean `fsync`?",
+    );
+  });
+
+  it("of an operator action or its lease is InvalidInput before anything is read", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    const options = { checkpoints, checkpointKey: KEY, by: "ada" };
+    await expect(decideInDoubt("r", {}, { ...options, expectedStep: 3 } as never)).rejects.toThrow(
+      "decideInDoubt: unknown option `expectedStep`; did you mean `expectStep`?",
+    );
+    await expect(decideInDoubt("r", {}, { ...options, lease: { ownerId: "me" } } as never)).rejects.toThrow(
+      "decideInDoubt: lease: unknown option `ownerId`; did you mean `owner`?",
+    );
+  });
+
+  it("cannot be left out of a table: a table that misses an option, or names one its type has not, does not compile", () => {
+    const { codec: _codec, ...withoutCodec } = RUNNER_OPTIONS;
+    // @ts-expect-error codec is an option of RunnerOptions the table leaves out
+    const missing: OptionTable<RunnerOptions> = withoutCodec;
+    // @ts-expect-error leaseMs is no option of RunnerOptions
+    const extra: OptionTable<RunnerOptions> = { ...RUNNER_OPTIONS, leaseMs: true };
+    expect([missing, extra]).toHaveLength(2);
   });
 });

@@ -1,4 +1,5 @@
 import type { JsonValue } from "@durable/core";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 
 /** How a `Call` node builds its arguments and where its result goes. */
 export interface CallOptions<S> {
@@ -8,6 +9,8 @@ export interface CallOptions<S> {
   readonly into?: keyof S & string;
 }
 
+const CALL_OPTIONS: OptionTable<CallOptions<unknown>> = { args: "function", into: "string" };
+
 /** A node that calls one tool: arguments from the state, the result into a state field. */
 export class Call<S = never> {
   readonly tool: string;
@@ -15,6 +18,7 @@ export class Call<S = never> {
   readonly into: (keyof S & string) | undefined;
 
   constructor(tool: string, options: CallOptions<S>) {
+    checkOptions(`Call ${JSON.stringify(tool)}`, options, CALL_OPTIONS);
     this.tool = tool;
     this.args = options.args;
     this.into = options.into;

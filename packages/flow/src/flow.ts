@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Identity, JsonValue } from "@durable/core";
 import { FlowError } from "./flow-error.js";
-import { assertStorableText, canonicalJson } from "@durable/core/runner";
+import { assertStorableText, canonicalJson, checkOptions, type OptionTable } from "@durable/core/runner";
 import { Call } from "./call.js";
 
 /** What a function node gets besides the state. */
@@ -34,6 +34,24 @@ export interface FlowOptions<S> {
   /** How often a node may run in one run before the run stops with `FlowError`; default 25. */
   readonly maxVisits?: number;
 }
+
+const FLOW_OPTIONS: OptionTable<FlowOptions<unknown>> = { state: true, reducers: "object", maxVisits: true };
+
+/** Options of `Flow.node`. */
+export interface NodeOptions {
+  /** How often the node may run in one run (default: the flow's `maxVisits`). */
+  readonly maxVisits?: number;
+}
+
+const NODE_OPTIONS: OptionTable<NodeOptions> = { maxVisits: true };
+
+/** Options of `Flow.edge`. */
+export interface EdgeOptions {
+  /** A router's possible targets, checked with the graph. */
+  readonly targets?: readonly string[];
+}
+
+const EDGE_OPTIONS: OptionTable<EdgeOptions> = { targets: true };
 
 /** A node of the graph. */
 export interface FlowNode<S> {
@@ -90,6 +108,7 @@ export class Flow<S> {
       throw new FlowError("A flow needs a name of 1 to 128 characters.");
     }
     assertStorableText(name, `The flow name ${JSON.stringify(name)}`);
+    checkOptions(`Flow ${JSON.stringify(name)}`, options, FLOW_OPTIONS);
     this.name = name;
     this.schema = options.state;
     this.reducers = options.reducers ?? {};
@@ -97,7 +116,8 @@ export class Flow<S> {
   }
 
   /** Adds a node: a `Call`, or an async function `(state, ctx) => Partial<State>`. */
-  node(name: string, body: Call<S> | NodeFn<S>, options: { readonly maxVisits?: number } = {}): this {
+  node(name: string, body: Call<S> | NodeFn<S>, options: NodeOptions = {}): this {
+    checkOptions(`Flow ${JSON.stringify(this.name)}: node ${JSON.stringify(name)}`, options, NODE_OPTIONS);
     this.#change();
     if (this.#nodes.has(name)) this.#problems.push(`the node name ${JSON.stringify(name)} is used twice`);
     if (!(body instanceof Call) && typeof body !== "function") {
@@ -113,11 +133,8 @@ export class Flow<S> {
    * edge (list its `targets` to have them checked); several `from` nodes with
    * one target is a join, which runs once all of them have run.
    */
-  edge(
-    from: string | readonly string[],
-    to: string | readonly string[] | Router<S>,
-    options: { readonly targets?: readonly string[] } = {},
-  ): this {
+  edge(from: string | readonly string[], to: string | readonly string[] | Router<S>, options: EdgeOptions = {}): this {
+    checkOptions(`Flow ${JSON.stringify(this.name)}: edge`, options, EDGE_OPTIONS);
     this.#change();
     if (typeof from !== "string") {
       if (typeof to !== "string") this.#problems.push("a join needs exactly one target node");

@@ -1,6 +1,8 @@
 export {
   Flow,
   type FlowOptions,
+  type NodeOptions,
+  type EdgeOptions,
   type FlowNode,
   type NodeFn,
   type NodeContext,
@@ -12,6 +14,13 @@ export {
 } from "./flow.js";
 export { Call, type CallOptions } from "./call.js";
 export { FlowError } from "./flow-error.js";
-export { FlowRunner, type FlowResult, type FlowDone, type FlowRunnerOptions, type RunOptions } from "./runner.js";
+export {
+  FlowRunner,
+  type FlowResult,
+  type FlowDone,
+  type FlowRunnerOptions,
+  type RunOptions,
+  type CancelOptions,
+} from "./runner.js";
 export type { ApprovalAnswers, PendingCall, PausedResult, RecoverOptions } from "@durable/core";
 export type { FlowData } from "./flow-data.js";

@@ -14,12 +14,17 @@ import type {
 import { FlowError } from "./flow-error.js";
 import {
   checkExecutor,
+  checkOptions,
   checkRunnerOptions,
   encodeValue,
   leaseTerms,
   PLAIN_JSON,
+  RECOVER_EACH_OPTIONS,
+  RECOVER_OPTIONS,
+  RUNNER_OPTIONS,
   RunDriver,
   runStorage,
+  type OptionTable,
   type Recovered,
   type RecoverEachOptions,
   type JsonObject,
@@ -61,6 +66,16 @@ export interface RunOptions {
   readonly ctx?: Identity;
 }
 
+/** Options of `cancel`. */
+export interface CancelOptions {
+  /** Must name the run's own identity. */
+  readonly ctx?: Identity;
+}
+
+const FLOW_RUNNER_OPTIONS: OptionTable<FlowRunnerOptions> = RUNNER_OPTIONS;
+const RUN_OPTIONS: OptionTable<RunOptions> = { runId: "string", ctx: true };
+const CANCEL_OPTIONS: OptionTable<CancelOptions> = { ctx: true };
+
 /**
  * Runs flows durably: a sealed checkpoint after every superstep, every tool
  * call through the call log, recovery from the last checkpoint on any worker.
@@ -74,7 +89,7 @@ export class FlowRunner {
 
   constructor(executor: Executor, options: FlowRunnerOptions) {
     checkExecutor("FlowRunner", executor);
-    checkRunnerOptions("FlowRunner", options);
+    checkRunnerOptions("FlowRunner", options, FLOW_RUNNER_OPTIONS);
     this.executor = executor;
     this.store = options.checkpoints;
     this.#codec = options.codec ?? PLAIN_JSON;
@@ -88,6 +103,7 @@ export class FlowRunner {
 
   /** Starts a run from `input` (validated with the flow's schema) and runs it until it is done or paused. */
   async run<S>(flow: Flow<S>, input: unknown, options: RunOptions = {}): Promise<FlowResult<S>> {
+    checkOptions("FlowRunner.run", options, RUN_OPTIONS);
     const driver = this.#driver(flow);
     const state = await settleState(flow.schema, this.#codec, input, `The input of flow ${flow.name}`);
     return driver.start({ state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest }, options);
@@ -99,6 +115,7 @@ export class FlowRunner {
    * comes back as its paused result.
    */
   async recover<S>(flow: Flow<S>, runId: string, options: RecoverOptions = {}): Promise<FlowResult<S>> {
+    checkOptions("FlowRunner.recover", options, RECOVER_OPTIONS);
     return this.#driver(flow).recover(runId, options);
   }
 
@@ -108,6 +125,7 @@ export class FlowRunner {
    * `CheckpointConflict` for a run that did not fail, or was cancelled.
    */
   async retry<S>(flow: Flow<S>, runId: string, options: RecoverOptions = {}): Promise<FlowResult<S>> {
+    checkOptions("FlowRunner.retry", options, RECOVER_OPTIONS);
     return this.#driver(flow).retry(runId, options);
   }
 
@@ -116,7 +134,8 @@ export class FlowRunner {
    * fenced at its next write): saved `failed` with `Cancelled: <reason>`, and
    * no retry goes on from it. Returns the step it was saved as.
    */
-  cancel<S>(flow: Flow<S>, runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
+  async cancel<S>(flow: Flow<S>, runId: string, reason: string, options: CancelOptions = {}): Promise<number> {
+    checkOptions("FlowRunner.cancel", options, CANCEL_OPTIONS);
     return this.#driver(flow).cancel(runId, reason, options);
   }
 
@@ -126,11 +145,13 @@ export class FlowRunner {
    * settles; memory stays flat however many runs there are.
    */
   recoverEach<S>(flow: Flow<S>, options: RecoverEachOptions = {}): AsyncGenerator<Recovered<FlowDone<S>>> {
+    checkOptions("FlowRunner.recoverEach", options, RECOVER_EACH_OPTIONS);
     return this.#driver(flow).recoverEach(options);
   }
 
   /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. */
   async recoverAll<S>(flow: Flow<S>, options: RecoverEachOptions = {}): Promise<Map<string, FlowResult<S> | Error>> {
+    checkOptions("FlowRunner.recoverAll", options, RECOVER_EACH_OPTIONS);
     return this.#driver(flow).recoverAll(options);
   }
 
@@ -150,6 +171,7 @@ export class FlowRunner {
     answers: ApprovalAnswers,
     options: RecoverOptions = {},
   ): Promise<FlowResult<S>> {
+    checkOptions("FlowRunner.resume", options, RECOVER_OPTIONS);
     const driver = this.#driver(flow);
     return driver.resume(await driver.open(runId, options.ctx), answers, options);
   }

@@ -133,6 +133,13 @@ describe("a codec for values that are not plain JSON", () => {
     await expect(runner.run(booking([]), input)).rejects.toThrow(UnrecordableResult);
   });
 
+  it("without a codec, a result holding a Date (a database row's) is UnrecordableResult naming the codec option", async () => {
+    const runner = new FlowRunner(new Executor(tools([])), { checkpoints: new MemoryCheckpointStore() });
+    const error: unknown = await runner.run(booking([]), input).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnrecordableResult);
+    expect((error as Error).message).toMatch(/a Date .*Without a `codec` option .*superjson/);
+  });
+
   it("a result the codec cannot encode is UnrecordableResult; a state it cannot encode is InvalidInput before anything is written", async () => {
     const refusing: ValueCodec = {
       encode: () => {

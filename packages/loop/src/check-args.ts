@@ -1,5 +1,6 @@
 import { InvalidInput } from "@durable/core";
 import { canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core/runner";
+import { LOOP_ENTRIES, type LoopEntry } from "./loop-options.js";
 import { readHistory } from "./loop-data.js";
 import type { Message } from "./message.js";
 
@@ -9,31 +10,37 @@ import type { Message } from "./message.js";
  * options (see `checkRunnerOptions`; `toolErrors` is `"model"` or `"fail"`).
  * A wrong type is `InvalidInput` naming the argument or option.
  */
-export function checkLoopArgs(where: string, model: unknown, registry: unknown, options: unknown): void {
+export function checkLoopArgs(where: LoopEntry, model: unknown, registry: unknown, options: unknown): void {
   if (typeof (model as { reply?: unknown } | null | undefined)?.reply !== "function") {
     throw new InvalidInput(
       `${where} takes a model with a reply(messages, tools) method (for example aiSdkModel(…)), not ${describeType(model)}.`,
     );
   }
+  if (isAiSdkToolSet(registry))
+    throw new InvalidInput(
+      `${where} takes a ToolRegistry, not AI SDK tools: wrap them with durableTools(tools) from "@durable/loop/ai-sdk".`,
+    );
   checkRegistry(where, registry);
   checkLoopOptions(where, options);
 }
 
-/** Checks a loop's options (see `checkLoopArgs`). */
-export function checkLoopOptions(where: string, options: unknown): void {
-  checkRunnerOptions(where, options);
-  const { toolErrors, stopWhen, conversation } = options as {
-    toolErrors?: unknown;
-    stopWhen?: unknown;
-    conversation?: unknown;
-  };
+/** True for an AI SDK `ToolSet` (tools by name, each with an `inputSchema`) given where a registry belongs. */
+function isAiSdkToolSet(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || typeof (value as { get?: unknown }).get === "function")
+    return false;
+  const tools = Object.values(value);
+  return tools.length > 0 && tools.every((each) => typeof each === "object" && each !== null && "inputSchema" in each);
+}
+
+/** Checks the options of a loop's entry point (see `checkLoopArgs`): every key one it takes. */
+export function checkLoopOptions(where: LoopEntry, options: unknown): void {
+  checkRunnerOptions(where, options, LOOP_ENTRIES[where]);
+  const { toolErrors, stopWhen } = options as { toolErrors?: unknown; stopWhen?: unknown };
   const conditions = Array.isArray(stopWhen) ? stopWhen : [stopWhen];
   if (stopWhen !== undefined && !conditions.every((condition) => typeof condition === "function"))
     throw new InvalidInput(
       `${where}: stopWhen must be a condition ({ steps }) => boolean or a list of them, not ${describeType(stopWhen)}.`,
     );
-  if (conversation !== undefined && typeof conversation !== "boolean")
-    throw new InvalidInput(`${where}: conversation must be true or false, not ${describeType(conversation)}.`);
   if (toolErrors !== undefined && toolErrors !== "model" && toolErrors !== "fail") {
     throw new InvalidInput(
       `${where}: toolErrors must be "model" or "fail", not ${typeof toolErrors === "string" ? JSON.stringify(toolErrors) : describeType(toolErrors)}.`,

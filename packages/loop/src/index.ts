@@ -5,9 +5,13 @@ export {
   cancelToolLoop,
   recoverAllToolLoops,
   servedToolLoops,
-  type ToolLoopOptions,
-  type LoopStoreOptions,
 } from "./tool-loop.js";
+export type {
+  ToolLoopOptions,
+  LoopStoreOptions,
+  RecoverToolLoopOptions,
+  RecoverAllToolLoopsOptions,
+} from "./loop-options.js";
 export { readToolLoop, type LoopSnapshot } from "./read-tool-loop.js";
 export { streamToolLoop, streamRecoveredToolLoop, type LoopStream } from "./stream-tool-loop.js";
 export type { LoopResult, LoopDone, LoopAwaitingUser, LoopStepResult } from "./loop-result.js";

@@ -6,7 +6,7 @@ import { readLoopData, type StopReason } from "./loop-data.js";
 import { stepResults, type LoopStepResult } from "./loop-result.js";
 import type { Message } from "./message.js";
 import { addUsage, type ModelUsage } from "./usage.js";
-import type { LoopStoreOptions } from "./tool-loop.js";
+import type { LoopStoreOptions } from "./loop-options.js";
 
 /** A tool loop as its latest checkpoint holds it, read without claiming it. */
 export interface LoopSnapshot {

@@ -3,7 +3,8 @@ import type { LoopResult } from "./loop-result.js";
 import type { Message } from "./message.js";
 import type { LoopModel } from "./model.js";
 import { type LoopStreamPart, PartQueue, type PartSink } from "./stream-parts.js";
-import { loopDriver, type LoopStoreOptions, startOrContinue, type ToolLoopOptions } from "./tool-loop.js";
+import type { RecoverToolLoopOptions, ToolLoopOptions } from "./loop-options.js";
+import { loopDriver, startOrContinue } from "./tool-loop.js";
 
 /**
  * A loop that streams: iterate it (or `parts`) for its `LoopStreamPart`s as
@@ -43,7 +44,7 @@ export function streamRecoveredToolLoop(
   model: LoopModel,
   registry: ToolRegistry,
   runId: string,
-  options: LoopStoreOptions,
+  options: RecoverToolLoopOptions,
 ): LoopStream {
   return streaming(runId, (sink) =>
     loopDriver("streamRecoveredToolLoop", model, registry, options, sink).recover(runId, options),

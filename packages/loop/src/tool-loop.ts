@@ -1,80 +1,26 @@
 import {
-  type ApprovalPort,
+  CheckpointConflict,
   CheckpointNotFound,
-  type ApprovalAnswers,
-  type EventSink,
   Executor,
-  type Identity,
   InvalidInput,
-  type LeaseOptions,
   newRunId,
-  type StorageOptions,
   type ToolRegistry,
-  type ValueCodec,
 } from "@durable/core";
 import { leaseTerms, RunDriver, runStorage, type OpenedRun } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import type { LoopData } from "./loop-data.js";
-import { loopProgram, type LoopStopCondition } from "./loop-program.js";
+import { loopProgram } from "./loop-program.js";
+import type {
+  LoopEntry,
+  LoopStoreOptions,
+  RecoverAllToolLoopsOptions,
+  RecoverToolLoopOptions,
+  ToolLoopOptions,
+} from "./loop-options.js";
 import type { LoopAwaitingUser, LoopDone, LoopResult } from "./loop-result.js";
 import type { Message } from "./message.js";
 import type { LoopModel } from "./model.js";
 import type { PartSink } from "./stream-parts.js";
-
-/** What every entry point takes. */
-export interface LoopStoreOptions extends StorageOptions {
-  /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
-  readonly name?: string;
-  /** The end user, thread and principal; sealed in, and checked on recovery and resume. */
-  readonly ctx?: Identity;
-  readonly events?: EventSink;
-  /** This worker's leases on the loops it drives: its id (default `workerId()`) and their length (default 30 s). */
-  readonly lease?: LeaseOptions;
-  /**
-   * How tool results that are not plain JSON (a `Date`, a `Map`, a `BigInt`) are stored, e.g. superjson's
-   * `serialize`/`deserialize`; the same on every worker. The model gets the decoded result as JSON text.
-   */
-  readonly codec?: ValueCodec;
-  /** A synchronous approval port for `approval: true` tools, instead of pausing. */
-  readonly approvals?: ApprovalPort;
-  /** Run calls in doubt again instead of raising `RecoveryNeedsDecision`. */
-  readonly rerunInDoubt?: boolean;
-  /** Claim the loop even while another worker's lease on it is live (that worker is fenced): for operators who know it is gone. */
-  readonly takeOver?: boolean;
-  /**
-   * What a tool that throws (on its last attempt) does. Its error is stored
-   * as the call's outcome either way, so replay gives the same error and the
-   * tool does not run again. `"model"` (the default) gives it to the model as
-   * the tool's result (`error: <name>: <message>`, `isError: true`); `"fail"`
-   * fails the run with `ToolFailed`, as in a flow.
-   */
-  readonly toolErrors?: "model" | "fail";
-  /**
-   * Ends a turn before the model is asked again once any condition holds,
-   * checked after each tool round with the turn's steps (AI SDK's
-   * `stepCountIs(n)` and `hasToolCall(name)` work). The same on every worker.
-   */
-  readonly stopWhen?: LoopStopCondition | readonly LoopStopCondition[];
-}
-
-/** Options of `runToolLoop`. */
-export interface ToolLoopOptions extends LoopStoreOptions {
-  /** Default `newRunId()`. With the id of a stored loop, goes on with it: `answers` for a pause, `messages` for a conversation's next turn. */
-  readonly runId?: string;
-  /**
-   * Model calls allowed per turn, across recoveries (a run of one turn: over
-   * the whole run); default 20. A conversation's next message may set a new one.
-   */
-  readonly maxSteps?: number;
-  /** Answers to the pending approvals of a paused loop, by call id. */
-  readonly answers?: ApprovalAnswers;
-  /**
-   * A conversation: when a turn stops, the run waits for the next user
-   * message (result `awaiting-user`, saved paused) instead of ending; give it
-   * with `runToolLoop(model, registry, [message], { runId })`. Sealed with the run.
-   */
-  readonly conversation?: boolean;
-}
 
 /**
  * Runs an LLM tool loop durably. The history is saved after each model reply
@@ -95,7 +41,7 @@ export function runToolLoop(
 
 /** `runToolLoop` for `where`, its stream parts to `sink`. */
 export async function startOrContinue(
-  where: string,
+  where: "runToolLoop" | "streamToolLoop",
   model: LoopModel,
   registry: ToolRegistry,
   messages: readonly Message[],
@@ -106,7 +52,12 @@ export async function startOrContinue(
   const history = readInputMessages(where, messages);
   const maxSteps = readMaxSteps(where, options.maxSteps);
   const stored =
-    options.runId === undefined ? undefined : await driver.open(options.runId, options.ctx).catch(ifNotFound);
+    options.runId === undefined
+      ? undefined
+      : await driver.open(options.runId, options.ctx).catch(async (error: unknown) => {
+          if (history.length > 0) await refuseEndedMessage(where, driver, error);
+          return ifNotFound(error);
+        });
   if (stored !== undefined) return goOn(where, driver, stored, history, maxSteps, options);
   const runId = options.runId ?? newRunId();
   sink?.({ type: "run-start", runId, recovered: false, messages: history });
@@ -172,7 +123,7 @@ export async function recoverToolLoop(
   model: LoopModel,
   registry: ToolRegistry,
   runId: string,
-  options: LoopStoreOptions,
+  options: RecoverToolLoopOptions,
 ): Promise<LoopResult> {
   return loopDriver("recoverToolLoop", model, registry, options, undefined).recover(runId, options);
 }
@@ -187,7 +138,7 @@ export async function retryToolLoop(
   model: LoopModel,
   registry: ToolRegistry,
   runId: string,
-  options: LoopStoreOptions,
+  options: RecoverToolLoopOptions,
 ): Promise<LoopResult> {
   return loopDriver("retryToolLoop", model, registry, options, undefined).retry(runId, options);
 }
@@ -207,7 +158,7 @@ export async function cancelToolLoop(
 export async function recoverAllToolLoops(
   model: LoopModel,
   registry: ToolRegistry,
-  options: LoopStoreOptions & { readonly concurrency?: number },
+  options: RecoverAllToolLoopsOptions,
 ): Promise<Map<string, LoopResult | Error>> {
   return loopDriver("recoverAllToolLoops", model, registry, options, undefined).recoverAll(options);
 }
@@ -215,6 +166,22 @@ export async function recoverAllToolLoops(
 /** The tool loops of the name (`options.name`) as a `Worker` serves them: their driver. */
 export function servedToolLoops(model: LoopModel, registry: ToolRegistry, options: LoopStoreOptions): LoopDriver {
   return loopDriver("servedToolLoops", model, registry, options, undefined);
+}
+
+/**
+ * A next message to a loop that ended `done` (one not started as a
+ * conversation ends after its first turn): `CheckpointConflict` saying how to
+ * start a conversation, instead of only that the run ended.
+ */
+async function refuseEndedMessage(where: string, driver: LoopDriver, error: unknown): Promise<void> {
+  if (!(error instanceof CheckpointConflict)) return;
+  // The row `open` just verified: read again for its plain columns, to tell an ended loop of this name from another refusal.
+  const latest = await driver.store.latest(error.runId).catch(() => undefined);
+  if (latest?.status !== "done" || latest.kind !== "loop" || latest.name !== driver.name) return;
+  throw new CheckpointConflict(
+    error.runId,
+    `the run ended (done), so ${where} cannot give it a next message: a loop takes messages turn after turn only when it was started with \`conversation: true\`. Start one that way, or start a new run for this message.`,
+  );
 }
 
 function ifNotFound(error: unknown): undefined {
@@ -229,7 +196,7 @@ type LoopDriver = RunDriver<LoopData, LoopDone | LoopAwaitingUser>;
  * its stream parts go to `sink`.
  */
 export function loopDriver(
-  where: string,
+  where: LoopEntry,
   model: LoopModel,
   registry: ToolRegistry,
   options: LoopStoreOptions,

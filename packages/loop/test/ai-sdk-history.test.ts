@@ -84,9 +84,9 @@ describe(`AI SDK ${major} messages through a checkpoint`, () => {
     await fc.assert(
       fc.asyncProperty(fc.array(message, { minLength: 1, maxLength: 6 }), async (messages) => {
         const store = new MemoryCheckpointStore();
-        const options = { runId: "history", checkpoints: store, checkpointKey: KEY };
+        const options = { checkpoints: store, checkpointKey: KEY };
         const history = fromModelMessages(messages);
-        await runToolLoop(ok, new ToolRegistry(), history, { ...options, conversation: true });
+        await runToolLoop(ok, new ToolRegistry(), history, { ...options, runId: "history", conversation: true });
         // recoverToolLoop reads the conversation back from its sealed checkpoint.
         const stored = await recoverToolLoop(ok, new ToolRegistry(), "history", options);
         if (stored.status !== "awaiting-user") throw new Error(`the conversation is ${stored.status}`);

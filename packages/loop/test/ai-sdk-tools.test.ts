@@ -30,6 +30,16 @@ function ticketTools() {
 }
 
 describe(`durableTools with AI SDK ${major}`, () => {
+  it("a misspelled option of a tool (retries) is InvalidInput naming the tool and retry", () => {
+    const { tools } = ticketTools();
+    expect(() => durableTools(tools, { hold_seats: { retries: 3 } as never })).toThrow(
+      new InvalidInput('durableTools: tool "hold_seats": unknown option `retries`; did you mean `retry`?'),
+    );
+    expect(() => durable(tools.hold_seats, { idempotnet: true } as never)).toThrow(
+      new InvalidInput("durable: unknown option `idempotnet`; did you mean `idempotent`?"),
+    );
+  });
+
   it("runs an AI SDK ToolSet with zod schemas as it is: spec, typed input, toolCallId, messages and signal", async () => {
     const { tools, seen } = ticketTools();
     const { model, prompts } = scripted([

@@ -1,6 +1,16 @@
+import { tool } from "ai";
 import { describe, expect, it } from "vitest";
-import { InvalidInput, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
-import { recoverToolLoop, runToolLoop, type LoopModel, type Message, type ToolLoopOptions } from "../src/index.js";
+import { z } from "zod";
+import { CheckpointConflict, InvalidInput, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
+import {
+  readToolLoop,
+  recoverAllToolLoops,
+  recoverToolLoop,
+  runToolLoop,
+  type LoopModel,
+  type Message,
+  type ToolLoopOptions,
+} from "../src/index.js";
 
 const model: LoopModel = { reply: async () => ({ text: "hi", toolCalls: [] }) };
 const ask: Message[] = [{ role: "user", content: "hello" }];
@@ -87,5 +97,55 @@ describe("tool loop options", () => {
       /^recoverToolLoop: name must be a string/,
     );
     await expect(checkpoints.latest("r")).rejects.toThrow(/No checkpoint/);
+  });
+});
+
+describe("a misspelled loop option", () => {
+  it("runToolLoop(…, { maxStep }) is InvalidInput naming maxSteps, and nothing is saved", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    const given = { checkpoints, runId: "r", maxStep: 3 } as ToolLoopOptions;
+    await expect(runToolLoop(model, registry(), ask, given)).rejects.toThrow(
+      new InvalidInput("runToolLoop: unknown option `maxStep`; did you mean `maxSteps`?"),
+    );
+    await expect(checkpoints.latest("r")).rejects.toThrow(/No checkpoint/);
+  });
+
+  it("each entry point refuses a key it does not take, even one another entry point takes", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    await expect(recoverToolLoop(model, registry(), "r", { checkpoints, rerunIndoubt: true } as never)).rejects.toThrow(
+      "recoverToolLoop: unknown option `rerunIndoubt`; did you mean `rerunInDoubt`?",
+    );
+    // maxSteps belongs to runToolLoop: a recovery goes on with the run's own.
+    await expect(recoverToolLoop(model, registry(), "r", { checkpoints, maxSteps: 3 } as never)).rejects.toThrow(
+      /^recoverToolLoop: unknown option `maxSteps`/,
+    );
+    await expect(recoverAllToolLoops(model, registry(), { checkpoints, concurency: 2 } as never)).rejects.toThrow(
+      "recoverAllToolLoops: unknown option `concurency`; did you mean `concurrency`?",
+    );
+    await expect(readToolLoop("r", { checkpoints, nmae: "chat" } as never)).rejects.toThrow(
+      "readToolLoop: unknown option `nmae`; did you mean `name`?",
+    );
+  });
+});
+
+describe("what a loop's errors say", () => {
+  it("AI SDK tools given where a registry belongs: wrap them with durableTools(tools)", async () => {
+    const tools = { hold: tool({ inputSchema: z.object({ seats: z.number() }), execute: async () => "held" }) };
+    const error: unknown = await runToolLoop(model, tools as never, ask, {
+      checkpoints: new MemoryCheckpointStore(),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidInput);
+    expect((error as Error).message).toMatch(/wrap them with durableTools\(tools\)/);
+  });
+
+  it("a next message to a loop not started as a conversation says how to start one", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    await runToolLoop(model, registry(), ask, { checkpoints, runId: "once" });
+    const error: unknown = await runToolLoop(model, registry(), [{ role: "user", content: "and then?" }], {
+      checkpoints,
+      runId: "once",
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CheckpointConflict);
+    expect((error as Error).message).toMatch(/the run ended \(done\).*started with `conversation: true`/);
   });
 });

@@ -80,6 +80,9 @@ export function orderTools(tools: Tools, charge: () => unknown = () => "charged"
     );
 }
 
+/** A test's options as a flow's recover and resume take them: the runner's own (events) and the flow's name left out. */
+const recovering = ({ events: _events, name: _name, ...options }: Options) => options;
+
 const sink = (options: Options) =>
   options.events === undefined ? {} : { events: (e: DurableEvent) => void options.events!.push(e) };
 
@@ -114,10 +117,15 @@ export const flowProgram: Program = {
       new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, ...sink(options) });
     return {
       start: (runId, options = {}) =>
-        runner(options).run(flow(options), { held: "", charged: "", refunded: "" }, { runId, ...options }),
-      recover: (runId, options = {}) => runner(options).recover(flow(options), runId, options),
-      recoverAll: (options = {}) => runner(options).recoverAll(flow(options), options),
-      resume: (runId, decisions, options = {}) => runner(options).resume(flow(options), runId, decisions, options),
+        runner(options).run(
+          flow(options),
+          { held: "", charged: "", refunded: "" },
+          { runId, ...(options.ctx === undefined ? {} : { ctx: options.ctx }) },
+        ),
+      recover: (runId, options = {}) => runner(options).recover(flow(options), runId, recovering(options)),
+      recoverAll: (options = {}) => runner(options).recoverAll(flow(options), recovering(options)),
+      resume: (runId, decisions, options = {}) =>
+        runner(options).resume(flow(options), runId, decisions, recovering(options)),
     };
   },
 };

@@ -141,19 +141,16 @@ describe("a tool error in the tool loop", () => {
 
   it('is its call\'s outcome, recorded whatever toolErrors says: a recovery replays it without running the tool, and the recovering worker\'s toolErrors decides ("fail" fails the run, "model" tells the model)', async () => {
     const options = (store: CheckpointStore, toolErrors: "model" | "fail") => ({
-      runId: "chat",
       checkpoints: store,
       checkpointKey: KEY,
       toolErrors,
     });
     const recorded = new MemoryCheckpointStore();
     const first = failing(() => new Error("the booking system is down"));
-    void runToolLoop(
-      bookingModel().model,
-      first.registry,
-      ask,
-      options(new DyingStore(recorded, { op: "recordCall", kind: "error", tool: "book", when: "after" }), "model"),
-    );
+    void runToolLoop(bookingModel().model, first.registry, ask, {
+      ...options(new DyingStore(recorded, { op: "recordCall", kind: "error", tool: "book", when: "after" }), "model"),
+      runId: "chat",
+    });
     await settle();
     const failed = await recoverToolLoop(bookingModel().model, first.registry, "chat", options(recorded, "fail")).catch(
       (e: unknown) => e,
@@ -165,12 +162,10 @@ describe("a tool error in the tool loop", () => {
 
     const thrown = new MemoryCheckpointStore();
     const second = failing(() => new Error("card declined"));
-    void runToolLoop(
-      bookingModel().model,
-      second.registry,
-      ask,
-      options(new DyingStore(thrown, { op: "save", step: 2, when: "before" }), "fail"),
-    );
+    void runToolLoop(bookingModel().model, second.registry, ask, {
+      ...options(new DyingStore(thrown, { op: "save", step: 2, when: "before" }), "fail"),
+      runId: "chat",
+    });
     await settle();
     const replayed = await recoverToolLoop(bookingModel().model, second.registry, "chat", options(thrown, "model"));
     expect(replayed).toMatchObject({ status: "done", text: "the tool said: error: Error: card declined" });

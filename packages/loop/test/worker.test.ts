@@ -76,6 +76,36 @@ describe("a standing worker serving tool loops", () => {
     expect(w.status()).toMatchObject({ finished: 1, stuck: 0 });
   });
 
+  it("tells onFailed of a loop it took over that then failed: a stream-only model, asked without streaming by the recovery", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "hold", tools);
+    const store = new MemoryCheckpointStore({ data });
+    const streamOnly: LoopModel = {
+      async reply(_messages, _tools, replyOptions) {
+        if (replyOptions?.onPart === undefined) throw new Error("Not implemented");
+        return { text: "done", toolCalls: [] };
+      },
+    };
+    const failed: Array<[string, unknown]> = [];
+    const stuck: string[] = [];
+    const w = startWorker({
+      serve: [servedToolLoops(streamOnly, orderTools(tools), options(store, "b", 100))],
+      pollMs: 10,
+      stopOnSignals: false,
+      onFailed: (runId, error) => failed.push([runId, error]),
+      onStuck: (runId) => stuck.push(runId),
+    });
+    await until(() => failed.length > 0);
+    await w.stop();
+    expect((await store.latest("r")).status).toBe("failed");
+    expect(failed).toHaveLength(1);
+    expect(failed[0]?.[0]).toBe("r");
+    expect(String(failed[0]?.[1])).toMatch(/Not implemented/);
+    expect(stuck).toEqual([]);
+    expect(w.status()).toMatchObject({ finished: 1, stuck: 0 });
+  });
+
   it("reports a loop whose charge is in doubt once and claims it once, however long it polls", async () => {
     const data: MemoryData = new Map();
     const tools = new Tools();

@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { resolve } from "node:path";
 import { InvalidInput } from "@durable/core/store";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { openPostgres, openSqlite } from "./adapters.js";
 import type { Client } from "./client.js";
 import { tablesOf, type Provider, type Tables } from "./tables.js";
@@ -49,6 +50,24 @@ export interface PrismaClientStoreOptions {
   /** PostgreSQL only: how long `migrate()` may wait for the database; default 60000 ms. */
   readonly migrateTimeoutMs?: number;
 }
+
+const PRISMA_STORE_OPTIONS: OptionTable<PrismaStoreOptions> = {
+  schema: true,
+  tablePrefix: true,
+  poolSize: true,
+  busyTimeoutMs: true,
+  synchronous: true,
+  operationTimeoutMs: true,
+  migrateTimeoutMs: true,
+};
+
+const PRISMA_CLIENT_STORE_OPTIONS: OptionTable<PrismaClientStoreOptions> = {
+  provider: true,
+  schema: true,
+  tablePrefix: true,
+  operationTimeoutMs: true,
+  migrateTimeoutMs: true,
+};
 
 /** The database of a store: the names of its tables and a client, opened on first use. */
 export interface Connection extends Tables {
@@ -169,6 +188,7 @@ function sharedSqlite(
  * and names at once (`InvalidInput`); loads the driver adapter on first use.
  */
 export function connect(url: string, options: PrismaStoreOptions): Connection {
+  checkOptions("PrismaCheckpointStore", options, PRISMA_STORE_OPTIONS);
   if (url.startsWith("postgresql://") || url.startsWith("postgres://")) {
     if (options.synchronous !== undefined)
       throw new InvalidInput(
@@ -221,6 +241,7 @@ export function connect(url: string, options: PrismaStoreOptions): Connection {
 
 /** A connection over a client the user owns: the store neither sets it up nor disconnects it. */
 export function borrow(client: Client, options: PrismaClientStoreOptions): Connection {
+  checkOptions("PrismaCheckpointStore.fromClient", options, PRISMA_CLIENT_STORE_OPTIONS);
   if (options.provider !== "postgresql" && options.provider !== "sqlite") {
     throw new InvalidInput(
       `fromClient needs provider "postgresql" or "sqlite", not ${JSON.stringify(options.provider)}.`,

@@ -29,7 +29,7 @@ import {
   type PrismaStoreOptions,
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
-import { wrap } from "./failures.js";
+import { closedWhileUsed, type Doing, wrap } from "./failures.js";
 import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch } from "./batch.js";
 import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
@@ -61,6 +61,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   readonly provider: "postgresql" | "sqlite";
   readonly #db: Connection;
   readonly #known = new KnownRuns();
+  #closed = false;
 
   /**
    * A store on `postgresql://…` or `file:…` with a client of its own, opened
@@ -92,7 +93,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   /** Applies the shipped migrations that are missing (safe from many processes at once); returns their names. */
   async migrate(): Promise<string[]> {
     const migrated = async () => migrate(this.#db, await this.#db.client());
-    return this.#bounded("migrate", migrated, this.#db.migrateTimeoutMs);
+    return this.#bounded({ what: "migrate" }, migrated, this.#db.migrateTimeoutMs);
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
@@ -101,7 +102,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
-    return this.#tx<Lease>("renew", async (tx) => {
+    return this.#tx<Lease>({ what: "renew", runId }, async (tx) => {
       const run = await lockRun(this.#db, tx, runId);
       const refused = renewRefusal(runId, segment, terms.owner, run.head, run.lease);
       if (refused !== undefined) return refused;
@@ -120,7 +121,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async release(runId: string, segment: number, owner: string): Promise<void> {
     this.#known.forget(runId);
     // One conditional UPDATE: a released lease (NULL) never equals the owner.
-    await this.#tx<undefined>("release", async (tx) => {
+    await this.#tx<undefined>({ what: "release", runId }, async (tx) => {
       await this.#exec(
         tx,
         `UPDATE ${this.#db.tables.runs} SET "lease_owner" = NULL, "lease_expires_at" = NULL WHERE "run_id" = ? AND "segment" = ? AND "lease_owner" = ?`,
@@ -134,7 +135,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
     const rows = await this.#query<LeaseColumns & { now: number | bigint }>(
-      "leaseOf",
+      { what: "leaseOf", runId },
       `SELECT "lease_owner", "lease_expires_at", ${this.#db.now} AS "now" FROM ${this.#db.tables.runs} WHERE "run_id" = ?`,
       runId,
     );
@@ -145,7 +146,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async latest(runId: string): Promise<StoredCheckpoint> {
     const rows = await this.#query<StoredCheckpoint>(
-      "latest",
+      { what: "latest", runId },
       `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step" DESC LIMIT 1`,
       runId,
     );
@@ -158,7 +159,11 @@ export class PrismaCheckpointStore implements CheckpointStore {
     if (options.claimable === true) {
       for (let cursor = FIRST_CLAIMABLE; ; ) {
         const { query, values } = claimableQuery(this.#db, name, cursor, PAGE);
-        const page = claimablePage(await this.#query<ClaimableRow>("listUnfinished", query, ...values), cursor, PAGE);
+        const page = claimablePage(
+          await this.#query<ClaimableRow>({ what: "listUnfinished" }, query, ...values),
+          cursor,
+          PAGE,
+        );
         yield* page.ids;
         if (page.next === undefined) return;
         cursor = page.next;
@@ -167,7 +172,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
     let after = "";
     for (;;) {
       const rows = await this.#query<{ run_id: string }>(
-        "listUnfinished",
+        { what: "listUnfinished" },
         `SELECT "run_id" FROM ${this.#db.tables.runs} WHERE "flow" = ? AND "run_id" > ? AND "status" IN ${UNFINISHED_IN} ORDER BY "run_id" LIMIT ${PAGE}`,
         name,
         after,
@@ -182,7 +187,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async delete(runId: string): Promise<void> {
     const t = this.#db.tables;
     this.#known.forget(runId);
-    await this.#tx<undefined>("delete", async (tx) => {
+    await this.#tx<undefined>({ what: "delete", runId }, async (tx) => {
       for (const table of [t.calls, t.checkpoints, t.runs])
         await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
       return undefined;
@@ -207,13 +212,13 @@ export class PrismaCheckpointStore implements CheckpointStore {
   /** A page of runs of any status, newest first (the inspection capability: see `CheckpointStore.listRuns`). */
   async listRuns(query?: RunQuery): Promise<RunPage> {
     const listing = runListing(this.#db, query);
-    return listing.page(await this.#query("listRuns", listing.query, ...listing.values));
+    return listing.page(await this.#query({ what: "listRuns" }, listing.query, ...listing.values));
   }
 
   /** Every checkpoint of the run, by step (the inspection capability). */
   async history(runId: string): Promise<StoredCheckpoint[]> {
     const rows = await this.#query<StoredCheckpoint>(
-      "history",
+      { what: "history", runId },
       `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
       runId,
     );
@@ -222,15 +227,20 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async calls(runId: string): Promise<StoredCall[]> {
     const rows = await this.#query<StoredCall>(
-      "calls",
+      { what: "calls", runId },
       `SELECT "run_id" AS "runId", "segment", "seq", "sealed" FROM ${this.#db.tables.calls} WHERE "run_id" = ? ORDER BY "segment", "seq"`,
       runId,
     );
     return rows.map((row) => ({ ...row, segment: Number(row.segment), seq: Number(row.seq) }));
   }
 
-  /** Disconnects the client the store opened; a client given to `fromClient` stays connected. */
+  /**
+   * Disconnects the client the store opened; an operation after it fails with
+   * `StoreUnavailable` saying the store was closed. A client given to
+   * `fromClient` stays connected, and the store goes on working on it.
+   */
   async close(): Promise<void> {
+    this.#closed = !this.#db.borrowed;
     await this.#db.release();
   }
 
@@ -246,7 +256,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
     applied?: () => Promise<boolean>,
   ): Promise<void> {
     checkBatch(writes);
-    await this.#bounded(what, async () => {
+    await this.#bounded({ what, runId }, async () => {
       const refused = await this.#apply(runId, writes).catch((error: unknown) => {
         this.#known.forget(runId); // whether it was written is unknown
         throw error;
@@ -329,14 +339,14 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * nothing, so the commit is empty) and thrown once the transaction ended,
    * so driver failures and refusals stay apart.
    */
-  async #tx<T>(what: string, fn: (tx: Sql) => Promise<T | DurableError>): Promise<T> {
-    const result = await this.#bounded(what, async () => (await this.#db.client()).$transaction(fn, TRANSACTION));
+  async #tx<T>(doing: Doing, fn: (tx: Sql) => Promise<T | DurableError>): Promise<T> {
+    const result = await this.#bounded(doing, async () => (await this.#db.client()).$transaction(fn, TRANSACTION));
     if (result instanceof DurableError) throw result;
     return result;
   }
 
-  #query<T>(what: string, query: string, ...values: unknown[]): Promise<T[]> {
-    return this.#bounded(what, async () =>
+  #query<T>(doing: Doing, query: string, ...values: unknown[]): Promise<T[]> {
+    return this.#bounded(doing, async () =>
       (await this.#db.client()).$queryRawUnsafe<T[]>(this.#db.sql(query), ...values),
     );
   }
@@ -347,8 +357,12 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * store's own connections are destroyed, so none stays stuck in the pool;
    * a write whose commit reached the server may still have applied,
    * which the protocol allows because every write is a compare-and-set.
+   * Once the store is closed, an operation fails saying so (and naming its
+   * run) rather than with the driver's words, and opens nothing again.
    */
-  async #bounded<T>(what: string, operation: () => Promise<T>, timeoutMs = this.#db.timeoutMs): Promise<T> {
+  async #bounded<T>(doing: Doing, operation: () => Promise<T>, timeoutMs = this.#db.timeoutMs): Promise<T> {
+    if (this.#closed) throw closedWhileUsed(doing);
+    const { what } = doing;
     let timer: NodeJS.Timeout | undefined;
     const late =
       timeoutMs === undefined
@@ -366,7 +380,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
     try {
       return await (late === undefined ? operation() : Promise.race([operation(), late]));
     } catch (error) {
-      throw wrap(error, what, this.#db.borrowed);
+      throw this.#closed ? closedWhileUsed(doing, error) : wrap(error, what, this.#db.borrowed);
     } finally {
       clearTimeout(timer);
     }

@@ -120,9 +120,36 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     }
     await store.close();
   });
+
+  it("a store closed while a run still uses it says so, naming the run, not in the driver's words", async () => {
+    const store = new PrismaCheckpointStore(url(), { tablePrefix: `closed_${provider}_` });
+    await store.migrate();
+    await expect(store.latest("order-7")).rejects.toThrow(/No checkpoint/);
+    await store.close();
+    for (const use of [
+      () => store.latest("order-7"),
+      () => store.recordCall("order-7", 0, 0, "d1.-.{}"),
+      () => store.release("order-7", 0, "me"),
+    ]) {
+      const error: unknown = await use().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message).toMatch(
+        /^The store was closed while run "order-7" was using it \(\w+ after close\(\)\): stop what uses a store \(await worker\.stop\(\)\) before closing it\.$/,
+      );
+    }
+  });
 });
 
 describe("bad input", () => {
+  it("a misspelled option is InvalidInput naming the closest one", () => {
+    expect(() => new PrismaCheckpointStore(sqliteUrl(), { tablePrefx: "t_" } as never)).toThrow(
+      new InvalidInput("PrismaCheckpointStore: unknown option `tablePrefx`; did you mean `tablePrefix`?"),
+    );
+    expect(() => PrismaCheckpointStore.fromClient({} as never, { provider: "sqlite", poolSize: 2 } as never)).toThrow(
+      /^PrismaCheckpointStore\.fromClient: unknown option `poolSize`/,
+    );
+  });
+
   it("SQLite: synchronous FULL by default, NORMAL when asked, as the connection reports it; anything else is InvalidInput", async () => {
     const level = async (options: { synchronous?: "full" | "normal" }) => {
       const connection = connect(sqliteUrl(), options);

@@ -24,6 +24,7 @@ import {
   type StoredCheckpoint,
   StoreUnavailable,
 } from "@durable/core/store";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 import type { RedisLike } from "./client.js";
 import { Connection } from "./connection.js";
 import { DurabilityCheck } from "./durability.js";
@@ -67,6 +68,14 @@ export interface RedisStoreOptions {
   readonly replicas?: number;
 }
 
+const REDIS_STORE_OPTIONS: OptionTable<RedisStoreOptions> = {
+  prefix: true,
+  ttlSeconds: true,
+  operationTimeoutMs: true,
+  requireDurable: "boolean",
+  replicas: true,
+};
+
 /**
  * A `CheckpointStore` on Redis, for workers on many hosts. Each operation is
  * one server-side script: compare-and-set `save`, the fenced and numbered
@@ -99,6 +108,7 @@ export class RedisCheckpointStore implements CheckpointStore {
       throw new InvalidInput(
         "RedisCheckpointStore takes a function that makes a client: () => createClient({ url }), or () => createCluster({ rootNodes }).",
       );
+    checkOptions("RedisCheckpointStore", options, REDIS_STORE_OPTIONS);
     const ttl = options.ttlSeconds ?? 0;
     if (!Number.isSafeInteger(ttl) || ttl < 0)
       throw new InvalidInput(`ttlSeconds must be a whole number ≥ 0, not ${ttl}.`);

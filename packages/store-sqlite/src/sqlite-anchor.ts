@@ -7,6 +7,7 @@ import {
   mergeHeads,
   type RunAnchor,
 } from "@durable/core/store";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { closedError, storeError } from "./errors.js";
 import { tablesFor } from "./schema.js";
 
@@ -17,6 +18,8 @@ export interface SQLiteAnchorOptions {
   /** How long an advance waits for another process's lock before `StoreUnavailable`; default 5000 ms. */
   readonly busyTimeoutMs?: number;
 }
+
+const SQLITE_ANCHOR_OPTIONS: OptionTable<SQLiteAnchorOptions> = { tablePrefix: true, busyTimeoutMs: true };
 
 interface HeadRow {
   readonly step: number;
@@ -42,6 +45,7 @@ export class SQLiteRunAnchor implements RunAnchor {
   readonly #advance: (runId: string, head: AnchoredHead) => void;
 
   constructor(path: string, options: SQLiteAnchorOptions = {}) {
+    checkOptions("SQLiteRunAnchor", options, SQLITE_ANCHOR_OPTIONS);
     const prefix = options.tablePrefix ?? "durable_";
     tablesFor(prefix); // checks the prefix as the store does
     const table = `${prefix}anchor`;

@@ -20,6 +20,7 @@ import {
   type StoredCall,
   type StoredCheckpoint,
 } from "@durable/core/store";
+import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { commitWrites } from "./commit.js";
 import { closedError, storeError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
@@ -42,6 +43,12 @@ export interface SQLiteStoreOptions {
   readonly busyTimeoutMs?: number;
 }
 
+const SQLITE_STORE_OPTIONS: OptionTable<SQLiteStoreOptions> = {
+  synchronous: true,
+  tablePrefix: true,
+  busyTimeoutMs: true,
+};
+
 const PAGE = 500;
 
 /**
@@ -63,6 +70,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   constructor(path: string, options: SQLiteStoreOptions = {}) {
     if (typeof path !== "string" || path.length === 0)
       throw new InvalidInput("SQLiteCheckpointStore needs the path of its database file.");
+    checkOptions("SQLiteCheckpointStore", options, SQLITE_STORE_OPTIONS);
     this.path = path;
     this.tables = tablesFor(options.tablePrefix ?? "durable_");
     this.#where = `SQLite database ${JSON.stringify(path)}`;

@@ -1,4 +1,5 @@
 import type { CheckpointStore } from "@durable/core";
+import { type OptionTable, unknownOption } from "@durable/core/runner";
 
 /**
  * Reads and changes a stored row's bytes past the store's API, as an attacker
@@ -100,7 +101,7 @@ export function initializerProblems(value: unknown): string[] {
     return ["The module must export an initializer object (export default { name, createStore, ... })."];
   }
   const init = value as Record<string, unknown>;
-  const problems: string[] = [];
+  const problems = unknownKeys(init, Object.keys(INITIALIZER_KEYS), "");
   if (typeof init["name"] !== "string" || init["name"].length === 0)
     problems.push("`name` must be a non-empty string.");
   if (typeof init["createStore"] !== "function")
@@ -117,16 +118,33 @@ export function initializerProblems(value: unknown): string[] {
   return problems;
 }
 
-const KNOWN_CAPABILITIES = new Set(["ttl", "multiProcess", "connect", "plainHead", "anchor"]);
+// Every key of an initializer and of its capabilities, each once: a misspelled one is a problem, not ignored.
+const INITIALIZER_KEYS: OptionTable<ConformanceInitializer> = {
+  name: true,
+  createStore: true,
+  destroyStore: true,
+  beforeAll: true,
+  afterAll: true,
+  capabilities: true,
+  raw: true,
+};
+const CAPABILITIES: OptionTable<Capabilities> = {
+  ttl: true,
+  multiProcess: true,
+  connect: true,
+  plainHead: true,
+  anchor: true,
+};
+
+/** A problem line for each key of `given` that is not `known`, naming the closest known one. */
+function unknownKeys(given: Record<string, unknown>, known: readonly string[], path: string): string[] {
+  return Object.keys(given)
+    .filter((key) => !known.includes(key))
+    .map((key) => `${path === "" ? "" : `\`${path}\`: `}${unknownOption(key, known)}`);
+}
 
 function capabilityProblems(caps: Record<string, unknown>): string[] {
-  const problems: string[] = [];
-  for (const key of Object.keys(caps)) {
-    if (!KNOWN_CAPABILITIES.has(key))
-      problems.push(
-        `\`capabilities.${key}\` is not a capability the kit knows (${[...KNOWN_CAPABILITIES].join(", ")}).`,
-      );
-  }
+  const problems = unknownKeys(caps, Object.keys(CAPABILITIES), "capabilities");
   const ttl = caps["ttl"] as { ttlSeconds?: unknown } | undefined;
   if (ttl !== undefined && !(typeof ttl?.ttlSeconds === "number" && ttl.ttlSeconds > 0)) {
     problems.push("`capabilities.ttl.ttlSeconds` must be a positive number.");

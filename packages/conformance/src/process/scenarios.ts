@@ -238,7 +238,10 @@ export class ScenarioDriver {
       await this.#finishFlow(flow, await this.#runner(runId).run(flow, { order: ORDER }, { runId }));
     } else {
       await this.#finishLoop(
-        await runToolLoop(crashModel, this.#loopTools, [{ role: "user", content: ORDER }], this.#loopOptions(runId)),
+        await runToolLoop(crashModel, this.#loopTools, [{ role: "user", content: ORDER }], {
+          ...this.#loopOptions(runId),
+          runId,
+        }),
       );
     }
   }
@@ -319,15 +322,20 @@ export class ScenarioDriver {
 
   async #finishLoop(result: LoopResult): Promise<void> {
     while (result.status === "paused") {
-      const options = { ...this.#loopOptions(result.runId), answers: approveAll(result.approvals) };
+      const options = {
+        ...this.#loopOptions(result.runId),
+        runId: result.runId,
+        answers: approveAll(result.approvals),
+      };
       result = await runToolLoop(crashModel, this.#loopTools, [], options);
     }
   }
 
+  /** The options every loop entry point takes for the run (`runToolLoop` adds its `runId`). */
   #loopOptions(runId: string) {
     const encryption = isEncryptedRun(runId) ? { encryptionKey: KIT_ENCRYPTION_KEY } : {};
     const anchor = this.#anchor === undefined ? {} : { anchor: this.#anchor };
-    return { runId, checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME, ...encryption, ...anchor };
+    return { checkpoints: this.#store, checkpointKey: KIT_KEY, name: LOOP_NAME, ...encryption, ...anchor };
   }
 }
 

@@ -27,7 +27,7 @@ export function encodeValue(codec: ValueCodec, value: unknown, what: string): Js
 
 /** `encodeValue` as canonical JSON text. */
 export function encodedText(codec: ValueCodec, value: unknown, what: string): string {
-  if (codec === PLAIN_JSON) return canonicalJson(value, what);
+  if (codec === PLAIN_JSON) return plainJsonText(value, what);
   let json: unknown;
   try {
     json = codec.encode(value);
@@ -35,6 +35,22 @@ export function encodedText(codec: ValueCodec, value: unknown, what: string): st
     throw new InvalidInput(`${what}: the codec could not encode it (${errorText(error)}).`, { cause: error });
   }
   return canonicalJson(json, `${what}, as the codec encoded it,`);
+}
+
+/**
+ * A value stored without a codec: canonical JSON, or `InvalidInput` that
+ * says which option keeps it (a database row with a `Date` is the common case).
+ */
+function plainJsonText(value: unknown, what: string): string {
+  try {
+    return canonicalJson(value, what);
+  } catch (error) {
+    if (!(error instanceof InvalidInput)) throw error;
+    throw new InvalidInput(
+      `${error.message} Without a \`codec\` option values must be plain JSON: give the runner one (superjson's serialize/deserialize) to store a Date, a Map or a BigInt, or return plain JSON.`,
+      { cause: error },
+    );
+  }
 }
 
 /** A value back from its stored form. `InvalidInput` when the codec cannot decode it (it is not the codec that encoded it). */

@@ -188,7 +188,7 @@ export class UnrecordableResult extends DurableError {
     super(
       "UNRECORDABLE_RESULT",
       `Tool ${tool} ran but returned a value that cannot be stored (${cause.message}); the call is in doubt. ` +
-        "Return plain JSON data from tools, then recover the run.",
+        "Return values the runner can store (plain JSON, or what its codec encodes), then recover the run.",
       { cause },
     );
     this.tool = tool;

@@ -2,13 +2,15 @@ import { canonicalJson } from "../base/canonical.js";
 import type { JsonValue } from "../base/json.js";
 import { InvalidInput } from "../base/errors.js";
 import type { Identity } from "../base/identity.js";
-import { checkOptionTypes, describeType, isObject } from "../base/option-checks.js";
+import { checkOptions, describeType, isObject, type OptionTable } from "../base/option-checks.js";
 
 /** The answer to a call waiting for approval: approved or denied, with a reason for the record. */
 export interface ApprovalAnswer {
   readonly approved: boolean;
   readonly reason?: string;
 }
+
+const ANSWER_FIELDS: OptionTable<ApprovalAnswer> = { approved: "boolean", reason: "string" };
 
 /** An answer bound to the call and the arguments it was asked for. */
 export interface BoundAnswer extends ApprovalAnswer {
@@ -73,7 +75,7 @@ export function readAnswer(answer: unknown, where: string): ApprovalAnswer {
   if (typeof answer === "boolean") return { approved: answer };
   if (!isObject(answer))
     throw new InvalidInput(`${where} must be true, false or { approved, reason }, not ${describeType(answer)}.`);
-  checkOptionTypes(where, answer, { approved: "boolean", reason: "string" });
+  checkOptions(where, answer, ANSWER_FIELDS);
   if (answer["approved"] === undefined) throw new InvalidInput(`${where}: approved must be true or false.`);
   const { approved, reason } = answer as { approved: boolean; reason?: string };
   return reason === undefined ? { approved } : { approved, reason };

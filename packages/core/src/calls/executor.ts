@@ -5,7 +5,7 @@ import { decodeValue, encodeValue } from "../base/codec.js";
 import { InvalidInput, InvalidToolArgs } from "../base/errors.js";
 import type { CallRef } from "../log/events.js";
 import type { FinishedOutcome } from "./replay.js";
-import { checkOptionTypes, describeType, isObject } from "../base/option-checks.js";
+import { checkOptions, describeType, isObject, type OptionTable } from "../base/option-checks.js";
 import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.js";
 import type { CallOutcome, CallScope } from "./call-scope.js";
 import type { ToolDefinition, ToolRegistry } from "./tools.js";
@@ -16,6 +16,8 @@ export interface ExecutorOptions {
   /** A callback awaited for each call of an approval tool, instead of pausing the run. */
   readonly approvals?: ApprovalPort;
 }
+
+const EXECUTOR_OPTIONS: OptionTable<ExecutorOptions> = { approvals: "function" };
 
 /**
  * Runs tool calls through the call log. A finished call replays from the log;
@@ -140,5 +142,5 @@ export function checkRegistry(where: string, registry: unknown): void {
 /** Checks what an `Executor` is built from: a `ToolRegistry` and an approval port that is a function. */
 function checkExecutorArgs(registry: unknown, options: unknown): void {
   checkRegistry("Executor", registry);
-  checkOptionTypes("Executor", options, { approvals: "function" });
+  checkOptions("Executor", options, EXECUTOR_OPTIONS);
 }

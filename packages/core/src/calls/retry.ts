@@ -1,5 +1,5 @@
 import { InvalidInput, NonRetryable } from "../base/errors.js";
-import { checkOptionTypes } from "../base/option-checks.js";
+import { checkOptions, type OptionTable } from "../base/option-checks.js";
 
 /** How a tool's failed calls are tried again (`ToolOptions.retry`). */
 export interface RetryPolicy {
@@ -16,6 +16,15 @@ export interface RetryPolicy {
   /** Whether an error is worth another attempt (default: every error but a `NonRetryable`, which never is). */
   readonly retryIf?: (error: unknown) => boolean;
 }
+
+const RETRY_OPTIONS: OptionTable<RetryPolicy> = {
+  attempts: true,
+  initialDelayMs: true,
+  factor: true,
+  maxDelayMs: true,
+  jitter: true,
+  retryIf: "function",
+};
 
 /** A retry policy with its defaults. */
 export type ResolvedRetry = Required<Omit<RetryPolicy, "retryIf">> & Pick<RetryPolicy, "retryIf">;
@@ -35,7 +44,7 @@ const NO_RETRY: ResolvedRetry = {
 /** The policy with its defaults, checked: `InvalidInput` naming `where` before anything runs. */
 export function resolveRetry(where: string, policy: RetryPolicy | undefined): ResolvedRetry {
   if (policy === undefined) return NO_RETRY;
-  checkOptionTypes(`${where}: retry`, policy, { retryIf: "function" });
+  checkOptions(`${where}: retry`, policy, RETRY_OPTIONS);
   const resolved: ResolvedRetry = {
     attempts: policy.attempts ?? 3,
     initialDelayMs: policy.initialDelayMs ?? NO_RETRY.initialDelayMs,

@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { JsonObject, JsonValue } from "../base/json.js";
 import { InvalidInput } from "../base/errors.js";
-import { checkOptionTypes } from "../base/option-checks.js";
+import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import type { Identity } from "../base/identity.js";
 import { type ResolvedRetry, type RetryPolicy, resolveRetry } from "./retry.js";
 import { isStandardSchema } from "../base/standard-schema.js";
@@ -65,14 +65,15 @@ export interface ToolDefinition extends ToolOptions<unknown> {
   readonly retry: ResolvedRetry;
 }
 
-const TOOL_OPTIONS = {
+const TOOL_OPTIONS: OptionTable<ToolOptions> = {
   idempotent: "boolean",
   approval: "boolean",
   description: "string",
   parameters: "object",
   retry: "object",
   args: "object",
-} as const;
+  timeoutMs: true,
+};
 
 /** The tools a run may call, by name. */
 export class ToolRegistry {
@@ -88,7 +89,7 @@ export class ToolRegistry {
     }
     if (typeof fn !== "function") throw new InvalidInput(`Tool ${JSON.stringify(name)} needs a function.`);
     const where = `Tool ${JSON.stringify(name)}`;
-    checkOptionTypes(where, options, TOOL_OPTIONS);
+    checkOptions(where, options, TOOL_OPTIONS);
     const { timeoutMs } = options;
     if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2_147_483_647))
       throw new InvalidInput(

@@ -1,34 +1,57 @@
+import type { ValueCodec } from "../base/codec.js";
 import { InvalidInput } from "../base/errors.js";
-import { checkCodec, checkOptionTypes, type OptionType } from "../base/option-checks.js";
+import { checkCodec, checkOptions, type OptionTable } from "../base/option-checks.js";
+import type { EventSink } from "../log/events.js";
+import type { LeaseOptions } from "../run/lease.js";
+import { STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
 import { checkStore } from "../store/check-store.js";
+import type { RecoverEachOptions, RecoverOptions } from "./program.js";
+
+/** What every runner (`FlowRunner`, the tool loop) takes: where its runs are kept, its events, its leases, its codec. */
+export interface RunnerOptions extends StorageOptions {
+  readonly events?: EventSink;
+  /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
+  readonly lease?: LeaseOptions;
+  /** How values that are not plain JSON are stored (default: they must be plain JSON); the same on every worker. */
+  readonly codec?: ValueCodec;
+}
 
 /**
- * The options every runner takes (`FlowRunner`, `runToolLoop`,
- * `recoverToolLoop`), by type. `checkpoints` is required and checked on its own;
- * `checkpointKey` is checked by `Sealer.withKeys`; `ctx` by `identityOf`.
+ * The options of `RunnerOptions`, by how they are checked (`lease` also by
+ * `leaseTerms`, `codec` by `checkRunnerOptions`). A runner's own table spreads it.
  */
-const RUNNER_OPTIONS: Readonly<Record<string, OptionType>> = {
+export const RUNNER_OPTIONS: OptionTable<RunnerOptions> = {
+  ...STORAGE_OPTIONS,
   events: "function",
-  approvals: "function",
+  lease: "object",
+  codec: true,
+};
+
+/** The options of `recover`, `retry` and `resume` (`ctx` is checked by `identityOf`, `decide` when it is read). */
+export const RECOVER_OPTIONS: OptionTable<RecoverOptions> = {
+  ctx: true,
   rerunInDoubt: "boolean",
   decide: "object",
   by: "string",
   takeOver: "boolean",
-  lease: "object",
-  answers: "object",
-  name: "string",
-  runId: "string",
-  codec: "object",
+  signal: "object",
 };
 
+/** The options of `recoverEach` and `recoverAll` (`concurrency` is checked by `recoverEach`). */
+export const RECOVER_EACH_OPTIONS: OptionTable<RecoverEachOptions> = { ...RECOVER_OPTIONS, concurrency: true };
+
 /**
- * Checks the options of a runner (`FlowRunner`, `runToolLoop`,
- * `recoverToolLoop`): an options object with a store as `checkpoints`, and
- * each other option it knows of the right type. A wrong type is
- * `InvalidInput` naming the option, before anything runs.
+ * Checks the options of a runner (`FlowRunner`, `runToolLoop`, …) against
+ * its `table` of options: an options object with no unknown key, a store as
+ * `checkpoints`, each other option of its type, a non-empty `name`, a codec.
+ * Anything else is `InvalidInput` naming the option, before anything runs.
  */
-export function checkRunnerOptions(where: string, options: unknown): void {
-  const given = checkOptionTypes(where, options, RUNNER_OPTIONS);
+export function checkRunnerOptions<T extends RunnerOptions>(
+  where: string,
+  options: unknown,
+  table: OptionTable<T>,
+): void {
+  const given = checkOptions(where, options, table);
   checkStore(where, given["checkpoints"]);
   if (given["name"] === "") throw new InvalidInput(`${where}: name must not be empty.`);
   checkCodec(where, given["codec"]);

@@ -7,7 +7,7 @@ import {
   StoreUnavailable,
 } from "../base/errors.js";
 import type { RecoverOptions } from "./program.js";
-import { checkOptionTypes, isObject } from "../base/option-checks.js";
+import { checkOptions, isObject, type OptionTable } from "../base/option-checks.js";
 import { isEnded, type CheckpointStore, type RunKind } from "../store/contract.js";
 
 /** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */
@@ -45,7 +45,26 @@ export interface WorkerOptions {
   readonly stopOnSignals?: boolean;
   /** Told once per run and step of each run it cannot go on with (a call in doubt, a changed graph, a corrupt row). */
   readonly onStuck?: (runId: string, error: unknown) => void;
+  /**
+   * Told of each run it took over that then failed (a node, a tool or the
+   * model threw: the run is saved `failed` and ends), with the error that
+   * failed it. A failed run is not stuck: nothing is left to decide, but
+   * `retryRun` can go on from it once the cause is fixed.
+   */
+  readonly onFailed?: (runId: string, error: unknown) => void;
 }
+
+const WORKER_OPTIONS: OptionTable<WorkerOptions> = {
+  serve: true,
+  concurrency: true,
+  pollMs: true,
+  maxPollMs: true,
+  stopDeadlineMs: true,
+  rerunInDoubt: "boolean",
+  stopOnSignals: "boolean",
+  onStuck: "function",
+  onFailed: "function",
+};
 
 /** What a worker is doing. */
 export interface WorkerStatus {
@@ -55,7 +74,7 @@ export interface WorkerStatus {
   readonly waitingForDecision: number;
   /** Runs it left for another reason it reported through `onStuck`. */
   readonly stuck: number;
-  /** Runs it took and drove until they were done, paused or failed (a failed run is not reported as stuck). */
+  /** Runs it took and drove until they were done, paused or failed (a failed run is reported through `onFailed`, not as stuck). */
   readonly finished: number;
   /** Claims it lost to another worker. */
   readonly lost: number;
@@ -196,8 +215,10 @@ export class RunWorker {
   async #leave(served: ServedRuns, runId: string, error: unknown, why: Left): Promise<void> {
     const latest = await served.store.latest(runId).catch(() => undefined);
     if (latest !== undefined && isEnded(latest.status)) {
-      // A tool's or node's error saved the run failed: it ended, as a done run did.
-      if (why !== "lost") this.#finished += 1;
+      // A tool's or node's error saved the run failed: it ended, as a done run did, and its caller hears why.
+      if (why === "lost") return;
+      this.#finished += 1;
+      if (latest.status === "failed") this.#options.onFailed?.(runId, error);
       return;
     }
     // A run lost at a step is tried again after a few idle polls, even at the same step: its winner may have died there.
@@ -281,15 +302,12 @@ function leftKey(served: ServedRuns, runId: string): string {
   return JSON.stringify([served.kind, served.name, runId]);
 }
 
-type ResolvedOptions = Required<Omit<WorkerOptions, "onStuck">> & Pick<WorkerOptions, "onStuck">;
+type ResolvedOptions = Required<Omit<WorkerOptions, "onStuck" | "onFailed">> &
+  Pick<WorkerOptions, "onStuck" | "onFailed">;
 
 /** The options with their defaults, checked: `InvalidInput` before the worker starts. */
 function checkWorkerOptions(options: WorkerOptions): ResolvedOptions {
-  checkOptionTypes("startWorker", options, {
-    rerunInDoubt: "boolean",
-    stopOnSignals: "boolean",
-    onStuck: "function",
-  });
+  checkOptions("startWorker", options, WORKER_OPTIONS);
   const serve: unknown = options.serve;
   if (!Array.isArray(serve) || serve.length === 0 || !serve.every(isServed))
     throw new InvalidInput(
@@ -304,6 +322,7 @@ function checkWorkerOptions(options: WorkerOptions): ResolvedOptions {
     rerunInDoubt: options.rerunInDoubt ?? false,
     stopOnSignals: options.stopOnSignals ?? true,
     onStuck: options.onStuck,
+    onFailed: options.onFailed,
   };
   for (const name of ["concurrency", "pollMs", "maxPollMs", "stopDeadlineMs"] as const) {
     const value = resolved[name];

@@ -1,5 +1,14 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync } from "node:fs";
+import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import type { DurableEvent, EventSink } from "./events.js";
+
+/** Options of `jsonlEventSink`. */
+interface JsonlSinkOptions {
+  /** Force each event to disk before the run goes on. */
+  readonly fsync?: boolean;
+}
+
+const JSONL_SINK_OPTIONS: OptionTable<JsonlSinkOptions> = { fsync: "boolean" };
 
 /**
  * A durable event sink: each event is appended to a JSON Lines file (and,
@@ -7,7 +16,8 @@ import type { DurableEvent, EventSink } from "./events.js";
  * audit can read what happened after any crash. Several processes may append
  * to one file: each event is one `write` of one line.
  */
-export function jsonlEventSink(path: string, options: { readonly fsync?: boolean } = {}): EventSink {
+export function jsonlEventSink(path: string, options: JsonlSinkOptions = {}): EventSink {
+  checkOptions("jsonlEventSink", options, JSONL_SINK_OPTIONS);
   return (event) => {
     const line = `${JSON.stringify(event)}\n`;
     if (options.fsync !== true) {

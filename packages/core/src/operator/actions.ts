@@ -2,7 +2,7 @@ import { PLAIN_JSON } from "../base/codec.js";
 import { CheckpointConflict, InvalidInput } from "../base/errors.js";
 import { isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
 import { assertStorableText } from "../base/names.js";
-import { checkCodec } from "../base/option-checks.js";
+import { checkCodec, checkOptions } from "../base/option-checks.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
 import type { CallRecord } from "../log/call-log.js";
 import { saveCancelled } from "../run/cancel.js";
@@ -20,8 +20,8 @@ import { answered, goesOn, retried } from "../run/run-changes.js";
 import { runStorage } from "../run/storage.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
-import type { CheckpointStore } from "../store/contract.js";
-import type { OperatorAction, OperatorMark, OperatorOptions } from "./options.js";
+import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
+import { OPERATOR_OPTIONS, type OperatorAction, type OperatorMark, type OperatorOptions } from "./options.js";
 
 /*
  * What an operator (a console, a script) does to runs with only the store
@@ -39,6 +39,8 @@ interface Acting {
   readonly store: CheckpointStore;
   readonly sealer: Sealer;
   readonly options: OperatorOptions;
+  /** The lease held while the action is recorded. */
+  readonly lease: LeaseTerms;
 }
 
 /** What an action changes: the envelope it claims the run with, and the writes that follow the claim. */
@@ -49,13 +51,14 @@ interface Change<T> {
 }
 
 function acting(action: OperatorAction, where: string, options: OperatorOptions): Acting {
-  if (typeof options?.by !== "string" || options.by.length === 0 || options.by.length > 200)
+  checkOptions(where, options, OPERATOR_OPTIONS);
+  if (typeof options.by !== "string" || options.by.length === 0 || options.by.length > 200)
     throw new InvalidInput(`${where}: by must be a string of 1 to 200 characters: who acts.`);
   assertStorableText(options.by, "by");
   if (options.expectStep !== undefined && (!Number.isSafeInteger(options.expectStep) || options.expectStep < 0))
     throw new InvalidInput(`${where}: expectStep must be a whole number ≥ 0, not ${String(options.expectStep)}.`);
   checkCodec(where, options.codec);
-  return { action, where, ...runStorage(where, options), options };
+  return { action, where, ...runStorage(where, options), options, lease: leaseTerms(where, options.lease) };
 }
 
 /** The run's latest checkpoint, verified, refused when it is not the step the operator saw. */
@@ -96,9 +99,8 @@ async function act<T>(
   const latest = await latestSeen(at, runId);
   const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
   const data = { ...envelopeJson(envelope), ...mark(at) };
-  const lease = leaseTerms(at.where, at.options.lease);
   // No takeOver: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
-  const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, { lease, data });
+  const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, data });
   try {
     if (after === undefined) return { step: checkpoint.step, after: undefined };
     const done = await after(run, records);
@@ -173,8 +175,7 @@ export async function cancelRun(runId: string, reason: string, options: Operator
   const at = acting("cancel", "cancelRun", options);
   const latest = await latestSeen(at, runId);
   const envelope = readEnvelope(runId, latest.data);
-  const lease = leaseTerms(at.where, options.lease);
-  const where = { store: at.store, sealer: at.sealer, lease, kind: latest.kind, events: undefined };
+  const where = { store: at.store, sealer: at.sealer, lease: at.lease, kind: latest.kind, events: undefined };
   return saveCancelled(where, latest, envelope, reason, mark(at, reason));
 }
 

@@ -1,6 +1,7 @@
 import type { ValueCodec } from "../base/codec.js";
 import type { LeaseOptions } from "../run/lease.js";
-import type { StorageOptions } from "../run/storage.js";
+import type { OptionTable } from "../base/option-checks.js";
+import { STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
 import type { CheckpointKeys } from "../seal/sealer.js";
 
 /** The actions an operator records. */
@@ -36,3 +37,12 @@ export interface OperatorOptions extends StorageOptions {
   /** How a decided `{ result }` is stored: the workers' codec (default: plain JSON). */
   readonly codec?: ValueCodec;
 }
+
+/** The options of `OperatorOptions`, each checked by the action (`lease` also by `leaseTerms`). */
+export const OPERATOR_OPTIONS: OptionTable<OperatorOptions> = {
+  ...STORAGE_OPTIONS,
+  by: true,
+  expectStep: true,
+  lease: "object",
+  codec: true,
+};

@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { CheckpointConflict, CheckpointNotFound, InvalidInput } from "../base/errors.js";
+import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import { MAX_OWNER_LENGTH, SAVE_RENEWS_AFTER } from "../store/rules.js";
 import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
 
@@ -25,6 +26,8 @@ const DRIVE_SUFFIX_LENGTH = 9;
 /** The longest worker id (`LeaseOptions.owner`): a drive's owner adds its suffix within the store's `MAX_OWNER_LENGTH`. */
 const MAX_WORKER_ID_LENGTH = MAX_OWNER_LENGTH - DRIVE_SUFFIX_LENGTH;
 
+const LEASE_OPTIONS: OptionTable<LeaseOptions> = { owner: true, ms: true };
+
 let processWorkerId: string | undefined;
 
 /** This process's worker id, `<host>:<pid>:<random>`: the same for every runner of the process, new for each process. */
@@ -46,6 +49,7 @@ export function driveLease(worker: LeaseTerms): LeaseTerms {
 
 /** The lease terms a runner's options give, checked: `InvalidInput` before anything runs. */
 export function leaseTerms(where: string, options: LeaseOptions | undefined): LeaseTerms {
+  if (options !== undefined) checkOptions(`${where}: lease`, options, LEASE_OPTIONS);
   const owner = options?.owner ?? workerId();
   const ms = options?.ms ?? DEFAULT_LEASE_MS;
   if (typeof owner !== "string" || owner === "" || owner.length > MAX_WORKER_ID_LENGTH)

@@ -1,3 +1,4 @@
+import type { OptionTable } from "../base/option-checks.js";
 import { checkAnchor, type RunAnchor } from "../store/anchor.js";
 import { anchoredStore } from "../store/anchored-store.js";
 import type { CheckpointStore } from "../store/contract.js";
@@ -26,6 +27,18 @@ export interface StorageOptions {
    */
   readonly anchor?: RunAnchor;
 }
+
+/**
+ * The options of `StorageOptions`, each checked where it is used:
+ * `checkpoints` by `checkStore`, the keys by the sealer, `anchor` by
+ * `runStorage`. A table of options that extend them spreads it.
+ */
+export const STORAGE_OPTIONS: OptionTable<StorageOptions> = {
+  checkpoints: true,
+  checkpointKey: true,
+  encryptionKey: true,
+  anchor: true,
+};
 
 /** The store a runner writes through (checked against its anchor, if any) and its sealer. */
 export function runStorage(where: string, options: StorageOptions): { store: CheckpointStore; sealer: Sealer } {

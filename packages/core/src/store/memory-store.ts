@@ -1,4 +1,5 @@
 import { CheckpointNotFound, InvalidInput } from "../base/errors.js";
+import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import {
   checkBatch,
   checkLeaseTerms,
@@ -53,6 +54,8 @@ export interface MemoryStoreOptions {
   readonly data?: MemoryData;
 }
 
+const MEMORY_STORE_OPTIONS: OptionTable<MemoryStoreOptions> = { data: true };
+
 /**
  * A `CheckpointStore` in this process's memory: the protocol exactly
  * (compare-and-set, fencing, numbering), lost when the process ends. The
@@ -63,6 +66,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
   readonly #runs: MemoryData;
 
   constructor(options: MemoryStoreOptions = {}) {
+    checkOptions("MemoryCheckpointStore", options, MEMORY_STORE_OPTIONS);
     this.#runs = options.data ?? new Map();
   }
 

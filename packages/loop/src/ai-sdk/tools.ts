@@ -1,11 +1,19 @@
 import { asSchema, type Tool, type ToolSet } from "ai";
 import { InvalidInput, type ToolContext, type ToolOptions, ToolRegistry } from "@durable/core";
-import { canonicalCopy, isStandardSchema, type JsonObject } from "@durable/core/runner";
+import { canonicalCopy, checkOptions, isStandardSchema, type JsonObject, type OptionTable } from "@durable/core/runner";
 import { loopCallContext } from "../call-context.js";
 import { toModelMessages } from "./messages.js";
 
 /** How the durable loop treats a tool, besides what the AI SDK tool says of itself. */
 export type DurableToolOptions = Pick<ToolOptions, "idempotent" | "approval" | "retry" | "timeoutMs">;
+
+// Each is checked by the registry too; checked here first, for a message that names durableTools.
+const DURABLE_TOOL_OPTIONS: OptionTable<DurableToolOptions> = {
+  idempotent: "boolean",
+  approval: "boolean",
+  retry: "object",
+  timeoutMs: true,
+};
 
 const DURABLE: unique symbol = Symbol.for("@durable/loop/ai-sdk.options");
 
@@ -18,6 +26,7 @@ export type DurableTool<T extends Tool> = T & { readonly [DURABLE]: DurableToolO
  * The tool itself is unchanged.
  */
 export function durable<T extends Tool>(aiTool: T, options: DurableToolOptions): DurableTool<T> {
+  checkOptions("durable", options, DURABLE_TOOL_OPTIONS);
   return { ...aiTool, [DURABLE]: options };
 }
 
@@ -43,9 +52,11 @@ export function durableTools<TOOLS extends ToolSet>(
   options: { readonly [NAME in keyof TOOLS]?: DurableToolOptions } = {},
 ): ToolRegistry {
   if (typeof tools !== "object" || tools === null) throw new InvalidInput("durableTools takes an AI SDK ToolSet.");
-  for (const name of Object.keys(options))
+  for (const [name, given] of Object.entries(options)) {
     if (!Object.hasOwn(tools, name))
       throw new InvalidInput(`durableTools: options name ${JSON.stringify(name)}, which is not a tool of the set.`);
+    if (given !== undefined) checkOptions(`durableTools: tool ${JSON.stringify(name)}`, given, DURABLE_TOOL_OPTIONS);
+  }
   const registry = new ToolRegistry();
   for (const [name, aiTool] of Object.entries(tools))
     registry.tool(name, executeOf(name, aiTool), {
