@@ -75,14 +75,14 @@ const model: LoopModel = {
     return { text: "refunding", toolCalls: [{ id: "r1", name: "refund", args: REFUND }] };
   },
 };
-const loop = { ...storage, runId, approvals, name: "refunds" };
+const loop = { ...storage, approvals, name: "refunds" };
 
 async function start(): Promise<string> {
   if (kind === "flow") {
     const result = await runner.run(flow, { note: "" }, { runId });
     return result.status === "done" ? result.state.note : result.status;
   }
-  const result = await runToolLoop(model, registry, [{ role: "user", content: "refund 50" }], loop);
+  const result = await runToolLoop(model, registry, [{ role: "user", content: "refund 50" }], { ...loop, runId });
   return result.status === "done" ? result.text : result.status;
 }
 
