@@ -10,6 +10,8 @@ import type { ConformanceGroup } from "./case.js";
 
 const WORKERS = 8;
 const TRIALS = 100;
+/** Races a store may leave without a clean winner by not answering a claim (a busy server): more is a flaky store. */
+const MAX_UNANSWERED = TRIALS / 10;
 
 export const raceGroup: ConformanceGroup = {
   name: "race",
@@ -31,6 +33,8 @@ export const raceGroup: ConformanceGroup = {
           // This worker loses its connection before the calls after the first ones: the run is left for recovery.
           const setup = new ScenarioDriver(cutShort(h.store, new Set(["charge", "notify", "audit"])), effects);
           const runs: Array<[string, (typeof SCENARIOS)[number]]> = [];
+          /** Runs whose race had no clean winner: a claim the store did not answer may have been it. */
+          const unanswered: string[] = [];
           for (let trial = 0; trial < TRIALS; trial++) {
             const scenario = SCENARIOS[trial % SCENARIOS.length]!;
             const runId = h.runId(`race-${scenario}`);
@@ -43,21 +47,31 @@ export const raceGroup: ConformanceGroup = {
             const answers = await Promise.all(
               workers.map((w) => w.waitFor((l) => l.split(" ")[1] === runId && !l.startsWith("at-claim"))),
             );
-            expect(
-              answers.filter((a) => a.startsWith("won")),
-              answers.join("; "),
-            ).toEqual([`won ${runId} paused`]);
-            expect(answers.filter((a) => a.startsWith("conflict"))).toHaveLength(WORKERS - 1);
+            const said = (word: string) => answers.filter((a) => a.startsWith(`${word} `));
+            expect(said("won").length, answers.join("; ")).toBeLessThanOrEqual(1);
+            expect(said("won").length + said("conflict").length + said("unavailable").length, answers.join("; ")).toBe(
+              WORKERS,
+            );
+            // A claim the store did not answer may have won: the trial then shows no clean winner.
+            if (said("won").length === 1) expect(said("won"), answers.join("; ")).toEqual([`won ${runId} paused`]);
+            else unanswered.push(runId);
           }
+          expect(
+            unanswered.length,
+            `claims the store did not answer left ${unanswered.length} of ${TRIALS} races without a clean winner: ${unanswered.join(", ")}`,
+          ).toBeLessThanOrEqual(MAX_UNANSWERED);
           const counts = attemptExecutions(effects);
           for (const [runId, scenario] of runs) {
             for (const [callId, tool] of CALLS[scenario]) {
-              // Each attempt runs once (the retried tool's first fails); the refund waits on an approval: nobody runs it here.
+              // Each attempt runs once (the retried tool's first fails); the refund waits on an approval: nobody runs it
+              // here. Where no claim was seen to win, the winner may have stopped anywhere: no attempt ran twice.
               const ran = Array.from(
                 { length: attemptsOf(scenario, tool) },
                 (_, i) => counts.get(`${runId} ${callId} ${i + 1}`) ?? 0,
               );
-              expect(ran, `${runId} ${callId}, by attempt`).toEqual(ran.map(() => (tool === "refund" ? 0 : 1)));
+              if (unanswered.includes(runId))
+                expect(Math.max(...ran), `${runId} ${callId}, by attempt: ${ran.join(", ")}`).toBeLessThanOrEqual(1);
+              else expect(ran, `${runId} ${callId}, by attempt`).toEqual(ran.map(() => (tool === "refund" ? 0 : 1)));
             }
           }
         } finally {

@@ -9,8 +9,9 @@
  *       recover <scenario> <runId>  takes a crashed run to its end: "recovered <runId> <its Recovery as JSON>"
  *       race <scenario> <runId>     reads the run's latest checkpoint, prints "at-claim <runId>", and claims it only
  *                                   on "go <runId>", so racing workers claim the same step at once:
- *                                   "won <runId> <status>" or "conflict <runId>" (a StoreUnavailable before
- *                                   the claim is tried again, up to 5 times)
+ *                                   "won <runId> <status>", "conflict <runId>", or "unavailable <runId>" when
+ *                                   the store did not answer the claim (a StoreUnavailable before the claim
+ *                                   is tried again, up to 5 times)
  *     Anything else that goes wrong is "error <runId> <message>".
  *   worker <opener> <handle> <effects> batches <size> <runId>
  *     commits batches of `size` records and a checkpoint until it is killed (see batches.ts).
@@ -80,12 +81,21 @@ if (mode === "batches") {
       };
       race().then(
         (status) => console.log(`won ${id} ${status}`),
-        (error: unknown) =>
-          console.log(error instanceof CheckpointConflict ? `conflict ${id}` : `error ${id} ${oneLine(error)}`),
+        (error: unknown) => console.log(raceAnswer(id, error)),
       );
     }
   }
   await store.close();
+}
+
+/**
+ * How a racing claim that threw ended: refused (`conflict`), unknown (`unavailable`: the store did not
+ * answer the claim, which it may or may not have applied), or anything else (`error`).
+ */
+function raceAnswer(id: string, error: unknown): string {
+  if (error instanceof CheckpointConflict) return `conflict ${id}`;
+  if (error instanceof StoreUnavailable) return `unavailable ${id}`;
+  return `error ${id} ${oneLine(error)}`;
 }
 
 /** An error on one line: the test reads one line per answer. */
