@@ -116,7 +116,9 @@ export function clusterBehaviour(target: ClusterTarget): void {
     });
 
     it("replicas: 1 resolves a write once the master's replica holds it; with the replica frozen, StoreUnavailable, the write applied on the master", async () => {
-      const store = open({ replicas: 1, operationTimeoutMs: 1000 });
+      // Long enough for a replica's acknowledgment on a busy machine (1 s failed the first save once): only the
+      // frozen replica's write must run out of it.
+      const store = open({ replicas: 1, operationTimeoutMs: 5_000 });
       await store.save("r", 0, row());
       const { replicas } = await placeOf(store, "r");
       const replica = replicas[0];
