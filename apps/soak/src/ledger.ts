@@ -40,9 +40,11 @@ interface InDoubtReport {
 }
 
 /** Something a worker did to a run at a time: claimed it, or began one of its tools. */
-interface Touch {
+export interface Touch {
   readonly worker: string;
   readonly at: number;
+  /** A claim that found calls of the run in doubt. */
+  readonly inDoubt?: true;
 }
 
 /** A write that may set a run's lease: the store set it, if at all, between `sent` and `answered`. */
@@ -60,7 +62,7 @@ type LeaseWriteOutcome = "accepted" | "refused" | "unanswered";
 /** The ledger as the verdict reads it. */
 export interface LedgerEntries {
   readonly executions: readonly Execution[];
-  /** Per run: its claims and tool executions, in the order they were written. */
+  /** Per run: its claims (those that found calls in doubt marked) and tool executions, in the order they were written. */
   readonly touches: ReadonlyMap<string, readonly Touch[]>;
   /** Per run: its claims (a start, a recovery), by whom and when each was sent. */
   readonly claims: ReadonlyMap<string, readonly Touch[]>;
@@ -199,6 +201,7 @@ export function readLedger(path: string): LedgerEntries {
       if (kind === "D" || kind === "X") {
         (kind === "D" ? inDoubt : reruns).push({ worker, at: Number(at), runId, calls: parseCalls(more) });
         push(claims, runId, { worker, at: Number(at) });
+        push(touches, runId, { worker, at: Number(at), inDoubt: true });
       }
       if (kind === "R") replayed.add(`${runId} ${more}`);
       if (kind === "L") leaseHeld += 1;

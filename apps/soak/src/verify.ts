@@ -6,7 +6,7 @@
 import type { CheckpointStore } from "@durable/core";
 import { DurableRun, readCallLog, Sealer } from "@durable/core/runner";
 import { SAVE_RENEWS_AFTER } from "@durable/core/store";
-import { type Execution, type LedgerEntries, push } from "./ledger.js";
+import { type Execution, type LedgerEntries, push, type Touch } from "./ledger.js";
 import type { Death } from "./slot.js";
 import { KEY } from "./store.js";
 import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
@@ -132,8 +132,10 @@ export function failoverViolations(
 /**
  * Whether a live worker's lease on a run had surely run out by the store's
  * clock when another worker's claim was sent, from the writes of the old
- * worker that may have set it. The store set a lease, if at all, between a
- * write's sending and its answer; a renewal always sets it, a save only when it
+ * worker that the store accepted (one it refused set nothing; one it did not
+ * answer may or may not have: a loaded PostgreSQL left renewals unanswered
+ * for 5 s, and a verdict cannot go by what it cannot know). The store set a
+ * lease between a write's sending and its answer; a renewal always sets it, a save only when it
  * claims the run or when a third of the lease has passed since it was last set
  * (`SAVE_RENEWS_AFTER`). A claim sent at `at` reached the store no earlier.
  */
@@ -166,7 +168,7 @@ class LeaseClock {
     const renewAfter = this.#ms * SAVE_RENEWS_AFTER;
     const others = this.#claims(runId).filter((c) => c.worker !== worker);
     const writes = (this.#ledger.leaseWrites.get(runId) ?? [])
-      .filter((w) => w.worker === worker && w.sent < at && w.outcome !== "refused")
+      .filter((w) => w.worker === worker && w.sent < at && w.outcome === "accepted")
       .sort((a, b) => a.sent - b.sent);
     let set: { earliest: number; latest: number } | undefined;
     let sentBefore = Number.NEGATIVE_INFINITY;
@@ -263,15 +265,17 @@ function overlaps(
 function unexplainedInDoubt(
   runId: string,
   at: number,
-  touches: readonly { worker: string; at: number }[],
+  touches: readonly Touch[],
   ended: ReadonlyMap<string, Ended>,
   leases: LeaseClock,
 ): string | undefined {
   // Each line is dated before it is written: processes may append a little out of order, so take the latest by date.
   const last = touches
     .filter((touch) => touch.at < at)
-    .reduce<{ worker: string; at: number } | undefined>((a, b) => (a === undefined || b.at >= a.at ? b : a), undefined);
+    .reduce<Touch | undefined>((a, b) => (a === undefined || b.at >= a.at ? b : a), undefined);
   if (last === undefined) return `${runId} was found in doubt, but no worker had touched it`;
+  // The claim before found the run in doubt already, and nothing touched it since (a decision's claim after a stop).
+  if (last.inDoubt === true) return undefined;
   const death = ended.get(last.worker);
   if (death !== undefined && last.at < death.diedAt && death.releasedAt <= at) return undefined;
   if (leases.ranOut(runId, last.worker, at)) return undefined;
