@@ -18,6 +18,7 @@ export {
   type RunSummary,
   type RunPage,
 } from "./store/contract.js";
+export { closedWhileUsed, type StoreOperation } from "./store/store-closed.js";
 export { mergeHeads, isAnchoredHead, MemoryRunAnchor, type AnchoredHead, type RunAnchor } from "./store/anchor.js";
 export {
   saveRefusal,

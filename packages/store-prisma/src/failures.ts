@@ -57,22 +57,3 @@ export function wrap(error: unknown, what: string, borrowed: boolean): Error {
   }
   return new StoreUnavailable(`The database failed during ${what}: ${oneLine(error)}`, { cause: error });
 }
-
-/** What a store was doing: the operation, and the run it worked on (none for a listing or a migration). */
-export interface Doing {
-  readonly what: string;
-  readonly runId?: string;
-}
-
-/**
- * What an operation of a store that was closed fails with, instead of the
- * driver's own words (pg's "Cannot use a pool after calling end on the
- * pool"): which run was still using it, and what to do.
- */
-export function closedWhileUsed(doing: Doing, cause?: unknown): StoreUnavailable {
-  const user = doing.runId === undefined ? "" : ` while run ${JSON.stringify(doing.runId)} was using it`;
-  return new StoreUnavailable(
-    `The store was closed${user} (${doing.what} after close()): stop what uses a store (await worker.stop()) before closing it.`,
-    cause === undefined ? undefined : { cause },
-  );
-}

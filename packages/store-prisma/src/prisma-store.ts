@@ -5,6 +5,7 @@ import {
   type CheckpointStore,
   checkBatch,
   checkLeaseTerms,
+  closedWhileUsed,
   DurableError,
   type Lease,
   type LeaseClaim,
@@ -17,6 +18,7 @@ import {
   renewRefusal,
   type StoredCall,
   type StoredCheckpoint,
+  type StoreOperation,
   StoreUnavailable,
   UNFINISHED,
 } from "@durable/core/store";
@@ -29,7 +31,7 @@ import {
   type PrismaStoreOptions,
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
-import { closedWhileUsed, type Doing, wrap } from "./failures.js";
+import { wrap } from "./failures.js";
 import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch } from "./batch.js";
 import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
@@ -339,13 +341,13 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * nothing, so the commit is empty) and thrown once the transaction ended,
    * so driver failures and refusals stay apart.
    */
-  async #tx<T>(doing: Doing, fn: (tx: Sql) => Promise<T | DurableError>): Promise<T> {
+  async #tx<T>(doing: StoreOperation, fn: (tx: Sql) => Promise<T | DurableError>): Promise<T> {
     const result = await this.#bounded(doing, async () => (await this.#db.client()).$transaction(fn, TRANSACTION));
     if (result instanceof DurableError) throw result;
     return result;
   }
 
-  #query<T>(doing: Doing, query: string, ...values: unknown[]): Promise<T[]> {
+  #query<T>(doing: StoreOperation, query: string, ...values: unknown[]): Promise<T[]> {
     return this.#bounded(doing, async () =>
       (await this.#db.client()).$queryRawUnsafe<T[]>(this.#db.sql(query), ...values),
     );
@@ -360,7 +362,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
    * Once the store is closed, an operation fails saying so (and naming its
    * run) rather than with the driver's words, and opens nothing again.
    */
-  async #bounded<T>(doing: Doing, operation: () => Promise<T>, timeoutMs = this.#db.timeoutMs): Promise<T> {
+  async #bounded<T>(doing: StoreOperation, operation: () => Promise<T>, timeoutMs = this.#db.timeoutMs): Promise<T> {
     if (this.#closed) throw closedWhileUsed(doing);
     const { what } = doing;
     let timer: NodeJS.Timeout | undefined;

@@ -6,6 +6,7 @@ import {
   CheckpointStoreCorrupt,
   checkBatch,
   checkLeaseTerms,
+  closedWhileUsed,
   DurableError,
   InvalidInput,
   type Lease,
@@ -22,6 +23,7 @@ import {
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
+  type StoreOperation,
   StoreUnavailable,
 } from "@durable/core/store";
 import { checkOptions, type OptionTable } from "@durable/core/runner";
@@ -97,6 +99,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   /** The last run's keys, as a script takes them: a runner writes one run many times in a row. */
   #last: { readonly runId: string; readonly keys: string[] } | undefined;
   #closing: Promise<void> = Promise.resolve();
+  #closed = false;
 
   /**
    * `client` makes the store's client: `() => createClient({ url })` for one
@@ -126,13 +129,13 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     checkLeaseTerms(lease);
-    await this.#write(runId, [{ kind: "save", step, row: checkpoint, lease }]);
+    await this.#write({ what: "save", runId }, [{ kind: "save", step, row: checkpoint, lease }]);
   }
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
     const args = [String(segment), terms.owner, String(terms.ms), String(this.ttlSeconds), hex(runId)];
-    const reply = (await this.#eval(SCRIPTS.renew, this.#all(runId), args)) as string[];
+    const reply = (await this.#eval({ what: "renew", runId }, SCRIPTS.renew, this.#all(runId), args)) as string[];
     if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
     if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
     // The script refused; the protocol's own rule names why, from what the script read.
@@ -154,6 +157,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   async release(runId: string, segment: number, owner: string): Promise<void> {
     const keys = this.keysOf(runId);
     await this.#eval(
+      { what: "release", runId },
       SCRIPTS.release,
       [keys.meta, keys.claimable, keys.claimableOf],
       [String(segment), owner, hex(runId)],
@@ -161,7 +165,10 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
-    const reply = (await this.#eval(SCRIPTS.lease, [this.keysOf(runId).meta], [])) as [string, string, string] | null;
+    const operation = { what: "leaseOf", runId };
+    const reply = (await this.#eval(operation, SCRIPTS.lease, [this.keysOf(runId).meta], [])) as
+      | [string, string, string]
+      | null;
     if (reply === null) return undefined;
     const [owner, expiresAt, now] = reply;
     return { owner, expiresAt: Number(expiresAt), now: Number(now) };
@@ -169,7 +176,8 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async latest(runId: string): Promise<StoredCheckpoint> {
     const keys = this.keysOf(runId);
-    const reply = (await this.#eval(SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
+    const operation = { what: "latest", runId };
+    const reply = (await this.#eval(operation, SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
     if (reply === null) throw new CheckpointNotFound(runId);
     return checkpointOf(runId, Number(reply[0]), reply[1]);
   }
@@ -181,7 +189,7 @@ export class RedisCheckpointStore implements CheckpointStore {
    */
   listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
     return listRuns(
-      (script, keys, args) => this.#eval(script, keys, args),
+      (script, keys, args) => this.#eval({ what: "listUnfinished" }, script, keys, args),
       this.prefix,
       name,
       options.claimable === true,
@@ -189,11 +197,11 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async delete(runId: string): Promise<void> {
-    await this.#eval(SCRIPTS.delete, this.#all(runId), [hex(runId)]);
+    await this.#eval({ what: "delete", runId }, SCRIPTS.delete, this.#all(runId), [hex(runId)]);
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    await this.#write(runId, [{ kind: "record", segment, seq, sealed }]);
+    await this.#write({ what: "recordCall", runId }, [{ kind: "record", segment, seq, sealed }]);
   }
 
   /**
@@ -204,7 +212,7 @@ export class RedisCheckpointStore implements CheckpointStore {
    */
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     checkBatch(writes);
-    await this.#write(runId, writes);
+    await this.#write({ what: "commit", runId }, writes);
   }
 
   /**
@@ -213,12 +221,12 @@ export class RedisCheckpointStore implements CheckpointStore {
    * last saved before this version are listed once they are saved again.
    */
   listRuns(query?: RunQuery): Promise<RunPage> {
-    return listRecent((script, keys, args) => this.#eval(script, keys, args), this.prefix, query);
+    return listRecent((script, keys, args) => this.#eval({ what: "listRuns" }, script, keys, args), this.prefix, query);
   }
 
   /** Every checkpoint of the run, by step (the inspection capability). */
   async history(runId: string): Promise<StoredCheckpoint[]> {
-    const all = await this.#call((client) => client.hGetAll(this.keysOf(runId).cps));
+    const all = await this.#call({ what: "history", runId }, (client) => client.hGetAll(this.keysOf(runId).cps));
     return Object.entries(all)
       .map(([step, row]) => checkpointOf(runId, Number(step), row))
       .sort((a, b) => a.step - b.step);
@@ -226,7 +234,9 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async calls(runId: string): Promise<StoredCall[]> {
     const key = this.keysOf(runId).calls;
-    const all = await this.#call((client, deadline) => untilRun(() => client.hGetAll(key), deadline));
+    const all = await this.#call({ what: "calls", runId }, (client, deadline) =>
+      untilRun(() => client.hGetAll(key), deadline),
+    );
     return Object.entries(all)
       .map(([field, sealed]) => {
         const [segment, seq] = field.split(":").map(Number) as [number, number];
@@ -239,9 +249,11 @@ export class RedisCheckpointStore implements CheckpointStore {
    * Closes the client within `operationTimeoutMs`, whatever its state
    * (connecting, reconnecting, connected, closed); waiting operations fail
    * with `StoreUnavailable`. Calling it again is harmless; an operation after
-   * it connects again.
+   * it fails with `StoreUnavailable` saying the store was closed while its
+   * run used it, and connects nothing again.
    */
   async close(): Promise<void> {
+    this.#closed = true;
     const connection = this.#connection;
     this.#connection = undefined;
     if (connection !== undefined) this.#closing = connection.close(this.#timeoutMs);
@@ -281,10 +293,11 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   /** `save`, `recordCall` and `commit`: the write script, whose refusals are those of the single operations. */
-  async #write(runId: string, writes: readonly RunWrite[]): Promise<void> {
+  async #write(operation: StoreOperation & { readonly runId: string }, writes: readonly RunWrite[]): Promise<void> {
+    const { runId } = operation;
     this.#verdict(
       runId,
-      await this.#eval(SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes)),
+      await this.#eval(operation, SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes)),
     );
   }
 
@@ -303,9 +316,9 @@ export class RedisCheckpointStore implements CheckpointStore {
    * says it did not run it (a slot migrating, a failover under way); then,
    * with `replicas`, waits for the replicas of a script that may write.
    */
-  #eval(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  #eval(operation: StoreOperation, script: Script, keys: string[], args: string[]): Promise<unknown> {
     const options = { keys, arguments: args };
-    return this.#call(async (client, deadline) => {
+    return this.#call(operation, async (client, deadline) => {
       const reply = await untilRun(async () => {
         try {
           return await client.evalSha(script.sha, options);
@@ -322,9 +335,11 @@ export class RedisCheckpointStore implements CheckpointStore {
   /**
    * One operation, bounded by the timeout; any failure of Redis or the
    * connection is `StoreUnavailable`, with the client's last connection error
-   * as the cause of a timeout.
+   * as the cause of a timeout. Once the store is closed, an operation fails
+   * saying so (naming its run), and connects nothing again.
    */
-  async #call<T>(op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
+  async #call<T>(operation: StoreOperation, op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
+    if (this.#closed) throw closedWhileUsed(operation);
     const deadline = Date.now() + this.#timeoutMs;
     let connection: Connection | undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -350,6 +365,8 @@ export class RedisCheckpointStore implements CheckpointStore {
       });
       return await Promise.race([ready.then((client) => op(client, deadline)), timeout]);
     } catch (error) {
+      // Closed while the operation waited: why it failed, rather than the client's words for it.
+      if (this.#closed) throw closedWhileUsed(operation, error);
       if (error instanceof DurableError) throw error;
       // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.
       const why = connection?.usable === false && connection.lastError !== undefined ? connection.lastError : error;

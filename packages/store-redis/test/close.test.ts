@@ -140,4 +140,32 @@ describe("RedisCheckpointStore when its Redis stops", () => {
     await store.save("r", 0, row());
     await within(TIMEOUT + MARGIN, store.close());
   });
+
+  it("a store closed while a run still uses it says so, naming the run and the operation, and connects nothing again", async () => {
+    server = await OwnRedis.start();
+    const url = server.url;
+    let clients = 0;
+    const store = new RedisCheckpointStore(
+      () => {
+        clients += 1;
+        return createClient({ url });
+      },
+      { prefix: "close-test", operationTimeoutMs: TIMEOUT },
+    );
+    await store.save("order-7", 0, row());
+    await store.close();
+    for (const [what, use] of [
+      ["save", () => store.save("order-7", 1, row())],
+      ["latest", () => store.latest("order-7")],
+      ["recordCall", () => store.recordCall("order-7", 0, 0, "d1.-.{}")],
+      ["release", () => store.release("order-7", 0, "me")],
+    ] as const) {
+      const error: unknown = await use().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message).toBe(
+        `The store was closed while run "order-7" was using it (${what} after close()): stop what uses a store (await worker.stop()) before closing it.`,
+      );
+    }
+    expect(clients).toBe(1);
+  });
 });

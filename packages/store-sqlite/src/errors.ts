@@ -20,8 +20,3 @@ export function storeError(error: unknown, where: string): Error {
   }
   return new StoreUnavailable(`${where} failed: ${message}`, cause);
 }
-
-/** What an operation of a closed store fails with. */
-export function closedError(where: string): StoreUnavailable {
-  return new StoreUnavailable(`${where}: the store is closed.`);
-}

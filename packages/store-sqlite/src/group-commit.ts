@@ -1,8 +1,13 @@
 import type Database from "better-sqlite3";
-import { closedError, storeError } from "./errors.js";
+import { closedWhileUsed, type StoreOperation } from "@durable/core/store";
+import { storeError } from "./errors.js";
 
-/** A write operation waiting for its group: what it does inside the transaction, and how its promise settles. */
+/**
+ * A write operation waiting for its group: which it is, what it does inside the transaction, and how its
+ * promise settles.
+ */
 interface Queued {
+  readonly operation: StoreOperation;
   readonly apply: () => unknown;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
@@ -44,10 +49,10 @@ export class GroupCommit {
     };
   }
 
-  /** Queues `apply` for this turn's group; resolves with what it returned once the group committed. */
-  run<T>(apply: () => T): Promise<T> {
+  /** Queues `apply` (doing `operation`) for this turn's group; resolves with what it returned once the group committed. */
+  run<T>(operation: StoreOperation, apply: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ apply, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ operation, apply, resolve: resolve as (value: unknown) => void, reject });
       this.#soon ??= setImmediate(() => this.flush());
     });
   }
@@ -60,7 +65,7 @@ export class GroupCommit {
     this.#queue = [];
     if (group.length === 0) return;
     if (!this.#db.open) {
-      for (const op of group) op.reject(closedError(this.#where));
+      for (const op of group) op.reject(closedWhileUsed(op.operation));
       return;
     }
     let outcomes: Outcome[];

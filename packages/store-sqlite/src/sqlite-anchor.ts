@@ -2,13 +2,15 @@ import Database from "better-sqlite3";
 import {
   type AnchoredHead,
   CheckpointStoreCorrupt,
+  closedWhileUsed,
   InvalidInput,
   isAnchoredHead,
   mergeHeads,
   type RunAnchor,
+  type StoreOperation,
 } from "@durable/core/store";
 import { checkOptions, type OptionTable } from "@durable/core/runner";
-import { closedError, storeError } from "./errors.js";
+import { storeError } from "./errors.js";
 import { tablesFor } from "./schema.js";
 
 /** Options of `SQLiteRunAnchor`. */
@@ -76,18 +78,18 @@ export class SQLiteRunAnchor implements RunAnchor {
   async advance(runId: string, head: AnchoredHead): Promise<void> {
     if (!isAnchoredHead(head))
       throw new InvalidInput(`${this.#where}: a head is { step, segment, calls } of whole numbers ≥ 0.`);
-    this.#run(() => this.#advance(runId, head));
+    this.#run({ what: "advance", runId }, () => this.#advance(runId, head));
   }
 
   async read(runId: string): Promise<AnchoredHead | undefined> {
-    return this.#run(() => this.#head(runId));
+    return this.#run({ what: "read", runId }, () => this.#head(runId));
   }
 
   async forget(runId: string): Promise<void> {
-    this.#run(() => this.#forget.run(runId));
+    this.#run({ what: "forget", runId }, () => this.#forget.run(runId));
   }
 
-  /** Closes the connection. */
+  /** Closes the connection; an operation after it fails with `StoreUnavailable` saying so, naming its run. */
   async close(): Promise<void> {
     if (this.#db.open) this.#db.close();
   }
@@ -105,8 +107,8 @@ export class SQLiteRunAnchor implements RunAnchor {
     return head;
   }
 
-  #run<T>(fn: () => T): T {
-    if (!this.#db.open) throw closedError(this.#where);
+  #run<T>(operation: StoreOperation, fn: () => T): T {
+    if (!this.#db.open) throw closedWhileUsed(operation);
     try {
       return fn();
     } catch (error) {

@@ -7,6 +7,7 @@ import {
   type CheckpointStore,
   checkBatch,
   checkLeaseTerms,
+  closedWhileUsed,
   InvalidInput,
   type Lease,
   type LeaseClaim,
@@ -19,10 +20,11 @@ import {
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
+  type StoreOperation,
 } from "@durable/core/store";
 import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { commitWrites } from "./commit.js";
-import { closedError, storeError } from "./errors.js";
+import { storeError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
 import { history, listRuns } from "./inspect.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
@@ -93,12 +95,12 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
-    return this.commit(runId, [{ kind: "save", step, row: checkpoint, lease }]);
+    return this.#commit({ what: "save", runId }, [{ kind: "save", step, row: checkpoint, lease }]);
   }
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
-    return this.#write(() => {
+    return this.#write({ what: "renew", runId }, () => {
       const run = this.#head(runId);
       const refused = renewRefusal(runId, segment, terms.owner, run, heldLease(run));
       if (refused !== undefined) throw refused;
@@ -109,16 +111,19 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
-    return this.#write(() => void this.#sql.release.run(runId, segment, owner));
+    return this.#write({ what: "release", runId }, () => void this.#sql.release.run(runId, segment, owner));
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
-    const lease = this.#read(() => this.#sql.leaseOf.get(runId) as LeaseView | undefined);
+    const lease = this.#read({ what: "leaseOf", runId }, () => this.#sql.leaseOf.get(runId) as LeaseView | undefined);
     return lease === undefined ? undefined : { ...lease };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
-    const row = this.#read(() => this.#sql.latest.get(runId) as StoredCheckpoint | undefined);
+    const row = this.#read(
+      { what: "latest", runId },
+      () => this.#sql.latest.get(runId) as StoredCheckpoint | undefined,
+    );
     if (row === undefined) throw new CheckpointNotFound(runId);
     return { ...row };
   }
@@ -136,7 +141,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async delete(runId: string): Promise<void> {
-    return this.#write(() => {
+    return this.#write({ what: "delete", runId }, () => {
       this.#sql.deleteCalls.run(runId);
       this.#sql.deleteCheckpoints.run(runId);
       this.#sql.deleteRun.run(runId);
@@ -144,7 +149,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
-    return this.commit(runId, [{ kind: "record", segment, seq, sealed }]);
+    return this.#commit({ what: "recordCall", runId }, [{ kind: "record", segment, seq, sealed }]);
   }
 
   /**
@@ -156,45 +161,57 @@ export class SQLiteCheckpointStore implements CheckpointStore {
    * and nothing of the batch is written. `InvalidInput` for a malformed batch.
    */
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
-    checkBatch(writes);
-    return this.#write(() => commitWrites(this.#sql, runId, writes));
+    return this.#commit({ what: "commit", runId }, writes);
   }
 
   /** A page of runs of any status, newest first (the inspection capability: see `CheckpointStore.listRuns`). */
   async listRuns(query?: RunQuery): Promise<RunPage> {
-    return this.#read(() => listRuns(this.#db, this.tables, query));
+    return this.#read({ what: "listRuns" }, () => listRuns(this.#db, this.tables, query));
   }
 
   /** Every checkpoint of the run, by step (the inspection capability). */
   async history(runId: string): Promise<StoredCheckpoint[]> {
-    return this.#read(() => history(this.#db, this.tables, runId));
+    return this.#read({ what: "history", runId }, () => history(this.#db, this.tables, runId));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    return this.#read(() => this.#sql.calls.all(runId) as StoredCall[]).map((row) => ({ ...row }));
+    return this.#read({ what: "calls", runId }, () => this.#sql.calls.all(runId) as StoredCall[]).map((row) => ({
+      ...row,
+    }));
   }
 
   /** The connection's journal mode and synchronous setting, as SQLite reports them. */
   settings(): { journalMode: string; synchronous: "full" | "normal" | "off" | "extra" } {
-    const journalMode = String(this.#read(() => this.#db.pragma("journal_mode", { simple: true })));
-    const level = Number(this.#read(() => this.#db.pragma("synchronous", { simple: true })));
+    const settings = { what: "settings" };
+    const journalMode = String(this.#read(settings, () => this.#db.pragma("journal_mode", { simple: true })));
+    const level = Number(this.#read(settings, () => this.#db.pragma("synchronous", { simple: true })));
     return { journalMode, synchronous: (["off", "normal", "full", "extra"] as const)[level] ?? "full" };
   }
 
-  /** Commits the writes already queued (their promises settle as usual), then closes the connection. */
+  /**
+   * Commits the writes already queued (their promises settle as usual), then
+   * closes the connection; an operation after it fails with `StoreUnavailable`
+   * saying the store was closed while its run used it.
+   */
   async close(): Promise<void> {
     this.#group.flush();
     if (this.#db.open) this.#db.close();
   }
 
-  /** One write operation: queued for this turn's group commit (see `GroupCommit`), settled after its COMMIT. */
-  #write<T>(fn: () => T): Promise<T> {
-    this.#checkOpen();
-    return this.#group.run(fn);
+  /** `save`, `recordCall` and `commit`: the batch checked, then written as one operation. */
+  #commit(operation: StoreOperation & { readonly runId: string }, writes: readonly RunWrite[]): Promise<void> {
+    checkBatch(writes);
+    return this.#write(operation, () => commitWrites(this.#sql, operation.runId, writes));
   }
 
-  #read<T>(fn: () => T): T {
-    this.#checkOpen();
+  /** One write operation: queued for this turn's group commit (see `GroupCommit`), settled after its COMMIT. */
+  #write<T>(operation: StoreOperation, fn: () => T): Promise<T> {
+    this.#checkOpen(operation);
+    return this.#group.run(operation, fn);
+  }
+
+  #read<T>(operation: StoreOperation, fn: () => T): T {
+    this.#checkOpen(operation);
     try {
       return fn();
     } catch (error) {
@@ -216,15 +233,15 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   async *#pages(page: (last: ListedRow | undefined) => unknown[]): AsyncIterable<string> {
     let last: ListedRow | undefined;
     for (;;) {
-      const rows = this.#read(() => page(last) as ListedRow[]);
+      const rows = this.#read({ what: "listUnfinished" }, () => page(last) as ListedRow[]);
       for (const row of rows) yield row.run_id;
       last = rows.at(-1);
       if (rows.length < PAGE || last === undefined) return;
     }
   }
 
-  #checkOpen(): void {
-    if (!this.#db.open) throw closedError(this.#where);
+  #checkOpen(operation: StoreOperation): void {
+    if (!this.#db.open) throw closedWhileUsed(operation);
   }
 }
 

@@ -178,7 +178,9 @@ describe("group commit and close()", () => {
     const queued = Promise.all(ids(4).map((id) => store.save(id, 0, row())));
     await store.close();
     await queued;
-    await expect(store.save("late", 0, row())).rejects.toThrow(/the store is closed/);
+    await expect(store.save("late", 0, row())).rejects.toThrow(
+      /^The store was closed while run "late" was using it \(save after close\(\)\)/,
+    );
     const again = open(path);
     for (const id of ids(4)) expect((await again.latest(id)).step).toBe(0);
   });

@@ -61,10 +61,22 @@ describe("bad input gets a typed error", () => {
     expect(() => new SQLiteCheckpointStore(":memory:")).toThrow(/store-memory/);
   });
 
-  it("a closed store", async () => {
+  it("a store closed while a run still uses it says so, naming the run and the operation", async () => {
     const store = new SQLiteCheckpointStore(path());
+    await store.save("order-7", 0, row);
     await store.close();
-    await expect(store.save("r", 0, row)).rejects.toThrow(StoreUnavailable);
+    for (const [what, use] of [
+      ["save", () => store.save("order-7", 1, row)],
+      ["latest", () => store.latest("order-7")],
+      ["recordCall", () => store.recordCall("order-7", 0, 0, "d1.-.{}")],
+      ["release", () => store.release("order-7", 0, "me")],
+    ] as const) {
+      const error: unknown = await use().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailable);
+      expect((error as Error).message).toBe(
+        `The store was closed while run "order-7" was using it (${what} after close()): stop what uses a store (await worker.stop()) before closing it.`,
+      );
+    }
   });
 });
 

@@ -77,8 +77,8 @@ export class CheckpointNotFound extends DurableError {
 export class CheckpointConflict extends DurableError {
   readonly runId: string;
 
-  constructor(runId: string, reason: string) {
-    super("CHECKPOINT_CONFLICT", `Run ${JSON.stringify(runId)}: ${reason}`);
+  constructor(runId: string, reason: string, options?: { cause?: unknown }) {
+    super("CHECKPOINT_CONFLICT", `Run ${JSON.stringify(runId)}: ${reason}`, options);
     this.runId = runId;
   }
 }

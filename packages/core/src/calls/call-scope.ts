@@ -25,7 +25,7 @@ export interface CallScopeInit {
   /** Approval answers stored with the run's latest checkpoint, by call id. */
   readonly answers?: ReadonlyMap<string, BoundAnswer>;
   readonly events?: EventSink | undefined;
-  /** Aborted when the worker gave the run up: no call of the round starts after that. */
+  /** Aborted when the worker gave the run up or the drive lost it (`DurableRun.signal`): no call of the round starts after that. */
   readonly signal?: AbortSignal | undefined;
   /** How results that are not plain JSON are stored (default: they must be plain JSON). */
   readonly codec?: ValueCodec | undefined;

@@ -17,9 +17,10 @@ export interface ToolContext {
   /** Which attempt this is, from 1 (attempts count across workers and crashes). */
   readonly attempt: number;
   /**
-   * Aborted when the attempt times out (`timeoutMs`) or the worker gives the
-   * run up: pass it on (`fetch(url, { signal })`). A tool that ignores it
-   * cannot be stopped; its late result is never recorded.
+   * Aborted when the attempt times out (`timeoutMs`), the worker gives the
+   * run up, or the drive lost the run (a cancel, another worker's takeover:
+   * `CheckpointConflict`): pass it on (`fetch(url, { signal })`). A tool that
+   * ignores it cannot be stopped; its late result is never recorded.
    */
   readonly signal: AbortSignal;
 }

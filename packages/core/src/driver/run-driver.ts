@@ -87,7 +87,7 @@ export class RunDriver<D, R> {
       },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
-    return this.#holding(run, undefined, () => this.#drive.steps(run, envelope, freshPlan(envelope.round), undefined));
+    return this.#holding(run, undefined, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
   }
 
   /**
@@ -183,7 +183,7 @@ export class RunDriver<D, R> {
         rerun: refs(plan.inDoubt.values()),
         decided: refs(plan.decided.values()),
       });
-      return this.#drive.steps(run, this.#drive.claimed(run, envelope, records), plan, options.signal);
+      return this.#drive.steps(run, this.#drive.claimed(run, envelope, records), plan);
     });
   }
 
@@ -253,7 +253,7 @@ export class RunDriver<D, R> {
     return this.#holding(run, options.signal, async () => {
       await this.#drive.saved(checkpoint, resumed.program);
       const plan = await this.#drive.plan(run, records, resumed.round, options);
-      return this.#drive.steps(run, this.#drive.claimed(run, resumed, records), plan, options.signal);
+      return this.#drive.steps(run, this.#drive.claimed(run, resumed, records), plan);
     });
   }
 
@@ -262,14 +262,15 @@ export class RunDriver<D, R> {
    * started, and gives up its lease when the work stops short (the store
    * failed, a call is in doubt, an event sink threw, the signal aborted):
    * another worker may claim it at once. A run that paused or ended released
-   * it with its save.
+   * it with its save. The caller's `signal` gives the run up through the
+   * run's own (`DurableRun.signal`), which also aborts when the drive lost the run.
    */
   async #holding(
     run: DurableRun,
     signal: AbortSignal | undefined,
     work: () => Promise<R | PausedResult>,
   ): Promise<R | PausedResult> {
-    const giveUp = (): void => void run.giveUp();
+    const giveUp = (): void => void run.giveUp(signal?.reason);
     signal?.addEventListener("abort", giveUp, { once: true });
     try {
       signal?.throwIfAborted();

@@ -27,15 +27,15 @@ export class RunSteps<D, R> {
     this.#codec = codec;
   }
 
-  /** Takes steps until the run is done or paused; saves it as failed when the program fails. */
-  async steps(
-    run: DurableRun,
-    envelope: RunEnvelope<D>,
-    plan: ReplayPlan,
-    signal: AbortSignal | undefined,
-  ): Promise<R | PausedResult> {
+  /**
+   * Takes steps until the run is done or paused; saves it as failed when the
+   * program fails. Stops with the reason of the run's signal once it aborts
+   * (given up, or lost), saving nothing more.
+   */
+  async steps(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult> {
+    const { signal } = run;
     for (;;) {
-      signal?.throwIfAborted();
+      signal.throwIfAborted();
       // A step queued to land later that did not (its commit failed) stops the run here, not rounds later.
       run.throwIfWriteFailed();
       const answers = new Map(envelope.answers.map((answer) => [answer.callId, answer]));
@@ -60,13 +60,13 @@ export class RunSteps<D, R> {
       try {
         outcome = await this.#program.step(envelope.program, context);
       } catch (error) {
-        // Given up mid-step: the run is left as it stands for the worker that takes it, not failed.
-        signal?.throwIfAborted();
+        // Given up or lost mid-step: the run is left as it stands for the worker that takes it, not failed.
+        signal.throwIfAborted();
         // A call left in doubt wins over another call's error: the run waits for a decision, it has not failed.
         throw await this.#fail(run, envelope, scope.inDoubt ?? error);
       }
       // A worker that gave the run up saves nothing more: the round's finished calls are in the log for the next one.
-      signal?.throwIfAborted();
+      signal.throwIfAborted();
       // A paused round keeps its start: the resume that reruns it plans a call in doubt as a recovery does.
       if (outcome.next === "pause") return this.#pause(run, envelope, scope);
       // A call left in doubt that the program caught (a node's try/catch around a timeout) leaves the round

@@ -4,6 +4,7 @@ import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { DurableRun } from "./durable-run.js";
+import { checkLeasesOf } from "./lease.js";
 import { envelopeJson, type RunEnvelope } from "./envelope.js";
 import { cancelled } from "./run-changes.js";
 
@@ -18,10 +19,12 @@ export interface Cancelling {
 
 /**
  * Cancels a run that has not ended: claims it, even from a worker that holds
- * it (that worker is fenced: its next record or save is refused), and saves
- * it `failed` with the error `Cancelled: <reason>` and the mark `cancelled`,
- * which no retry goes on from; `extra` is sealed beside the envelope (an
- * operator's mark). Returns the step it was saved as.
+ * it, and saves it `failed` with the error `Cancelled: <reason>` and the mark
+ * `cancelled`, which no retry goes on from; `extra` is sealed beside the
+ * envelope (an operator's mark). The drive that held it is fenced (its next
+ * record or save is refused) and stops: at once in this process (its tools'
+ * signals are aborted), by its next lease renewal in another. Returns the
+ * step it was saved as.
  */
 export async function saveCancelled(
   at: Cancelling,
@@ -32,12 +35,16 @@ export async function saveCancelled(
 ): Promise<number> {
   const ended = cancelled(latest, envelope, reason);
   const { run } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, takeOver: true });
+  let step: number;
   try {
-    const saved = await run.save("failed", { ...envelopeJson(ended), ...extra });
-    await emit(at.events, { type: "run.cancelled", runId: run.runId, kind: at.kind, step: saved.step, reason });
-    return saved.step;
+    ({ step } = await run.save("failed", { ...envelopeJson(ended), ...extra }));
   } catch (error) {
     await run.stopLease(true);
     throw error;
+  } finally {
+    // The claim took the run whether or not the save landed: a drive of this process learns it now.
+    checkLeasesOf(run.runId, `it was cancelled (${reason})`);
   }
+  await emit(at.events, { type: "run.cancelled", runId: run.runId, kind: at.kind, step, reason });
+  return step;
 }

@@ -55,6 +55,7 @@ export class DurableRun {
   readonly lease: LeaseTerms;
   readonly #keeper: LeaseKeeper;
   readonly #writer: RunWriter;
+  readonly #stop = new AbortController();
   #step: number;
 
   private constructor(init: RunStart, step: number, segment: number, earlier: SegmentCounts) {
@@ -67,13 +68,29 @@ export class DurableRun {
     this.#writer = new RunWriter(init.store, init.runId);
     this.log = new CallLog(this.#writer, init.sealer, init.runId, segment, earlier);
     this.lease = driveLease(init.lease ?? leaseTerms("DurableRun", undefined));
-    this.#keeper = new LeaseKeeper(init.store, init.runId, this.lease, () => this.segment);
+    this.#keeper = new LeaseKeeper(
+      init.store,
+      init.runId,
+      this.lease,
+      () => this.segment,
+      (lost) => this.#stop.abort(lost),
+    );
     this.#step = step;
   }
 
   /** The step of the checkpoint this worker saved last. */
   get step(): number {
     return this.#step;
+  }
+
+  /**
+   * Aborted when this drive must stop: its worker gave the run up (`giveUp`),
+   * or it lost the run (its lease renewal was refused, or a cancel made in
+   * this process took it), with `CheckpointConflict`. Its calls' tools get it
+   * as `ctx.signal`: no call starts after it, and the drive saves nothing more.
+   */
+  get signal(): AbortSignal {
+    return this.#stop.signal;
   }
 
   /** The call-log segment this worker writes. */
@@ -167,10 +184,12 @@ export class DurableRun {
   }
 
   /**
-   * Gives the run up: what is still queued (finished calls' records) lands
-   * first, since another worker may claim the run as soon as it is released.
+   * Gives the run up: aborts the drive's signal (with `reason`, when given),
+   * then what is still queued (finished calls' records) lands, since another
+   * worker may claim the run as soon as it is released.
    */
-  async giveUp(): Promise<void> {
+  async giveUp(reason?: unknown): Promise<void> {
+    this.#stop.abort(reason);
     await this.flush().catch(() => undefined);
     await this.stopLease(true);
   }

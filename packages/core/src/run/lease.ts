@@ -59,19 +59,34 @@ export function leaseTerms(where: string, options: LeaseOptions | undefined): Le
   return { owner, ms };
 }
 
+/** The keepers of this process's drives that hold a lease, by run id: a cancel made here reaches them at once. */
+const keepersByRun = new Map<string, Set<LeaseKeeper>>();
+
+/**
+ * Tells this process's drives of `runId` that the run may have been taken
+ * from them (`why`: it was cancelled here): each renews its lease at once,
+ * and one whose renewal is refused has lost the run, as on its timer's. A
+ * drive of the same run id on another database renews and goes on.
+ */
+export function checkLeasesOf(runId: string, why: string): void {
+  for (const keeper of keepersByRun.get(runId) ?? []) keeper.check(why);
+}
+
 /**
  * Keeps one run's lease alive while its worker drives it. A claim sets the
  * lease, and so does every save once a third of it has passed (the store's
  * rule, `leaseAfterSave`); a timer renews it when a third passed with no such
  * save (a long tool call), so a worker that saves often adds no write. A
- * refused renewal means the run was taken over: the keeper stops, and the
- * store fences the worker's next write.
+ * refused renewal means the run was taken over (or cancelled): the keeper
+ * stops and tells its drive (`onLost`), which stops at once; the store fences
+ * any write of it still on its way.
  */
 export class LeaseKeeper {
   readonly #store: CheckpointStore;
   readonly #runId: string;
   readonly #terms: LeaseTerms;
   readonly #segment: () => number;
+  readonly #onLost: (error: CheckpointConflict) => void;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   /**
@@ -82,11 +97,18 @@ export class LeaseKeeper {
    */
   #set: { readonly from: number; readonly to: number } | undefined;
 
-  constructor(store: CheckpointStore, runId: string, terms: LeaseTerms, segment: () => number) {
+  constructor(
+    store: CheckpointStore,
+    runId: string,
+    terms: LeaseTerms,
+    segment: () => number,
+    onLost: (error: CheckpointConflict) => void = () => undefined,
+  ) {
     this.#store = store;
     this.#runId = runId;
     this.#terms = terms;
     this.#segment = segment;
+    this.#onLost = onLost;
   }
 
   /**
@@ -97,10 +119,19 @@ export class LeaseKeeper {
    * may not have: the keeper counts on the last set it is sure of.
    */
   saved(startedAt: number): void {
+    if (this.#stopped) return;
     const now = performance.now();
     if (this.#set === undefined || startedAt - this.#set.to >= this.#renewEvery)
       this.#set = { from: startedAt, to: now };
+    this.#kept(true);
     this.#schedule(this.#set.from + this.#renewEvery - now);
+  }
+
+  /** Renews now, to learn whether the run is still this drive's (`checkLeasesOf`); `why` says what may have taken it. */
+  check(why: string): void {
+    if (this.#stopped || this.#set === undefined) return;
+    clearTimeout(this.#timer);
+    void this.#renew(why);
   }
 
   get #renewEvery(): number {
@@ -114,10 +145,18 @@ export class LeaseKeeper {
     this.#timer.unref();
   }
 
+  /** Whether `checkLeasesOf` reaches this keeper: while it holds a lease, until it stops. */
+  #kept(holding: boolean): void {
+    const keepers = keepersByRun.get(this.#runId) ?? new Set<LeaseKeeper>();
+    if (holding) keepersByRun.set(this.#runId, keepers.add(this));
+    else if (keepers.delete(this) && keepers.size === 0) keepersByRun.delete(this.#runId);
+  }
+
   /** Stops renewing; with `release`, hands the run back so another worker may claim it at once. */
   async stop(release: boolean): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#kept(false);
     // Released even when no save is known to have landed (a batch that failed after its save): the owner is
     // this drive's alone, so a release of a lease it does not hold does nothing.
     if (!release) return;
@@ -125,7 +164,7 @@ export class LeaseKeeper {
     await this.#store.release(this.#runId, this.#segment(), this.#terms.owner).catch(() => undefined);
   }
 
-  async #renew(): Promise<void> {
+  async #renew(why = "its lease renewal was refused (a cancel, or another worker's takeover)"): Promise<void> {
     const startedAt = performance.now();
     try {
       await this.#store.renew(this.#runId, this.#segment(), this.#terms);
@@ -133,7 +172,15 @@ export class LeaseKeeper {
       this.#schedule(this.#renewEvery - (performance.now() - startedAt));
     } catch (error) {
       if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
-        this.#stopped = true;
+        if (this.#stopped) return;
+        await this.stop(false);
+        this.#onLost(
+          new CheckpointConflict(
+            this.#runId,
+            `this drive lost the run: ${why}. Its tools' signals are aborted; it starts no other call and records nothing more.`,
+            { cause: error },
+          ),
+        );
         return;
       }
       // The store did not answer: try again soon (a tenth of the lease), while the lease may still be live.

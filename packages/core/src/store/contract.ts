@@ -197,7 +197,11 @@ export interface CheckpointStore {
    */
   readonly inProcessOnly?: boolean;
 
-  /** Releases the store's connections or files. */
+  /**
+   * Releases the store's connections or files. A store that holds them
+   * refuses every operation after it, connecting nothing again, with
+   * `closedWhileUsed` (`StoreUnavailable` naming the run and the operation).
+   */
   close(): Promise<void>;
 }
 
