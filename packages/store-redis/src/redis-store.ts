@@ -5,6 +5,8 @@ import {
   type CheckpointStore,
   CheckpointStoreCorrupt,
   checkBatch,
+  checkedCall,
+  checkedCheckpoint,
   checkLeaseTerms,
   DurableError,
   InvalidInput,
@@ -132,7 +134,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
     const args = [String(segment), terms.owner, String(terms.ms), String(this.ttlSeconds), hex(runId)];
-    const reply = (await this.#eval(SCRIPTS.renew, this.#all(runId), args)) as string[];
+    const reply = corruptOr(runId, await this.#eval(SCRIPTS.renew, this.#all(runId), args, runId)) as string[];
     if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
     if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
     // The script refused; the protocol's own rule names why, from what the script read.
@@ -153,15 +155,21 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
     const keys = this.keysOf(runId);
-    await this.#eval(
-      SCRIPTS.release,
-      [keys.meta, keys.claimable, keys.claimableOf],
-      [String(segment), owner, hex(runId)],
+    corruptOr(
+      runId,
+      await this.#eval(
+        SCRIPTS.release,
+        [keys.meta, keys.claimable, keys.claimableOf],
+        [String(segment), owner, hex(runId)],
+        runId,
+      ),
     );
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
-    const reply = (await this.#eval(SCRIPTS.lease, [this.keysOf(runId).meta], [])) as [string, string, string] | null;
+    const reply = corruptOr(runId, await this.#eval(SCRIPTS.lease, [this.keysOf(runId).meta], [], runId)) as
+      | [string, string, string]
+      | null;
     if (reply === null) return undefined;
     const [owner, expiresAt, now] = reply;
     return { owner, expiresAt: Number(expiresAt), now: Number(now) };
@@ -169,9 +177,11 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async latest(runId: string): Promise<StoredCheckpoint> {
     const keys = this.keysOf(runId);
-    const reply = (await this.#eval(SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
+    const reply = corruptOr(runId, await this.#eval(SCRIPTS.latest, [keys.meta, keys.cps], [], runId)) as
+      | [string, string]
+      | null;
     if (reply === null) throw new CheckpointNotFound(runId);
-    return checkpointOf(runId, Number(reply[0]), reply[1]);
+    return checkpointOf(runId, reply[0], reply[1]);
   }
 
   /**
@@ -189,7 +199,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async delete(runId: string): Promise<void> {
-    await this.#eval(SCRIPTS.delete, this.#all(runId), [hex(runId)]);
+    await this.#eval(SCRIPTS.delete, this.#all(runId), [hex(runId)], runId);
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
@@ -218,19 +228,20 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   /** Every checkpoint of the run, by step (the inspection capability). */
   async history(runId: string): Promise<StoredCheckpoint[]> {
-    const all = await this.#call((client) => client.hGetAll(this.keysOf(runId).cps));
+    const all = await this.#call((client) => client.hGetAll(this.keysOf(runId).cps), runId);
     return Object.entries(all)
-      .map(([step, row]) => checkpointOf(runId, Number(step), row))
+      .map(([step, row]) => checkpointOf(runId, step, row))
       .sort((a, b) => a.step - b.step);
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
     const key = this.keysOf(runId).calls;
-    const all = await this.#call((client, deadline) => untilRun(() => client.hGetAll(key), deadline));
+    const all = await this.#call((client, deadline) => untilRun(() => client.hGetAll(key), deadline), runId);
     return Object.entries(all)
       .map(([field, sealed]) => {
-        const [segment, seq] = field.split(":").map(Number) as [number, number];
-        return { runId, segment, seq, sealed };
+        // A field is "<segment>:<seq>": one of another form holds no number, which the check names.
+        const [segment, seq, ...rest] = field.split(":");
+        return checkedCall(runId, { segment, seq: rest.length === 0 ? seq : field, sealed });
       })
       .sort((a, b) => a.segment - b.segment || a.seq - b.seq);
   }
@@ -284,13 +295,13 @@ export class RedisCheckpointStore implements CheckpointStore {
   async #write(runId: string, writes: readonly RunWrite[]): Promise<void> {
     this.#verdict(
       runId,
-      await this.#eval(SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes)),
+      await this.#eval(SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes), runId),
     );
   }
 
   #verdict(runId: string, reply: unknown): void {
-    // {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner, expiresAt, now}.
-    const [verdict, reason, expiresAt, now] = reply as [string, string | undefined, string?, string?];
+    // {"ok"}, {"notfound"}, {"conflict", reason}, {"leaseheld", owner, expiresAt, now} or {"corrupt", reason}.
+    const [verdict, reason, expiresAt, now] = corruptOr(runId, reply) as [string, string | undefined, string?, string?];
     if (verdict === "ok") return;
     if (verdict === "notfound") throw new CheckpointNotFound(runId);
     if (verdict === "leaseheld") throw new LeaseHeld(runId, String(reason), Number(expiresAt), Number(now));
@@ -302,8 +313,9 @@ export class RedisCheckpointStore implements CheckpointStore {
    * a cluster, each master learns it on its first call); again while Redis
    * says it did not run it (a slot migrating, a failover under way); then,
    * with `replicas`, waits for the replicas of a script that may write.
+   * `runId`: the run whose keys it reads, named when they hold another shape.
    */
-  #eval(script: Script, keys: string[], args: string[]): Promise<unknown> {
+  #eval(script: Script, keys: string[], args: string[], runId?: string): Promise<unknown> {
     const options = { keys, arguments: args };
     return this.#call(async (client, deadline) => {
       const reply = await untilRun(async () => {
@@ -316,15 +328,17 @@ export class RedisCheckpointStore implements CheckpointStore {
       }, deadline);
       if (script.writes && this.#replicas !== undefined) await this.#replicas.after(client, keys[0] ?? "", deadline);
       return reply;
-    });
+    }, runId);
   }
 
   /**
    * One operation, bounded by the timeout; any failure of Redis or the
    * connection is `StoreUnavailable`, with the client's last connection error
-   * as the cause of a timeout.
+   * as the cause of a timeout. A key of the run of another type, or a script
+   * that failed on what the keys hold, is `CheckpointStoreCorrupt` naming
+   * `runId`: retrying it would fail the same way forever.
    */
-  async #call<T>(op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
+  async #call<T>(op: (client: RedisLike, deadline: number) => Promise<T>, runId?: string): Promise<T> {
     const deadline = Date.now() + this.#timeoutMs;
     let connection: Connection | undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -351,6 +365,10 @@ export class RedisCheckpointStore implements CheckpointStore {
       return await Promise.race([ready.then((client) => op(client, deadline)), timeout]);
     } catch (error) {
       if (error instanceof DurableError) throw error;
+      if (runId !== undefined && MALFORMED_KEYS.test(String((error as Error).message)))
+        throw new CheckpointStoreCorrupt(runId, `its keys hold what no save writes: Redis said ${describe(error)}.`, {
+          cause: error,
+        });
       // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.
       const why = connection?.usable === false && connection.lastError !== undefined ? connection.lastError : error;
       throw new StoreUnavailable(`Redis failed: ${describe(why)}; whether the operation was applied is unknown.`, {
@@ -384,14 +402,29 @@ function describe(error: unknown): string {
   return error.message || (error as { code?: string }).code || error.name;
 }
 
+/** Redis's errors for what a run's keys hold: a key of another type, a script that failed on a value it read. */
+const MALFORMED_KEYS = /^(WRONGTYPE|ERR user_script|ERR Error running script)/;
+
+/** A script's reply, or `CheckpointStoreCorrupt` when it said {"corrupt", reason}: the run's head holds what no save writes. */
+function corruptOr(runId: string, reply: unknown): unknown {
+  if (Array.isArray(reply) && reply[0] === "corrupt")
+    throw new CheckpointStoreCorrupt(
+      runId,
+      `its stored head ${String(reply[1])}, which no save writes: the row was changed past the store, or written by a bug.`,
+    );
+  return reply;
+}
+
 /** A checkpoint row as the `cps` hash keeps it (JSON [status, segment, flow, kind, sealed]); another shape is corrupt. */
-function checkpointOf(runId: string, step: number, text: string): StoredCheckpoint {
-  let row: [RunStatus, number, string, RunKind, string];
+function checkpointOf(runId: string, step: string, text: string): StoredCheckpoint {
+  let row: unknown;
   try {
-    row = JSON.parse(text) as typeof row;
+    row = JSON.parse(text);
   } catch (cause) {
     throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
   }
-  const [status, segment, flow, kind, sealed] = row;
-  return { runId, step, status, segment: Number(segment), name: flow, kind, sealed };
+  if (!Array.isArray(row) || row.length !== 5)
+    throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not [status, segment, name, kind, sealed].");
+  const [status, segment, name, kind, sealed] = row as unknown[];
+  return checkedCheckpoint(runId, { step, status, segment, name, kind, sealed });
 }
