@@ -119,7 +119,11 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
     const lease = this.#read(() => this.#sql.leaseOf.get(runId) as LeaseView | undefined);
     if (lease === undefined) return undefined;
-    return { owner: lease.owner, expiresAt: wholeNumber(runId, "head", "lease_expires", lease.expiresAt), now: lease.now };
+    return {
+      owner: lease.owner,
+      expiresAt: wholeNumber(runId, "head", "lease_expires", lease.expiresAt),
+      now: lease.now,
+    };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {

@@ -1,5 +1,12 @@
 import type Database from "better-sqlite3";
-import { checkedHead, type Lease, malformedColumn, type RunKind, type RunStatus, wholeNumber } from "@durable/core/store";
+import {
+  checkedHead,
+  type Lease,
+  malformedColumn,
+  type RunKind,
+  type RunStatus,
+  wholeNumber,
+} from "@durable/core/store";
 import { CLAIMABLE_RUN, type Tables, UNFINISHED_IN } from "./schema.js";
 
 /**

@@ -224,7 +224,11 @@ export class DurableRun {
     faultPoint("checkpoint.before-save");
     const queuedAt = performance.now();
     // A run saved waiting for a decision is saved without a lease: it is released with the save.
-    const lease = waitsForDecision ? { owner: this.lease.owner, ms: 0 } : takeOver ? { ...this.lease, takeOver } : this.lease;
+    const lease = waitsForDecision
+      ? { owner: this.lease.owner, ms: 0 }
+      : takeOver
+        ? { ...this.lease, takeOver }
+        : this.lease;
     this.#step = step;
     const landedNow = (): void => {
       if (status === "running" && !waitsForDecision) this.#keeper.saved(queuedAt);

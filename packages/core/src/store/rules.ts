@@ -164,7 +164,12 @@ export function renewRefusal(
  * that ran out at `now`, and its latest checkpoint not saved waiting for a
  * decision (`CheckpointRow.waitsForDecision`).
  */
-export function isClaimable(status: RunStatus, held: Lease | undefined, now: number, waitsForDecision = false): boolean {
+export function isClaimable(
+  status: RunStatus,
+  held: Lease | undefined,
+  now: number,
+  waitsForDecision = false,
+): boolean {
   return status === "running" && !waitsForDecision && (held === undefined || held.expiresAt <= now);
 }
 
