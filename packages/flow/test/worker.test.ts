@@ -395,11 +395,15 @@ describe("a run left waiting for a decision", () => {
     });
     await until(() => w.status().waitingForDecision === 1);
     const charge = (await readCallLog(store, Sealer.withKeys(KEY), "r", [])).find((r) => r.tool === "charge_card")!;
-    await decideInDoubt("r", { [charge.callId]: { result: "charged" } }, {
-      checkpoints: store,
-      checkpointKey: KEY,
-      by: "operator",
-    });
+    await decideInDoubt(
+      "r",
+      { [charge.callId]: { result: "charged" } },
+      {
+        checkpoints: store,
+        checkpointKey: KEY,
+        by: "operator",
+      },
+    );
     await until(async () => (await store.latest("r")).status === "done");
     await w.stop();
     expect(tools.count("charge_card")).toBe(1);

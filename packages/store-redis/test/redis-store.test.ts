@@ -47,7 +47,13 @@ if (await redisAnswers()) {
         renew: outcome(store.renew("r", 0, { owner: "w", ms: 1_000 })),
         leaseOf: outcome(store.leaseOf("r")),
       });
-      const corrupt = { latest: "corrupt", save: "corrupt", recordCall: "corrupt", renew: "corrupt", leaseOf: "corrupt" };
+      const corrupt = {
+        latest: "corrupt",
+        save: "corrupt",
+        recordCall: "corrupt",
+        renew: "corrupt",
+        leaseOf: "corrupt",
+      };
       try {
         const { meta, cps } = store.keysOf("r");
         for (const [field, value] of [
