@@ -100,12 +100,15 @@ describe("entry points", () => {
     expect([...exported("@durable/core/store")].sort()).toMatchInlineSnapshot(`
       [
         "AnchoredHead",
+        "CallColumns",
+        "CheckpointColumns",
         "CheckpointConflict",
         "CheckpointNotFound",
         "CheckpointRow",
         "CheckpointStore",
         "CheckpointStoreCorrupt",
         "DurableError",
+        "HeadColumns",
         "InvalidInput",
         "Lease",
         "LeaseClaim",
@@ -136,12 +139,16 @@ describe("entry points", () => {
         "checkBatch",
         "checkLeaseTerms",
         "checkRunQuery",
+        "checkedCall",
+        "checkedCheckpoint",
+        "checkedHead",
         "claimRefusal",
         "commitRefusal",
         "isAnchoredHead",
         "isClaimable",
         "isEnded",
         "leaseAfterSave",
+        "malformedColumn",
         "matchesRunQuery",
         "mergeHeads",
         "newestFirst",
@@ -150,6 +157,7 @@ describe("entry points", () => {
         "runCursor",
         "runPage",
         "saveRefusal",
+        "wholeNumber",
       ]
     `);
     expect([...exported("@durable/core/runner")].sort()).toMatchInlineSnapshot(`
