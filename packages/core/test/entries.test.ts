@@ -100,15 +100,12 @@ describe("entry points", () => {
     expect([...exported("@durable/core/store")].sort()).toMatchInlineSnapshot(`
       [
         "AnchoredHead",
-        "CallColumns",
-        "CheckpointColumns",
         "CheckpointConflict",
         "CheckpointNotFound",
         "CheckpointRow",
         "CheckpointStore",
         "CheckpointStoreCorrupt",
         "DurableError",
-        "HeadColumns",
         "InvalidInput",
         "Lease",
         "LeaseClaim",
@@ -140,9 +137,6 @@ describe("entry points", () => {
         "checkBatch",
         "checkLeaseTerms",
         "checkRunQuery",
-        "checkedCall",
-        "checkedCheckpoint",
-        "checkedHead",
         "claimRefusal",
         "closedWhileUsed",
         "commitRefusal",
@@ -150,7 +144,6 @@ describe("entry points", () => {
         "isClaimable",
         "isEnded",
         "leaseAfterSave",
-        "malformedColumn",
         "matchesRunQuery",
         "mergeHeads",
         "newestFirst",
@@ -159,7 +152,6 @@ describe("entry points", () => {
         "runCursor",
         "runPage",
         "saveRefusal",
-        "wholeNumber",
       ]
     `);
     expect([...exported("@durable/core/runner")].sort()).toMatchInlineSnapshot(`

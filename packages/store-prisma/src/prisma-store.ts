@@ -1,13 +1,9 @@
 import {
   CheckpointConflict,
   CheckpointNotFound,
-  type CallColumns,
-  type CheckpointColumns,
   type CheckpointRow,
   type CheckpointStore,
   checkBatch,
-  checkedCall,
-  checkedCheckpoint,
   checkLeaseTerms,
   closedWhileUsed,
   DurableError,
@@ -37,7 +33,7 @@ import {
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
 import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch } from "./batch.js";
-import { checkedLease, type LeaseColumns, leaseValues, lockRun, readRun } from "./locked-run.js";
+import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
 import { runListing } from "./inspect.js";
@@ -146,19 +142,19 @@ export class PrismaCheckpointStore implements CheckpointStore {
       runId,
     );
     const row = rows[0];
-    const lease = row === undefined ? undefined : checkedLease(runId, row);
+    const lease = row === undefined ? undefined : leaseFrom(row);
     return row === undefined || lease === undefined ? undefined : { ...lease, now: Number(row.now) };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
-    const rows = await this.#query<CheckpointColumns>(
+    const rows = await this.#query<StoredCheckpoint>(
       { what: "latest", runId },
       `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step" DESC LIMIT 1`,
       runId,
     );
     const row = rows[0];
     if (row === undefined) throw new CheckpointNotFound(runId);
-    return checkedCheckpoint(runId, row);
+    return { ...row, step: Number(row.step), segment: Number(row.segment) };
   }
 
   async *listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
@@ -223,21 +219,21 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   /** Every checkpoint of the run, by step (the inspection capability). */
   async history(runId: string): Promise<StoredCheckpoint[]> {
-    const rows = await this.#query<CheckpointColumns>(
+    const rows = await this.#query<StoredCheckpoint>(
       { what: "history", runId },
       `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
       runId,
     );
-    return rows.map((row) => checkedCheckpoint(runId, row));
+    return rows.map((row) => ({ ...row, step: Number(row.step), segment: Number(row.segment) }));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    const rows = await this.#query<CallColumns>(
+    const rows = await this.#query<StoredCall>(
       { what: "calls", runId },
       `SELECT "run_id" AS "runId", "segment", "seq", "sealed" FROM ${this.#db.tables.calls} WHERE "run_id" = ? ORDER BY "segment", "seq"`,
       runId,
     );
-    return rows.map((row) => checkedCall(runId, row));
+    return rows.map((row) => ({ ...row, segment: Number(row.segment), seq: Number(row.seq) }));
   }
 
   /**

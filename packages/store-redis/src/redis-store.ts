@@ -5,8 +5,6 @@ import {
   type CheckpointStore,
   CheckpointStoreCorrupt,
   checkBatch,
-  checkedCall,
-  checkedCheckpoint,
   checkLeaseTerms,
   closedWhileUsed,
   DurableError,
@@ -137,10 +135,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
     const args = [String(segment), terms.owner, String(terms.ms), String(this.ttlSeconds), hex(runId)];
-    const reply = corruptOr(
-      runId,
-      await this.#eval({ what: "renew", runId }, SCRIPTS.renew, this.#all(runId), args),
-    ) as string[];
+    const reply = (await this.#eval({ what: "renew", runId }, SCRIPTS.renew, this.#all(runId), args)) as string[];
     if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
     if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
     // The script refused; the protocol's own rule names why, from what the script read.
@@ -161,20 +156,17 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
     const keys = this.keysOf(runId);
-    corruptOr(
-      runId,
-      await this.#eval(
-        { what: "release", runId },
-        SCRIPTS.release,
-        [keys.meta, keys.claimable, keys.claimableOf],
-        [String(segment), owner, hex(runId)],
-      ),
+    await this.#eval(
+      { what: "release", runId },
+      SCRIPTS.release,
+      [keys.meta, keys.claimable, keys.claimableOf],
+      [String(segment), owner, hex(runId)],
     );
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
     const operation = { what: "leaseOf", runId };
-    const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.lease, [this.keysOf(runId).meta], [])) as
+    const reply = (await this.#eval(operation, SCRIPTS.lease, [this.keysOf(runId).meta], [])) as
       | [string, string, string]
       | null;
     if (reply === null) return undefined;
@@ -185,11 +177,9 @@ export class RedisCheckpointStore implements CheckpointStore {
   async latest(runId: string): Promise<StoredCheckpoint> {
     const keys = this.keysOf(runId);
     const operation = { what: "latest", runId };
-    const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.latest, [keys.meta, keys.cps], [])) as
-      | [string, string]
-      | null;
+    const reply = (await this.#eval(operation, SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
     if (reply === null) throw new CheckpointNotFound(runId);
-    return checkpointOf(runId, reply[0], reply[1]);
+    return checkpointOf(runId, Number(reply[0]), reply[1]);
   }
 
   /**
@@ -238,7 +228,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   async history(runId: string): Promise<StoredCheckpoint[]> {
     const all = await this.#call({ what: "history", runId }, (client) => client.hGetAll(this.keysOf(runId).cps));
     return Object.entries(all)
-      .map(([step, row]) => checkpointOf(runId, step, row))
+      .map(([step, row]) => checkpointOf(runId, Number(step), row))
       .sort((a, b) => a.step - b.step);
   }
 
@@ -249,9 +239,8 @@ export class RedisCheckpointStore implements CheckpointStore {
     );
     return Object.entries(all)
       .map(([field, sealed]) => {
-        // A field is "<segment>:<seq>": one of another form holds no number, which the check names.
-        const [segment, seq, ...rest] = field.split(":");
-        return checkedCall(runId, { segment, seq: rest.length === 0 ? seq : field, sealed });
+        const [segment, seq] = field.split(":").map(Number) as [number, number];
+        return { runId, segment, seq, sealed };
       })
       .sort((a, b) => a.segment - b.segment || a.seq - b.seq);
   }
@@ -313,8 +302,8 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   #verdict(runId: string, reply: unknown): void {
-    // {"ok"}, {"notfound"}, {"conflict", reason}, {"leaseheld", owner, expiresAt, now} or {"corrupt", reason}.
-    const [verdict, reason, expiresAt, now] = corruptOr(runId, reply) as [string, string | undefined, string?, string?];
+    // {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner, expiresAt, now}.
+    const [verdict, reason, expiresAt, now] = reply as [string, string | undefined, string?, string?];
     if (verdict === "ok") return;
     if (verdict === "notfound") throw new CheckpointNotFound(runId);
     if (verdict === "leaseheld") throw new LeaseHeld(runId, String(reason), Number(expiresAt), Number(now));
@@ -326,7 +315,6 @@ export class RedisCheckpointStore implements CheckpointStore {
    * a cluster, each master learns it on its first call); again while Redis
    * says it did not run it (a slot migrating, a failover under way); then,
    * with `replicas`, waits for the replicas of a script that may write.
-   * `runId`: the run whose keys it reads, named when they hold another shape.
    */
   #eval(operation: StoreOperation, script: Script, keys: string[], args: string[]): Promise<unknown> {
     const options = { keys, arguments: args };
@@ -348,9 +336,7 @@ export class RedisCheckpointStore implements CheckpointStore {
    * One operation, bounded by the timeout; any failure of Redis or the
    * connection is `StoreUnavailable`, with the client's last connection error
    * as the cause of a timeout. Once the store is closed, an operation fails
-   * saying so (naming its run), and connects nothing again. A key of the run
-   * of another type, or a script that failed on what the keys hold, is
-   * `CheckpointStoreCorrupt` naming the run: retrying it would fail the same way forever.
+   * saying so (naming its run), and connects nothing again.
    */
   async #call<T>(operation: StoreOperation, op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
     if (this.#closed) throw closedWhileUsed(operation);
@@ -382,14 +368,6 @@ export class RedisCheckpointStore implements CheckpointStore {
       // Closed while the operation waited: why it failed, rather than the client's words for it.
       if (this.#closed) throw closedWhileUsed(operation, error);
       if (error instanceof DurableError) throw error;
-      if (operation.runId !== undefined && MALFORMED_KEYS.test(String((error as Error).message)))
-        throw new CheckpointStoreCorrupt(
-          operation.runId,
-          `its keys hold what no save writes: Redis said ${describe(error)}.`,
-          {
-            cause: error,
-          },
-        );
       // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.
       const why = connection?.usable === false && connection.lastError !== undefined ? connection.lastError : error;
       throw new StoreUnavailable(`Redis failed: ${describe(why)}; whether the operation was applied is unknown.`, {
@@ -423,29 +401,14 @@ function describe(error: unknown): string {
   return error.message || (error as { code?: string }).code || error.name;
 }
 
-/** Redis's errors for what a run's keys hold: a key of another type, a script that failed on a value it read. */
-const MALFORMED_KEYS = /^(WRONGTYPE|ERR user_script|ERR Error running script)/;
-
-/** A script's reply, or `CheckpointStoreCorrupt` when it said {"corrupt", reason}: the run's head holds what no save writes. */
-function corruptOr(runId: string, reply: unknown): unknown {
-  if (Array.isArray(reply) && reply[0] === "corrupt")
-    throw new CheckpointStoreCorrupt(
-      runId,
-      `its stored head ${String(reply[1])}, which no save writes: the row was changed past the store, or written by a bug.`,
-    );
-  return reply;
-}
-
 /** A checkpoint row as the `cps` hash keeps it (JSON [status, segment, flow, kind, sealed]); another shape is corrupt. */
-function checkpointOf(runId: string, step: string, text: string): StoredCheckpoint {
-  let row: unknown;
+function checkpointOf(runId: string, step: number, text: string): StoredCheckpoint {
+  let row: [RunStatus, number, string, RunKind, string];
   try {
-    row = JSON.parse(text);
+    row = JSON.parse(text) as typeof row;
   } catch (cause) {
     throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
   }
-  if (!Array.isArray(row) || row.length !== 5)
-    throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not [status, segment, name, kind, sealed].");
-  const [status, segment, name, kind, sealed] = row as unknown[];
-  return checkedCheckpoint(runId, { step, status, segment, name, kind, sealed });
+  const [status, segment, flow, kind, sealed] = row;
+  return { runId, step, status, segment: Number(segment), name: flow, kind, sealed };
 }
