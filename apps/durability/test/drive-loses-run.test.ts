@@ -1,12 +1,9 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cancelRun, CheckpointConflict } from "@durable/core";
-import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { until } from "@durable/test-utils/waiting";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { sqliteFiles } from "./sqlite-files.js";
 import { effects, flow, KEY, runner, tools } from "./drive-loses-run.js";
 
 // A drive that lost its run (a cancel, another worker's takeover) learns it at once in its own process, and
@@ -17,26 +14,7 @@ const CHILD = fileURLToPath(new URL("./drive-loses-run-child.ts", import.meta.ur
 /** The tool's abort line: its reason names the run and says the drive lost it. */
 const ABORTED = /^hold (worker|child) aborted: CheckpointConflict: Run "r": this drive lost the run/;
 
-const dirs: string[] = [];
-const stores: SQLiteCheckpointStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-/** A SQLite file and an effects file in a new folder. */
-function files(): { db: string; effects: string } {
-  const dir = mkdtempSync(join(tmpdir(), "durable-drive-loses-run-"));
-  dirs.push(dir);
-  return { db: join(dir, "runs.db"), effects: join(dir, "effects.log") };
-}
-
-/** A store object of its own on the file. */
-function open(db: string): SQLiteCheckpointStore {
-  const store = new SQLiteCheckpointStore(db, { synchronous: "normal" });
-  stores.push(store);
-  return store;
-}
+const { files, open } = sqliteFiles("durable-drive-loses-run-");
 
 /** Starts the child's drive of run "r"; resolves with what it printed once it exits (killed after 10 s). */
 function childDrive(db: string, path: string): Promise<string[]> {

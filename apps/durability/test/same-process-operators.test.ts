@@ -1,6 +1,4 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import {
   type CheckpointStore,
   cancelRun,
@@ -13,9 +11,9 @@ import {
 } from "@durable/core";
 import { callIdOf } from "@durable/core/runner";
 import { Call, Flow, FlowRunner } from "@durable/flow";
-import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { sleep, until } from "@durable/test-utils/waiting";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { sqliteFiles } from "./sqlite-files.js";
 import { z } from "zod";
 
 // An operator's action and a cancel made in the worker's own process, on a store object of its own or on the
@@ -31,26 +29,7 @@ const flow = new Flow("seats", { state: State })
   .end("charge");
 const CHARGE = callIdOf(2, "charge", "charge", { cents: 4000 });
 
-const dirs: string[] = [];
-const stores: SQLiteCheckpointStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-/** A SQLite file and an effects file in a new folder. */
-function files(): { db: string; effects: string } {
-  const dir = mkdtempSync(join(tmpdir(), "durable-same-process-"));
-  dirs.push(dir);
-  return { db: join(dir, "runs.db"), effects: join(dir, "effects.log") };
-}
-
-/** A store object of its own on the file: a worker's, or an admin route's. */
-function open(db: string): SQLiteCheckpointStore {
-  const store = new SQLiteCheckpointStore(db, { synchronous: "normal" });
-  stores.push(store);
-  return store;
-}
+const { files, open } = sqliteFiles("durable-same-process-");
 
 /** What the tools did, as they wrote it. */
 function effects(path: string): string[] {
