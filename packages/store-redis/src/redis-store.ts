@@ -3,7 +3,6 @@ import {
   CheckpointNotFound,
   type CheckpointRow,
   type CheckpointStore,
-  CheckpointStoreCorrupt,
   checkBatch,
   checkLeaseTerms,
   closedWhileUsed,
@@ -15,11 +14,11 @@ import {
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
-  type RunKind,
-  type RunStatus,
   renewRefusal,
+  type RunKind,
   type RunPage,
   type RunQuery,
+  type RunStatus,
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
@@ -36,7 +35,7 @@ import { listRecent } from "./inspect.js";
 import { ReplicaWait } from "./replication.js";
 import { untilRun } from "./retry.js";
 import { SCRIPTS, type Script } from "./scripts.js";
-import { writeArgs } from "./write-script.js";
+import { checkpointOf, writeArgs } from "./write-script.js";
 
 /** Options of `RedisCheckpointStore`. */
 export interface RedisStoreOptions {
@@ -399,16 +398,4 @@ export class RedisCheckpointStore implements CheckpointStore {
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   return error.message || (error as { code?: string }).code || error.name;
-}
-
-/** A checkpoint row as the `cps` hash keeps it (JSON [status, segment, flow, kind, sealed]); another shape is corrupt. */
-function checkpointOf(runId: string, step: number, text: string): StoredCheckpoint {
-  let row: [RunStatus, number, string, RunKind, string];
-  try {
-    row = JSON.parse(text) as typeof row;
-  } catch (cause) {
-    throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
-  }
-  const [status, segment, flow, kind, sealed] = row;
-  return { runId, step, status, segment: Number(segment), name: flow, kind, sealed };
 }

@@ -1,4 +1,12 @@
-import { SAVE_RENEWS_AFTER, UNFINISHED, type RunWrite } from "@durable/core/store";
+import {
+  CheckpointStoreCorrupt,
+  type RunKind,
+  type RunStatus,
+  type RunWrite,
+  SAVE_RENEWS_AFTER,
+  type StoredCheckpoint,
+  UNFINISHED,
+} from "@durable/core/store";
 import { EXPIRY, HEX, PLACE } from "./lua.js";
 
 /**
@@ -137,4 +145,16 @@ export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly
     );
   }
   return args;
+}
+
+/** A checkpoint row as the script above keeps it in the `cps` hash (JSON [status, segment, flow, kind, sealed]); another shape is corrupt. */
+export function checkpointOf(runId: string, step: number, text: string): StoredCheckpoint {
+  let row: [RunStatus, number, string, RunKind, string];
+  try {
+    row = JSON.parse(text) as typeof row;
+  } catch (cause) {
+    throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
+  }
+  const [status, segment, flow, kind, sealed] = row;
+  return { runId, step, status, segment: Number(segment), name: flow, kind, sealed };
 }
