@@ -7,6 +7,7 @@ import type { Harness } from "../harness/harness.js";
 import type { ConformanceCase } from "./case.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import { breaks } from "./rule.js";
+import { sleep } from "./clock.js";
 
 /** Records per batch: enough that a commit takes a while, so kills land inside some. */
 const SIZE = 200;
@@ -15,7 +16,6 @@ const INSIDE = 3;
 const MAX_TRIALS = 30;
 
 const rule = (operation: string, expected: string) => breaks("the-store-rules", operation, expected);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const batchKillCase: ConformanceCase = {
   name: `a process SIGKILLed while it commits batches of ${SIZE} records and a checkpoint leaves whole batches only`,
