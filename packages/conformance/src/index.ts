@@ -8,6 +8,8 @@ export {
   type AnchorCapability,
   type ConformanceInitializer,
   type RawAccess,
+  type RowRef,
+  type RowColumn,
 } from "./harness/initializer.js";
 export { assertFreshBuild, assertFreshDependencies, StaleBuild } from "./harness/fresh-build.js";
 export { Harness, KIT_KEY, type RowOptions } from "./harness/harness.js";

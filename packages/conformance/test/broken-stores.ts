@@ -2,6 +2,7 @@ import type { MemoryData, MemoryRun } from "@durable/core/internal";
 import { MemoryCheckpointStore } from "@durable/core";
 import {
   type CheckpointRow,
+  type CheckpointStore,
   checkBatch,
   checkLeaseTerms,
   claimRefusal,
@@ -21,7 +22,7 @@ import {
   type StoredCheckpoint,
 } from "@durable/core/store";
 import type { ConformanceInitializer } from "../src/index.js";
-import memory from "./memory.js";
+import memory, { raw } from "./memory.js";
 
 /**
  * Stores that each break one promise of the protocol, as a store author could
@@ -64,11 +65,15 @@ export class ForkedMemoryStore extends MemoryCheckpointStore {
     const entry = this.entry(runId);
     entry.checkpoints.push({ runId, step, status, segment, name: flow, kind, sealed });
     entry.lease = leaseAfterSave(row, lease, this.clock(), entry.lease);
+    entry.waitsForDecision = row.waitsForDecision === true;
   }
   /** Whether a listing with `options` gives a run of this flow that is unfinished. */
   protected listable(entry: MemoryRun, options: ListOptions): boolean {
     const head = entry.checkpoints.at(-1);
-    return options.claimable !== true || (head !== undefined && isClaimable(head.status, entry.lease, this.clock()));
+    return (
+      options.claimable !== true ||
+      (head !== undefined && isClaimable(head.status, entry.lease, this.clock(), entry.waitsForDecision))
+    );
   }
   protected appendCall(runId: string, segment: number, seq: number, sealed: string): void {
     const entry = this.entry(runId);
@@ -166,6 +171,30 @@ class LoadsEveryRun extends ForkedMemoryStore {
       .filter((h) => h.name === flow && !isEnded(h.status));
     const loaded: StoredCheckpoint[] = structuredClone(rows);
     for (const row of loaded) yield row.runId;
+  }
+}
+
+/** Lists claimable runs by status and lease alone, as an index made before runs waited for a decision would. */
+class ListsRunsWaitingForDecision extends ForkedMemoryStore {
+  override async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
+    for (const [runId, entry] of [...this.data]) {
+      const head = entry.checkpoints.at(-1);
+      if (head === undefined || head.name !== flow || isEnded(head.status)) continue;
+      if (options.claimable !== true || isClaimable(head.status, entry.lease, this.clock())) yield runId;
+    }
+  }
+}
+
+/** Gives its rows as they are stored, unchecked: a row of another shape reaches core, or a TypeError is thrown. */
+class TrustsItsRows extends ForkedMemoryStore {
+  override async latest(runId: string): Promise<StoredCheckpoint> {
+    return this.head(runId) ?? super.latest(runId);
+  }
+  override async history(runId: string): Promise<StoredCheckpoint[]> {
+    return [...(this.data.get(runId)?.checkpoints ?? [])];
+  }
+  override async calls(runId: string): Promise<StoredCall[]> {
+    return [...(this.data.get(runId)?.calls ?? [])];
   }
 }
 
@@ -270,6 +299,21 @@ export function broken(name: string, create: () => MemoryCheckpointStore): Confo
   return { name, createStore: create };
 }
 
+/** A broken fork with the memory store's raw oracle over its rows: for the cases that change them past its API. */
+function brokenWithRows(name: string, create: (data: MemoryData) => ForkedMemoryStore): ConformanceInitializer {
+  const dataOf = new WeakMap<CheckpointStore, MemoryData>();
+  return {
+    name,
+    createStore() {
+      const data: MemoryData = new Map();
+      const store = create(data);
+      dataOf.set(store, data);
+      return store;
+    },
+    raw: (store) => raw(dataOf.get(store)!),
+  };
+}
+
 const running = (head: StoredCheckpoint) => ({ ...head, status: "running" as const });
 
 export const noCompareAndSet: ConformanceInitializer = broken("saves any step", () => new SavesAnyStep());
@@ -332,6 +376,14 @@ export const runsOldestFirst: ConformanceInitializer = broken(
 export const cursorRepeats: ConformanceInitializer = broken(
   "pages by a cursor that starts inside the page",
   () => new MislistedRuns("cursor repeats"),
+);
+export const listsRunsWaitingForDecision: ConformanceInitializer = broken(
+  "lists runs waiting for a decision as claimable",
+  () => new ListsRunsWaitingForDecision(),
+);
+export const trustsItsRows: ConformanceInitializer = brokenWithRows(
+  "gives its rows unchecked",
+  (data) => new TrustsItsRows(data),
 );
 export const deleteByPrefix: ConformanceInitializer = broken(
   "deletes every run whose id starts with the one given",

@@ -190,6 +190,24 @@ const CAUGHT: Caught[] = [
     "pages follow one another by cursor, each run once, the last without a next",
     "listRuns({ name, limit: 3 }) then its next cursors, over 7 runs: expected pages of 3, 3 and 1",
   ],
+  [
+    broken.trustsItsRows,
+    "integrity",
+    "a checkpoint row with a column of another shape (a status no run has, a segment that is not a whole number, no envelope): latest and history are CheckpointStoreCorrupt naming the run",
+    'checkpoint status = "stalled": latest(runId) resolved with',
+  ],
+  [
+    broken.trustsItsRows,
+    "integrity",
+    "a call record with a column of another shape: calls is CheckpointStoreCorrupt naming the run",
+    "call segment = -1: calls(runId) resolved with",
+  ],
+  [
+    broken.listsRunsWaitingForDecision,
+    "lease",
+    "of 1,000 runs saved waiting for a decision and 20 claimable ones, the claimable listing gives the claimable ones only, and a run again once a save without the mark claimed it",
+    "listUnfinished(flow, { claimable: true }) over 1000 runs whose latest step was saved waitsForDecision: expected none of them",
+  ],
   [ttlOnPaused, "ttl", TTL, "latest(runId) of a paused run"],
   [ttlOnRunning, "ttl", TTL, "latest(runId) of a running run 900 ms after its last write: expected the running row"],
 ];

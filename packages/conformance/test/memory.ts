@@ -11,7 +11,8 @@ function open(data: MemoryData = new Map()): MemoryCheckpointStore {
   return store;
 }
 
-function raw(data: MemoryData): RawAccess {
+/** The raw oracle over a memory store's rows (also a broken fork's, in broken-stores.ts). */
+export function raw(data: MemoryData): RawAccess {
   const run = (runId: string): MemoryRun => {
     const entry = data.get(runId);
     if (entry === undefined) throw new Error(`no run ${runId}`);
@@ -46,6 +47,22 @@ function raw(data: MemoryData): RawAccess {
     },
     async deleteCall(runId, segment, seq) {
       run(runId).calls.splice(callAt(runId, segment, seq), 1);
+    },
+    // The memory store keeps no head apart from its rows: its latest checkpoint is its head.
+    async setColumn(row, column, value) {
+      if (row.kind === "checkpoint" && ["status", "segment", "name", "kind", "sealed"].includes(column)) {
+        const rows = run(row.runId).checkpoints;
+        const index = checkpointAt(row.runId, row.step);
+        rows[index] = { ...rows[index]!, [column]: value } as (typeof rows)[number];
+        return true;
+      }
+      if (row.kind === "call" && ["segment", "seq", "sealed"].includes(column)) {
+        const calls = run(row.runId).calls;
+        const index = callAt(row.runId, row.segment, row.seq);
+        calls[index] = { ...calls[index]!, [column]: value } as (typeof calls)[number];
+        return true;
+      }
+      return false;
     },
   };
 }

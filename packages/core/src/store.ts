@@ -46,6 +46,16 @@ export {
   StoreNotReady,
 } from "./base/errors.js";
 export {
+  checkedCheckpoint,
+  checkedCall,
+  checkedHead,
+  wholeNumber,
+  malformedColumn,
+  type CheckpointColumns,
+  type CallColumns,
+  type HeadColumns,
+} from "./store/rows.js";
+export {
   checkRunQuery,
   matchesRunQuery,
   newestFirst,

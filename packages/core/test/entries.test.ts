@@ -100,12 +100,15 @@ describe("entry points", () => {
     expect([...exported("@durable/core/store")].sort()).toMatchInlineSnapshot(`
       [
         "AnchoredHead",
+        "CallColumns",
+        "CheckpointColumns",
         "CheckpointConflict",
         "CheckpointNotFound",
         "CheckpointRow",
         "CheckpointStore",
         "CheckpointStoreCorrupt",
         "DurableError",
+        "HeadColumns",
         "InvalidInput",
         "Lease",
         "LeaseClaim",
@@ -137,6 +140,9 @@ describe("entry points", () => {
         "checkBatch",
         "checkLeaseTerms",
         "checkRunQuery",
+        "checkedCall",
+        "checkedCheckpoint",
+        "checkedHead",
         "claimRefusal",
         "closedWhileUsed",
         "commitRefusal",
@@ -144,6 +150,7 @@ describe("entry points", () => {
         "isClaimable",
         "isEnded",
         "leaseAfterSave",
+        "malformedColumn",
         "matchesRunQuery",
         "mergeHeads",
         "newestFirst",
@@ -152,6 +159,7 @@ describe("entry points", () => {
         "runCursor",
         "runPage",
         "saveRefusal",
+        "wholeNumber",
       ]
     `);
     expect([...exported("@durable/core/runner")].sort()).toMatchInlineSnapshot(`

@@ -1,5 +1,7 @@
 import type { MemoryData } from "@durable/core/internal";
 import {
+  CheckpointStoreCorrupt,
+  decideInDoubt,
   type DurableEvent,
   type EventSink,
   Executor,
@@ -9,9 +11,9 @@ import {
   startWorker,
   ToolRegistry,
 } from "@durable/core";
-import { callIdOf } from "@durable/core/runner";
+import { callIdOf, readCallLog, Sealer } from "@durable/core/runner";
 import { LateTimers } from "@durable/test-utils/late-timers";
-import { DyingStore, storeWith } from "@durable/test-utils/stores";
+import { countingReads, DyingStore, storeWith } from "@durable/test-utils/stores";
 import { sleep, until } from "@durable/test-utils/waiting";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -140,7 +142,8 @@ describe("the standing worker", () => {
     await w.stop();
     expect(stuck).toEqual(["stuck"]);
     expect(events.filter((e) => e.type === "run.needs-decision")).toHaveLength(1);
-    expect((await store.latest("stuck")).step).toBe(2);
+    // Step 2 is the claim, step 3 the run saved waiting for a decision.
+    expect((await store.latest("stuck")).step).toBe(3);
     expect(tools.count("charge_card")).toBe(4);
   });
 
@@ -349,6 +352,101 @@ describe("the standing worker", () => {
     const claims = (await base.latest("r")).step - before;
     // pollMs 500 over 1 s: a couple of claims. Each failed drive wakes the poll at once, and the released run is listed again.
     expect(claims).toBeLessThanOrEqual(4);
+  });
+});
+
+describe("a run left waiting for a decision", () => {
+  it("costs an idle worker no read on each poll: the claimable listing leaves it out", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "charge_card", tools, "a", 100);
+    await sleep(150);
+    const { store, reads } = countingReads(new MemoryCheckpointStore({ data }));
+    const stuck: string[] = [];
+    const w = startWorker({
+      serve: [runner(store, tools, { owner: "b", ms: 100 }).served(flow)],
+      pollMs: 10,
+      maxPollMs: 20,
+      stopOnSignals: false,
+      onStuck: (runId) => stuck.push(runId),
+    });
+    await until(() => stuck.length === 1);
+    await sleep(100);
+    const [listings, runReads] = [reads.listings, reads.runReads];
+    await sleep(300);
+    await w.stop();
+    expect(reads.listings - listings, "the worker went on polling").toBeGreaterThan(5);
+    expect(reads.runReads - runReads, "reads of the run while the worker polled").toBe(0);
+    expect(stuck).toEqual(["r"]);
+    expect(tools.count("charge_card")).toBe(1);
+  });
+
+  it("is listed again once an operator's decision claimed it: the worker finishes it", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "charge_card", tools, "a", 100);
+    await sleep(150);
+    const store = new MemoryCheckpointStore({ data });
+    const w = startWorker({
+      serve: [runner(store, tools, { owner: "b", ms: 100 }).served(flow)],
+      pollMs: 10,
+      maxPollMs: 20,
+      stopOnSignals: false,
+    });
+    await until(() => w.status().waitingForDecision === 1);
+    const charge = (await readCallLog(store, Sealer.withKeys(KEY), "r", [])).find((r) => r.tool === "charge_card")!;
+    await decideInDoubt(
+      "r",
+      { [charge.callId]: { result: "charged" } },
+      {
+        checkpoints: store,
+        checkpointKey: KEY,
+        by: "operator",
+      },
+    );
+    await until(async () => (await store.latest("r")).status === "done");
+    await w.stop();
+    expect(tools.count("charge_card")).toBe(1);
+  });
+});
+
+describe("a run whose stored rows are malformed", () => {
+  it("is reported once through onStuck as CheckpointStoreCorrupt naming the run, and left: never recovered again", async () => {
+    const data: MemoryData = new Map();
+    const tools = new Tools();
+    await diesInside(data, "hold_seats", tools, "a", 100);
+    await sleep(150);
+    // Its latest checkpoint row holds a number where the sealed envelope belongs, as a bug or an attacker could leave it.
+    const rows = data.get("r")!.checkpoints;
+    rows[rows.length - 1] = { ...rows.at(-1)!, sealed: 42 as unknown as string };
+    const store = new MemoryCheckpointStore({ data });
+    let recoveries = 0;
+    const served = runner(store, tools, { owner: "b", ms: 100 }).served(flow);
+    const stuck: unknown[] = [];
+    const w = startWorker({
+      serve: [
+        {
+          kind: served.kind,
+          name: served.name,
+          store: served.store,
+          recover: (runId, options) => {
+            recoveries += 1;
+            return served.recover(runId, options);
+          },
+        },
+      ],
+      pollMs: 10,
+      maxPollMs: 20,
+      stopOnSignals: false,
+      onStuck: (_, error) => stuck.push(error),
+    });
+    await sleep(400);
+    await w.stop();
+    expect(stuck).toHaveLength(1);
+    expect(stuck[0]).toBeInstanceOf(CheckpointStoreCorrupt);
+    expect((stuck[0] as CheckpointStoreCorrupt).runId).toBe("r");
+    expect(recoveries).toBe(1);
+    expect(w.status()).toMatchObject({ stuck: 1, running: 0 });
   });
 });
 

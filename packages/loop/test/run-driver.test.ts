@@ -191,7 +191,7 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
     await expect(worker.resume("r", {})).rejects.toThrow(/the run ended \(done\)/);
   });
 
-  it("fails closed on a call in doubt: RecoveryNeedsDecision before any tool runs, and run.needs-decision with the claim's step and each call", async () => {
+  it("fails closed on a call in doubt: RecoveryNeedsDecision before any tool runs, the run saved waiting for a decision after its claim, and run.needs-decision with that step and each call", async () => {
     const store = new MemoryCheckpointStore();
     const tools = new Tools();
     await hungInside(program, store, tools, "charge");
@@ -214,13 +214,17 @@ describe.each(PROGRAMS)("$kind on the run driver", (program) => {
       type: "run.needs-decision",
       runId: "r",
       kind: program.kind,
-      step: claim.step,
+      step: claim.step + 1,
       calls: [call],
       at: expect.any(String),
     });
     expect(ofType(events, "run.recovered")).toEqual([]);
     expect([tools.count("hold"), tools.count("charge")]).toEqual([1, 1]);
-    expect(await store.latest("r")).toMatchObject({ step: claim.step, status: "running" });
+    expect(await store.latest("r")).toMatchObject({ step: claim.step + 1, status: "running" });
+    const { name } = await store.latest("r");
+    const claimable: string[] = [];
+    for await (const runId of store.listUnfinished(name, { claimable: true })) claimable.push(runId);
+    expect(claimable, "a run waiting for a decision is not claimable").toEqual([]);
   });
 
   it("with rerunInDoubt, runs the call in doubt again and replays the finished one; run.recovered lists both", async () => {

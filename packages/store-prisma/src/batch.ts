@@ -106,10 +106,20 @@ export function planBatch(
     return {
       writes: {
         run: {
-          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "lease_owner", "lease_expires_at", "updated_at")
-                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), ${lease.sql}, "clock"."ms"
+          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "waits_for_decision", "lease_owner", "lease_expires_at", "updated_at")
+                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), ${lease.sql}, "clock"."ms"
                 FROM ${clock} WHERE true ON CONFLICT ("run_id") DO NOTHING`,
-          values: [head.step, head.status, head.segment, segmentCalls, runId, head.name, head.kind, ...lease.values],
+          values: [
+            head.step,
+            head.status,
+            head.segment,
+            segmentCalls,
+            runId,
+            head.name,
+            head.kind,
+            waits(save),
+            ...lease.values,
+          ],
         },
         inserts,
         after,
@@ -117,10 +127,11 @@ export function planBatch(
     };
   }
   const lease = leaseSet(save);
+  const mark = markSet(save);
   return {
     writes: {
       run: {
-        sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "updated_at" = "clock"."ms"${lease.sql} FROM ${clock}
+        sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "updated_at" = "clock"."ms"${mark.sql}${lease.sql} FROM ${clock}
               WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ?
               AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
         values: [
@@ -128,6 +139,7 @@ export function planBatch(
           head.status,
           head.segment,
           segmentCalls,
+          ...mark.values,
           ...lease.values,
           runId,
           before.name,
@@ -143,6 +155,18 @@ export function planBatch(
       after,
     },
   };
+}
+
+/** The `waits_for_decision` column's value a save leaves: 1 for a checkpoint saved waiting for a decision. */
+function waits(save: SaveWrite | undefined): number {
+  return save?.row.waitsForDecision === true ? 1 : 0;
+}
+
+/** The SET of `waits_for_decision` by a save; nothing without one (records leave it). */
+function markSet(save: SaveWrite | undefined): Statement {
+  return save === undefined
+    ? { sql: "", values: [] }
+    : { sql: `, "waits_for_decision" = CAST(? AS INTEGER)`, values: [waits(save)] };
 }
 
 /** The claim a save makes, when it leaves a lease: a `running` row, and a lease of some length. */

@@ -1,4 +1,4 @@
-import { type Lease, type RunKind, type RunStatus, StoreUnavailable } from "@durable/core/store";
+import { checkedHead, type Lease, malformedColumn, StoreUnavailable, wholeNumber } from "@durable/core/store";
 import type { Sql } from "./client.js";
 import type { RunState } from "./known-runs.js";
 import type { Tables } from "./tables.js";
@@ -31,12 +31,23 @@ export function leaseValues(lease: Lease | undefined): [string | null, number | 
 
 interface LockedRow extends LeaseColumns {
   readonly now: number | bigint;
-  readonly flow: string | null;
-  readonly kind: RunKind | null;
-  readonly step: number | bigint | null;
-  readonly status: RunStatus | null;
-  readonly segment: number | bigint | null;
-  readonly segment_calls: number | bigint | null;
+  readonly flow: unknown;
+  readonly kind: unknown;
+  readonly step: unknown;
+  readonly status: unknown;
+  readonly segment: unknown;
+  readonly segment_calls: unknown;
+}
+
+/**
+ * The lease the columns of `runId` hold, checked: an owner that is not text,
+ * or an expiry that is not a whole number, is `CheckpointStoreCorrupt`.
+ */
+export function checkedLease(runId: string, row: LeaseColumns): Lease | undefined {
+  const { lease_owner: owner, lease_expires_at: expires } = row;
+  if (owner !== null && typeof owner !== "string") throw malformedColumn(runId, "head", "lease_owner", owner);
+  if (expires !== null) wholeNumber(runId, "head", "lease_expires_at", expires);
+  return leaseFrom(row);
 }
 
 /**
@@ -73,9 +84,13 @@ export async function readRun(db: Tables, sql: Sql, runId: string, lock = false)
   const row = rows[0];
   if (row === undefined) throw new StoreUnavailable("The database returned no row for a query of one row.");
   const { flow, kind, step, status, segment, segment_calls } = row;
-  const head =
-    flow === null || kind === null || status === null
-      ? undefined
-      : { name: flow, kind, status, step: Number(step), segment: Number(segment), segmentCalls: Number(segment_calls) };
-  return { head, lease: leaseFrom(row), now: Number(row.now) };
+  // The left join gives NULL in every column for an unknown run; a stored row of another shape is corrupt.
+  const unknown = [flow, kind, step, status, segment, segment_calls].every((column) => column === null);
+  const head = unknown
+    ? undefined
+    : {
+        ...checkedHead(runId, { name: flow, kind, step, status, segment }),
+        segmentCalls: wholeNumber(runId, "head", "segment_calls", segment_calls),
+      };
+  return { head, lease: checkedLease(runId, row), now: Number(row.now) };
 }

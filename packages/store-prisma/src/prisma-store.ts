@@ -1,9 +1,13 @@
 import {
   CheckpointConflict,
   CheckpointNotFound,
+  type CallColumns,
+  type CheckpointColumns,
   type CheckpointRow,
   type CheckpointStore,
   checkBatch,
+  checkedCall,
+  checkedCheckpoint,
   checkLeaseTerms,
   closedWhileUsed,
   DurableError,
@@ -33,7 +37,7 @@ import {
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
 import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch } from "./batch.js";
-import { type LeaseColumns, leaseFrom, leaseValues, lockRun, readRun } from "./locked-run.js";
+import { checkedLease, type LeaseColumns, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
 import { runListing } from "./inspect.js";
@@ -142,19 +146,19 @@ export class PrismaCheckpointStore implements CheckpointStore {
       runId,
     );
     const row = rows[0];
-    const lease = row === undefined ? undefined : leaseFrom(row);
+    const lease = row === undefined ? undefined : checkedLease(runId, row);
     return row === undefined || lease === undefined ? undefined : { ...lease, now: Number(row.now) };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
-    const rows = await this.#query<StoredCheckpoint>(
+    const rows = await this.#query<CheckpointColumns>(
       { what: "latest", runId },
       `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step" DESC LIMIT 1`,
       runId,
     );
     const row = rows[0];
     if (row === undefined) throw new CheckpointNotFound(runId);
-    return { ...row, step: Number(row.step), segment: Number(row.segment) };
+    return checkedCheckpoint(runId, row);
   }
 
   async *listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
@@ -219,21 +223,21 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   /** Every checkpoint of the run, by step (the inspection capability). */
   async history(runId: string): Promise<StoredCheckpoint[]> {
-    const rows = await this.#query<StoredCheckpoint>(
+    const rows = await this.#query<CheckpointColumns>(
       { what: "history", runId },
       `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
       runId,
     );
-    return rows.map((row) => ({ ...row, step: Number(row.step), segment: Number(row.segment) }));
+    return rows.map((row) => checkedCheckpoint(runId, row));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    const rows = await this.#query<StoredCall>(
+    const rows = await this.#query<CallColumns>(
       { what: "calls", runId },
       `SELECT "run_id" AS "runId", "segment", "seq", "sealed" FROM ${this.#db.tables.calls} WHERE "run_id" = ? ORDER BY "segment", "seq"`,
       runId,
     );
-    return rows.map((row) => ({ ...row, segment: Number(row.segment), seq: Number(row.seq) }));
+    return rows.map((row) => checkedCall(runId, row));
   }
 
   /**

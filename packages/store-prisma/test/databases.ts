@@ -4,7 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
+import {
+  anchorInFiles,
+  type ConformanceInitializer,
+  type RawAccess,
+  type RowColumn,
+  type RowRef,
+} from "@durable/conformance";
 import { afterAll, beforeAll } from "vitest";
 import { ownDatabase, postgresAnswers, type OwnDatabase } from "@durable/test-utils/postgres";
 import { PrismaCheckpointStore } from "../src/index.js";
@@ -47,13 +53,17 @@ async function open(url: string, prefix = `t${randomUUID().slice(0, 8)}_`): Prom
 }
 
 /** Runs SQL on the store's database through the driver itself, past the store. */
-async function sqlOn(store: PrismaCheckpointStore, sql: string, params: unknown[]): Promise<Array<{ sealed: string }>> {
+async function sqlOn(
+  store: PrismaCheckpointStore,
+  sql: string,
+  params: unknown[],
+): Promise<Array<{ sealed: unknown }>> {
   const { url } = prefixOf.get(store)!;
   if (url.startsWith("file:")) {
     const db = new Database(url.slice(5), { timeout: 5000 });
     try {
       const statement = db.prepare(sql.replace(/\$\d+/g, "?"));
-      if (statement.reader) return statement.all(...params) as Array<{ sealed: string }>;
+      if (statement.reader) return statement.all(...params) as Array<{ sealed: unknown }>;
       statement.run(...params);
       return [];
     } finally {
@@ -63,7 +73,7 @@ async function sqlOn(store: PrismaCheckpointStore, sql: string, params: unknown[
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return (await client.query(sql, params)).rows as Array<{ sealed: string }>;
+    return (await client.query(sql, params)).rows as Array<{ sealed: unknown }>;
   } finally {
     await client.end();
   }
@@ -73,9 +83,9 @@ async function sqlOn(store: PrismaCheckpointStore, sql: string, params: unknown[
 function raw(store: PrismaCheckpointStore): RawAccess {
   const t = store.tables;
   const run = (sql: string, params: unknown[]) => sqlOn(store, sql, params);
-  const one = (rows: Array<{ sealed: string }>) => {
+  const one = (rows: Array<{ sealed: unknown }>) => {
     if (rows[0] === undefined) throw new Error("no such row");
-    return rows[0].sealed;
+    return String(rows[0].sealed);
   };
   return {
     readCheckpoint: async (runId, step) =>
@@ -107,8 +117,35 @@ function raw(store: PrismaCheckpointStore): RawAccess {
         segment,
         seq,
       ])),
+    async setColumn(row, column, value) {
+      const name = SQL_COLUMNS[row.kind][column];
+      if (name === undefined) return false;
+      const [table, where, key] =
+        row.kind === "checkpoint"
+          ? [t.checkpoints, `"run_id" = $1 AND "step" = $2`, [row.runId, row.step]]
+          : row.kind === "call"
+            ? [t.calls, `"run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [row.runId, row.segment, row.seq]]
+            : [t.runs, `"run_id" = $1`, [row.runId]];
+      try {
+        await run(`UPDATE ${table} SET "${name}" = $${key.length + 1} WHERE ${where}`, [...key, value]);
+      } catch {
+        return false; // a typed column refuses the value, or NOT NULL refuses null
+      }
+      // A typed column may turn the value into another (7 into "7"): then it was not held as given.
+      const moved = row.kind === "call" && (column === "segment" || column === "seq");
+      const at = moved ? (column === "segment" ? [row.runId, value, row.seq] : [row.runId, row.segment, value]) : key;
+      const read = await run(`SELECT "${name}" AS "sealed" FROM ${table} WHERE ${where}`, at);
+      return read[0]?.sealed === value;
+    },
   };
 }
+
+/** The columns of each row the raw oracle sets, by the protocol's names. */
+const SQL_COLUMNS: Record<RowRef["kind"], Partial<Record<RowColumn, string>>> = {
+  checkpoint: { status: "status", segment: "segment", name: "flow", kind: "kind", sealed: "sealed" },
+  call: { segment: "segment", seq: "seq", sealed: "sealed" },
+  head: { step: "step", status: "status", segment: "segment", name: "flow", kind: "kind", records: "segment_calls" },
+};
 
 /** An initializer on one database URL (made per call for SQLite): a table prefix per store. */
 export function initializer(name: string, url: () => string): ConformanceInitializer<PrismaCheckpointStore> {

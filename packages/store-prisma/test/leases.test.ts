@@ -275,7 +275,7 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
     await old.release();
 
     const store = new PrismaCheckpointStore(target, { tablePrefix });
-    expect(await store.migrate()).toEqual(["0002_leases", "0003_inspect"]);
+    expect(await store.migrate()).toEqual(["0002_leases", "0003_inspect", "0004_decisions"]);
     expect(await store.migrate()).toEqual([]);
     expect((await store.latest("old-running")).status).toBe("running");
     expect((await list(store, "old", false)).sort()).toEqual(["old-paused", "old-running"]);
@@ -287,6 +287,7 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
     expect(await claimableIndexColumns(name, target, `${tablePrefix}runs`)).toEqual([
       "flow",
       "status",
+      "waits_for_decision",
       "lease_expires_at",
       "run_id",
     ]);
@@ -297,11 +298,13 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
 describe("the claimable index", () => {
   it("is declared in the Prisma models as the migrations make it", () => {
     const models = readFileSync(fileURLToPath(new URL("../prisma/models.prisma", import.meta.url)), "utf8");
-    expect(models).toContain('@@index([flow, status, leaseExpiresAt, runId], map: "durable_runs_claimable_idx")');
+    expect(models).toContain(
+      '@@index([flow, status, waitsForDecision, leaseExpiresAt, runId], map: "durable_runs_claimable_idx")',
+    );
     for (const provider of ["postgresql", "sqlite"] as const) {
-      const sql = shippedMigrations(provider).find((m) => m.name === "0002_leases")?.sql;
+      const sql = shippedMigrations(provider).find((m) => m.name === "0004_decisions")?.sql;
       expect(sql).toContain('"__PREFIX__runs_claimable_idx"');
-      expect(sql).toMatch(/\("flow", "status", "lease_expires_at", "run_id"\);/);
+      expect(sql).toMatch(/\("flow", "status", "waits_for_decision", "lease_expires_at", "run_id"\);/);
     }
   });
 });

@@ -38,7 +38,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
   it("migrates a fresh database to exactly the tables and columns of the Prisma models", async () => {
     const target = url();
     const store = new PrismaCheckpointStore(target);
-    expect(await store.migrate()).toEqual(["0001_init", "0002_leases", "0003_inspect"]);
+    expect(await store.migrate()).toEqual(["0001_init", "0002_leases", "0003_inspect", "0004_decisions"]);
     expect(await store.migrate()).toEqual([]);
     await store.close();
     const found: Record<string, string[]> = {};
@@ -71,7 +71,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     ).toEqual([0, 0, 0, 0]);
     const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
     expect(applied).toEqual([
-      'applied ["0001_init","0002_leases","0003_inspect"]',
+      'applied ["0001_init","0002_leases","0003_inspect","0004_decisions"]',
       "applied []",
       "applied []",
       "applied []",

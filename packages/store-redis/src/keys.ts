@@ -24,7 +24,7 @@ export const EXPIRY_DIGITS = 16;
 
 /** The keys of one run, all under one hash tag. */
 export interface RunKeys {
-  /** HASH: flow, kind, step, status, segment, segcalls. */
+  /** HASH: flow, kind, step, status, segment, segcalls, owner and expires (while leased), decision ("1" while it waits for one). */
   readonly meta: string;
   /** HASH: step → JSON checkpoint row. */
   readonly cps: string;
@@ -34,7 +34,7 @@ export interface RunKeys {
   readonly unfinished: string;
   /** ZSET of the bucket: the unfinished runs that expire, scored by when (ms since the epoch). */
   readonly expiring: string;
-  /** ZSET of the bucket (score 0): "<hex flow>:<lease expiry, 0 when released>:<hex run id>" of every running run. */
+  /** ZSET of the bucket (score 0): "<hex flow>:<lease expiry, 0 when released>:<hex run id>" of every running run that waits for no decision. */
   readonly claimable: string;
   /** HASH of the bucket: index member → the run's `claimable` member, to move or drop it. */
   readonly claimableOf: string;

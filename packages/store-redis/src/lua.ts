@@ -62,3 +62,29 @@ local function place(member, expires, c, o)
     redis.call('HDEL', KEYS[o], member)
   end
 end`;
+
+/**
+ * The run's head, the meta hash (KEYS[1]), checked before any rule reads it:
+ * head() gives its fields {flow, kind, step, status, segment, segcalls,
+ * owner, expires, decision} (all false for an unknown run) and, for a head
+ * no save writes, why, which the script returns as {"corrupt", reason}: a
+ * refusal is never decided from it, and no Lua error is raised by it.
+ */
+export const HEAD: string = `
+local function head()
+  local m = redis.call('HMGET', KEYS[1], 'flow', 'kind', 'step', 'status', 'segment', 'segcalls', 'owner', 'expires', 'decision')
+  local function whole(v) return type(v) == 'string' and string.match(v, '^%d+$') ~= nil end
+  local function bad(field, v) return 'holds ' .. (v and cjson.encode(v) or 'nothing') .. ' as its ' .. field end
+  if not m[3] then
+    for i = 1, 9 do if m[i] then return m, 'holds no step' end end
+    return m
+  end
+  if not whole(m[3]) then return m, bad('step', m[3]) end
+  if not whole(m[5]) then return m, bad('segment', m[5]) end
+  if not whole(m[6]) then return m, bad('record count', m[6]) end
+  if not (m[4] == 'running' or m[4] == 'paused' or m[4] == 'done' or m[4] == 'failed') then return m, bad('status', m[4]) end
+  if not (m[2] == 'flow' or m[2] == 'loop') then return m, bad('kind', m[2]) end
+  if not m[1] or m[1] == '' then return m, bad('name', m[1]) end
+  if m[7] and not whole(m[8]) then return m, bad('lease expiry', m[8]) end
+  return m
+end`;

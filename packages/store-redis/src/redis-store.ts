@@ -4,6 +4,7 @@ import {
   type CheckpointRow,
   type CheckpointStore,
   checkBatch,
+  checkedCall,
   checkLeaseTerms,
   closedWhileUsed,
   DurableError,
@@ -28,6 +29,7 @@ import {
 import { checkOptions, type OptionTable } from "@durable/core/runner";
 import type { RedisLike } from "./client.js";
 import { Connection } from "./connection.js";
+import { corruptOr, describe, isMalformedKeys, malformedKeys } from "./errors.js";
 import { DurabilityCheck } from "./durability.js";
 import { checkPrefix, hex, keyPattern, runKeys, type RunKeys } from "./keys.js";
 import { listRuns } from "./listing.js";
@@ -134,7 +136,10 @@ export class RedisCheckpointStore implements CheckpointStore {
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
     const args = [String(segment), terms.owner, String(terms.ms), String(this.ttlSeconds), hex(runId)];
-    const reply = (await this.#eval({ what: "renew", runId }, SCRIPTS.renew, this.#all(runId), args)) as string[];
+    const reply = corruptOr(
+      runId,
+      await this.#eval({ what: "renew", runId }, SCRIPTS.renew, this.#all(runId), args),
+    ) as string[];
     if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
     if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
     // The script refused; the protocol's own rule names why, from what the script read.
@@ -155,17 +160,20 @@ export class RedisCheckpointStore implements CheckpointStore {
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
     const keys = this.keysOf(runId);
-    await this.#eval(
-      { what: "release", runId },
-      SCRIPTS.release,
-      [keys.meta, keys.claimable, keys.claimableOf],
-      [String(segment), owner, hex(runId)],
+    corruptOr(
+      runId,
+      await this.#eval(
+        { what: "release", runId },
+        SCRIPTS.release,
+        [keys.meta, keys.claimable, keys.claimableOf],
+        [String(segment), owner, hex(runId)],
+      ),
     );
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
     const operation = { what: "leaseOf", runId };
-    const reply = (await this.#eval(operation, SCRIPTS.lease, [this.keysOf(runId).meta], [])) as
+    const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.lease, [this.keysOf(runId).meta], [])) as
       | [string, string, string]
       | null;
     if (reply === null) return undefined;
@@ -176,9 +184,11 @@ export class RedisCheckpointStore implements CheckpointStore {
   async latest(runId: string): Promise<StoredCheckpoint> {
     const keys = this.keysOf(runId);
     const operation = { what: "latest", runId };
-    const reply = (await this.#eval(operation, SCRIPTS.latest, [keys.meta, keys.cps], [])) as [string, string] | null;
+    const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.latest, [keys.meta, keys.cps], [])) as
+      | [string, string]
+      | null;
     if (reply === null) throw new CheckpointNotFound(runId);
-    return checkpointOf(runId, Number(reply[0]), reply[1]);
+    return checkpointOf(runId, reply[0], reply[1]);
   }
 
   /**
@@ -227,7 +237,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   async history(runId: string): Promise<StoredCheckpoint[]> {
     const all = await this.#call({ what: "history", runId }, (client) => client.hGetAll(this.keysOf(runId).cps));
     return Object.entries(all)
-      .map(([step, row]) => checkpointOf(runId, Number(step), row))
+      .map(([step, row]) => checkpointOf(runId, step, row))
       .sort((a, b) => a.step - b.step);
   }
 
@@ -238,8 +248,9 @@ export class RedisCheckpointStore implements CheckpointStore {
     );
     return Object.entries(all)
       .map(([field, sealed]) => {
-        const [segment, seq] = field.split(":").map(Number) as [number, number];
-        return { runId, segment, seq, sealed };
+        // A field is "<segment>:<seq>": one of another form holds no number, which the check names.
+        const [segment, seq, ...rest] = field.split(":");
+        return checkedCall(runId, { segment, seq: rest.length === 0 ? seq : field, sealed });
       })
       .sort((a, b) => a.segment - b.segment || a.seq - b.seq);
   }
@@ -301,8 +312,8 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   #verdict(runId: string, reply: unknown): void {
-    // {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner, expiresAt, now}.
-    const [verdict, reason, expiresAt, now] = reply as [string, string | undefined, string?, string?];
+    // {"ok"}, {"notfound"}, {"conflict", reason}, {"leaseheld", owner, expiresAt, now} or {"corrupt", reason}.
+    const [verdict, reason, expiresAt, now] = corruptOr(runId, reply) as [string, string | undefined, string?, string?];
     if (verdict === "ok") return;
     if (verdict === "notfound") throw new CheckpointNotFound(runId);
     if (verdict === "leaseheld") throw new LeaseHeld(runId, String(reason), Number(expiresAt), Number(now));
@@ -314,6 +325,7 @@ export class RedisCheckpointStore implements CheckpointStore {
    * a cluster, each master learns it on its first call); again while Redis
    * says it did not run it (a slot migrating, a failover under way); then,
    * with `replicas`, waits for the replicas of a script that may write.
+   * `runId`: the run whose keys it reads, named when they hold another shape.
    */
   #eval(operation: StoreOperation, script: Script, keys: string[], args: string[]): Promise<unknown> {
     const options = { keys, arguments: args };
@@ -335,7 +347,9 @@ export class RedisCheckpointStore implements CheckpointStore {
    * One operation, bounded by the timeout; any failure of Redis or the
    * connection is `StoreUnavailable`, with the client's last connection error
    * as the cause of a timeout. Once the store is closed, an operation fails
-   * saying so (naming its run), and connects nothing again.
+   * saying so (naming its run), and connects nothing again. A key of the run
+   * of another type, or a script that failed on what the keys hold, is
+   * `CheckpointStoreCorrupt` naming the run: retrying it would fail the same way forever.
    */
   async #call<T>(operation: StoreOperation, op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
     if (this.#closed) throw closedWhileUsed(operation);
@@ -367,6 +381,7 @@ export class RedisCheckpointStore implements CheckpointStore {
       // Closed while the operation waited: why it failed, rather than the client's words for it.
       if (this.#closed) throw closedWhileUsed(operation, error);
       if (error instanceof DurableError) throw error;
+      if (operation.runId !== undefined && isMalformedKeys(error)) throw malformedKeys(operation.runId, error);
       // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.
       const why = connection?.usable === false && connection.lastError !== undefined ? connection.lastError : error;
       throw new StoreUnavailable(`Redis failed: ${describe(why)}; whether the operation was applied is unknown.`, {
@@ -392,10 +407,4 @@ export class RedisCheckpointStore implements CheckpointStore {
     }
     return this.#connection;
   }
-}
-
-/** A one-line reason; an AggregateError (every address of a host refused) has no message of its own, but a code. */
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  return error.message || (error as { code?: string }).code || error.name;
 }

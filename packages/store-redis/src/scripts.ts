@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { EXPIRY_DIGITS, INDEX_VERSION } from "./keys.js";
-import { EXPIRY, HEX, NOW, PLACE } from "./lua.js";
+import { EXPIRY, HEAD, HEX, NOW, PLACE } from "./lua.js";
 import { WRITE } from "./write-script.js";
 
 /**
@@ -14,13 +14,18 @@ import { WRITE } from "./write-script.js";
  * the client's clock.
  */
 
-/** KEYS meta cps: the row of the latest step, or nil. Reads only. */
-const LATEST = `
-local step = redis.call('HGET', KEYS[1], 'step')
-if not step then return false end
-local row = redis.call('HGET', KEYS[2], step)
-if not row then return false end
-return {step, row}`;
+/**
+ * KEYS meta cps: {step, row} of the latest step, or nil for an unknown run;
+ * {"corrupt", reason} when the head is malformed or names a step that is not
+ * stored. Reads only.
+ */
+const LATEST = `${HEAD}
+local m, bad = head()
+if bad then return {'corrupt', bad} end
+if not m[3] then return false end
+local row = redis.call('HGET', KEYS[2], m[3])
+if not row then return {'corrupt', 'names step ' .. m[3] .. ' as its latest, which is not stored'} end
+return {m[3], row}`;
 
 /** KEYS meta cps calls unfinished expiring claimable claimable-of recent; ARGV hex run id: removes every key of the run and its index entries. */
 const DELETE = `${HEX}${PLACE}
@@ -81,47 +86,50 @@ return {'page', entries[#entries] or '', out, #entries, ms_text(now)}`;
  * KEYS meta cps calls unfinished expiring claimable claimable-of; ARGV segment
  * owner ms ttl hex-run-id. Extends the owner's lease (live or run out, not
  * released) of the running run's current segment to now + ms: {"ok", expiresAt}.
- * Otherwise {"notfound"}, or {"refused", step, status, flow, kind, segment,
- * owner, expiresAt} for the client to name the reason.
+ * Otherwise {"notfound"}, {"corrupt", reason}, or {"refused", step, status,
+ * flow, kind, segment, owner, expiresAt} for the client to name the reason.
  */
-const RENEW = `${EXPIRY}${PLACE}${HEX}
+const RENEW = `${EXPIRY}${PLACE}${HEX}${HEAD}
 local segment, ms, ttl = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local m = redis.call('HMGET', KEYS[1], 'step', 'status', 'flow', 'kind', 'segment', 'owner', 'expires')
-if not m[1] then return {'notfound'} end
-if m[2] ~= 'running' or tonumber(m[5]) ~= segment or m[6] ~= ARGV[2] then
-  return {'refused', m[1], m[2], m[3], m[4], m[5], m[6] or '', m[7] or '0'}
+local m, bad = head()
+if bad then return {'corrupt', bad} end
+if not m[3] then return {'notfound'} end
+if m[4] ~= 'running' or tonumber(m[5]) ~= segment or m[7] ~= ARGV[2] then
+  return {'refused', m[3], m[4], m[1], m[2], m[5], m[7] or '', m[8] or '0'}
 end
 local now = now_ms()
-local member = hex(m[3]) .. ':' .. ARGV[5]
+local member = hex(m[1]) .. ':' .. ARGV[5]
 redis.call('HSET', KEYS[1], 'expires', ms_text(now + ms))
 place(member, now + ms, 6, 7)
 expiry('running', ttl, member, 5)
 return {'ok', ms_text(now + ms)}`;
 
-/** KEYS meta claimable claimable-of; ARGV segment owner hex-run-id: releases the lease if the owner holds it in that segment. */
-const RELEASE = `${HEX}${PLACE}
-local m = redis.call('HMGET', KEYS[1], 'segment', 'owner', 'flow')
-if m[2] and m[2] == ARGV[2] and tonumber(m[1]) == tonumber(ARGV[1]) then
+/** KEYS meta claimable claimable-of; ARGV segment owner hex-run-id: releases the lease if the owner holds it in that segment; {"corrupt", reason} for a malformed head. */
+const RELEASE = `${HEX}${PLACE}${HEAD}
+local m, bad = head()
+if bad then return {'corrupt', bad} end
+if m[7] and m[7] == ARGV[2] and tonumber(m[5]) == tonumber(ARGV[1]) then
   redis.call('HDEL', KEYS[1], 'owner', 'expires')
-  place(hex(m[3]) .. ':' .. ARGV[3], 0, 2, 3)
+  place(hex(m[1]) .. ':' .. ARGV[3], 0, 2, 3)
 end
 return {'ok'}`;
 
-/** KEYS meta: {owner, expiresAt, now}, or nil when the run is unknown or holds no lease. Reads only. */
-const LEASE = `${NOW}
-local m = redis.call('HMGET', KEYS[1], 'owner', 'expires')
-if not m[1] then return false end
-return {m[1], m[2], ms_text(now_ms())}`;
+/** KEYS meta: {owner, expiresAt, now}, or nil when the run is unknown or holds no lease; {"corrupt", reason} for a malformed head. Reads only. */
+const LEASE = `${NOW}${HEAD}
+local m, bad = head()
+if bad then return {'corrupt', bad} end
+if not m[7] then return false end
+return {m[7], m[8], ms_text(now_ms())}`;
 
 /**
  * KEYS meta claimable claimable-of; ARGV index member. Backfill of indexes
  * written before leases: a running run missing from claimable is added, with
- * no lease (none was ever taken).
+ * no lease (none was ever taken), unless it waits for a decision.
  */
 const ADOPT = `${HEX}${PLACE}
 if redis.call('HGET', KEYS[3], ARGV[1]) then return {'ok'} end
-local m = redis.call('HMGET', KEYS[1], 'status', 'flow')
-if m[1] == 'running' and string.match(ARGV[1], '^(%x*):') == hex(m[2]) then place(ARGV[1], 0, 2, 3) end
+local m = redis.call('HMGET', KEYS[1], 'status', 'flow', 'decision')
+if m[1] == 'running' and not m[3] and string.match(ARGV[1], '^(%x*):') == hex(m[2]) then place(ARGV[1], 0, 2, 3) end
 return {'ok'}`;
 
 /** KEYS schema; ARGV version: marks a bucket's indexes as backfilled. */

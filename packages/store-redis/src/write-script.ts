@@ -1,13 +1,12 @@
 import {
+  checkedCheckpoint,
   CheckpointStoreCorrupt,
-  type RunKind,
-  type RunStatus,
   type RunWrite,
   SAVE_RENEWS_AFTER,
   type StoredCheckpoint,
   UNFINISHED,
 } from "@durable/core/store";
-import { EXPIRY, HEX, PLACE } from "./lua.js";
+import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
 
 /**
  * The one script that writes a run: `save` and `recordCall` are a batch of
@@ -18,9 +17,10 @@ import { EXPIRY, HEX, PLACE } from "./lua.js";
  *
  * KEYS meta cps calls unfinished expiring claimable claimable-of recent;
  * ARGV ttl hex-run-id, then each write: "r" segment seq sealed, or
- * "s" step status segment flow kind sealed owner ms takeover.
- * Returns {"ok"}, {"notfound"}, {"conflict", reason} or {"leaseheld", owner,
- * expiresAt, now}.
+ * "s" step status segment flow kind sealed owner ms takeover waits ("1": saved
+ * waiting for a decision, left out of the claimable index).
+ * Returns {"ok"}, {"notfound"}, {"conflict", reason}, {"leaseheld", owner,
+ * expiresAt, now}, or {"corrupt", reason} for a malformed head (nothing written).
  *
  * A record retried with the same envelope is accepted and not written again.
  * A claim of a run whose live lease another owner holds is refused unless
@@ -30,10 +30,11 @@ import { EXPIRY, HEX, PLACE } from "./lua.js";
  * with a save also drops up to 100 index entries of the bucket whose runs
  * expired: the only place stale entries are cleaned up (reads skip them).
  */
-export const WRITE: string = `${EXPIRY}${PLACE}${HEX}
+export const WRITE: string = `${EXPIRY}${PLACE}${HEX}${HEAD}
 local ttl = tonumber(ARGV[1])
 local now = now_ms()
-local m = redis.call('HMGET', KEYS[1], 'flow', 'kind', 'step', 'status', 'segment', 'segcalls', 'owner', 'expires')
+local m, bad = head()
+if bad then return {'corrupt', bad} end
 -- The run as the writes checked so far leave it (step nil: nothing stored); count: records of its segment.
 local flow, kind, step, status, segment, count = m[1], m[2], m[3], m[4], m[5], tonumber(m[6])
 local calls, pending, s = {}, {}, nil
@@ -59,7 +60,7 @@ while i <= #ARGV do
     end
   else
     s = i
-    i = i + 10
+    i = i + 11
     local new, seg = tonumber(ARGV[s + 1]), tonumber(ARGV[s + 3])
     if not step then
       if new ~= 0 then return {'conflict', 'nothing is stored, so the first step must be 0, not ' .. new .. '.'} end
@@ -107,6 +108,13 @@ else
     redis.call('HDEL', KEYS[1], 'owner', 'expires')
     place(member, status == 'running' and 0, 6, 7)
   end
+  if ARGV[s + 10] == '1' then
+    -- Waiting for a decision: out of the claimable index until a save without the mark.
+    redis.call('HSET', KEYS[1], 'decision', '1')
+    place(member, false, 6, 7)
+  elseif m[9] then
+    redis.call('HDEL', KEYS[1], 'decision')
+  end
 end
 expiry(status, ttl, member, 5)
 if s then
@@ -142,19 +150,22 @@ export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly
       lease?.owner ?? "",
       String(lease?.ms ?? 0),
       lease?.takeOver === true ? "1" : "",
+      row.waitsForDecision === true ? "1" : "",
     );
   }
   return args;
 }
 
-/** A checkpoint row as the script above keeps it in the `cps` hash (JSON [status, segment, flow, kind, sealed]); another shape is corrupt. */
-export function checkpointOf(runId: string, step: number, text: string): StoredCheckpoint {
-  let row: [RunStatus, number, string, RunKind, string];
+/** A checkpoint row as the script above keeps it in the `cps` hash (JSON [status, segment, name, kind, sealed]); another shape is corrupt. */
+export function checkpointOf(runId: string, step: string, text: string): StoredCheckpoint {
+  let row: unknown;
   try {
-    row = JSON.parse(text) as typeof row;
+    row = JSON.parse(text);
   } catch (cause) {
     throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not JSON.", { cause });
   }
-  const [status, segment, flow, kind, sealed] = row;
-  return { runId, step, status, segment: Number(segment), name: flow, kind, sealed };
+  if (!Array.isArray(row) || row.length !== 5)
+    throw new CheckpointStoreCorrupt(runId, "a stored checkpoint row is not [status, segment, name, kind, sealed].");
+  const [status, segment, name, kind, sealed] = row as unknown[];
+  return checkedCheckpoint(runId, { step, status, segment, name, kind, sealed });
 }

@@ -1,7 +1,7 @@
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
 import { runConformance } from "@durable/conformance";
-import { StoreUnavailable } from "@durable/core/store";
+import { CheckpointStoreCorrupt, StoreUnavailable } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { indexMember } from "../src/keys.js";
 import redis, { REDIS_URL, client, dropPrefix, newStore, redisAnswers, row } from "./redis.js";
@@ -32,6 +32,69 @@ if (await redisAnswers()) {
   );
 
   describe("RedisCheckpointStore", () => {
+    it("a malformed run head or checkpoint row is CheckpointStoreCorrupt naming the run: never CheckpointNotFound (the run seems never to have existed), StoreUnavailable (retried forever) or a TypeError", async () => {
+      const store = newStore();
+      const c = await admin();
+      const outcome = (operation: Promise<unknown>) =>
+        operation.then(
+          () => "resolved",
+          (error: Error) => (error instanceof CheckpointStoreCorrupt && error.runId === "r" ? "corrupt" : error.name),
+        );
+      const operations = () => ({
+        latest: outcome(store.latest("r")),
+        save: outcome(store.save("r", 2, row())),
+        recordCall: outcome(store.recordCall("r", 0, 0, "sealed-0")),
+        renew: outcome(store.renew("r", 0, { owner: "w", ms: 1_000 })),
+        leaseOf: outcome(store.leaseOf("r")),
+      });
+      const corrupt = {
+        latest: "corrupt",
+        save: "corrupt",
+        recordCall: "corrupt",
+        renew: "corrupt",
+        leaseOf: "corrupt",
+      };
+      try {
+        const { meta, cps } = store.keysOf("r");
+        for (const [field, value] of [
+          ["step", "x"],
+          ["status", "stalled"],
+          ["segment", "-1"],
+          ["segcalls", "x"],
+          ["kind", "task"],
+        ] as const) {
+          await store.delete("r");
+          await store.save("r", 0, row(), { owner: "w", ms: 60_000 });
+          await store.save("r", 1, row(), { owner: "w", ms: 60_000 });
+          await c.hSet(meta, field, value);
+          expect(await Promise.all(Object.values(operations())), `meta ${field} = ${value}`).toEqual(
+            Object.values(corrupt),
+          );
+        }
+        // A head naming a step that is not stored: the run is there, its latest row is not.
+        await store.delete("r");
+        await store.save("r", 0, row());
+        await c.hSet(meta, "step", "7");
+        expect(await outcome(store.latest("r"))).toBe("corrupt");
+        await store.delete("r");
+        await store.save("r", 0, row());
+        // A checkpoint row of the wrong shape: JSON, but not [status, segment, name, kind, sealed].
+        for (const text of ['{"status":"running"}', '["running",0,"f","flow"]', '["running","x","f","flow","s"]']) {
+          await c.hSet(cps, "0", text);
+          expect(await outcome(store.latest("r")), text).toBe("corrupt");
+          expect(await outcome(store.history("r")), text).toBe("corrupt");
+        }
+        // A key of the run of another type.
+        await c.del(meta);
+        await c.set(meta, "not a hash");
+        expect(await outcome(store.latest("r"))).toBe("corrupt");
+      } finally {
+        await c.quit();
+        await dropPrefix(store);
+        await store.close();
+      }
+    });
+
     it("applies a retried record once", async () => {
       const store = newStore();
       await store.save("r", 0, row());

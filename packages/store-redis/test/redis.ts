@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
-import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
+import { anchorInFiles, type ConformanceInitializer, type RawAccess, type RowColumn } from "@durable/conformance";
 import type { CheckpointRow } from "@durable/core/store";
 import { REDIS_URL, dropKeys, redisAdmin, redisAnswers } from "@durable/test-utils/redis";
 import { RedisCheckpointStore, type RedisLike, type RedisStoreOptions } from "../src/index.js";
@@ -94,8 +94,48 @@ function raw(target: RedisTarget, store: RedisCheckpointStore): RawAccess {
     async deleteCall(runId, segment, seq) {
       await on((c) => c.hDel(store.keysOf(runId).calls, `${segment}:${seq}`));
     },
+    async setColumn(ref, column, value) {
+      const keys = store.keysOf(ref.runId);
+      if (ref.kind === "checkpoint") {
+        // The cps hash keeps JSON [status, segment, flow, kind, sealed]: any JSON value fits.
+        const at = ["status", "segment", "name", "kind", "sealed"].indexOf(column);
+        if (at < 0) return false;
+        const r = await row(ref.runId, ref.step);
+        r[at] = value;
+        await on((c) => c.hSet(keys.cps, String(ref.step), JSON.stringify(r)));
+        return true;
+      }
+      if (ref.kind === "call") {
+        // A record is the field "<segment>:<seq>" holding the sealed text: a number is renamed into the field.
+        const field = `${ref.segment}:${ref.seq}`;
+        if (column === "sealed") return false;
+        const sealed = await on((c) => c.hGet(keys.calls, field));
+        const renamed = column === "segment" ? `${value}:${ref.seq}` : `${ref.segment}:${value}`;
+        await on(async (c) => {
+          await c.hDel(keys.calls, field);
+          await c.hSet(keys.calls, renamed, String(sealed));
+        });
+        return true;
+      }
+      // The meta hash keeps text: a number in a text field would read back as text that may be well formed.
+      const field = META_FIELDS[column];
+      if (field === undefined || (typeof value === "number" && TEXT_FIELDS.has(column))) return false;
+      await on((c) => (value === null ? c.hDel(keys.meta, field) : c.hSet(keys.meta, field, String(value))));
+      return true;
+    },
   };
 }
+
+/** The meta hash's field of each head column. */
+const META_FIELDS: Partial<Record<RowColumn, string>> = {
+  step: "step",
+  status: "status",
+  segment: "segment",
+  name: "flow",
+  kind: "kind",
+  records: "segcalls",
+};
+const TEXT_FIELDS: ReadonlySet<RowColumn> = new Set(["status", "name", "kind"]);
 
 /**
  * The whole kit's initializer on a target: random prefixes, a raw oracle,

@@ -1,5 +1,5 @@
 import { commitRefusal, type RunWrite } from "@durable/core/store";
-import { heldLease, type RunRow, type Statements } from "./statements.js";
+import { heldLease, readHead, type Statements } from "./statements.js";
 
 type SaveWrite = Extract<RunWrite, { kind: "save" }>;
 
@@ -13,7 +13,7 @@ type SaveWrite = Extract<RunWrite, { kind: "save" }>;
  * failing statement left.
  */
 export function commitWrites(sql: Statements, runId: string, writes: readonly RunWrite[]): void {
-  const run = sql.run.get(runId) as RunRow | undefined;
+  const run = readHead(sql, runId);
   const save = writes.find((write): write is SaveWrite => write.kind === "save");
   // Only a checkpoint's lease rule reads the clock (`commitRefusal` ignores `now` without one): a batch of records
   // runs no more statements than recordCall did.
@@ -51,5 +51,6 @@ export function commitWrites(sql: Statements, runId: string, writes: readonly Ru
     calls,
     lease?.owner ?? null,
     lease?.expiresAt ?? null,
+    save.row.waitsForDecision === true ? 1 : 0,
   );
 }

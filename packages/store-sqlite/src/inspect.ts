@@ -1,5 +1,7 @@
 import type Database from "better-sqlite3";
 import {
+  type CheckpointColumns,
+  checkedCheckpoint,
   checkRunQuery,
   type ResolvedRunQuery,
   type RunKind,
@@ -84,6 +86,6 @@ export function history(db: Database.Database, t: Tables, runId: string): Stored
     .prepare(
       `SELECT run_id AS runId, step, status, segment, flow AS name, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step`,
     )
-    .all(runId) as StoredCheckpoint[];
-  return rows.map((row) => ({ ...row }));
+    .all(runId) as CheckpointColumns[];
+  return rows.map((row) => checkedCheckpoint(runId, row));
 }

@@ -2,13 +2,16 @@ import type Database from "better-sqlite3";
 import { InvalidInput, UNFINISHED } from "@durable/core/store";
 
 /** The schema version this code writes. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
 export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
 
-/** The only status a worker may claim: the claimable index's condition, which a query must repeat to use it. */
-export const CLAIMABLE_STATUS = "status = 'running'";
+/**
+ * What a run a worker may claim is: running and not waiting for a decision.
+ * The claimable index's condition, which a query must repeat to use it.
+ */
+export const CLAIMABLE_RUN = "status = 'running' AND waits_for_decision = 0";
 
 /** Marks the tables as ours, so a database holding another application's tables of the same names is refused. */
 const OWNER = "@durable/store-sqlite";
@@ -70,7 +73,7 @@ export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
   (t) => `
     ALTER TABLE ${t.runs} ADD COLUMN lease_owner TEXT;
     ALTER TABLE ${t.runs} ADD COLUMN lease_expires INTEGER;
-    CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE ${CLAIMABLE_STATUS};`,
+    CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE status = 'running';`,
   // Version 3, the inspection capability: when each run's latest checkpoint was saved (ms by SQLite's clock, 0 for
   // runs saved before), newest first over every run, one flow's, or one status's: each a range of one index.
   (t) => `
@@ -78,6 +81,12 @@ export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
     CREATE INDEX ${t.runs}_recent ON ${t.runs} (updated_at DESC, run_id DESC);
     CREATE INDEX ${t.runs}_flow_recent ON ${t.runs} (flow, updated_at DESC, run_id DESC);
     CREATE INDEX ${t.runs}_status_recent ON ${t.runs} (status, updated_at DESC, run_id DESC);`,
+  // Version 4: runs waiting for a decision (1) are left out of the claimable index, so a claimable listing never
+  // reads them; runs saved before are 0, as they were: listed until a recovery saves them waiting.
+  (t) => `
+    ALTER TABLE ${t.runs} ADD COLUMN waits_for_decision INTEGER NOT NULL DEFAULT 0;
+    DROP INDEX ${t.runs}_claimable;
+    CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE ${CLAIMABLE_RUN};`,
 ];
 
 /**

@@ -3,7 +3,10 @@ import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import {
   CheckpointNotFound,
+  type CheckpointColumns,
   type CheckpointRow,
+  checkedCall,
+  checkedCheckpoint,
   type CheckpointStore,
   checkBatch,
   checkLeaseTerms,
@@ -15,6 +18,7 @@ import {
   type LeaseView,
   type ListOptions,
   renewRefusal,
+  wholeNumber,
   type RunPage,
   type RunQuery,
   type RunWrite,
@@ -28,7 +32,7 @@ import { storeError } from "./errors.js";
 import { GroupCommit } from "./group-commit.js";
 import { history, listRuns } from "./inspect.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
-import { heldLease, type ListedRow, prepare, type RunRow, type Statements } from "./statements.js";
+import { heldLease, type ListedRow, prepare, readHead, type RunRow, type Statements } from "./statements.js";
 
 /** Options of `SQLiteCheckpointStore`. */
 export interface SQLiteStoreOptions {
@@ -116,16 +120,21 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
     const lease = this.#read({ what: "leaseOf", runId }, () => this.#sql.leaseOf.get(runId) as LeaseView | undefined);
-    return lease === undefined ? undefined : { ...lease };
+    if (lease === undefined) return undefined;
+    return {
+      owner: lease.owner,
+      expiresAt: wholeNumber(runId, "head", "lease_expires", lease.expiresAt),
+      now: lease.now,
+    };
   }
 
   async latest(runId: string): Promise<StoredCheckpoint> {
     const row = this.#read(
       { what: "latest", runId },
-      () => this.#sql.latest.get(runId) as StoredCheckpoint | undefined,
+      () => this.#sql.latest.get(runId) as CheckpointColumns | undefined,
     );
     if (row === undefined) throw new CheckpointNotFound(runId);
-    return { ...row };
+    return checkedCheckpoint(runId, row);
   }
 
   async *listUnfinished(flow: string, options: ListOptions = {}): AsyncIterable<string> {
@@ -175,9 +184,9 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    return this.#read({ what: "calls", runId }, () => this.#sql.calls.all(runId) as StoredCall[]).map((row) => ({
-      ...row,
-    }));
+    return this.#read({ what: "calls", runId }, () => this.#sql.calls.all(runId) as StoredCall[]).map((row) =>
+      checkedCall(runId, row),
+    );
   }
 
   /** The connection's journal mode and synchronous setting, as SQLite reports them. */
@@ -219,9 +228,9 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     }
   }
 
-  /** The run's head row and lease, or undefined for an unknown run. */
+  /** The run's head row and lease, checked, or undefined for an unknown run. */
   #head(runId: string): RunRow | undefined {
-    return this.#sql.run.get(runId) as RunRow | undefined;
+    return readHead(this.#sql, runId);
   }
 
   /** The store's clock (SQLite's), read inside the caller's transaction. */

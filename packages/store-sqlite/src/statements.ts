@@ -1,6 +1,13 @@
 import type Database from "better-sqlite3";
-import type { Lease, RunKind, RunStatus } from "@durable/core/store";
-import { CLAIMABLE_STATUS, type Tables, UNFINISHED_IN } from "./schema.js";
+import {
+  checkedHead,
+  type Lease,
+  malformedColumn,
+  type RunKind,
+  type RunStatus,
+  wholeNumber,
+} from "@durable/core/store";
+import { CLAIMABLE_RUN, type Tables, UNFINISHED_IN } from "./schema.js";
 
 /**
  * The store's clock: SQLite's, in ms since the epoch, read by the statement
@@ -25,6 +32,22 @@ export interface RunRow {
 export interface ListedRow {
   readonly run_id: string;
   readonly lease_expires?: number | null;
+}
+
+/**
+ * The run's head row, checked (`checkedHead`, and its count and lease
+ * columns): a row of another shape is `CheckpointStoreCorrupt`, never a
+ * refusal decided from it. Undefined for an unknown run.
+ */
+export function readHead(sql: Statements, runId: string): RunRow | undefined {
+  const row = sql.run.get(runId) as Record<keyof RunRow, unknown> | undefined;
+  if (row === undefined) return undefined;
+  const head = checkedHead(runId, row);
+  const count = wholeNumber(runId, "head", "segment_calls", row.segment_calls);
+  const owner = row.lease_owner;
+  if (owner !== null && typeof owner !== "string") throw malformedColumn(runId, "head", "lease_owner", owner);
+  const expires = row.lease_expires === null ? null : wholeNumber(runId, "head", "lease_expires", row.lease_expires);
+  return { ...head, segment_calls: count, lease_owner: owner, lease_expires: expires };
 }
 
 /** The lease a head row holds, or undefined when the run is unknown or released. */
@@ -69,11 +92,12 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     run: `SELECT flow AS name, kind, step, status, segment, segment_calls, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
     now: `SELECT ${STORE_NOW} AS now`,
     insertCheckpoint: `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${STORE_NOW})
+    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, waits_for_decision, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${STORE_NOW})
        ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, status = excluded.status,
          segment = excluded.segment, segment_calls = excluded.segment_calls,
-         lease_owner = excluded.lease_owner, lease_expires = excluded.lease_expires, updated_at = excluded.updated_at`,
+         lease_owner = excluded.lease_owner, lease_expires = excluded.lease_expires,
+         waits_for_decision = excluded.waits_for_decision, updated_at = excluded.updated_at`,
     setLease: `UPDATE ${t.runs} SET lease_owner = ?, lease_expires = ? WHERE run_id = ?`,
     release: `UPDATE ${t.runs} SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ? AND segment = ? AND lease_owner = ?`,
     leaseOf: `SELECT lease_owner AS owner, lease_expires AS expiresAt, ${STORE_NOW} AS now
@@ -84,9 +108,9 @@ export function statementSql(t: Tables): Record<StatementName, string> {
        WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
     // Claimable runs are two ranges of the claimable index: released (NULL expiry), then run out by now.
     claimableReleased: `SELECT run_id, lease_expires FROM ${t.runs}
-       WHERE flow = ? AND ${CLAIMABLE_STATUS} AND lease_expires IS NULL AND run_id > ? ORDER BY run_id LIMIT ?`,
+       WHERE flow = ? AND ${CLAIMABLE_RUN} AND lease_expires IS NULL AND run_id > ? ORDER BY run_id LIMIT ?`,
     claimableRunOut: `SELECT run_id, lease_expires FROM ${t.runs}
-       WHERE flow = ? AND ${CLAIMABLE_STATUS} AND lease_expires <= ${STORE_NOW} AND (lease_expires, run_id) > (?, ?)
+       WHERE flow = ? AND ${CLAIMABLE_RUN} AND lease_expires <= ${STORE_NOW} AND (lease_expires, run_id) > (?, ?)
        ORDER BY lease_expires, run_id LIMIT ?`,
     deleteCalls: `DELETE FROM ${t.calls} WHERE run_id = ?`,
     deleteCheckpoints: `DELETE FROM ${t.checkpoints} WHERE run_id = ?`,

@@ -4,7 +4,13 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import Database from "better-sqlite3";
 import { afterAll } from "vitest";
-import { anchorInFiles, type ConformanceInitializer, type RawAccess } from "@durable/conformance";
+import {
+  anchorInFiles,
+  type ConformanceInitializer,
+  type RawAccess,
+  type RowColumn,
+  type RowRef,
+} from "@durable/conformance";
 import { SQLiteCheckpointStore } from "../src/index.js";
 
 /** The SQLite store's conformance initializer: a new file per store, in the system's temp folder. */
@@ -71,8 +77,41 @@ function raw(store: SQLiteCheckpointStore): RawAccess {
         db.prepare(`DELETE FROM ${calls} WHERE run_id = ? AND segment = ? AND seq = ?`).run(runId, segment, seq),
       );
     },
+    async setColumn(row, column, value) {
+      const name = SQL_COLUMNS[row.kind][column];
+      if (name === undefined) return false;
+      const [table, where, key] =
+        row.kind === "checkpoint"
+          ? [checkpoints, "run_id = ? AND step = ?", [row.runId, row.step]]
+          : row.kind === "call"
+            ? [calls, "run_id = ? AND segment = ? AND seq = ?", [row.runId, row.segment, row.seq]]
+            : [store.tables.runs, "run_id = ?", [row.runId]];
+      return on((db) => {
+        try {
+          db.prepare(`UPDATE ${table} SET ${name} = ? WHERE ${where}`).run(value, ...key);
+        } catch {
+          return false; // NOT NULL
+        }
+        // A column's affinity may turn the value into another (7 into "7" in a TEXT column): then it was not held as given.
+        const moved = row.kind === "call" && (column === "segment" || column === "seq");
+        const at = moved ? (column === "segment" ? [row.runId, value, row.seq] : [row.runId, row.segment, value]) : key;
+        return (
+          db
+            .prepare(`SELECT ${name} FROM ${table} WHERE ${where}`)
+            .pluck()
+            .get(...at) === value
+        );
+      });
+    },
   };
 }
+
+/** The columns of each row the raw oracle sets, by the protocol's names. */
+const SQL_COLUMNS: Record<RowRef["kind"], Partial<Record<RowColumn, string>>> = {
+  checkpoint: { status: "status", segment: "segment", name: "flow", kind: "kind", sealed: "sealed" },
+  call: { segment: "segment", seq: "seq", sealed: "sealed" },
+  head: { step: "step", status: "status", segment: "segment", name: "flow", kind: "kind", records: "segment_calls" },
+};
 
 const sqlite: ConformanceInitializer<SQLiteCheckpointStore> = {
   name: "sqlite",

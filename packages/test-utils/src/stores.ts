@@ -123,3 +123,38 @@ export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointS
     ...overrides,
   };
 }
+
+/** What a store was asked, by method: listings, and reads of single runs. */
+export interface StoreReads {
+  /** `listUnfinished` calls. */
+  listings: number;
+  /** `latest`, `calls` and `leaseOf` calls: reads of one run each. */
+  runReads: number;
+}
+
+/**
+ * `store` counting the reads it is asked (`reads`): what a worker costs a
+ * store while it has nothing to do. Every other method is forwarded as it is.
+ */
+export function countingReads(store: CheckpointStore): { store: CheckpointStore; reads: StoreReads } {
+  const reads: StoreReads = { listings: 0, runReads: 0 };
+  const counted = storeWith(store, {
+    listUnfinished: (flow, options) => {
+      reads.listings += 1;
+      return store.listUnfinished(flow, options);
+    },
+    latest: (runId) => {
+      reads.runReads += 1;
+      return store.latest(runId);
+    },
+    calls: (runId) => {
+      reads.runReads += 1;
+      return store.calls(runId);
+    },
+    leaseOf: (runId) => {
+      reads.runReads += 1;
+      return store.leaseOf(runId);
+    },
+  });
+  return { store: counted, reads };
+}

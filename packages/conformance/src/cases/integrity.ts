@@ -2,6 +2,7 @@ import { CheckpointStoreCorrupt } from "@durable/core";
 import { DurableRun, readCallLog } from "@durable/core/runner";
 import type { Harness } from "../harness/harness.js";
 import type { ConformanceGroup } from "./case.js";
+import { malformedRowCases } from "./malformed.js";
 import { breaks, expectRejects } from "./rule.js";
 
 /** What a read through core must say of the stored bytes a case changed. */
@@ -42,7 +43,7 @@ async function runWithLog(h: Harness): Promise<string> {
 export const integrityGroup: ConformanceGroup = {
   name: "integrity",
   proves:
-    "whatever is changed, swapped, deleted or put back in the stored bytes, a read through core is CheckpointStoreCorrupt",
+    "whatever is changed, swapped, deleted or put back in the stored bytes, a read through core is CheckpointStoreCorrupt; a row of a shape no save writes (a checkpoint, a call record, the store's head of a run) is CheckpointStoreCorrupt naming the run from the store itself",
   skipUnless: (init) =>
     init.raw === undefined ? "the initializer gives no `raw` oracle to change stored bytes" : undefined,
   cases: [
@@ -161,5 +162,6 @@ export const integrityGroup: ConformanceGroup = {
         );
       },
     },
+    ...malformedRowCases,
   ],
 };

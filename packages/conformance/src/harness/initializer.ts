@@ -12,7 +12,28 @@ export interface RawAccess {
   readCall(runId: string, segment: number, seq: number): Promise<string>;
   writeCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
   deleteCall(runId: string, segment: number, seq: number): Promise<void>;
+  /**
+   * Sets one column of a stored row to `value`, of any type, as a bug or an
+   * attacker could: the malformed-row cases use it. Columns go by the
+   * protocol's names: a checkpoint's `status`, `segment`, `name`, `kind`,
+   * `sealed`; a call record's `segment`, `seq`, `sealed`; the store's own head
+   * of a run (where it keeps one beside its rows: a runs table, a meta hash)
+   * `step`, `status`, `segment`, `name`, `kind` and `records` (how many records
+   * its current segment holds). `null` removes the value. Resolves false when
+   * the store keeps no such row or column, or its database cannot hold the
+   * value there (a typed column refuses text, NOT NULL refuses null).
+   */
+  setColumn(row: RowRef, column: RowColumn, value: string | number | null): Promise<boolean>;
 }
+
+/** A stored row the raw oracle changes: a checkpoint, a call record, or the store's head of the run. */
+export type RowRef =
+  | { readonly kind: "checkpoint"; readonly runId: string; readonly step: number }
+  | { readonly kind: "call"; readonly runId: string; readonly segment: number; readonly seq: number }
+  | { readonly kind: "head"; readonly runId: string };
+
+/** A column of a stored row, by the protocol's name (see `RawAccess.setColumn`). */
+export type RowColumn = "step" | "status" | "segment" | "name" | "kind" | "sealed" | "seq" | "records";
 
 /** What a store declares it can do; the kit skips a group, saying why, when its capability is not declared. */
 export interface Capabilities<S extends CheckpointStore = CheckpointStore> {

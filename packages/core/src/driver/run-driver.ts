@@ -172,7 +172,7 @@ export class RunDriver<D, R> {
       if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
       if (decided !== undefined)
         ({ records } = await decideAtClaim(this.#store, this.#sealer, run, records, envelope.round, decided, by));
-      const plan = await this.#drive.plan(run, records, envelope.round, options);
+      const plan = await this.#drive.plan(run, records, envelope.round, options, checkpoint.data);
       await emit(this.#events, {
         type: "run.recovered",
         runId,
@@ -252,7 +252,7 @@ export class RunDriver<D, R> {
     faultPoint("resume.after-answers-save");
     return this.#holding(run, options.signal, async () => {
       await this.#drive.saved(checkpoint, resumed.program);
-      const plan = await this.#drive.plan(run, records, resumed.round, options);
+      const plan = await this.#drive.plan(run, records, resumed.round, options, checkpoint.data);
       return this.#drive.steps(run, this.#drive.claimed(run, resumed, records), plan);
     });
   }

@@ -1,4 +1,4 @@
-import type { JsonObject } from "../base/json.js";
+import type { JsonObject, JsonValue } from "../base/json.js";
 import type { CallRecord } from "../log/call-log.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import { envelopeJson, type RunEnvelope } from "../run/envelope.js";
@@ -104,22 +104,33 @@ export class RunSteps<D, R> {
     }
   }
 
-  /** Plans the rerun of the claimed round; a stop for a decision is emitted as `run.needs-decision` before it is thrown. */
+  /**
+   * Plans the rerun of the claimed round. A stop for a decision saves the
+   * claimed checkpoint's `data` again as the next step, waiting for a
+   * decision (claimable listings leave the run out until a decision claims
+   * it), and is emitted as `run.needs-decision` with that step before it is thrown.
+   */
   async plan(
     run: DurableRun,
     records: readonly CallRecord[],
     round: number,
     options: RecoverOptions,
+    data: JsonValue,
   ): Promise<ReplayPlan> {
     try {
       return planReplay(run.runId, records, round, this.#program.registry, options);
     } catch (error) {
       if (error instanceof RecoveryNeedsDecision) {
+        // A mark that did not land leaves the run claimable, as before: the next recovery stops and marks it again.
+        const step = await run.waitForDecision(data).then(
+          (saved) => saved.step,
+          () => run.step,
+        );
         await emit(this.#events, {
           type: "run.needs-decision",
           runId: run.runId,
           kind: this.#program.kind,
-          step: run.step,
+          step,
           calls: error.calls,
         });
       }

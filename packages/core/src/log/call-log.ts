@@ -2,6 +2,7 @@ import type { JsonValue } from "../base/json.js";
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore, SegmentCounts } from "../store/contract.js";
+import { checkedCall } from "../store/rows.js";
 import type { RunWriter } from "./run-writer.js";
 
 /**
@@ -185,7 +186,9 @@ export async function readCallLog(
   const finished = new Map<string, number | undefined>();
   let segment = -1;
   let expected = 0;
-  for (const row of rows) {
+  for (const stored of rows) {
+    // A store of another make may give any shape: it is checked as the built-in stores check what they read.
+    const row = { ...checkedCall(runId, stored), runId: stored.runId };
     const body = sealer.open("call", row.sealed, { ...row, runId });
     if (!isRecord(body)) throw new CheckpointStoreCorrupt(runId, "a call record has an unknown shape.");
     if (body.runId !== runId || row.runId !== runId) {

@@ -59,13 +59,14 @@ export interface RunRecovered extends EventBase {
 /**
  * A recovery (or a resume) claimed a run but stopped before running anything:
  * calls of its round are in doubt and their tools are not idempotent. The run
- * waits for an operator: check each call at its system (by its idempotency
- * key), then recover with `rerunInDoubt`. `RecoveryNeedsDecision` is thrown
- * with the same calls.
+ * is saved waiting for an operator (claimable listings leave it out): check
+ * each call at its system (by its idempotency key), then decide
+ * (`decideInDoubt`) or recover with `rerunInDoubt`. `RecoveryNeedsDecision`
+ * is thrown with the same calls.
  */
 export interface RunNeedsDecision extends EventBase {
   readonly type: "run.needs-decision";
-  /** The step the claim was saved as. */
+  /** The step the run was saved at, waiting for a decision (the claim's, when that save did not land): an operator's `expectStep`. */
   readonly step: number;
   readonly calls: readonly InDoubtCall[];
 }

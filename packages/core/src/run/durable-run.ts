@@ -163,6 +163,18 @@ export class DurableRun {
   }
 
   /**
+   * Saves the next step `running` with `data`, waiting for a decision
+   * (`CheckpointRow.waitsForDecision`): its lease is released with it, and
+   * the store leaves the run out of claimable listings until a decision
+   * claims it, so idle workers do not read it again and again.
+   */
+  async waitForDecision(data: JsonValue): Promise<CheckpointBody> {
+    const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, true);
+    await landed;
+    return body;
+  }
+
+  /**
    * Queues the next running step to land with the run's next commit (the next
    * call's `started`, or a save that must land): gives it at once, with the
    * promise that it landed. A crash before then recovers from the step before.
@@ -213,6 +225,7 @@ export class DurableRun {
     takeOver: boolean,
     durable: boolean,
     onLanded?: () => void,
+    waitsForDecision = false,
   ): { body: CheckpointBody; landed: Promise<void> } {
     const body: CheckpointBody = {
       runId: this.runId,
@@ -225,13 +238,19 @@ export class DurableRun {
       calls: this.log.counts,
       data,
     };
-    const row = sealCheckpoint(this.sealer, body);
+    const sealed = sealCheckpoint(this.sealer, body);
+    const row = waitsForDecision ? { ...sealed, waitsForDecision } : sealed;
     faultPoint("checkpoint.before-save");
     const queuedAt = performance.now();
-    const lease = takeOver ? { ...this.lease, takeOver } : this.lease;
+    // A run saved waiting for a decision is saved without a lease: it is released with the save.
+    const lease = waitsForDecision
+      ? { owner: this.lease.owner, ms: 0 }
+      : takeOver
+        ? { ...this.lease, takeOver }
+        : this.lease;
     this.#step = step;
     const landedNow = (): void => {
-      if (status === "running") this.#keeper.saved(queuedAt);
+      if (status === "running" && !waitsForDecision) this.#keeper.saved(queuedAt);
       else void this.#keeper.stop(false);
       onLanded?.();
     };

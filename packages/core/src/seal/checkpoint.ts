@@ -4,6 +4,7 @@ import { Sealer, type CheckpointKeys, type EncryptionKeys } from "./sealer.js";
 import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "../store/contract.js";
 import type { Identity } from "../base/identity.js";
 import { isSegmentCounts, type SegmentCounts } from "../store/contract.js";
+import { checkedCheckpoint } from "../store/rows.js";
 
 /** Everything sealed into one checkpoint. `data` is the runner's own (a flow's state and frontier, a loop's history). */
 export interface CheckpointBody {
@@ -72,7 +73,9 @@ export function sealCheckpoint(sealer: Sealer, body: CheckpointBody): Checkpoint
  * Verifies a stored row and returns what is sealed in it. A bad signature, or
  * a plain column that differs from the sealed content, is `CheckpointStoreCorrupt`.
  */
-export function openCheckpoint(sealer: Sealer, row: StoredCheckpoint): CheckpointBody {
+export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint): CheckpointBody {
+  // A store of another make may give any shape: it is checked as the built-in stores check what they read.
+  const row = { ...checkedCheckpoint(stored.runId, stored), runId: stored.runId };
   const sealed = sealer.open("checkpoint", row.sealed, row);
   if (!isSealedBody(sealed)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
   const { flow: name, ...rest }: SealedBody = sealed;

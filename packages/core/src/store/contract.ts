@@ -37,6 +37,13 @@ export interface CheckpointRow {
   readonly kind: RunKind;
   /** The sealed envelope; opaque to the store. */
   readonly sealed: string;
+  /**
+   * Set on the `running` checkpoint a recovery saves when it stops for a
+   * decision (a call in doubt): the store leaves the run out of claimable
+   * listings until a save without it (an operator's decision claims the run).
+   * A mark for the store's index, not a column `latest` gives back.
+   */
+  readonly waitsForDecision?: boolean;
 }
 
 /** A checkpoint row read back, with its key. */
@@ -92,7 +99,11 @@ export type RunWrite =
 
 /** Options of `listUnfinished`. */
 export interface ListOptions {
-  /** Only runs a worker may claim now: `running`, with no lease or one that ran out by the store's clock. Paused runs wait for a resume. */
+  /**
+   * Only runs a worker may claim now: `running`, with no lease or one that ran
+   * out by the store's clock, and not waiting for a decision. Paused runs wait
+   * for a resume.
+   */
   readonly claimable?: boolean;
 }
 
@@ -135,14 +146,21 @@ export interface CheckpointStore {
   /** The run's lease with the store's clock, or undefined when the run is unknown or holds none. */
   leaseOf(runId: string): Promise<LeaseView | undefined>;
 
-  /** The row with the highest step. `CheckpointNotFound` when nothing is stored for the run. */
+  /**
+   * The row with the highest step. `CheckpointNotFound` when nothing is stored
+   * for the run; `CheckpointStoreCorrupt` when a row it reads, or its head of
+   * the run, has another shape (`checkedCheckpoint`, `checkedHead`), as for
+   * every operation.
+   */
   latest(runId: string): Promise<StoredCheckpoint>;
 
   /**
    * The ids of every run named `name` whose latest row is `running` or `paused`,
    * each once, in no set order; with `claimable`, only `running` runs with no
-   * lease or one run out by the store's clock. Streams, so memory stays flat
-   * however many runs there are, and reads one index per page.
+   * lease or one run out by the store's clock whose latest checkpoint was not
+   * saved `waitsForDecision`. Streams, so memory stays flat however many runs
+   * there are, and reads one index per page: one query per page however many
+   * runs wait for a decision.
    */
   listUnfinished(name: string, options?: ListOptions): AsyncIterable<string>;
 

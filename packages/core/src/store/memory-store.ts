@@ -28,6 +28,7 @@ import {
   type StoredCheckpoint,
 } from "./contract.js";
 import { checkRunQuery, matchesRunQuery, newestFirst, runPage } from "./listing.js";
+import { checkedCall, checkedCheckpoint, checkedHead } from "./rows.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {
@@ -39,6 +40,8 @@ export interface MemoryRun {
   lease: Lease | undefined;
   /** When its latest checkpoint was saved, by this process's clock (absent: never known, listed as 0). */
   savedAt?: number;
+  /** Its latest checkpoint was saved waiting for a decision: left out of claimable listings. */
+  waitsForDecision?: boolean;
 }
 
 /** Everything a memory store holds, by run id. */
@@ -74,12 +77,13 @@ export class MemoryCheckpointStore implements CheckpointStore {
     checkRow(step, checkpoint);
     checkLeaseTerms(lease);
     const entry = this.#runs.get(runId);
-    const head = entry?.checkpoints.at(-1);
+    const head = headOf(runId, entry);
     const now = storeClock();
     const refused =
       saveRefusal(runId, step, checkpoint, head) ?? claimRefusal(runId, checkpoint, head, entry?.lease, lease, now);
     if (refused !== undefined) throw refused;
     const held = leaseAfterSave(checkpoint, lease, now, entry?.lease);
+    const waitsForDecision = checkpoint.waitsForDecision === true;
     if (entry === undefined)
       this.#runs.set(runId, {
         checkpoints: [stored(runId, step, checkpoint)],
@@ -87,18 +91,20 @@ export class MemoryCheckpointStore implements CheckpointStore {
         counts: new Map(),
         lease: held,
         savedAt: now,
+        waitsForDecision,
       });
     else {
       entry.checkpoints.push(stored(runId, step, checkpoint));
       entry.lease = held;
       entry.savedAt = now;
+      entry.waitsForDecision = waitsForDecision;
     }
   }
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
     const entry = this.#runs.get(runId);
-    const refused = renewRefusal(runId, segment, terms.owner, entry?.checkpoints.at(-1), entry?.lease);
+    const refused = renewRefusal(runId, segment, terms.owner, headOf(runId, entry), entry?.lease);
     if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
     entry.lease = { owner: terms.owner, expiresAt: storeClock() + terms.ms };
     return entry.lease;
@@ -117,14 +123,15 @@ export class MemoryCheckpointStore implements CheckpointStore {
   async latest(runId: string): Promise<StoredCheckpoint> {
     const latest = this.#runs.get(runId)?.checkpoints.at(-1);
     if (latest === undefined) throw new CheckpointNotFound(runId);
-    return latest;
+    return checkedCheckpoint(runId, latest);
   }
 
   async *listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
     for (const [runId, entry] of [...this.#runs]) {
       const latest = entry.checkpoints.at(-1);
       if (latest === undefined || latest.name !== name || isEnded(latest.status)) continue;
-      if (options.claimable !== true || isClaimable(latest.status, entry.lease, storeClock())) yield runId;
+      if (options.claimable !== true || isClaimable(latest.status, entry.lease, storeClock(), entry.waitsForDecision))
+        yield runId;
     }
   }
 
@@ -136,7 +143,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     if (!Number.isSafeInteger(seq) || seq < 0) throw new InvalidInput(`seq must be a whole number ≥ 0, not ${seq}.`);
     const entry = this.#runs.get(runId);
     const next = entry?.counts.get(segment) ?? 0;
-    const refused = recordRefusal(runId, segment, seq, entry?.checkpoints.at(-1), next);
+    const refused = recordRefusal(runId, segment, seq, headOf(runId, entry), next);
     if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
     entry.calls.push(Object.freeze({ runId, segment, seq, sealed }));
     entry.counts.set(segment, next + 1);
@@ -149,7 +156,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     const verdict = commitRefusal(
       runId,
       writes,
-      entry?.checkpoints.at(-1),
+      headOf(runId, entry),
       (segment) => entry?.counts.get(segment) ?? 0,
       entry?.lease,
       now,
@@ -164,6 +171,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
       } else {
         run.checkpoints.push(stored(runId, write.step, write.row));
         run.savedAt = now;
+        run.waitsForDecision = write.row.waitsForDecision === true;
       }
     }
     run.lease = verdict.lease;
@@ -185,11 +193,11 @@ export class MemoryCheckpointStore implements CheckpointStore {
   }
 
   async history(runId: string): Promise<StoredCheckpoint[]> {
-    return [...(this.#runs.get(runId)?.checkpoints ?? [])];
+    return (this.#runs.get(runId)?.checkpoints ?? []).map((row) => checkedCheckpoint(runId, row));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {
-    return [...(this.#runs.get(runId)?.calls ?? [])];
+    return (this.#runs.get(runId)?.calls ?? []).map((row) => checkedCall(runId, row));
   }
 
   async close(): Promise<void> {}
@@ -201,6 +209,12 @@ export class MemoryCheckpointStore implements CheckpointStore {
  */
 function storeClock(): number {
   return Math.floor(performance.timeOrigin + performance.now());
+}
+
+/** The run's head, its latest checkpoint, checked: a row of another shape (changed in the shared map) is corrupt. */
+function headOf(runId: string, entry: MemoryRun | undefined) {
+  const latest = entry?.checkpoints.at(-1);
+  return latest === undefined ? undefined : checkedHead(runId, latest);
 }
 
 function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoint {

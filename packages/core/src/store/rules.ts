@@ -159,9 +159,18 @@ export function renewRefusal(
   return undefined;
 }
 
-/** True when a worker may claim the run now: `running`, with no lease or one that ran out at `now`. */
-export function isClaimable(status: RunStatus, held: Lease | undefined, now: number): boolean {
-  return status === "running" && (held === undefined || held.expiresAt <= now);
+/**
+ * True when a worker may claim the run now: `running`, with no lease or one
+ * that ran out at `now`, and its latest checkpoint not saved waiting for a
+ * decision (`CheckpointRow.waitsForDecision`).
+ */
+export function isClaimable(
+  status: RunStatus,
+  held: Lease | undefined,
+  now: number,
+  waitsForDecision = false,
+): boolean {
+  return status === "running" && !waitsForDecision && (held === undefined || held.expiresAt <= now);
 }
 
 /** The most writes one `commit` takes. */
