@@ -83,7 +83,10 @@ export async function runSecond(options: DemoOptions, card: CardProcessor): Prom
     if (event.type !== "run.needs-decision" && event.type !== "run.recovered") return;
     const held = watch.toldOf(event.runId);
     const ranOut = held === undefined ? "its lease had run out" : `its lease ran out at ${clock(held.expiresAt)}`;
-    say(`${event.runId}: ${ranOut}: took it over at ${clock(Date.parse(event.at))}, step ${event.step}, as ${owner}`);
+    // A stop for a decision saves the run again, waiting for one: its event names that step, not the claim's.
+    const step =
+      event.type === "run.recovered" ? `step ${event.step}` : `left it waiting for a decision at step ${event.step}`;
+    say(`${event.runId}: ${ranOut}: took it over at ${clock(Date.parse(event.at))}, ${step}, as ${owner}`);
     if (event.type === "run.recovered") tellRecovered(event);
   }
 

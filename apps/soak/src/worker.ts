@@ -57,6 +57,8 @@ export interface WorkerConfig {
 /** Runs a worker started itself at once (its lanes), and runs its worker drives at once. */
 const LANES = 4;
 const RETRY_MS = 250;
+/** How often a worker whose share is done looks for runs left waiting for a decision. */
+const SWEEP_MS = 2_000;
 
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;
 let stopping = false;
@@ -107,9 +109,10 @@ const runner = new FlowRunner(executor, {
   events,
   lease: { ms: config.leaseMs },
 });
+const served = runner.served(SOAK_FLOW);
 const giveUp = new AbortController();
 const worker = startWorker({
-  serve: [runner.served(SOAK_FLOW)],
+  serve: [served],
   concurrency: LANES,
   pollMs: 250,
   maxPollMs: 1_000,
@@ -121,6 +124,25 @@ const worker = startWorker({
     else fail(error);
   },
 });
+
+/**
+ * The soak's operator: finds the runs left waiting for a decision and decides
+ * them, as someone reading the console would. The worker that left a run
+ * waiting reports it once (`onStuck`), and no claimable listing gives it
+ * again: when that worker died before it decided, only this finds the run.
+ */
+async function decideWaiting(): Promise<void> {
+  const claimable = new Set<string>();
+  for await (const runId of store.listUnfinished(SOAK_FLOW.name, { claimable: true })) claimable.add(runId);
+  for await (const runId of store.listUnfinished(SOAK_FLOW.name)) {
+    if (stopping) return;
+    // A claimable run is the workers' to take: one that stops for a decision is reported through onStuck.
+    if (deciding.has(runId) || claimable.has(runId)) continue;
+    const lease = await store.leaseOf(runId);
+    if (lease !== undefined && lease.expiresAt > lease.now) continue;
+    if (await served.needsDecision(runId).catch(() => false)) decide(runId);
+  }
+}
 
 /** Reruns a run's calls in doubt; another worker deciding or driving it first is fine. */
 function decide(runId: string): void {
@@ -226,7 +248,14 @@ const starting = startMine().catch(fail);
 // Until here a SIGTERM ends the process at once: it holds no run yet.
 process.once("SIGTERM", () => void stop());
 await starting;
-while (!stopping && !(await allDone())) await sleep(200);
+let swept = Date.now();
+while (!stopping && !(await allDone())) {
+  if (Date.now() - swept >= SWEEP_MS) {
+    await decideWaiting().catch((error: unknown) => (error instanceof StoreUnavailable ? undefined : fail(error)));
+    swept = Date.now();
+  }
+  await sleep(200);
+}
 if (!stopping) {
   await worker.stop();
   say("finished");
