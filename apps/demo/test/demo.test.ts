@@ -78,7 +78,7 @@ describe("the demo, with real worker processes", () => {
       );
       const recovered = events.filter((e) => e.type === "run.recovered");
       expect(recovered).toHaveLength(1);
-      expect(recovered[0]).toMatchObject({ runId, kind: "flow", step: 4, rerun: [{ tool: "email_tickets" }] });
+      expect(recovered[0]).toMatchObject({ runId, kind: "flow", step: 5, rerun: [{ tool: "email_tickets" }] });
       const saves = eventsOf(log, runId, "checkpoint.saved");
       const [claim] = eventsOf(log, runId, "run.needs-decision");
       const lastOfWorker1 = saves.filter((e) => e.type === "checkpoint.saved" && e.step === 2)[0];
