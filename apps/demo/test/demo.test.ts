@@ -56,7 +56,9 @@ describe("the demo, with real worker processes", () => {
       const expiry = held?.[2] ?? "";
       expect(out).toContain(`worker 2 | ${runId}: its lease ran out at ${expiry}: took it over at `);
       expect(out).toMatch(
-        new RegExp(`${runId}: its lease ran out at .+, left it waiting for a decision at step 4, as ${second.replace(/[.]/g, "\\.")}\n`),
+        new RegExp(
+          `${runId}: its lease ran out at .+, left it waiting for a decision at step 4, as ${second.replace(/[.]/g, "\\.")}\n`,
+        ),
       );
       expect(out).toContain(`worker 2 | ${runId}: in doubt: email_tickets (started with no result)`);
       expect(out).toMatch(
@@ -94,7 +96,11 @@ describe("the demo, with real worker processes", () => {
       const out = demo("--store", `sqlite:${join(dir, "b.db")}`, "--runs", "30");
       const [, runId = ""] = out.match(/(order-30-\w+): inside email_tickets/) ?? [];
       expect(out).toMatch(new RegExp(`${runId}: held by another worker, .+ until `));
-      expect(out).toMatch(new RegExp(`${runId}: its lease ran out at .+: took it over at .+, left it waiting for a decision at step 4, as `));
+      expect(out).toMatch(
+        new RegExp(
+          `${runId}: its lease ran out at .+: took it over at .+, left it waiting for a decision at step 4, as `,
+        ),
+      );
       expect(out).toContain(`${runId}: in doubt: email_tickets (started with no result)`);
       expect(out).toContain("left in doubt: no terminal to ask");
       expect(out).toContain("recovered 0 run(s), 1 taken over and left in doubt; claims lost to another worker: 0");
