@@ -10,10 +10,16 @@ export function badge(kind: string, text: string): string {
   return `<span class="badge ${kind.replace(/[^a-z-]/g, "-")}">${esc(text)}</span>`;
 }
 
-/** An ISO time, or ms since the epoch, as `2026-12-04 18:51:47Z`. */
+/** An ISO time, or ms since the epoch, as `2026-12-04 18:51:47Z` ("" for no time or one no date has). */
 export function time(at: string | number): string {
-  const iso = typeof at === "number" ? (at > 0 ? new Date(at).toISOString() : "") : at;
+  const iso = typeof at === "number" ? (isoTime(at) ?? "") : at;
   return iso.replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+/** Ms since the epoch as an ISO time; undefined for 0 (no time kept) or a value no date has (a store's column written past it). */
+export function isoTime(ms: number): string | undefined {
+  const date = new Date(ms);
+  return typeof ms === "number" && ms > 0 && Number.isFinite(date.getTime()) ? date.toISOString() : undefined;
 }
 
 /** How far `ms` is from now, as `in 12 s` or `3 min ago`. */

@@ -1,5 +1,5 @@
 import type { RunStatus } from "@durable/core/store";
-import { badge, esc, type Frame, fromNow, href, layout, runHref, time } from "./html.js";
+import { badge, esc, type Frame, fromNow, href, isoTime, layout, runHref, time } from "./html.js";
 import { type ListedRun, noRunVerifies, type RunList } from "./list-view.js";
 
 /** The list's filters, as the page's form and links carry them. */
@@ -52,12 +52,14 @@ function row(run: ListedRun, now: number): string {
     run.lease === undefined
       ? "—"
       : `${esc(run.lease.owner)}<br><span class="meta">${run.lease.expiresAt > now ? "expires" : "ran out"} ${esc(fromNow(run.lease.expiresAt, now))}</span>`;
-  return `<tr data-run-id="${esc(run.runId)}" data-status="${run.status}">
+  // A run that did not verify shows what the store listed: every value is text, whatever the columns hold.
+  const updated = isoTime(run.updatedAt);
+  return `<tr data-run-id="${esc(run.runId)}" data-status="${esc(String(run.status))}">
     <th scope="row"><a href="${esc(runHref(run.runId))}">${esc(run.runId)}</a></th>
-    <td>${esc(run.name)}</td><td>${run.kind}</td>
-    <td>${badge(run.status, run.status)}${marks}${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>
-    <td class="num">${run.step}</td><td class="num">${run.segment}</td><td>${lease}</td>
-    <td>${run.updatedAt > 0 ? `<time datetime="${new Date(run.updatedAt).toISOString()}">${esc(time(run.updatedAt))}</time>` : "—"}</td>
+    <td>${esc(String(run.name))}</td><td>${esc(String(run.kind))}</td>
+    <td>${badge(String(run.status), String(run.status))}${marks}${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>
+    <td class="num">${esc(String(run.step))}</td><td class="num">${esc(String(run.segment))}</td><td>${lease}</td>
+    <td>${updated === undefined ? "—" : `<time datetime="${updated}">${esc(time(updated))}</time>`}</td>
   </tr>`;
 }
 

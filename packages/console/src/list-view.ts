@@ -41,12 +41,23 @@ export async function readRunList(store: CheckpointStore, sealer: Sealer, query:
   return page.next === undefined ? { runs } : { runs, next: page.next };
 }
 
-async function marked(store: CheckpointStore, sealer: Sealer, run: RunSummary): Promise<ListedRun> {
-  const marks: RunMark[] = run.segment > 0 ? ["recovered"] : [];
-  if (run.status === "paused") marks.push("needs approval");
+async function marked(store: CheckpointStore, sealer: Sealer, listed: RunSummary): Promise<ListedRun> {
   try {
     // Every run shown is opened with the key: a row that does not verify is shown as a problem, never as listed.
-    const latest = await DurableRun.latest(store, sealer, run.runId);
+    const latest = await DurableRun.latest(store, sealer, listed.runId);
+    // What a row shows comes from the sealed checkpoint: the store's plain columns are anyone's to write.
+    const run: RunSummary = {
+      ...listed,
+      name: latest.name,
+      kind: latest.kind,
+      step: latest.step,
+      status: latest.status,
+      segment: latest.segment,
+    };
+    const marks = marksOf(run);
+    const disagreement = disagreementOf(listed, run);
+    if (disagreement !== undefined)
+      return { ...run, marks, problem: disagreement, problemCode: "CHECKPOINT_STORE_CORRUPT" };
     const envelope = readEnvelope(run.runId, latest.data);
     if (latest.status === "done" || latest.status === "paused") return { ...run, marks };
     if (latest.status === "failed") return { ...run, marks: envelope.cancelled ? [...marks, "cancelled"] : marks };
@@ -55,9 +66,35 @@ async function marked(store: CheckpointStore, sealer: Sealer, run: RunSummary): 
     if ([...round.next.values()].some((next) => next.notBefore !== undefined)) marks.push("retrying");
     return { ...run, marks };
   } catch (error) {
-    const { problem, code } = await problemOf(store, sealer, run.runId, error);
-    return { ...run, marks, problem, ...(code === undefined ? {} : { problemCode: code }) };
+    const { problem, code } = await problemOf(store, sealer, listed.runId, error);
+    return { ...listed, marks: [], problem, ...(code === undefined ? {} : { problemCode: code }) };
   }
+}
+
+function marksOf(run: RunSummary): RunMark[] {
+  const marks: RunMark[] = run.segment > 0 ? ["recovered"] : [];
+  if (run.status === "paused") marks.push("needs approval");
+  return marks;
+}
+
+const COLUMNS = ["name", "kind", "status", "segment"] as const;
+
+/**
+ * How the store's listing of a run disagrees with its sealed latest
+ * checkpoint, or undefined: a listing of an earlier step is a run that moved
+ * on since, one of a later step or of other columns at the same step was
+ * written past the store.
+ */
+function disagreementOf(listed: RunSummary, sealed: RunSummary): string | undefined {
+  const says = (run: RunSummary, columns: readonly (keyof RunSummary)[]) =>
+    columns.map((column) => `${column} ${JSON.stringify(run[column])}`).join(", ");
+  if (listed.step > sealed.step)
+    return `CheckpointStoreCorrupt: the store lists it at ${says(listed, ["step"])}, its latest sealed checkpoint is ${says(sealed, ["step"])}: a column was written past the store.`;
+  if (listed.step < sealed.step) return undefined;
+  const differ = COLUMNS.filter((column) => listed[column] !== sealed[column]);
+  return differ.length === 0
+    ? undefined
+    : `CheckpointStoreCorrupt: the store lists it with ${says(listed, differ)}, its sealed checkpoint says ${says(sealed, differ)}: a column was written past the store.`;
 }
 
 /** True when there are runs and not one of them verifies: the console most likely has another key than the workers. */

@@ -33,7 +33,7 @@ export function runPage(
   ].join("");
   const body = `<p><a href="/">← all runs</a></p>
     <h1>${esc(run.runId)} ${badge(run.status, run.status)}${marks}</h1>
-    <p class="meta">${run.kind} <code>${esc(run.name)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    <p class="meta">${esc(run.kind)} <code>${esc(run.name)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
     <p id="run-changed" class="changed" role="status" hidden>This run changed since the page was loaded (now <span data-now></span>): its actions below would be refused. <a href="${esc(runHref(run.runId))}">Reload</a></p>
     ${notice === undefined ? "" : `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`}
     ${run.error === undefined ? "" : `<p class="problem">${esc(run.error)}</p>`}

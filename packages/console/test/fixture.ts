@@ -121,7 +121,7 @@ export async function seed(
   hangingEmails.add(ids.inDoubt);
   await r.run(orders, order, { runId: ids.inDoubt }).catch(() => undefined);
   hangingEmails.delete(ids.inDoubt);
-  // A recovery finds the email in doubt and stops for a decision, leaving the run claimable.
+  // A recovery finds the email in doubt and stops for a decision, leaving the run waiting for one.
   await r.recover(orders, ids.inDoubt).then(
     () => {
       throw new Error("the in-doubt run recovered without a decision");
