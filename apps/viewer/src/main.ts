@@ -75,7 +75,7 @@ await runCommand(VIEWER_COMMAND, async (values) => {
     if ((error as { code?: string }).code !== "EADDRINUSE") throw error;
     throw new CommandLineError(`The port is taken: pick another with --port N. (${(error as Error).message})`);
   });
-  console.log(`viewer: ${viewer.url}  (store ${storeUrl}, events ${events}; Ctrl-C stops it)`);
+  console.log(`viewer: ${viewer.url}  (programs: ${viewer.api}; store ${storeUrl}, events ${events}; Ctrl-C stops it)`);
   const stop = async () => {
     await viewer.close();
     await store.close();

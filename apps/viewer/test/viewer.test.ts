@@ -27,8 +27,10 @@ async function viewerProcess(args: string[], env: NodeJS.ProcessEnv) {
     let stdout = "";
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
-      const found = /viewer: (http:\/\/\S+)/.exec(stdout);
-      if (found?.[1] !== undefined) resolve(found[1]);
+      // The token from the browser's address; requests go to the address for programs.
+      const found = /viewer: (http:\/\/\S+) {2}\(programs: (http:\/\/[^;]+);/.exec(stdout);
+      if (found?.[1] !== undefined && found[2] !== undefined)
+        resolve(`${found[2]}/?token=${new URL(found[1]).searchParams.get("token")}`);
     });
     child.once("exit", (code) => reject(new Error(`the viewer exited (${code}): ${stderr}`)));
   });

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 
 /** A new token for the console: 192 random bits, URL-safe. */
@@ -11,31 +11,46 @@ export type Verdict = "ok" | "no token" | "wrong host";
 
 /**
  * Guards one console: every request needs its token, once from the URL it
- * printed (`?token=…`, then kept in an HttpOnly, SameSite=Strict cookie of
- * its own port) or as `Authorization: Bearer …`; a console on a loopback
- * address answers only requests naming a loopback host (no DNS rebinding);
- * a post needs the form token its pages hold (no cross-site forms).
+ * printed (`?token=…`, then kept in an HttpOnly, SameSite=Strict cookie) or
+ * as `Authorization: Bearer …`; a console on a loopback address answers only
+ * requests naming a loopback host (no DNS rebinding); a post needs the form
+ * token its pages hold (no cross-site forms).
+ *
+ * A cookie is not tied to a port: one set for 127.0.0.1 reaches every server
+ * on 127.0.0.1. So a loopback console has a host name of its own, a random
+ * `<id>.localhost` (browsers resolve `*.localhost` to loopback and keep its
+ * cookies to it), and takes its cookie only on requests to that name.
  */
 export class Guard {
   readonly #token: Buffer;
   readonly cookie: string;
-  /** The form token: derived from the token, so it proves a post came from a page the console served. */
-  readonly csrf: string;
+  /** The form token: random, not derived from the token, so a token seen elsewhere forges no post. */
+  readonly csrf = randomBytes(24).toString("base64url");
   readonly #loopback: boolean;
+  /** The host (and port) browsers reach this console by: its own name on loopback, else the address it serves on. */
+  readonly host: string;
 
   constructor(token: string, host: string, port: number) {
     this.#token = Buffer.from(token, "utf8");
     this.cookie = `durable_console_${port}`;
-    this.csrf = createHmac("sha256", token).update("durable-console form").digest("base64url");
     this.#loopback = isLoopback(host);
+    const name = this.#loopback ? `${randomBytes(8).toString("hex")}.localhost` : host;
+    this.host = `${name.includes(":") ? `[${name}]` : name}:${port}`;
   }
 
   /** Whether `request` may read. */
   check(request: IncomingMessage): Verdict {
-    if (this.#loopback && !isLoopback(hostName(request.headers.host ?? ""))) return "wrong host";
+    const host = request.headers.host ?? "";
+    if (this.#loopback && !isLoopback(hostName(host))) return "wrong host";
     const bearer = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1];
+    if (this.matches(bearer)) return "ok";
     const cookie = cookies(request.headers.cookie ?? "").get(this.cookie);
-    return this.matches(bearer) || this.matches(cookie) ? "ok" : "no token";
+    return this.ownHost(request) && this.matches(cookie) ? "ok" : "no token";
+  }
+
+  /** Whether `request` names this console's own host: where its cookie is set and taken. */
+  ownHost(request: IncomingMessage): boolean {
+    return !this.#loopback || request.headers.host === this.host;
   }
 
   /** True when `given` is the token (compared in constant time). */
@@ -53,14 +68,14 @@ export class Guard {
     return bytes.length === csrf.length && timingSafeEqual(bytes, csrf);
   }
 
-  /** The cookie that keeps the token for this console's pages. */
+  /** The cookie that keeps the token for this console's pages: for its own host only (no Domain). */
   setCookie(token: string): string {
     return `${this.cookie}=${token}; HttpOnly; SameSite=Strict; Path=/`;
   }
 }
 
 function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** The host of a Host header, without its port or IPv6 brackets. */

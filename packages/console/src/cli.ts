@@ -102,6 +102,7 @@ async function main(argv: readonly string[]): Promise<void> {
     throw error;
   });
   console.log(`durable-console: ${running.url}`);
+  console.log(`  programs: ${running.api} with Authorization: Bearer <the token>`);
   console.log(`  store ${label}${values["allow-actions"] ? "; actions on" : "; read only"}; Ctrl-C stops it`);
   const stop = async () => {
     await running.close();

@@ -68,8 +68,14 @@ const CONSOLE_OPTIONS: OptionTable<ConsoleOptions> = {
 
 /** A console that serves. */
 export interface RunningConsole {
-  /** Where it serves, with its token: open it once, the token is then kept in a cookie. */
+  /**
+   * Where a browser opens it, with its token: open it once, the token is then
+   * kept in a cookie. On a loopback address its host is a name of its own,
+   * `<random>.localhost`, so no other local server receives that cookie.
+   */
   readonly url: string;
+  /** The address it serves on (`http://127.0.0.1:4174`): for programs, with `Authorization: Bearer <token>`. */
+  readonly api: string;
   readonly token: string;
   close(): Promise<void>;
 }
@@ -165,8 +171,15 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       return send(response, text(421, "This console answers only on this machine's loopback address."));
     const given = url.searchParams.get("token");
     if (given !== null && request.method === "GET") {
-      // The printed URL: keep the token in a cookie and go on without it in the address bar.
       if (!g.matches(given)) return send(response, html(401, locked(frame)));
+      // Opened by an address, not the console's own name: go there first, where its cookie stays.
+      if (!g.ownHost(request))
+        return send(response, {
+          status: 303,
+          headers: { location: `http://${g.host}${url.pathname}${url.search}` },
+          body: "",
+        });
+      // The printed URL: keep the token in a cookie and go on without it in the address bar.
       url.searchParams.delete("token");
       return send(response, {
         status: 303,
@@ -194,7 +207,8 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   guard = new Guard(token, host, port);
   const shown = host.includes(":") ? `[${host}]` : host;
   return {
-    url: `http://${shown}:${port}/?token=${token}`,
+    url: `http://${guard.host}/?token=${token}`,
+    api: `http://${shown}:${port}`,
     token,
     close: () =>
       new Promise((resolve) => {

@@ -97,7 +97,7 @@ describe("durable-console", () => {
     expect(err[0]).toMatch(message);
   });
 
-  it("serves a SQLite store on 127.0.0.1 and prints its address with the token, never the key", async () => {
+  it("serves a SQLite store on 127.0.0.1 and prints its own name with the token, and the address for programs, never the key", async () => {
     const child = spawn(
       process.execPath,
       [cli, "--store", `sqlite:${join(dir, "runs.db")}`, "--key-file", keyFile, "--port", "0"],
@@ -110,11 +110,14 @@ describe("durable-console", () => {
     child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
     });
-    await expect.poll(() => out, { timeout: 10_000 }).toMatch(/http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+/);
-    const url = /http:\/\/\S+/.exec(out)?.[0] ?? "";
+    await expect.poll(() => out, { timeout: 10_000 }).toMatch(/programs: http:\/\/127\.0\.0\.1:\d+ /);
+    // A browser opens the console's own name (its cookie stays there); a program, the address, with the token.
+    const url = /durable-console: (http:\/\/[0-9a-f]{16}\.localhost:\d+\/\?token=[\w-]+)/.exec(out)?.[1] ?? "";
+    const api = /programs: (http:\/\/\S+)/.exec(out)?.[1] ?? "";
+    expect(new URL(url).port).toBe(new URL(api).port);
     expect(out).not.toContain(KEY);
     const token = new URL(url).searchParams.get("token") ?? "";
-    const page = await fetch(new URL("/", url), { headers: { authorization: `Bearer ${token}` } });
+    const page = await fetch(new URL("/", api), { headers: { authorization: `Bearer ${token}` } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("<h1>Runs</h1>");
     child.kill("SIGTERM");

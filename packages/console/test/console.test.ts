@@ -16,13 +16,28 @@ let runs: Seeded;
 let reader: RunningConsole;
 let actor: RunningConsole;
 
-/** The console's origin (its URL without the token). */
-const origin = (c: RunningConsole) => new URL(c.url).origin;
+/** Where programs reach the console (with the bearer token). */
+const origin = (c: RunningConsole) => c.api;
 const auth = { authorization: `Bearer ${TOKEN}` };
 const get = (c: RunningConsole, path: string, headers: Record<string, string> = auth) =>
   fetch(`${origin(c)}${path}`, { headers, redirect: "manual" });
 const detail = async (runId: string): Promise<RunDetail> =>
   (await (await get(reader, `/api/runs/${encodeURIComponent(runId)}`)).json()) as RunDetail;
+
+/** A GET to the console's address naming `headers.host` (fetch may not set Host): as a browser on that name would. */
+function getAs(c: RunningConsole, path: string, headers: Record<string, string>) {
+  return new Promise<{ status: number | undefined; headers: Record<string, string | string[] | undefined> }>(
+    (resolve, reject) => {
+      const { hostname, port } = new URL(c.api);
+      request({ hostname, port, path, headers }, (response) => {
+        response.resume();
+        resolve({ status: response.statusCode, headers: response.headers });
+      })
+        .on("error", reject)
+        .end();
+    },
+  );
+}
 
 /** Posts an action as a run's page would: its form token, the step it shows. */
 async function act(runId: string, fields: Record<string, string>, step?: number) {
@@ -59,28 +74,57 @@ afterAll(async () => {
 });
 
 describe("the console reads", () => {
-  it("needs its token: none is 401, the printed URL sets a cookie and redirects without it", async () => {
+  it("needs its token: none is 401; the printed URL, on the console's own name, sets a cookie and redirects without it", async () => {
     expect((await get(reader, "/", {})).status).toBe(401);
     expect((await get(reader, "/", { authorization: "Bearer wrong-token-0123456789" })).status).toBe(401);
-    const login = await fetch(reader.url, { redirect: "manual" });
+    const own = new URL(reader.url).host;
+    expect(own).toMatch(/^[0-9a-f]{16}\.localhost:\d+$/);
+    // Opened by its address, the printed URL goes to the console's own name first: no cookie for 127.0.0.1.
+    const byAddress = await getAs(reader, `/?token=${TOKEN}`, { host: new URL(reader.api).host });
+    expect(byAddress.status).toBe(303);
+    expect(byAddress.headers["location"]).toBe(`http://${own}/?token=${TOKEN}`);
+    expect(byAddress.headers["set-cookie"]).toBeUndefined();
+    const login = await getAs(reader, `/?token=${TOKEN}`, { host: own });
     expect(login.status).toBe(303);
-    expect(login.headers.get("location")).toBe("/");
-    const cookie = login.headers.get("set-cookie") ?? "";
+    expect(login.headers["location"]).toBe("/");
+    const [cookie = ""] = (login.headers["set-cookie"] as string[] | undefined) ?? [];
     expect(cookie).toMatch(/HttpOnly; SameSite=Strict/);
-    expect((await get(reader, "/", { cookie: cookie.split(";")[0] ?? "" })).status).toBe(200);
+    expect(cookie).not.toMatch(/Domain=/i);
+    const pair = cookie.split(";")[0] ?? "";
+    expect((await getAs(reader, "/", { host: own, cookie: pair })).status).toBe(200);
+  });
+
+  it("takes its cookie only on its own name: sent to another loopback host or port, the cookie reads nothing", async () => {
+    const login = await getAs(reader, `/?token=${TOKEN}`, { host: new URL(reader.url).host });
+    const [cookie = ""] = (login.headers["set-cookie"] as string[] | undefined) ?? [];
+    const pair = cookie.split(";")[0] ?? "";
+    const { port } = new URL(reader.api);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `other.localhost:${port}`])
+      expect((await getAs(reader, "/", { host, cookie: pair })).status, host).toBe(401);
+    // Its form token is its own: not derived from the token a cookie carries.
+    const page = await (await get(actor, `/runs/${encodeURIComponent(runs.paused)}`)).text();
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "";
+    const other = await startConsole({
+      store,
+      checkpointKey: KEY,
+      label: "x",
+      port: 0,
+      token: TOKEN,
+      allowActions: true,
+    });
+    try {
+      const again = await (
+        await fetch(`${other.api}/runs/${encodeURIComponent(runs.paused)}`, { headers: auth })
+      ).text();
+      expect(/name="csrf" value="([^"]+)"/.exec(again)?.[1]).not.toBe(csrf);
+    } finally {
+      await other.close();
+    }
   });
 
   it("answers only requests that name a loopback host (no DNS rebinding)", async () => {
     // fetch may not set Host: a plain request names another host, as a rebound DNS name would.
-    const status = await new Promise<number | undefined>((resolve, reject) => {
-      const { hostname, port } = new URL(reader.url);
-      request({ hostname, port, path: "/", headers: { ...auth, host: "evil.example" } }, (response) => {
-        response.resume();
-        resolve(response.statusCode);
-      })
-        .on("error", reject)
-        .end();
-    });
+    const { status } = await getAs(reader, "/", { ...auth, host: "evil.example" });
     expect(status).toBe(421);
   });
 

@@ -38,7 +38,7 @@ async function serve(options: Parameters<typeof startConsole>[0]) {
   const c = await startConsole(options);
   consoles.push(c);
   const get = (path: string) =>
-    fetch(`${new URL(c.url).origin}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, redirect: "manual" });
+    fetch(`${c.api}${path}`, { headers: { authorization: `Bearer ${TOKEN}` }, redirect: "manual" });
   const detail = async (runId: string) => (await (await get(`/api/runs/${runId}`)).json()) as RunDetail;
   return { c, get, detail };
 }
@@ -50,7 +50,7 @@ async function act(at: Awaited<ReturnType<typeof serve>>, runId: string, fields:
   const page = await (await at.get(`/runs/${runId}`)).text();
   const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "";
   const step = String((await at.detail(runId)).step);
-  return fetch(`${new URL(at.c.url).origin}/runs/${runId}/actions`, {
+  return fetch(`${at.c.api}/runs/${runId}/actions`, {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/x-www-form-urlencoded" },
     body: new URLSearchParams({ csrf, step, ...fields }),
