@@ -1,8 +1,8 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { copyFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { describe, type ExpectStatic, expect, it } from "vitest";
 import { compile, packOnce, type Published, workspaceVersion } from "./packing.js";
 
 // Packs every published package, then installs some of the tarballs with plain npm
@@ -19,6 +19,40 @@ const { project } = packOnce([
   "conformance",
   "console",
 ]);
+
+/** The key the flow fixture seals with, for the console. */
+const CONSOLE_ENV = { ...process.env, DURABLE_KEY: "pack-test-key-0123456789abcdef-xyz" };
+
+/** Starts `npx durable-console <args>` in the project, reads its list page as a program would (the bearer token), stops it; `expect` is the test's own (tests run at once). */
+async function consolePage(expect: ExpectStatic, dir: string, args: readonly string[]): Promise<string> {
+  // In a process group of its own: npx does not pass a signal on to the bin it runs, which would outlive the test.
+  const console_ = spawn("npx", ["durable-console", ...args, "--port", "0"], {
+    cwd: dir,
+    env: CONSOLE_ENV,
+    detached: true,
+  });
+  const exited = new Promise((resolve) => console_.on("exit", resolve));
+  try {
+    let out = "";
+    console_.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await expect.poll(() => out, { timeout: 60_000 }).toMatch(/programs: http:\/\/127\.0\.0\.1:\d+ /);
+    // The token from the address a browser opens; the request to the address for programs.
+    const token = new URL(/durable-console: (http:\/\/\S+)/.exec(out)![1]!).searchParams.get("token")!;
+    const api = /programs: (http:\/\/\S+)/.exec(out)![1]!;
+    const page = await fetch(new URL("/", api), { headers: { authorization: `Bearer ${token}` } });
+    expect(page.status).toBe(200);
+    return await page.text();
+  } finally {
+    try {
+      process.kill(-(console_.pid as number), "SIGTERM");
+      await exited;
+    } catch {
+      // The group is gone: the console had stopped already.
+    }
+  }
+}
 
 /** Every package npm installed in a project, at any depth (`npm ls --all`). */
 function allInstalled(dir: string): Set<string> {
@@ -183,33 +217,28 @@ describe("installing from the packed tarballs with npm", () => {
     compileConsumer(dir, [...CORE_ENTRIES, "@durable/console"]);
     copyFileSync(join(fixtures, "flow.mjs"), join(dir, "flow.mjs"));
     execFileSync(process.execPath, ["flow.mjs", "sqlite"], { cwd: dir, encoding: "utf8" });
-    // In a process group of its own: npx does not pass a signal on to the bin it runs, which would outlive the test.
-    const console_ = spawn("npx", ["durable-console", "--store", "sqlite:runs.db", "--port", "0"], {
+    const html = await consolePage(expect, dir, ["--store", "sqlite:runs.db"]);
+    expect(html).toMatch(/<tr data-run-id="r-\d+" data-status="done">/);
+  }, 600_000);
+
+  it.concurrent("@durable/console beside @durable/store-redis alone installs no better-sqlite3, reads a Redis store, and names the package a SQLite store needs", async ({
+    expect,
+  }) => {
+    const dir = await project("console-redis", ["core", "store-redis", "console"], ["redis@6.3.1"]);
+    expect(allInstalled(dir).has("better-sqlite3")).toBe(false);
+    const sqlite = spawnSync("npx", ["durable-console", "--store", "sqlite:runs.db", "--port", "0"], {
       cwd: dir,
-      env: { ...process.env, DURABLE_KEY: "pack-test-key-0123456789abcdef-xyz" },
-      detached: true,
+      env: CONSOLE_ENV,
+      encoding: "utf8",
     });
-    const exited = new Promise((resolve) => console_.on("exit", resolve));
-    try {
-      let out = "";
-      console_.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-      });
-      await expect.poll(() => out, { timeout: 60_000 }).toMatch(/http:\/\/127\.0\.0\.1:\d+\/\?token=\S+/);
-      const url = /http:\/\/\S+/.exec(out)![0];
-      const token = new URL(url).searchParams.get("token")!;
-      const page = await fetch(new URL("/", url), { headers: { authorization: `Bearer ${token}` } });
-      expect(page.status).toBe(200);
-      const html = await page.text();
-      expect(html).toMatch(/<tr data-run-id="r-\d+" data-status="done">/);
-    } finally {
-      try {
-        process.kill(-(console_.pid as number), "SIGTERM");
-        await exited;
-      } catch {
-        // The group is gone: the console had stopped already.
-      }
-    }
+    expect({ status: sqlite.status, stderr: sqlite.stderr.trim().split("\n") }).toEqual({
+      status: 2,
+      stderr: [
+        "This store needs @durable/store-sqlite: install it beside @durable/console (npm install @durable/store-sqlite).",
+      ],
+    });
+    const redis = process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379";
+    expect(await consolePage(expect, dir, ["--store", redis, "--prefix", "pack-empty"])).toContain("<h1>Runs</h1>");
   }, 600_000);
 
   it.concurrent("the conformance CLI runs from its tarball against a custom store written in the project, the loop's and the kit's types compile, and the loop runs with AI SDK 7", async () => {

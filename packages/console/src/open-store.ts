@@ -13,7 +13,8 @@ const STORE_URL_OPTIONS: OptionTable<StoreUrlOptions> = { prefix: true };
 const SCHEMES = "sqlite:<path>, redis://host:port or postgresql://user@host:port/database";
 
 /**
- * Opens the store a URL names: `sqlite:<path>`, `redis://…` / `rediss://…`
+ * Opens the store a URL names: `sqlite:<path>` (with `@durable/store-sqlite`
+ * installed), `redis://…` / `rediss://…`
  * (with `@durable/store-redis` and `redis` installed) or `postgresql://…`
  * (with `@durable/store-prisma` and its Prisma packages installed). Only that
  * store's package is loaded. The console reads what the workers wrote; it
@@ -23,7 +24,7 @@ export async function openStoreUrl(url: string, options: StoreUrlOptions = {}): 
   checkOptions("openStoreUrl", options, STORE_URL_OPTIONS);
   const prefix = options.prefix;
   if (url.startsWith("sqlite:")) {
-    const { SQLiteCheckpointStore } = await import("@durable/store-sqlite");
+    const { SQLiteCheckpointStore } = await optional("@durable/store-sqlite", () => import("@durable/store-sqlite"));
     return new SQLiteCheckpointStore(url.slice("sqlite:".length), prefix === undefined ? {} : { tablePrefix: prefix });
   }
   if (url.startsWith("redis://") || url.startsWith("rediss://")) {
