@@ -3,12 +3,12 @@ import { copyFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, type ExpectStatic, expect, it } from "vitest";
-import { compile, packOnce, type Published, workspaceVersion } from "./packing.js";
+import { compile, packOnce, type Published, root, workspaceVersion } from "./packing.js";
 
 // Packs every published package, then installs some of the tarballs with plain npm
 // in an empty project, as a user would, and runs them there.
 const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
-const { project } = packOnce([
+const { project, tarballs } = packOnce([
   "core",
   "flow",
   "loop",
@@ -201,6 +201,19 @@ describe("installing from the packed tarballs with npm", () => {
   );
 
   // The adapter's peer range names both majors of `ai`: AI SDK 6 here (AI SDK 7 with the conformance CLI's project).
+  it("no tarball holds the path of the machine that packed it, nor a source map of sources it does not ship", () => {
+    expect([...tarballs.keys()]).toHaveLength(9);
+    for (const [name, file] of tarballs) {
+      const files = execFileSync("tar", ["-tzf", file], { encoding: "utf8" }).split("\n");
+      expect(
+        files.filter((f) => f.endsWith(".map")),
+        name,
+      ).toEqual([]);
+      const content = execFileSync("tar", ["-xzOf", file], { maxBuffer: 512 * 1024 * 1024 });
+      expect(content.includes(root.replace(/\/$/, "")), `${name} holds ${root}`).toBe(false);
+    }
+  });
+
   it.concurrent("@durable/loop installs with ai@6 without peer errors, its types compile, and its AI SDK adapter runs a durable loop", async () => {
     const ai = `ai@${workspaceVersion("packages/loop", "ai-v6")}`;
     const extra = [ai, "@types/json-schema@7.0.15", `@types/node@${workspaceVersion("apps/packaging", "@types/node")}`];

@@ -36,6 +36,8 @@ export interface Packed {
     extra?: readonly string[],
     strictPeers?: boolean,
   ): Promise<string>;
+  /** Each packed package's tarball, by folder name (once the file's tests run). */
+  readonly tarballs: ReadonlyMap<string, string>;
 }
 
 /**
@@ -62,6 +64,7 @@ export function packOnce(packages: readonly Published[]): Packed {
   afterAll(() => rmSync(work, { recursive: true, force: true }), 120_000);
 
   return {
+    tarballs,
     async project(name, wanted, extra = [], strictPeers = false) {
       const dir = join(work, name);
       mkdirSync(dir);

@@ -25,7 +25,7 @@ export class Guard {
   readonly #token: Buffer;
   readonly cookie: string;
   /** The form token: random, not derived from the token, so a token seen elsewhere forges no post. */
-  readonly csrf = randomBytes(24).toString("base64url");
+  readonly csrf: string = randomBytes(24).toString("base64url");
   readonly #loopback: boolean;
   /** The host (and port) browsers reach this console by: its own name on loopback, else the address it serves on. */
   readonly host: string;

@@ -5,7 +5,6 @@
 // command only.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,11 +12,13 @@ const path = (relative) => fileURLToPath(new URL(relative, import.meta.url));
 const stub = path("./stub-schema-engine.sh");
 const prisma = path("../node_modules/.bin/prisma");
 const models = readFileSync(path("../prisma/models.prisma"), "utf8");
-const work = mkdtempSync(join(tmpdir(), "durable-prisma-generate-"));
+// The schema sits beside the models, and names its output relative to itself: the client inlines its
+// schema, which would otherwise carry this machine's path into the published package.
+const work = mkdtempSync(path("../prisma/.generate-"));
 try {
   for (const provider of ["postgresql", "sqlite"]) {
     const schema = join(work, `${provider}.prisma`);
-    const output = path(`../src/generated/${provider}`);
+    const output = `../../src/generated/${provider}`;
     writeFileSync(
       schema,
       `generator client {\n  provider = "prisma-client"\n  output   = ${JSON.stringify(output)}\n}\n\ndatasource db {\n  provider = "${provider}"\n}\n\n${models}`,
