@@ -44,7 +44,7 @@ export function runPage(
     <h2 id="timeline">Timeline</h2>
     <p class="meta">Every checkpoint, oldest first, with what its step changed in the run's data.</p>
     ${run.steps.map(stepBlock).join("")}
-    ${run.events.length === 0 ? "" : eventTable(run.events)}`;
+    ${run.events.length === 0 ? "" : eventTable(run.events, run.skippedEventLines ?? 0)}`;
   return layout(frame, run.runId, body, {
     "run-id": run.runId,
     step: String(run.step),
@@ -149,11 +149,11 @@ function stepBlock(step: StepView): string {
   </details>`;
 }
 
-function eventTable(events: readonly DurableEvent[]): string {
+function eventTable(events: readonly DurableEvent[], skipped: number): string {
   const rows = events.map(
     (e) => `<tr><td>${esc(time(e.at))}</td><td><code>${esc(e.type)}</code></td><td>${json(eventDetails(e))}</td></tr>`,
   );
-  return `<h2 id="events">Events</h2><table class="events"><caption>From the event log</caption><thead><tr><th scope="col">at</th><th scope="col">event</th><th scope="col">details</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+  return `<h2 id="events">Events</h2><table class="events"><caption>From the event log${skipped === 0 ? "" : ` (${skipped} of its lines are not events: skipped)`}</caption><thead><tr><th scope="col">at</th><th scope="col">event</th><th scope="col">details</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
 }
 
 /** An event without what every row already shows. */

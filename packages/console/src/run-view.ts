@@ -66,6 +66,8 @@ export interface RunDetail {
   readonly error?: string;
   readonly cancelled: boolean;
   readonly events: readonly DurableEvent[];
+  /** Lines of the event log that are not events, skipped (absent when there are none). */
+  readonly skippedEventLines?: number;
 }
 
 /** A run that could not be read: why, and the code of the @durable error when there is one. */

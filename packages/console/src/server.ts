@@ -6,15 +6,14 @@ import {
   type CheckpointKeys,
   type CheckpointStore,
   DurableError,
-  type DurableEvent,
   type EncryptionKeys,
   InvalidInput,
-  readJsonlEvents,
 } from "@durable/core";
 import { checkOptions, type OptionTable, Sealer } from "@durable/core/runner";
 import { recordAction } from "./actions.js";
 import { SCRIPT, STYLE } from "./assets.js";
 import { Guard, newToken } from "./auth.js";
+import { EventLog } from "./event-log.js";
 import { esc, type Frame, layout, runHref } from "./html.js";
 import { type ListFilters, listPage } from "./list-page.js";
 import { readRunList } from "./list-view.js";
@@ -105,8 +104,9 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const by = options.by ?? `${userInfo().username}@${hostname()}`;
   let guard: Guard | undefined;
 
-  const eventsOf = (runId: string): DurableEvent[] =>
-    options.events === undefined ? [] : readJsonlEvents(options.events).filter((event) => event.runId === runId);
+  const eventLog = options.events === undefined ? undefined : new EventLog(options.events);
+  // Read whole once at start: a request then reads only what was appended since.
+  eventLog?.skippedLines();
 
   const handle = async (request: IncomingMessage, url: URL, g: Guard): Promise<Reply> => {
     const path = url.pathname;
@@ -153,7 +153,10 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     } else if (request.method !== "GET") return html(405, layout(frame, "Not allowed", "<h1>Not allowed</h1>"));
     const done = url.searchParams.get("done");
     if (notice === undefined && done !== null) notice = { kind: "notice", text: done };
-    const run = await readRun(options.store, sealer, runId, eventsOf(runId));
+    const read = await readRun(options.store, sealer, runId, eventLog?.of(runId) ?? []);
+    const skipped = eventLog?.skippedLines() ?? 0;
+    const run =
+      read !== undefined && !("problem" in read) && skipped > 0 ? { ...read, skippedEventLines: skipped } : read;
     if (run === undefined) return api ? jsonReply(404, { error: "not found" }) : html(404, notFoundPage(frame, runId));
     if ("problem" in run) return api ? jsonReply(409, run) : html(409, problemPage(frame, run));
     if (api) return jsonReply(200, url.searchParams.has("head") ? { step: run.step, status: run.status } : run);

@@ -74,3 +74,4 @@ export type { ServedRuns } from "./driver/worker.js";
 export type { JsonObject } from "./base/json.js";
 export { operatorMark } from "./operator/actions.js";
 export type { OperatorAction, OperatorMark } from "./operator/options.js";
+export { eventOfLine } from "./log/jsonl-events.js";

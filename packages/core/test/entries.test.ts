@@ -247,6 +247,7 @@ describe("entry points", () => {
         "encodedText",
         "envelopeJson",
         "errorText",
+        "eventOfLine",
         "freshPlan",
         "idempotencyKeyFor",
         "identityOf",

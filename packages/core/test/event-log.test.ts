@@ -43,4 +43,11 @@ describe("jsonlEventSink", () => {
     expect(readJsonlEvents(path).map((e) => e.type)).toEqual(["run.done"]);
     expect(readJsonlEvents(join(dir, "missing.jsonl"))).toEqual([]);
   });
+
+  it("skips every line that holds no event (JSON of another shape included), so one bad line hides no run", async () => {
+    const path = join(dir, "c.jsonl");
+    appendFileSync(path, 'null\n[1]\n"text"\n{"type":"run.done","at":"2026-12-05T10:00:00.000Z"}\n');
+    await emit(jsonlEventSink(path), { type: "run.done", runId: "r", kind: "loop", step: 3 });
+    expect(readJsonlEvents(path).map((e) => e.runId)).toEqual(["r"]);
+  });
 });

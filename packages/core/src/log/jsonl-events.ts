@@ -34,17 +34,36 @@ export function jsonlEventSink(path: string, options: JsonlSinkOptions = {}): Ev
   };
 }
 
-/** Reads the events of a JSON Lines file written by `jsonlEventSink`; a torn last line (a crash mid-write) is skipped. */
+/**
+ * Reads the events of a JSON Lines file written by `jsonlEventSink`: a torn
+ * last line (a crash mid-write), and any line that holds no event, is skipped.
+ */
 export function readJsonlEvents(path: string): DurableEvent[] {
   if (!existsSync(path)) return [];
   const events: DurableEvent[] = [];
   for (const line of readFileSync(path, "utf8").split("\n")) {
-    if (line.length === 0) continue;
-    try {
-      events.push(JSON.parse(line) as DurableEvent);
-    } catch {
-      // Only the last line can be torn; anything unreadable is left out.
-    }
+    const event = eventOfLine(line);
+    if (event !== undefined) events.push(event);
   }
   return events;
+}
+
+/**
+ * The event a line of a JSON Lines event log holds, or undefined: a line that
+ * is not JSON (torn, or broken), or not an object with a type, a run id and a
+ * time, holds none. What every reader of the log skips.
+ */
+export function eventOfLine(line: string): DurableEvent | undefined {
+  if (line.length === 0) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const { type, runId, at } = value as Record<string, unknown>;
+  return typeof type === "string" && typeof runId === "string" && typeof at === "string"
+    ? (value as DurableEvent)
+    : undefined;
 }
