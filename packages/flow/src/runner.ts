@@ -49,6 +49,8 @@ export type FlowResult<S> = FlowDone<S> | PausedResult;
 /** Options of `FlowRunner`. */
 export interface FlowRunnerOptions extends StorageOptions {
   readonly events?: EventSink;
+  /** With `encryptionKey`, events leave out call arguments and error messages unless this is true. */
+  readonly plainEvents?: boolean;
   /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
   readonly lease?: LeaseOptions;
   /**
@@ -96,6 +98,7 @@ export class FlowRunner {
     this.#driverOptions = {
       ...runStorage("FlowRunner", options),
       events: options.events,
+      plainEvents: options.plainEvents,
       lease: leaseTerms("FlowRunner", options.lease),
       codec: this.#codec,
     };

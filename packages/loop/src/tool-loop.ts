@@ -218,6 +218,7 @@ export function loopDriver(
   return new RunDriver(program, {
     ...runStorage("tool loop", options),
     events: options.events,
+    plainEvents: options.plainEvents,
     lease: leaseTerms("tool loop", options.lease),
     codec: options.codec,
   });

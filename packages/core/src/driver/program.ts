@@ -91,6 +91,8 @@ export interface DriverOptions {
   readonly store: CheckpointStore;
   readonly sealer: Sealer;
   readonly events?: EventSink | undefined;
+  /** With an encrypting sealer, events carry call arguments and error messages too (default: they are withheld). */
+  readonly plainEvents?: boolean | undefined;
   /** The worker's lease terms (default: this process's worker id, 30 s). */
   readonly lease?: LeaseTerms | undefined;
   /** How tool results (and a flow's state) that are not plain JSON are stored (default: they must be plain JSON). */

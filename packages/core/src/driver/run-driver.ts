@@ -5,6 +5,7 @@ import { readCallLog } from "../log/call-log.js";
 import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
+import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
 import { faultPoint } from "../base/fault-points.js";
 import { identityOf, resumeIdentity, type Identity } from "../base/identity.js";
@@ -47,10 +48,12 @@ export class RunDriver<D, R> {
     this.#program = program;
     this.#store = options.store;
     this.#sealer = options.sealer;
-    this.#events = options.events;
+    // An encrypted run's events leave out what the store encrypts, unless the runner asked for it.
+    const withhold = options.sealer.encrypts && options.plainEvents !== true && options.events !== undefined;
+    this.#events = withhold ? withholdingContent(options.events as EventSink) : options.events;
     this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
     this.#codec = options.codec ?? PLAIN_JSON;
-    this.#drive = new RunSteps(program, options.events, this.#codec);
+    this.#drive = new RunSteps(program, this.#events, this.#codec);
   }
 
   /** What the driver drives: a flow's or a loop's runs of one name. */

@@ -10,6 +10,13 @@ import type { RecoverEachOptions, RecoverOptions } from "./program.js";
 /** What every runner (`FlowRunner`, the tool loop) takes: where its runs are kept, its events, its leases, its codec. */
 export interface RunnerOptions extends StorageOptions {
   readonly events?: EventSink;
+  /**
+   * With `encryptionKey`, events leave out the arguments of calls in doubt and
+   * error messages (the store holds them encrypted; an event log would hold
+   * them in the clear). True gives the sink them too: for a sink as private
+   * as the key.
+   */
+  readonly plainEvents?: boolean;
   /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
   readonly lease?: LeaseOptions;
   /** How values that are not plain JSON are stored (default: they must be plain JSON); the same on every worker. */
@@ -23,6 +30,7 @@ export interface RunnerOptions extends StorageOptions {
 export const RUNNER_OPTIONS: OptionTable<RunnerOptions> = {
   ...STORAGE_OPTIONS,
   events: "function",
+  plainEvents: "boolean",
   lease: "object",
   codec: true,
 };
