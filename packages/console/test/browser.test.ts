@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -6,25 +6,15 @@ import type { CheckpointStore, RunWorker } from "@durable/core";
 import { RedisCheckpointStore } from "@durable/store-redis";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { dropKeys, REDIS_URL, redisAnswers } from "@durable/test-utils/redis";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
+import { headlessChromium } from "./chromium.js";
 import { failingCharges, KEY, seed, type Seeded, worker } from "./fixture.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 /** Screenshots the tests save (not committed; the README's are docs/console-*.png). */
 const shots = fileURLToPath(new URL("./output/", import.meta.url));
-
-function chromiumPresent(): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  if (process.env["CI"] === "true")
-    throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
-  console.warn(
-    `Skipping the console's browser tests: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`,
-  );
-  return false;
-}
 
 /** A store the tests run on, and how to dispose of it. */
 interface Backend {
@@ -54,19 +44,10 @@ const BACKENDS: readonly Backend[] = [
   },
 ];
 
-let browser: Browser | undefined;
+const chromium = headlessChromium();
 
-beforeAll(async () => {
-  if (!chromiumPresent()) return;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-  });
+beforeAll(() => {
   mkdirSync(shots, { recursive: true });
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
 });
 
 describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) => {
@@ -81,7 +62,7 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
   const events = join(dir, "events.jsonl");
 
   beforeAll(async () => {
-    skip = browser === undefined || !(await backend.available());
+    skip = chromium.browser === undefined || !(await backend.available());
     if (skip) return;
     ({ store, dispose } = await backend.open());
     runs = await seed(store, events);
@@ -95,7 +76,7 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
       by: "ops@browser",
       refreshMs: 500,
     });
-    page = await (browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
+    page = await (chromium.browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
     // The printed address: its token becomes a cookie, and the page loads without it.
     await page.goto(console_.url);
   }, 60_000);
@@ -210,7 +191,7 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     const { paused } = await seed(store, events);
     await openRun(paused);
     // Another operator acts first, from another page.
-    const other = await (browser as Browser).newPage();
+    const other = await (chromium.browser as Browser).newPage();
     await other.goto(console_.url);
     await other.goto(`${new URL(console_.url).origin}/runs/${encodeURIComponent(paused)}`);
     await other.getByRole("radio", { name: "Deny" }).check();

@@ -1,12 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
-import { type Browser, chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
+import { headlessChromium } from "./chromium.js";
 import { KEY, seed } from "./fixture.js";
 
 /*
@@ -15,8 +15,6 @@ import { KEY, seed } from "./fixture.js";
  * not tied to a port: a console's token cookie set for 127.0.0.1 reached
  * such a neighbour, which then approved a pending refund through the console.
  */
-
-const CHROMIUM = "/usr/bin/chromium";
 
 /** A local server that steals what a console's cookie holds and acts with it, as an attacker would. */
 class Neighbour {
@@ -81,29 +79,17 @@ class Neighbour {
   }
 }
 
-let browser: Browser | undefined;
-
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) return;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-  });
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-});
+const chromium = headlessChromium();
 
 describe("a console beside another local server, in headless Chromium", () => {
   it("its token cookie never reaches the neighbour, which cannot approve a pending refund through it", async (ctx) => {
-    if (browser === undefined) return ctx.skip();
+    if (chromium.browser === undefined) return ctx.skip();
     const dir = mkdtempSync(join(tmpdir(), "durable-console-neighbour-"));
     const store = new SQLiteCheckpointStore(join(dir, "runs.db"));
     const console_ = await startConsole({ store, checkpointKey: KEY, label: "sqlite", port: 0, allowActions: true });
     const { paused } = await seed(store, join(dir, "events.jsonl"));
     const neighbour = new Neighbour(console_, paused);
-    const page = await browser.newPage();
+    const page = await chromium.browser.newPage();
     try {
       const port = await neighbour.listen();
       // The operator opens the console as it printed itself, then the neighbour, by the loopback names it has

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CheckpointStore } from "@durable/core";
@@ -8,10 +8,11 @@ import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { adminQuery, ownDatabase, postgresAnswers } from "@durable/test-utils/postgres";
 import { dropKeys, REDIS_URL, redisAdmin, redisAnswers } from "@durable/test-utils/redis";
 import Database from "better-sqlite3";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
+import { headlessChromium } from "./chromium.js";
 import { KEY, orders, runner } from "./fixture.js";
 
 /*
@@ -22,7 +23,6 @@ import { KEY, orders, runner } from "./fixture.js";
  * Chromium.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
 /** A tag that, printed as markup, sends the page away at once. */
 const MARKUP = `<meta http-equiv="refresh" content="0;url=about:blank"><b id="injected">x</b>`;
 
@@ -106,23 +106,11 @@ const BACKENDS: readonly Backend[] = [
   },
 ];
 
-let browser: Browser | undefined;
-
-beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) return;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-  });
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-});
+const chromium = headlessChromium();
 
 describe.each(BACKENDS)("plain columns written past the $name store", (backend) => {
   it("are printed as text, the row shows what the sealed checkpoint says, the disagreement is marked corrupt, and a last change no date has is shown as none", async (ctx) => {
-    if (browser === undefined || !(await backend.available())) return ctx.skip();
+    if (chromium.browser === undefined || !(await backend.available())) return ctx.skip();
     const { store, write, dispose } = await backend.open();
     const dir = mkdtempSync(join(tmpdir(), "durable-console-columns-events-"));
     let console_: RunningConsole | undefined;
@@ -136,7 +124,7 @@ describe.each(BACKENDS)("plain columns written past the $name store", (backend) 
       // A last change no date has (SQL stores keep it in a column; Redis, as an index's score).
       if (backend.name !== "Redis") await write(intact, { updated_at: "9000000000000000000" });
       console_ = await startConsole({ store, checkpointKey: KEY, label: backend.name, port: 0 });
-      const page = await (browser as Browser).newPage();
+      const page = await (chromium.browser as Browser).newPage();
       try {
         await page.goto(console_.url);
         const row = page.locator(`table.runs tbody tr[data-run-id="${forged}"]`);
