@@ -239,7 +239,9 @@ describe("installing from the packed tarballs with npm", () => {
   }) => {
     const dir = await project("console-redis", ["core", "store-redis", "console"], ["redis@6.3.1"]);
     expect(allInstalled(dir).has("better-sqlite3")).toBe(false);
-    const sqlite = spawnSync("npx", ["durable-console", "--store", "sqlite:runs.db", "--port", "0"], {
+    // The bin itself: npx adds warnings of its own to stderr under pnpm's environment.
+    const bin = join(dir, "node_modules", ".bin", "durable-console");
+    const sqlite = spawnSync(bin, ["--store", "sqlite:runs.db", "--port", "0"], {
       cwd: dir,
       env: CONSOLE_ENV,
       encoding: "utf8",
