@@ -177,10 +177,11 @@ class LeaseClock {
       if (others.some((c) => c.at > sentBefore && c.at < write.sent)) set = undefined;
       sentBefore = write.sent;
       const sure = { earliest: write.sent, latest: write.answered };
-      if (write.kind === "renew" || set === undefined) set = sure;
-      else if (write.answered - set.earliest >= renewAfter)
-        // A save that may have renewed: surely did when a third had passed since the latest the last set could be.
-        set = write.sent - set.latest >= renewAfter ? sure : { ...set, latest: Math.max(set.latest, write.answered) };
+      // A save renews the lease only once a third of it passed since the last set: surely when it was sent a
+      // third after the latest that set could be. One that only may have renewed leaves the bounds as they
+      // were: a claim after them is not judged a claim of a live lease (the store under test accepted it,
+      // and nothing outside the store tells whether that save renewed).
+      if (write.kind === "renew" || set === undefined || write.sent - set.latest >= renewAfter) set = sure;
     }
     return set;
   }

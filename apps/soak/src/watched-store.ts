@@ -5,7 +5,7 @@ import {
   LeaseHeld,
   StoreUnavailable,
 } from "@durable/core";
-import type { LeaseClaim, RunWrite } from "@durable/core/store";
+import type { CheckpointRow, LeaseClaim, RunWrite } from "@durable/core/store";
 import { LateTimers } from "@durable/test-utils/late-timers";
 import type { LeaseWrite } from "./ledger.js";
 
@@ -23,8 +23,11 @@ export interface StoreWatch {
   unavailable(): void;
   /** A claim was refused: another worker's lease on the run was live. */
   leaseHeld(runId: string): void;
-  /** A save of the run's `step` is about to be sent, alone or in a batch (a claim found in doubt is dated by it). */
-  saving(runId: string, step: number): void;
+  /**
+   * A save of the run's `step` is about to be sent, alone or in a batch (a claim found in doubt is dated by it);
+   * `waiting`: the save a recovery makes after its claim when it stops for a decision.
+   */
+  saving(runId: string, step: number, waiting: boolean): void;
   /** A save claimed a run with `takeOver`. */
   tookOver(runId: string): void;
   /**
@@ -90,11 +93,12 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
   const saving = (
     runId: string,
     step: number,
+    row: CheckpointRow,
     lease: LeaseClaim | undefined,
     write: () => Promise<void>,
   ): Promise<void> => {
     const send = () => {
-      watch.saving(runId, step);
+      watch.saving(runId, step, row.waitsForDecision === true);
       if (lease?.takeOver === true) watch.tookOver(runId);
       return leaseWrite(runId, "save", write);
     };
@@ -106,7 +110,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
   const commit = store.commit?.bind(store);
   return {
     save: (runId, step, checkpoint, lease) =>
-      saving(runId, step, lease, () => store.save(runId, step, checkpoint, lease)),
+      saving(runId, step, checkpoint, lease, () => store.save(runId, step, checkpoint, lease)),
     ...(commit === undefined
       ? {}
       : {
@@ -114,7 +118,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
             const save = writes.find((w) => w.kind === "save");
             return save === undefined
               ? time(() => commit(runId, writes))
-              : saving(runId, save.step, save.lease, () => commit(runId, writes));
+              : saving(runId, save.step, save.row, save.lease, () => commit(runId, writes));
           },
         }),
     latest: (runId) => time(() => store.latest(runId)),

@@ -73,8 +73,9 @@ const store = watchedStore(
     slow: (ms) => say(`op ${Math.round(ms)}`),
     unavailable: () => say("unavailable"),
     leaseHeld: (runId) => ledger.leaseHeld(runId),
-    saving: (runId, step) => {
-      lastSave.set(runId, Date.now());
+    saving: (runId, step, waiting) => {
+      // The save after a claim that stopped for a decision: the report of the calls in doubt is dated by the claim.
+      if (!waiting) lastSave.set(runId, Date.now());
       // A start is a claim, noted before it is sent: it may land with the run's first call record.
       if (step === 0) ledger.claimed(runId);
     },
