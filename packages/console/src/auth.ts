@@ -29,13 +29,17 @@ export class Guard {
   readonly #loopback: boolean;
   /** The host (and port) browsers reach this console by: its own name on loopback, else the address it serves on. */
   readonly host: string;
+  /** `host` as a browser names it in the Host header: without the port when it is HTTP's own, 80. */
+  readonly #hostHeader: string;
 
   constructor(token: string, host: string, port: number) {
     this.#token = Buffer.from(token, "utf8");
     this.cookie = `durable_console_${port}`;
     this.#loopback = isLoopback(host);
     const name = this.#loopback ? `${randomBytes(8).toString("hex")}.localhost` : host;
-    this.host = `${name.includes(":") ? `[${name}]` : name}:${port}`;
+    const shown = name.includes(":") ? `[${name}]` : name;
+    this.host = `${shown}:${port}`;
+    this.#hostHeader = port === 80 ? shown : this.host;
   }
 
   /** Whether `request` may read. */
@@ -50,7 +54,7 @@ export class Guard {
 
   /** Whether `request` names this console's own host: where its cookie is set and taken. */
   ownHost(request: IncomingMessage): boolean {
-    return !this.#loopback || request.headers.host === this.host;
+    return !this.#loopback || request.headers.host === this.#hostHeader;
   }
 
   /** True when `given` is the token (compared in constant time). */

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { request } from "node:http";
+import { type IncomingMessage, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CheckpointStore } from "@durable/core";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Guard } from "../src/auth.js";
 import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
 import { failingCharges, KEY, seed, type Seeded, worker } from "./fixture.js";
 
@@ -120,6 +121,14 @@ describe("the console reads", () => {
     } finally {
       await other.close();
     }
+  });
+
+  it("on HTTP's own port takes its cookie on its name as browsers send it, without the port", () => {
+    const guard = new Guard(TOKEN, "127.0.0.1", 80);
+    const name = guard.host.replace(/:80$/, "");
+    const from = (host: string) => ({ headers: { host, cookie: `${guard.cookie}=${TOKEN}` } }) as IncomingMessage;
+    expect(guard.check(from(name))).toBe("ok");
+    expect(guard.check(from("127.0.0.1"))).toBe("no token");
   });
 
   it("answers only requests that name a loopback host (no DNS rebinding)", async () => {
