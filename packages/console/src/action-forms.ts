@@ -10,8 +10,8 @@ export interface ActionContext {
 /**
  * The forms of the actions a run allows now, each bound to the step the page
  * shows (the action is refused once the run moved on): approve or deny its
- * pending calls (paused), decide its calls in doubt (running, no live lease),
- * retry it (failed, not cancelled), cancel it (not ended). Nothing when the
+ * pending calls, decide its calls in doubt (as `waitingFor` says), retry it
+ * (failed, not cancelled, not on a denial), cancel it (not ended). Nothing when the
  * console was started without `--allow-actions`.
  */
 export function actionForms(run: RunDetail, actions: ActionContext): string {
@@ -21,7 +21,7 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
     `<form method="post" action="${esc(runHref(run.runId))}/actions" aria-label="${esc(label)}">
       <input type="hidden" name="csrf" value="${esc(actions.csrf)}"><input type="hidden" name="step" value="${run.step}">
       <input type="hidden" name="action" value="${action}">`;
-  if (run.status === "paused" && run.pending.length > 0) {
+  if (run.waiting?.for === "approval") {
     const calls = run.pending.map(
       (
         call,
@@ -38,8 +38,7 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       `<section class="action" aria-labelledby="act-approve"><h3 id="act-approve">Approvals</h3>${start("approve", "Approvals")}${calls.join("")}<button type="submit">Record answers</button></form></section>`,
     );
   }
-  const leaseLive = run.lease !== undefined && run.lease.expiresAt > run.lease.now;
-  if (run.status === "running" && run.inDoubt.length > 0) {
+  if (run.waiting?.for === "decision") {
     const forms = run.inDoubt.map(
       (call, i) => `${start("decide", `Decide ${call.tool}`)}
         <input type="hidden" name="call" value="${esc(call.callId)}">
@@ -53,14 +52,15 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
         <button type="submit">Record decision</button></form>`,
     );
     sections.push(
-      `<section class="action" aria-labelledby="act-decide"><h3 id="act-decide">Calls in doubt</h3>${
-        leaseLive
-          ? `<p class="meta">A worker holds the run until its lease runs out; a decision is refused until then.</p>`
-          : ""
-      }${forms.join("")}</section>`,
+      `<section class="action" aria-labelledby="act-decide"><h3 id="act-decide">Calls in doubt</h3>${forms.join("")}</section>`,
     );
   }
-  if (run.status === "failed" && !run.cancelled)
+  if (run.status === "failed" && !run.cancelled && failedOnDenial(run))
+    sections.push(
+      `<section class="action" aria-labelledby="act-retry"><h3 id="act-retry">Retry</h3>
+        <p>It failed because an approval was denied: the denial is recorded, so a retry would meet it again and fail. Start a new run to ask again.</p></section>`,
+    );
+  else if (run.status === "failed" && !run.cancelled)
     sections.push(
       `<section class="action" aria-labelledby="act-retry"><h3 id="act-retry">Retry</h3>${start("retry", "Retry")}
         <p>The worker serving <code>${esc(run.name)}</code> goes on with it: calls its tools' errors ended run again, finished calls replay.</p>
@@ -71,10 +71,16 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       `<section class="action" aria-labelledby="act-cancel"><h3 id="act-cancel">Cancel</h3>${start("cancel", "Cancel")}
         <label for="cancel-reason">Reason<input id="cancel-reason" name="reason" type="text" required maxlength="1000"></label>
         <button type="submit" class="danger">Cancel the run</button></form>${
-          leaseLive
+          run.lease !== undefined && run.lease.expiresAt > run.lease.now
             ? `<p class="meta">A worker holds it (${esc(run.lease?.owner ?? "")}): it is fenced at its next write.</p>`
             : ""
         }</section>`,
     );
   return sections.length === 0 ? "" : `<h2 id="actions">Actions</h2>${sections.join("")}`;
+}
+
+/** A run whose last round holds a denied call failed on the denial: a retry replays it and fails again. */
+function failedOnDenial(run: RunDetail): boolean {
+  const round = run.steps.at(-1)?.round;
+  return run.calls.some((call) => call.state === "denied" && call.round === round);
 }

@@ -19,15 +19,16 @@ th { background: #eef0f4; font-weight: 600; font-size: 12px; color: #333b4a; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 a { color: #1d4fb8; } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, summary:focus-visible { outline: 3px solid #e0a100; outline-offset: 2px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #e2e5eb; color: #2d3544; margin-right: 2px; }
-.badge.done, .badge.ran { background: #dcf1e2; color: #15592b; }
-.badge.running, .badge.retrying, .badge.to-run-again { background: #fff0cc; color: #6e4700; }
-.badge.paused, .badge.needs-approval, .badge.waiting-on-approval { background: #ebe0fa; color: #4a2390; }
+.badge.done, .badge.ran, .badge.approved { background: #dcf1e2; color: #15592b; }
+.badge.running, .badge.retrying, .badge.to-run-again, .badge.awaits-a-worker { background: #fff0cc; color: #6e4700; }
+.badge.paused, .badge.needs-approval, .badge.waiting-on-approval, .badge.awaits-next-message, .badge.awaits-resume { background: #ebe0fa; color: #4a2390; }
 .badge.failed, .badge.unreadable, .badge.in-doubt, .badge.error, .badge.cancelled, .badge.needs-decision { background: #fbdede; color: #8f1b1b; }
 .badge.recovered, .badge.replayed, .badge.claim { background: #dbe7fc; color: #1a459b; }
 .badge.rerun, .badge.decided, .badge.reopened, .badge.operator { background: #ffe4d1; color: #853a09; }
 .badge.actions { background: #ffe4d1; color: #853a09; } .badge.read-only { background: #dcf1e2; color: #15592b; }
 .problem { background: #fbdede; color: #8f1b1b; padding: 8px 12px; border-radius: 6px; }
 .notice { background: #dcf1e2; color: #15592b; padding: 8px 12px; border-radius: 6px; }
+.waits { background: #eef0f4; padding: 8px 12px; border-radius: 6px; }
 .changed { background: #fff0cc; color: #6e4700; padding: 8px 12px; border-radius: 6px; }
 form.filters { display: flex; gap: 12px; flex-wrap: wrap; align-items: end; background: #fff; border: 1px solid #d5d9e1; padding: 10px 12px; margin-bottom: 12px; }
 form.filters fieldset { border: 0; padding: 0; margin: 0; display: flex; gap: 8px; flex-wrap: wrap; }

@@ -1,8 +1,24 @@
 import type { DurableEvent, JsonValue } from "@durable/core";
-import { type CallRecord, type CallRecordKind, type Classification, idempotencyKeyFor } from "@durable/core/runner";
+import {
+  type BoundAnswer,
+  type CallRecord,
+  type CallRecordKind,
+  type Classification,
+  idempotencyKeyFor,
+} from "@durable/core/runner";
+import type { Waiting } from "./waiting.js";
 
 /** What became of a call, in a word: its last record decides. */
-export type CallState = "done" | "error" | "denied" | "in doubt" | "waiting on approval" | "retrying" | "to run again";
+export type CallState =
+  | "done"
+  | "error"
+  | "denied"
+  | "approved"
+  | "in doubt"
+  | "running"
+  | "waiting on approval"
+  | "retrying"
+  | "to run again";
 
 /** What happened to a call over the run's life. */
 export type CallMark = "ran" | "replayed" | "rerun" | "decided" | "reopened";
@@ -39,8 +55,16 @@ export interface CallView {
   readonly inDoubt?: string;
 }
 
-/** A run's steps as the marks read them: a claim whose round is a call's, in a later segment than its outcome, replayed it. */
-type StepRounds = ReadonlyArray<{ readonly segment: number; readonly round: number; readonly claim: boolean }>;
+/** What a call's state and marks are read against: the run's steps, its current round, the answers its envelope stores, what it waits for. */
+export interface CallContext {
+  /** A claim whose round is a call's, in a later segment than its outcome, replayed it. */
+  readonly steps: ReadonlyArray<{ readonly segment: number; readonly round: number; readonly claim: boolean }>;
+  readonly current: Classification;
+  /** Answers stored and not yet spent: a pending call answered is approved or denied before a worker acts on it. */
+  readonly answers: readonly BoundAnswer[];
+  /** A call of the current round with no outcome is in doubt only while the run waits for a decision: under a worker's live lease it runs. */
+  readonly waiting: Waiting | undefined;
+}
 
 /**
  * One view per call, in the order calls first appear in the log (a loop's
@@ -49,13 +73,14 @@ type StepRounds = ReadonlyArray<{ readonly segment: number; readonly round: numb
  * after a claim); `replayed` when its outcome was stored before a claim that
  * reran its round (the result came from the log); `decided` and
  * `reopened` by their records. Its state says what it is now: a call of the
- * current round in doubt is `in doubt`.
+ * current round with no outcome is `in doubt` when the run waits for a
+ * decision and `running` while a worker holds it; a pending call answered is
+ * `approved` or `denied` before a worker spends the answer.
  */
 export function callViews(
   runId: string,
   records: readonly CallRecord[],
-  run: StepRounds,
-  current: Classification,
+  run: CallContext,
   events: readonly DurableEvent[],
 ): CallView[] {
   const byCall = new Map<string, CallRecord[]>();
@@ -73,11 +98,14 @@ export function callViews(
       (r) => r.kind === "done" || r.kind === "error" || (r.kind === "decided" && r.decision !== "rerun"),
     );
     const decidedRecord = own.findLast((r) => r.kind === "decided");
-    const doubt = current.inDoubt.get(callId);
+    const doubt = run.current.inDoubt.get(callId);
     const marks: CallMark[] = [];
     if (started.length > 0) marks.push("ran");
     if (new Set(started.map((r) => r.segment)).size > 1) marks.push("rerun");
-    if (outcome !== undefined && run.some((s) => s.claim && s.segment > outcome.segment && s.round === last.round))
+    if (
+      outcome !== undefined &&
+      run.steps.some((s) => s.claim && s.segment > outcome.segment && s.round === last.round)
+    )
       marks.push("replayed");
     if (decidedRecord !== undefined) marks.push("decided");
     if (own.some((r) => r.kind === "reopened")) marks.push("reopened");
@@ -89,7 +117,7 @@ export function callViews(
       round: last.round,
       args: last.args,
       idempotencyKey: idempotencyKeyFor(runId, callId),
-      state: stateOf(last, doubt !== undefined),
+      state: stateOf(last, doubt !== undefined, run),
       marks,
       ...(result === undefined ? {} : { result }),
       ...(error === undefined ? {} : { error }),
@@ -97,20 +125,23 @@ export function callViews(
       ...(decidedRecord === undefined ? {} : { decided: decisionOf(decidedRecord) }),
       records: own.map(({ segment, seq, kind }) => ({ segment, seq, kind })),
       durationsMs: durations.get(callId) ?? [],
-      ...(doubt === undefined ? {} : { inDoubt: doubt.why }),
+      ...(doubt === undefined || run.waiting?.for !== "decision" ? {} : { inDoubt: doubt.why }),
     };
   });
 }
 
-function stateOf(last: CallRecord, inDoubt: boolean): CallState {
-  if (inDoubt) return "in doubt";
+function stateOf(last: CallRecord, inDoubt: boolean, run: CallContext): CallState {
+  if (inDoubt) return run.waiting?.for === "decision" ? "in doubt" : "running";
   switch (last.kind) {
     case "done":
       return "done";
     case "error":
       return "error";
-    case "pending":
-      return last.port === true ? "in doubt" : "waiting on approval";
+    case "pending": {
+      if (last.port === true) return "in doubt";
+      const answer = run.answers.find((a) => a.callId === last.callId);
+      return answer === undefined ? "waiting on approval" : answer.approved ? "approved" : "denied";
+    }
     case "denied":
       return "denied";
     case "failed":

@@ -2,9 +2,10 @@ import type { RunSummary, RunQuery } from "@durable/core/store";
 import { type CheckpointStore, InvalidInput } from "@durable/core";
 import { classifyCalls, DurableRun, readCallLog, readEnvelope, type Sealer } from "@durable/core/runner";
 import { problemOf } from "./run-view.js";
+import { waitingFor, waitingLabel } from "./waiting.js";
 
-/** What a run's row marks, beside its status. */
-export type RunMark = "recovered" | "needs decision" | "needs approval" | "retrying" | "cancelled";
+/** What a run's row marks, beside its status: what it waits for (`waitingLabel`), or that it was cancelled. */
+export type RunMark = ReturnType<typeof waitingLabel> | "cancelled";
 
 /** A run as the list shows it: the store's summary, its marks, and why it could not be read, if it could not. */
 export interface ListedRun extends RunSummary {
@@ -25,11 +26,9 @@ export interface RunList {
 
 /**
  * A page of runs, newest first, from the store's inspection capability,
- * each marked: recovered (a claim raised its segment), needs approval
- * (paused), needs decision (a call of its round in doubt), retrying (a call
- * waits between attempts) or cancelled (failed for good). Each run's latest
- * checkpoint is opened with the key (and a running run's call log read):
- * one that does not verify carries its problem.
+ * each marked with what it waits for (`waitingFor`) or as cancelled. Each
+ * run's latest checkpoint is opened with the key (and a running run's call
+ * log read): one that does not verify carries its problem.
  */
 export async function readRunList(store: CheckpointStore, sealer: Sealer, query: RunQuery): Promise<RunList> {
   if (store.listRuns === undefined)
@@ -54,27 +53,23 @@ async function marked(store: CheckpointStore, sealer: Sealer, listed: RunSummary
       status: latest.status,
       segment: latest.segment,
     };
-    const marks = marksOf(run);
     const disagreement = disagreementOf(listed, run);
     if (disagreement !== undefined)
-      return { ...run, marks, problem: disagreement, problemCode: "CHECKPOINT_STORE_CORRUPT" };
+      return { ...run, marks: [], problem: disagreement, problemCode: "CHECKPOINT_STORE_CORRUPT" };
     const envelope = readEnvelope(run.runId, latest.data);
-    if (latest.status === "done" || latest.status === "paused") return { ...run, marks };
-    if (latest.status === "failed") return { ...run, marks: envelope.cancelled ? [...marks, "cancelled"] : marks };
-    const round = classifyCalls(await readCallLog(store, sealer, run.runId, latest.calls), envelope.round);
-    if (round.inDoubt.size > 0) marks.push("needs decision");
-    if ([...round.next.values()].some((next) => next.notBefore !== undefined)) marks.push("retrying");
-    return { ...run, marks };
+    if (envelope.cancelled === true) return { ...run, marks: ["cancelled"] };
+    const round =
+      latest.status === "running"
+        ? classifyCalls(await readCallLog(store, sealer, run.runId, latest.calls), envelope.round)
+        : undefined;
+    // The list reads leases as the store listed them, against this machine's clock (the store's is not read per row).
+    const leaseLive = listed.lease !== undefined && listed.lease.expiresAt > Date.now();
+    const waiting = waitingFor(latest, envelope, round, leaseLive);
+    return { ...run, marks: waiting === undefined ? [] : [waitingLabel(waiting)] };
   } catch (error) {
     const { problem, code } = await problemOf(store, sealer, listed.runId, error);
     return { ...listed, marks: [], problem, ...(code === undefined ? {} : { problemCode: code }) };
   }
-}
-
-function marksOf(run: RunSummary): RunMark[] {
-  const marks: RunMark[] = run.segment > 0 ? ["recovered"] : [];
-  if (run.status === "paused") marks.push("needs approval");
-  return marks;
 }
 
 const COLUMNS = ["name", "kind", "status", "segment"] as const;

@@ -1,8 +1,10 @@
 import type { DurableEvent, JsonValue } from "@durable/core";
+import type { OperatorMark } from "@durable/core/runner";
 import type { CallView } from "./call-view.js";
 import { badge, esc, type Frame, fromNow, json, layout, runHref, time } from "./html.js";
 import { actionForms, type ActionContext } from "./action-forms.js";
 import type { RunDetail, RunProblem, StepView } from "./run-view.js";
+import { type Waiting, waitingLabel } from "./waiting.js";
 
 /** What a run's page says besides the run: the outcome of an action just taken, or why it was refused. */
 export interface PageNotice {
@@ -26,9 +28,12 @@ export function runPage(
     run.lease === undefined
       ? "none"
       : `${esc(run.lease.owner)}, ${run.lease.expiresAt > run.lease.now ? "expires" : "ran out"} ${esc(fromNow(run.lease.expiresAt, run.lease.now))}`;
+  const label = run.waiting === undefined ? undefined : waitingLabel(run.waiting);
   const marks = [
-    ...(run.segment > 0 ? [badge("recovered", "recovered")] : []),
-    ...(run.inDoubt.length > 0 ? [badge("needs-decision", "needs decision")] : []),
+    ...(run.recoveries === 0
+      ? []
+      : [badge("recovered", run.recoveries === 1 ? "recovered" : `recovered ×${run.recoveries}`)]),
+    ...(label === undefined ? [] : [badge(label.replaceAll(" ", "-"), label)]),
     ...(run.cancelled ? [badge("cancelled", "cancelled")] : []),
   ].join("");
   const body = `<p><a href="/">← all runs</a></p>
@@ -36,6 +41,7 @@ export function runPage(
     <p class="meta">${esc(run.kind)} <code>${esc(run.name)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
     <p id="run-changed" class="changed" role="status" hidden>This run changed since the page was loaded (now <span data-now></span>): its actions below would be refused. <a href="${esc(runHref(run.runId))}">Reload</a></p>
     ${notice === undefined ? "" : `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`}
+    ${run.waiting === undefined ? "" : `<p class="waits" data-waits-for="${esc(run.waiting.for)}">${waitsText(run)}</p>`}
     ${run.error === undefined ? "" : `<p class="problem">${esc(run.error)}</p>`}
     ${actionForms(run, actions)}
     <h2 id="calls">Calls</h2>
@@ -117,10 +123,39 @@ function messageList(messages: readonly JsonValue[]): string {
   return `<h2 id="messages">Messages</h2><ol class="messages">${items.join("")}</ol>`;
 }
 
+/** What the run waits for, in a sentence, with what an operator can do about it. */
+function waitsText(run: RunDetail): string {
+  const waiting = run.waiting as Waiting;
+  const calls = (ids: readonly string[]) =>
+    ids.map((id) => `<code>${esc(run.calls.find((call) => call.callId === id)?.tool ?? id)}</code>`).join(", ");
+  switch (waiting.for) {
+    case "approval":
+      return `Waits for an approval of ${calls(waiting.calls)}: answer below, or resume it with answers.`;
+    case "decision":
+      return `Waits for a decision on ${calls(waiting.calls)}: started, no outcome stored, and no worker holds the run.`;
+    case "next message":
+      return "Waits for the next user message of the conversation.";
+    case "resume":
+      return "Waits for someone to resume it.";
+    case "retry time":
+      return `Waits to retry a failed call: its next attempt starts ${esc(time(waiting.at))}.`;
+    case "worker":
+      return "Waits for a worker: nobody holds it, and the next worker serving it claims it.";
+  }
+}
+
+/** What an operator's action at a step did, in words: an approval's answers say whether they approved or denied. */
+function actionText(step: StepView, mark: OperatorMark): string {
+  if (mark.action !== "approve") return `${mark.action} by ${mark.by}`;
+  const approved = step.answers.filter((answer) => answer.approved).length;
+  const verb = approved === step.answers.length ? "approved" : approved === 0 ? "denied" : "answered";
+  return `${verb} by ${mark.by}`;
+}
+
 function stepBlock(step: StepView): string {
   const marks = [
-    step.claim ? badge("claim", "claim") : "",
-    step.operator === undefined ? "" : badge("operator", `${step.operator.action} by ${step.operator.by}`),
+    step.recovery ? badge("recovered", "recovery") : step.claim ? badge("claim", "claim") : "",
+    step.operator === undefined ? "" : badge("operator", actionText(step, step.operator)),
   ].join("");
   const changes =
     step.changes.length === 0

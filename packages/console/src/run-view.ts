@@ -22,6 +22,7 @@ import {
 } from "@durable/core/runner";
 import { type CallView, callViews } from "./call-view.js";
 import { type Change, diffJson } from "./diff.js";
+import { type Waiting, waitingFor } from "./waiting.js";
 
 /** One checkpoint of a run as its page shows it: what it sealed, and how its program's data changed since the step before. */
 export interface StepView {
@@ -31,6 +32,8 @@ export interface StepView {
   readonly round: number;
   /** A claim: the first step of a new segment (a recovery, a resume, a retry, an operator's action). */
   readonly claim: boolean;
+  /** A recovery: a claim of a run its worker left running (it died, or lost its lease), not a resume or an operator's action. */
+  readonly recovery: boolean;
   /** When it was saved, from the events (when an event log is given). */
   readonly at?: string;
   /** The program's own data: a flow's state, frontier and visits; a loop's messages and stage. */
@@ -41,7 +44,7 @@ export interface StepView {
   readonly answers: readonly BoundAnswer[];
   readonly error?: string;
   readonly cancelled: boolean;
-  /** An operator's action saved this checkpoint: who, what, when. */
+  /** An operator's action saved this checkpoint: who, what, when (a worker's claim after it carries the mark on, and is not marked). */
   readonly operator?: OperatorMark;
 }
 
@@ -55,9 +58,13 @@ export interface RunDetail {
   readonly segment: number;
   readonly identity: Identity;
   readonly lease: LeaseView | undefined;
+  /** What it waits for before it goes on, or undefined (a worker drives it, or it ended). */
+  readonly waiting: Waiting | undefined;
+  /** How many times a worker recovered it. */
+  readonly recoveries: number;
   readonly steps: readonly StepView[];
   readonly calls: readonly CallView[];
-  /** Calls of the current round in doubt (a running run): they wait for a decision unless their tools are idempotent. */
+  /** Calls of the current round in doubt, when the run waits for a decision (no worker holds it): unless their tools are idempotent, a recovery stops for one. */
   readonly inDoubt: readonly InDoubtCall[];
   /** Calls waiting on an approval (a paused run). */
   readonly pending: readonly PendingCall[];
@@ -98,6 +105,8 @@ export async function readRun(
     const steps = stepViews(runId, bodies, events);
     const last = steps.at(-1) as StepView;
     const round = classifyCalls(records, last.round);
+    const envelope = readEnvelope(runId, latest.data);
+    const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > lease.now);
     return {
       runId,
       name: latest.name,
@@ -107,9 +116,11 @@ export async function readRun(
       segment: latest.segment,
       identity: latest.identity,
       lease,
+      waiting,
+      recoveries: steps.filter((step) => step.recovery).length,
       steps,
-      calls: callViews(runId, records, steps, round, events),
-      inDoubt: latest.status === "running" ? [...round.inDoubt.values()] : [],
+      calls: callViews(runId, records, { steps, current: round, answers: envelope.answers, waiting }, events),
+      inDoubt: waiting?.for === "decision" ? [...round.inDoubt.values()] : [],
       pending: last.pending,
       messages: latest.kind === "loop" ? messagesOf(last.program) : undefined,
       ...(last.error === undefined ? {} : { error: last.error }),
@@ -153,31 +164,42 @@ export async function problemOf(
 function stepViews(runId: string, bodies: readonly CheckpointBody[], events: readonly DurableEvent[]): StepView[] {
   const savedAt = new Map<number, string>();
   for (const event of events) if (event.type === "checkpoint.saved") savedAt.set(event.step, event.at);
-  let before: JsonValue | undefined;
-  let segment = -1;
+  let before: StepView | undefined;
+  let carried: OperatorMark | undefined;
+  // Segments an operator's action claimed: a worker's claim after one goes on with the action, it recovers nothing.
+  const acted = new Set<number>();
   return bodies.map((body) => {
     const envelope = readEnvelope(runId, body.data);
     const at = savedAt.get(body.step);
-    const mark = operatorMark(body.data);
+    const found = operatorMark(body.data);
+    // A worker's claim keeps the data it claims, the operator's mark with it: that mark is not a second action.
+    const mark = found !== undefined && !sameMark(found, carried) ? found : undefined;
+    carried = found;
+    const claim = before !== undefined && body.segment > before.segment;
+    if (mark !== undefined) acted.add(body.segment);
     const view: StepView = {
       step: body.step,
       status: body.status,
       segment: body.segment,
       round: envelope.round,
-      claim: body.segment > segment && segment >= 0,
+      claim,
+      recovery: claim && mark === undefined && before?.status === "running" && !acted.has(before.segment),
       ...(at === undefined ? {} : { at }),
       program: envelope.program,
-      changes: diffJson(before, envelope.program),
+      changes: diffJson(before?.program, envelope.program),
       pending: envelope.pending,
       answers: envelope.answers,
       ...(envelope.error === undefined ? {} : { error: envelope.error }),
       cancelled: envelope.cancelled === true,
       ...(mark === undefined ? {} : { operator: mark }),
     };
-    before = envelope.program;
-    segment = body.segment;
+    before = view;
     return view;
   });
+}
+
+function sameMark(a: OperatorMark, b: OperatorMark | undefined): boolean {
+  return b !== undefined && a.action === b.action && a.by === b.by && a.at === b.at;
 }
 
 function messagesOf(program: JsonValue): JsonValue[] | undefined {

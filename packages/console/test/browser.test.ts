@@ -163,7 +163,7 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     await page.getByRole("button", { name: "Record answers" }).click();
     expect(await page.locator(".notice").textContent()).toContain("Recorded 1 answer");
     await untilStatus(runs.paused, "done");
-    expect(await page.locator("details.step .badge.operator").first().textContent()).toBe("approve by ops@browser");
+    expect(await page.locator("details.step .badge.operator").first().textContent()).toBe("approved by ops@browser");
 
     await openRun(runs.inDoubt);
     await page.getByLabel("Decision").selectOption("result");

@@ -32,8 +32,18 @@ export const refunds = new Flow("refunds", {
   .node("refund", new Call("refund", { args: (o) => ({ show: o.show, seats: o.seats }), into: "note" }))
   .end("refund");
 
-/** The tools: hold (idempotent), charge (fails for `failingCharges`), email (a 100 ms timeout), refund (needs an approval). */
-function registry(): ToolRegistry {
+/** One node whose call fails every attempt and waits ten minutes before the next: the run waits for its retry time. */
+export const reminders = new Flow("reminders", {
+  state: z.object({ to: z.string(), note: z.string().default("") }),
+})
+  .node("remind", new Call("remind", { args: (s) => ({ to: s.to }), into: "note" }))
+  .end("remind");
+
+/**
+ * The tools: hold (idempotent), charge (fails for `failingCharges`), email (a 100 ms timeout), refund (needs an
+ * approval), remind (fails, its next attempt ten minutes later).
+ */
+export function registry(): ToolRegistry {
   return new ToolRegistry()
     .tool("hold_seats", (a: { show: string; seats: number }) => `held ${a.seats} for ${a.show}`, { idempotent: true })
     .tool("charge_card", (a: { seats: number }, ctx) => {
@@ -48,7 +58,14 @@ function registry(): ToolRegistry {
       },
       { timeoutMs: 100 },
     )
-    .tool("refund", (a: { seats: number }) => `refunded $${a.seats * 40}`, { approval: true });
+    .tool("refund", (a: { seats: number }) => `refunded $${a.seats * 40}`, { approval: true })
+    .tool(
+      "remind",
+      () => {
+        throw new Error("mail server busy");
+      },
+      { retry: { attempts: 3, initialDelayMs: 600_000, jitter: 0 } },
+    );
 }
 
 /** How the fixture's workers seal: the key (HMAC or an Ed25519 private key) and an encryption key, if any. */
@@ -71,7 +88,7 @@ export function runner(store: CheckpointStore, events: string, sealing: Sealing 
 export function worker(store: CheckpointStore, events: string, sealing?: Sealing): RunWorker {
   const r = runner(store, events, sealing);
   return startWorker({
-    serve: [r.served(orders), r.served(refunds)],
+    serve: [r.served(orders), r.served(refunds), r.served(reminders)],
     pollMs: 50,
     maxPollMs: 200,
     stopOnSignals: false,
