@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
+import { CONSOLE_FULL, CONSOLE_QUICK, consoleTable, measureConsole } from "./console.js";
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
@@ -47,6 +48,13 @@ const BENCH_COMMAND = {
       about:
         "instead of the rest: runs/s with 1, 2, 4 and 8 worker processes (16 runs at once each) on a Redis of its own and on a Redis Cluster of its own " +
         "(3 masters, a replica each; then again with replicas: 1), AOF appendfsync always on every node; --budget-ms per point",
+    },
+    console: {
+      type: "boolean",
+      default: false,
+      about:
+        "instead of the rest: the console's time to serve a run's page and its refresh on SQLite, for a run with a 20 MiB result and a run of 1,000 steps, " +
+        "over a 500 MB events file (with --quick: 2 MiB, 100 steps, 20 MB); each should stay under a second",
     },
     quick: {
       type: "boolean",
@@ -98,6 +106,12 @@ await runCommand(BENCH_COMMAND, async (values) => {
   console.log(
     `@durable bench on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGb} GB, Node ${machine.node}\n`,
   );
+  if (values.console) {
+    const figures = await measureConsole(values.quick ? CONSOLE_QUICK : CONSOLE_FULL, (line) => console.log(line));
+    console.log(`\n${consoleTable(figures).join("\n")}`);
+    writeResults(values.out, "console", machine.at, { machine, ...figures });
+    return;
+  }
   if (values.scale) {
     const figures = await measureScale([1, 2, 4, 8], budgetMs, (line) => console.log(line));
     console.log(`\n${scaleTable(figures.curves).join("\n")}`);

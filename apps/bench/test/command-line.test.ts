@@ -5,5 +5,6 @@ describeBin("bench", new URL("../src/main.ts", import.meta.url), [
   "--out <dir>",
   "--stores <names>",
   "--scale",
+  "--console",
   "--quick",
 ]);

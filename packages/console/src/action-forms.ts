@@ -1,5 +1,6 @@
 import { badge, esc, json, runHref } from "./html.js";
 import type { RunDetail } from "./run-view.js";
+import { valueHref } from "./values.js";
 
 /** Whether the console takes actions, and the form token that proves a post came from its own page. */
 export interface ActionContext {
@@ -27,7 +28,7 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
         call,
         i,
       ) => `<fieldset class="check"><legend><code>${esc(call.tool)}</code> <span class="meta">${esc(call.callId)}</span></legend>
-        <input type="hidden" name="call.${i}" value="${esc(call.callId)}">${json(call.args)}
+        <input type="hidden" name="call.${i}" value="${esc(call.callId)}">${json(call.args, valueHref(run.runId, { call: call.callId, part: "args" }))}
         <label><input type="radio" name="approve.${i}" value="approve"> Approve</label>
         <label><input type="radio" name="approve.${i}" value="deny"> Deny</label>
         <label><input type="radio" name="approve.${i}" value="" checked> Leave pending</label>

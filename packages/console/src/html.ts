@@ -1,4 +1,5 @@
 import type { JsonValue } from "@durable/core";
+import { preview } from "./preview.js";
 
 /** Escapes text for HTML content and quoted attributes: every run id, name and value is user data. */
 export function esc(text: string): string {
@@ -30,9 +31,27 @@ export function fromNow(ms: number, now: number): string {
   return delta >= 0 ? `in ${span}` : `${span} ago`;
 }
 
-/** A JSON value, pretty-printed and escaped, in a `<pre>`. */
-export function json(value: JsonValue | undefined): string {
-  return `<pre class="json">${esc(value === undefined ? "—" : JSON.stringify(value, null, 2))}</pre>`;
+/** How much of a value a page prints: a bigger one is cut, the whole a download away. */
+export const SHOWN_CHARS = 4_000;
+
+/**
+ * A JSON value, pretty-printed and escaped, in a `<pre>`; past `SHOWN_CHARS`
+ * characters cut, saying its size, with a link to the whole value (`whole`)
+ * when there is an address for it. One big result would otherwise make every
+ * page that shows it as big.
+ */
+export function json(value: JsonValue | undefined, whole?: string): string {
+  if (value === undefined) return `<pre class="json">—</pre>`;
+  const shown = preview(value, SHOWN_CHARS);
+  if (!shown.cut) return `<pre class="json">${esc(shown.text)}</pre>`;
+  const link = whole === undefined ? "" : `: <a href="${esc(whole)}" download>the whole value</a>`;
+  return `<pre class="json">${esc(shown.text)}…</pre><p class="meta cut">Cut at ${SHOWN_CHARS.toLocaleString("en")} characters of about ${sizeText(shown.size)}${link}.</p>`;
+}
+
+/** A size in bytes as people read it: `812 B`, `4.1 KB`, `20.9 MB`. */
+function sizeText(bytes: number): string {
+  if (bytes < 1_000) return `${bytes} B`;
+  return bytes < 1_000_000 ? `${(bytes / 1_000).toFixed(1)} KB` : `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
 
 /** A path of this console with its query, each part encoded. */

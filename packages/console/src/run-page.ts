@@ -1,9 +1,10 @@
 import type { DurableEvent, JsonValue } from "@durable/core";
 import type { OperatorMark } from "@durable/core/runner";
 import type { CallView } from "./call-view.js";
-import { badge, esc, type Frame, fromNow, json, layout, runHref, time } from "./html.js";
+import { badge, esc, type Frame, fromNow, href, json, layout, runHref, time } from "./html.js";
 import { actionForms, type ActionContext } from "./action-forms.js";
-import type { RunDetail, RunProblem, StepView } from "./run-view.js";
+import { type RunDetail, type RunProblem, type StepView, TIMELINE_PAGE } from "./run-view.js";
+import { valueHref } from "./values.js";
 import { type Waiting, waitingLabel } from "./waiting.js";
 
 /** What a run's page says besides the run: the outcome of an action just taken, or why it was refused. */
@@ -45,11 +46,11 @@ export function runPage(
     ${run.error === undefined ? "" : `<p class="problem">${esc(run.error)}</p>`}
     ${actionForms(run, actions)}
     <h2 id="calls">Calls</h2>
-    ${run.calls.length === 0 ? "<p>No call recorded.</p>" : callTable(run.calls)}
-    ${run.messages === undefined ? "" : messageList(run.messages)}
+    ${run.calls.length === 0 ? "<p>No call recorded.</p>" : callTable(run.runId, callsShown(run), run.calls.length)}
+    ${run.messages === undefined ? "" : messageList(run.messages, valueHref(run.runId, { step: run.step }))}
     <h2 id="timeline">Timeline</h2>
     <p class="meta">Every checkpoint, oldest first, with what its step changed in the run's data.</p>
-    ${run.steps.map(stepBlock).join("")}
+    ${timelinePager(run)}${run.steps.map((step) => stepBlock(run.runId, step)).join("")}
     ${run.events.length === 0 ? "" : eventTable(run.events, run.skippedEventLines ?? 0)}`;
   return layout(frame, run.runId, body, {
     "run-id": run.runId,
@@ -81,14 +82,22 @@ export function notFoundPage(frame: Frame, runId: string): string {
   );
 }
 
-function callTable(calls: readonly CallView[]): string {
+/** The calls of the rounds the timeline's page shows: a long run's page holds its newest calls, the rest on older pages. */
+function callsShown(run: RunDetail): readonly CallView[] {
+  if (run.steps.length === run.timeline.total) return run.calls;
+  const first = run.steps[0]?.round ?? 0;
+  const last = run.steps.at(-1)?.round ?? 0;
+  return run.calls.filter((call) => call.round >= first && call.round <= last);
+}
+
+function callTable(runId: string, calls: readonly CallView[], total: number): string {
   const rows = calls.map((call) => {
     const outcome =
       call.error !== undefined
         ? `<p class="problem">${esc(call.error)}</p>`
         : call.result === undefined
           ? "—"
-          : json(call.result);
+          : json(call.result, valueHref(runId, { call: call.callId, part: "result" }));
     const decided =
       call.decided === undefined
         ? ""
@@ -100,27 +109,42 @@ function callTable(calls: readonly CallView[]): string {
         call.inDoubt === undefined ? "" : `<br><span class="meta">${esc(call.inDoubt)}</span>`
       }${decided}</td>
       <td class="num">${call.attempts}</td><td>${esc(durations)}</td>
-      <td>${json(call.args)}</td><td>${outcome}</td>
+      <td>${json(call.args, valueHref(runId, { call: call.callId, part: "args" }))}</td><td>${outcome}</td>
       <td><code>${esc(call.callId)}</code><br><span class="meta">key</span> <code>${esc(call.idempotencyKey)}</code><br>
         <span class="meta">records ${esc(call.records.map((r) => `${r.segment}:${r.seq} ${r.kind}`).join(", "))}</span></td>
     </tr>`;
   });
-  return `<table class="calls"><caption>Every call, in the order it was first recorded</caption><thead><tr>
+  const caption =
+    calls.length === total
+      ? "Every call, in the order it was first recorded"
+      : `The ${calls.length} calls of the steps shown below (of ${total}), in the order they were first recorded`;
+  return `<table class="calls"><caption>${caption}</caption><thead><tr>
     <th scope="col">tool</th><th scope="col">what happened</th><th scope="col">attempts</th><th scope="col">durations</th>
     <th scope="col">arguments</th><th scope="col">result or error</th><th scope="col">call id, idempotency key, records</th>
   </tr></thead><tbody>${rows.join("")}</tbody></table>
   <p class="meta">in doubt: it started and no outcome is stored · ran: its tool started · replayed: its outcome came from the log after a crash · rerun: it ran again in a later segment · decided: an operator decided it · reopened: a retry ran it again.</p>`;
 }
 
-function messageList(messages: readonly JsonValue[]): string {
+function messageList(messages: readonly JsonValue[], whole: string): string {
   const items = messages.map((message) => {
     const role =
       typeof message === "object" && message !== null && !Array.isArray(message) && typeof message["role"] === "string"
         ? message["role"]
         : "message";
-    return `<li><strong>${esc(role)}</strong>${json(message)}</li>`;
+    return `<li><strong>${esc(role)}</strong>${json(message, whole)}</li>`;
   });
   return `<h2 id="messages">Messages</h2><ol class="messages">${items.join("")}</ol>`;
+}
+
+/** Which steps the timeline shows, and links to the pages before and after: a long run opens on its newest steps. */
+function timelinePager(run: RunDetail): string {
+  const { total, first, last } = run.timeline;
+  if (run.steps.length === total) return "";
+  const page = (before: number, text: string, rel: string) =>
+    `<a href="${esc(href(runHref(run.runId), { before: String(before) }))}#timeline" rel="${rel}">${text}</a>`;
+  const older = first > 0 ? page(first, "Older steps", "prev") : "";
+  const newer = last < run.step ? page(last + 1 + TIMELINE_PAGE, "Newer steps", "next") : "";
+  return `<nav class="pager" aria-label="Timeline pages"><span>Steps ${first} to ${last} of ${total}</span>${older}${newer}</nav>`;
 }
 
 /** What the run waits for, in a sentence, with what an operator can do about it. */
@@ -152,7 +176,9 @@ function actionText(step: StepView, mark: OperatorMark): string {
   return `${verb} by ${mark.by}`;
 }
 
-function stepBlock(step: StepView): string {
+function stepBlock(runId: string, step: StepView): string {
+  const data = valueHref(runId, { step: step.step });
+  const before = step.step === 0 ? undefined : valueHref(runId, { step: step.step - 1 });
   const marks = [
     step.recovery ? badge("recovered", "recovery") : step.claim ? badge("claim", "claim") : "",
     step.operator === undefined ? "" : badge("operator", actionText(step, step.operator)),
@@ -163,7 +189,7 @@ function stepBlock(step: StepView): string {
       : `<table class="changes"><caption>Changes from the step before</caption><thead><tr><th scope="col">path</th><th scope="col">before</th><th scope="col">after</th></tr></thead><tbody>${step.changes
           .map(
             (c) =>
-              `<tr><th scope="row"><code>${esc(c.path)}</code></th><td>${json(c.before)}</td><td>${json(c.after)}</td></tr>`,
+              `<tr><th scope="row"><code>${esc(c.path)}</code></th><td>${json(c.before, before)}</td><td>${json(c.after, data)}</td></tr>`,
           )
           .join("")}</tbody></table>`;
   const extra = [
@@ -180,7 +206,7 @@ function stepBlock(step: StepView): string {
     <summary>step ${step.step} ${badge(step.status, step.status)}${marks} · segment ${step.segment} · round ${step.round}${
       step.at === undefined ? "" : ` · saved ${esc(time(step.at))}`
     }${step.operator === undefined ? "" : ` · ${esc(time(step.operator.at))}`}</summary>
-    ${extra}${changes}<details><summary>Data at this step</summary>${json(step.program)}</details>
+    ${extra}${changes}<details><summary>Data at this step</summary>${json(step.program, data)}</details>
   </details>`;
 }
 

@@ -12,6 +12,7 @@ import {
   type BoundAnswer,
   type CheckpointBody,
   classifyCalls,
+  DurableRun,
   isJsonObject,
   openCheckpoint,
   readCallLog,
@@ -62,7 +63,9 @@ export interface RunDetail {
   readonly waiting: Waiting | undefined;
   /** How many times a worker recovered it. */
   readonly recoveries: number;
+  /** The steps of the timeline's page asked for, oldest first (`Timeline`). */
   readonly steps: readonly StepView[];
+  readonly timeline: Timeline;
   readonly calls: readonly CallView[];
   /** Calls of the current round in doubt, when the run waits for a decision (no worker holds it): unless their tools are idempotent, a recovery stops for one. */
   readonly inDoubt: readonly InDoubtCall[];
@@ -76,6 +79,24 @@ export interface RunDetail {
   /** Lines of the event log that are not events, skipped (absent when there are none). */
   readonly skippedEventLines?: number;
 }
+
+/** Which steps of the run a page shows: a long run's timeline is read whole (every checkpoint verified) and shown a page at a time. */
+export interface Timeline {
+  /** Steps the run has saved. */
+  readonly total: number;
+  /** The first and last step shown. */
+  readonly first: number;
+  readonly last: number;
+}
+
+/** The page of the timeline asked for: up to `size` steps before step `before` (default: the newest). */
+export interface TimelinePage {
+  readonly size: number;
+  readonly before?: number;
+}
+
+/** Steps a run's page shows at once: a run of 1,000 steps opens on its newest 100. */
+export const TIMELINE_PAGE = 100;
 
 /** A run that could not be read: why, and the code of the @durable error when there is one. */
 export interface RunProblem {
@@ -95,6 +116,7 @@ export async function readRun(
   sealer: Sealer,
   runId: string,
   events: readonly DurableEvent[],
+  page: TimelinePage = { size: TIMELINE_PAGE },
 ): Promise<RunDetail | RunProblem | undefined> {
   try {
     const rows = store.history === undefined ? [await store.latest(runId)] : await store.history(runId);
@@ -102,8 +124,12 @@ export async function readRun(
     const bodies = rows.map((row) => openCheckpoint(sealer, row));
     const latest = bodies.at(-1) as CheckpointBody;
     const [records, lease] = await Promise.all([readCallLog(store, sealer, runId, latest.calls), store.leaseOf(runId)]);
-    const steps = stepViews(runId, bodies, events);
-    const last = steps.at(-1) as StepView;
+    const at = page.before === undefined ? -1 : bodies.findIndex((body) => body.step >= (page.before as number));
+    const end = at === -1 ? bodies.length : at;
+    const shown = { from: Math.max(0, end - page.size), to: end };
+    const all = stepViews(runId, bodies, events, shown);
+    const steps = all.slice(shown.from, shown.to);
+    const last = all.at(-1) as StepView;
     const round = classifyCalls(records, last.round);
     const envelope = readEnvelope(runId, latest.data);
     const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > lease.now);
@@ -117,9 +143,10 @@ export async function readRun(
       identity: latest.identity,
       lease,
       waiting,
-      recoveries: steps.filter((step) => step.recovery).length,
+      recoveries: all.filter((step) => step.recovery).length,
       steps,
-      calls: callViews(runId, records, { steps, current: round, answers: envelope.answers, waiting }, events),
+      timeline: { total: all.length, first: steps[0]?.step ?? 0, last: steps.at(-1)?.step ?? 0 },
+      calls: callViews(runId, records, { steps: all, current: round, answers: envelope.answers, waiting }, events),
       inDoubt: waiting?.for === "decision" ? [...round.inDoubt.values()] : [],
       pending: last.pending,
       messages: latest.kind === "loop" ? messagesOf(last.program) : undefined,
@@ -127,6 +154,21 @@ export async function readRun(
       cancelled: last.cancelled,
       events,
     };
+  } catch (error) {
+    if (error instanceof DurableError && error.code === "CHECKPOINT_NOT_FOUND") return undefined;
+    return problemOf(store, sealer, runId, error);
+  }
+}
+
+/** A run's step and status from its latest checkpoint alone, verified: what a page's refresh asks, whatever the run's size. */
+export async function readHead(
+  store: CheckpointStore,
+  sealer: Sealer,
+  runId: string,
+): Promise<{ readonly step: number; readonly status: RunStatus } | RunProblem | undefined> {
+  try {
+    const latest = await DurableRun.latest(store, sealer, runId);
+    return { step: latest.step, status: latest.status };
   } catch (error) {
     if (error instanceof DurableError && error.code === "CHECKPOINT_NOT_FOUND") return undefined;
     return problemOf(store, sealer, runId, error);
@@ -161,14 +203,20 @@ export async function problemOf(
   return error instanceof DurableError ? { runId, problem, code: error.code } : { runId, problem };
 }
 
-function stepViews(runId: string, bodies: readonly CheckpointBody[], events: readonly DurableEvent[]): StepView[] {
+/** Every step's view; what each changed is worked out only for the steps `shown` (indexes, `to` excluded). */
+function stepViews(
+  runId: string,
+  bodies: readonly CheckpointBody[],
+  events: readonly DurableEvent[],
+  shown: { readonly from: number; readonly to: number },
+): StepView[] {
   const savedAt = new Map<number, string>();
   for (const event of events) if (event.type === "checkpoint.saved") savedAt.set(event.step, event.at);
   let before: StepView | undefined;
   let carried: OperatorMark | undefined;
   // Segments an operator's action claimed: a worker's claim after one goes on with the action, it recovers nothing.
   const acted = new Set<number>();
-  return bodies.map((body) => {
+  return bodies.map((body, index) => {
     const envelope = readEnvelope(runId, body.data);
     const at = savedAt.get(body.step);
     const found = operatorMark(body.data);
@@ -186,7 +234,7 @@ function stepViews(runId: string, bodies: readonly CheckpointBody[], events: rea
       recovery: claim && mark === undefined && before?.status === "running" && !acted.has(before.segment),
       ...(at === undefined ? {} : { at }),
       program: envelope.program,
-      changes: diffJson(before?.program, envelope.program),
+      changes: index >= shown.from && index < shown.to ? diffJson(before?.program, envelope.program) : [],
       pending: envelope.pending,
       answers: envelope.answers,
       ...(envelope.error === undefined ? {} : { error: envelope.error }),

@@ -18,7 +18,8 @@ import { esc, type Frame, layout, runHref } from "./html.js";
 import { type ListFilters, listPage } from "./list-page.js";
 import { readRunList } from "./list-view.js";
 import { notFoundPage, type PageNotice, problemPage, runPage } from "./run-page.js";
-import { readRun } from "./run-view.js";
+import { readHead, readRun, TIMELINE_PAGE, type TimelinePage } from "./run-view.js";
+import { placeOf, valueAt, valueFileName, type ValuePlace } from "./values.js";
 
 /** Options of `startConsole`. */
 export interface ConsoleOptions {
@@ -85,7 +86,9 @@ const MAX_FORM_BYTES = 1_000_000;
 /**
  * Serves the console: `/` lists runs (filters and pages in the query),
  * `/runs/<id>` shows one, `/runs/<id>/actions` records a posted action,
- * `/api/runs` and `/api/runs/<id>` answer the same as JSON. Every request
+ * `/api/runs` and `/api/runs/<id>` answer the same as JSON, `?head` its step
+ * and status alone (from the latest checkpoint), `/api/runs/<id>/calls/<call>/args|result`
+ * and `/api/runs/<id>/steps/<n>` a value whole (pages cut big ones). Every request
  * needs the token; every page is escaped and served under a strict
  * Content-Security-Policy; the key is never sent.
  */
@@ -123,9 +126,19 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     }
     const api = path.startsWith("/api/runs/");
     if (!api && !path.startsWith("/runs/")) return html(404, layout(frame, "Not found", "<h1>Not found</h1>"));
-    const rest = path.slice(api ? "/api/runs/".length : "/runs/".length);
-    const posted = !api && rest.endsWith("/actions");
-    const runId = decodeURIComponent(posted ? rest.slice(0, -"/actions".length) : rest);
+    // The run id is one encoded part; what follows it names an action (pages) or a value (the API).
+    const [encoded = "", ...tail] = path.slice(api ? "/api/runs/".length : "/runs/".length).split("/");
+    const runId = decodeURIComponent(encoded);
+    const posted = !api && tail.length === 1 && tail[0] === "actions";
+    const place = api ? placeOf(tail) : undefined;
+    if (tail.length > 0 && !posted && place === undefined)
+      return api ? jsonReply(404, { error: "not found" }) : html(404, layout(frame, "Not found", "<h1>Not found</h1>"));
+    if (api && tail.length === 0 && url.searchParams.has("head")) {
+      const head = await readHead(options.store, sealer, runId);
+      return head === undefined
+        ? jsonReply(404, { error: "not found" })
+        : jsonReply("problem" in head ? 409 : 200, head);
+    }
     let notice: PageNotice | undefined;
     let status = 200;
     if (posted) {
@@ -153,13 +166,22 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     } else if (request.method !== "GET") return html(405, layout(frame, "Not allowed", "<h1>Not allowed</h1>"));
     const done = url.searchParams.get("done");
     if (notice === undefined && done !== null) notice = { kind: "notice", text: done };
-    const read = await readRun(options.store, sealer, runId, eventLog?.of(runId) ?? []);
+    const read = await readRun(options.store, sealer, runId, eventLog?.of(runId) ?? [], timelinePage(url, place));
     const skipped = eventLog?.skippedLines() ?? 0;
     const run =
       read !== undefined && !("problem" in read) && skipped > 0 ? { ...read, skippedEventLines: skipped } : read;
     if (run === undefined) return api ? jsonReply(404, { error: "not found" }) : html(404, notFoundPage(frame, runId));
     if ("problem" in run) return api ? jsonReply(409, run) : html(409, problemPage(frame, run));
-    if (api) return jsonReply(200, url.searchParams.has("head") ? { step: run.step, status: run.status } : run);
+    if (place !== undefined) {
+      const value = valueAt(run, place);
+      if (value === undefined) return jsonReply(404, { error: "not found" });
+      const name = valueFileName(runId, place);
+      return {
+        ...jsonReply(200, value),
+        headers: { ...JSON_TYPE, "content-disposition": `attachment; filename="${name}"` },
+      };
+    }
+    if (api) return jsonReply(200, run);
     const actions = { allowed: frame.actions, csrf: g.csrf };
     return html(status, runPage(frame, run, actions, refreshMs, notice));
   };
@@ -238,9 +260,10 @@ const text = (status: number, body: string): Reply => ({
   headers: { "content-type": "text/plain; charset=utf-8" },
   body,
 });
+const JSON_TYPE = { "content-type": "application/json; charset=utf-8" } as const;
 const jsonReply = (status: number, value: unknown): Reply => ({
   status,
-  headers: { "content-type": "application/json; charset=utf-8" },
+  headers: JSON_TYPE,
   body: JSON.stringify(value),
 });
 const asset = (body: string, type: string): Reply => ({
@@ -279,6 +302,15 @@ function filtersOf(url: URL): ListFilters {
     status,
     ...(cursor === null || cursor === "" ? {} : { cursor }),
   };
+}
+
+/** The timeline's page a request asks for: `?before=<step>`, or the one step whose value is downloaded. */
+function timelinePage(url: URL, place: ValuePlace | undefined): TimelinePage {
+  if (place !== undefined && "step" in place) return { size: 1, before: place.step + 1 };
+  const before = url.searchParams.get("before");
+  return before !== null && /^\d{1,9}$/.test(before)
+    ? { size: TIMELINE_PAGE, before: Number(before) }
+    : { size: TIMELINE_PAGE };
 }
 
 async function bodyOf(request: IncomingMessage): Promise<string> {
