@@ -28,6 +28,9 @@ a { color: #1d4fb8; } a:focus-visible, button:focus-visible, input:focus-visible
 .badge.actions { background: #ffe4d1; color: #853a09; } .badge.read-only { background: #dcf1e2; color: #15592b; }
 .problem { background: #fbdede; color: #8f1b1b; padding: 8px 12px; border-radius: 6px; }
 .notice { background: #dcf1e2; color: #15592b; padding: 8px 12px; border-radius: 6px; }
+ol.messages { list-style: none; padding: 0; } li.message { background: #fff; border: 1px solid #d5d9e1; border-radius: 6px; margin: 6px 0; padding: 6px 12px; }
+li.message.user { border-left: 4px solid #1d4fb8; } li.message.assistant { border-left: 4px solid #15592b; } li.message.tool { border-left: 4px solid #6e4700; } li.message.failed { border-left-color: #8f1b1b; }
+p.who { margin: 2px 0; } p.says { white-space: pre-wrap; margin: 4px 0; } ul.asks { margin: 4px 0; } li.message details { border: 0; padding: 0; }
 .waits { background: #eef0f4; padding: 8px 12px; border-radius: 6px; }
 .changed { background: #fff0cc; color: #6e4700; padding: 8px 12px; border-radius: 6px; }
 form.filters { display: flex; gap: 12px; flex-wrap: wrap; align-items: end; background: #fff; border: 1px solid #d5d9e1; padding: 10px 12px; margin-bottom: 12px; }

@@ -44,6 +44,8 @@ export interface CallView {
   readonly marks: readonly CallMark[];
   readonly result?: JsonValue;
   readonly error?: string;
+  /** Attempts that failed and were tried again (`failed` records): what each threw. */
+  readonly failures: ReadonlyArray<{ readonly attempt: number; readonly error: string }>;
   /** Attempts started (across every segment). */
   readonly attempts: number;
   readonly decided?: DecisionView;
@@ -121,6 +123,7 @@ export function callViews(
       marks,
       ...(result === undefined ? {} : { result }),
       ...(error === undefined ? {} : { error }),
+      failures: own.filter((r) => r.kind === "failed").map((r) => ({ attempt: r.attempt ?? 1, error: r.error ?? "" })),
       attempts: started.length,
       ...(decidedRecord === undefined ? {} : { decided: decisionOf(decidedRecord) }),
       records: own.map(({ segment, seq, kind }) => ({ segment, seq, kind })),

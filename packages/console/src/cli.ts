@@ -101,6 +101,15 @@ async function main(argv: readonly string[]): Promise<void> {
     if (error instanceof DurableError) throw new ConsoleError(error.message);
     throw error;
   });
+  const check = running.keyCheck;
+  if (check !== undefined && check.runs > 0 && check.unverified === check.runs)
+    console.error(
+      `durable-console: wrong key? none of the ${check.runs} newest runs verifies with it: give the key the workers seal with (--key-file or DURABLE_KEY).`,
+    );
+  else if (check !== undefined && check.unverified > 0)
+    console.error(
+      `durable-console: ${check.unverified} of the ${check.runs} newest runs do not verify with this key: their pages say why.`,
+    );
   console.log(`durable-console: ${running.url}`);
   console.log(`  programs: ${running.api} with Authorization: Bearer <the token>`);
   console.log(`  store ${label}${values["allow-actions"] ? "; actions on" : "; read only"}; Ctrl-C stops it`);

@@ -96,3 +96,22 @@ function disagreementOf(listed: RunSummary, sealed: RunSummary): string | undefi
 export function noRunVerifies(list: RunList): boolean {
   return list.runs.length > 0 && list.runs.every((run) => run.problemCode === "CHECKPOINT_STORE_CORRUPT");
 }
+
+/** How the newest runs verify with the console's key, read at its start. */
+export interface KeyCheck {
+  /** Runs read (the newest, up to 20). */
+  readonly runs: number;
+  /** Of them, those whose signature does not verify. */
+  readonly unverified: number;
+}
+
+/**
+ * Opens the newest runs with the key, so a console given another key than
+ * the workers' says so where it was started, not only in the page. Undefined
+ * for a store that cannot list runs.
+ */
+export async function checkKey(store: CheckpointStore, sealer: Sealer): Promise<KeyCheck | undefined> {
+  if (store.listRuns === undefined) return undefined;
+  const { runs } = await readRunList(store, sealer, { limit: 20 });
+  return { runs: runs.length, unverified: runs.filter((run) => run.problemCode === "CHECKPOINT_STORE_CORRUPT").length };
+}

@@ -1,6 +1,7 @@
 import type { DurableEvent, JsonValue } from "@durable/core";
 import type { OperatorMark } from "@durable/core/runner";
 import type { CallView } from "./call-view.js";
+import { conversation } from "./conversation.js";
 import { badge, esc, type Frame, fromNow, href, json, layout, runHref, time } from "./html.js";
 import { actionForms, type ActionContext } from "./action-forms.js";
 import { type RunDetail, type RunProblem, type StepView, TIMELINE_PAGE } from "./run-view.js";
@@ -47,7 +48,7 @@ export function runPage(
     ${actionForms(run, actions)}
     <h2 id="calls">Calls</h2>
     ${run.calls.length === 0 ? "<p>No call recorded.</p>" : callTable(run.runId, callsShown(run), run.calls.length)}
-    ${run.messages === undefined ? "" : messageList(run.messages, valueHref(run.runId, { step: run.step }))}
+    ${run.messages === undefined ? "" : conversation(run.messages, valueHref(run.runId, { step: run.step }))}
     <h2 id="timeline">Timeline</h2>
     <p class="meta">Every checkpoint, oldest first, with what its step changed in the run's data.</p>
     ${timelinePager(run)}${run.steps.map((step) => stepBlock(run.runId, step)).join("")}
@@ -92,11 +93,16 @@ function callsShown(run: RunDetail): readonly CallView[] {
 
 function callTable(runId: string, calls: readonly CallView[], total: number): string {
   const rows = calls.map((call) => {
+    const failures = call.failures
+      .map((f) => `<p class="problem failure">attempt ${f.attempt} failed: ${esc(f.error)}</p>`)
+      .join("");
     const outcome =
       call.error !== undefined
         ? `<p class="problem">${esc(call.error)}</p>`
         : call.result === undefined
-          ? "—"
+          ? failures === ""
+            ? "—"
+            : ""
           : json(call.result, valueHref(runId, { call: call.callId, part: "result" }));
     const decided =
       call.decided === undefined
@@ -109,7 +115,7 @@ function callTable(runId: string, calls: readonly CallView[], total: number): st
         call.inDoubt === undefined ? "" : `<br><span class="meta">${esc(call.inDoubt)}</span>`
       }${decided}</td>
       <td class="num">${call.attempts}</td><td>${esc(durations)}</td>
-      <td>${json(call.args, valueHref(runId, { call: call.callId, part: "args" }))}</td><td>${outcome}</td>
+      <td>${json(call.args, valueHref(runId, { call: call.callId, part: "args" }))}</td><td>${failures}${outcome}</td>
       <td><code>${esc(call.callId)}</code><br><span class="meta">key</span> <code>${esc(call.idempotencyKey)}</code><br>
         <span class="meta">records ${esc(call.records.map((r) => `${r.segment}:${r.seq} ${r.kind}`).join(", "))}</span></td>
     </tr>`;
@@ -123,17 +129,6 @@ function callTable(runId: string, calls: readonly CallView[], total: number): st
     <th scope="col">arguments</th><th scope="col">result or error</th><th scope="col">call id, idempotency key, records</th>
   </tr></thead><tbody>${rows.join("")}</tbody></table>
   <p class="meta">in doubt: it started and no outcome is stored · ran: its tool started · replayed: its outcome came from the log after a crash · rerun: it ran again in a later segment · decided: an operator decided it · reopened: a retry ran it again.</p>`;
-}
-
-function messageList(messages: readonly JsonValue[], whole: string): string {
-  const items = messages.map((message) => {
-    const role =
-      typeof message === "object" && message !== null && !Array.isArray(message) && typeof message["role"] === "string"
-        ? message["role"]
-        : "message";
-    return `<li><strong>${esc(role)}</strong>${json(message, whole)}</li>`;
-  });
-  return `<h2 id="messages">Messages</h2><ol class="messages">${items.join("")}</ol>`;
 }
 
 /** Which steps the timeline shows, and links to the pages before and after: a long run opens on its newest steps. */

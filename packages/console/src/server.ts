@@ -16,7 +16,7 @@ import { Guard, newToken } from "./auth.js";
 import { EventLog } from "./event-log.js";
 import { esc, type Frame, layout, runHref } from "./html.js";
 import { type ListFilters, listPage } from "./list-page.js";
-import { readRunList } from "./list-view.js";
+import { checkKey, type KeyCheck, readRunList } from "./list-view.js";
 import { notFoundPage, type PageNotice, problemPage, runPage } from "./run-page.js";
 import { readHead, readRun, TIMELINE_PAGE, type TimelinePage } from "./run-view.js";
 import { placeOf, valueAt, valueFileName, type ValuePlace } from "./values.js";
@@ -77,6 +77,8 @@ export interface RunningConsole {
   /** The address it serves on (`http://127.0.0.1:4174`): for programs, with `Authorization: Bearer <token>`. */
   readonly api: string;
   readonly token: string;
+  /** How the newest runs verified with the key at start (undefined: the store cannot list runs). */
+  readonly keyCheck: KeyCheck | undefined;
   close(): Promise<void>;
 }
 
@@ -229,12 +231,17 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     server.listen(options.port ?? 4174, host, resolve);
   });
   const { port } = server.address() as AddressInfo;
+  const keyCheck = await checkKey(options.store, sealer).catch(async (error: unknown) => {
+    await new Promise((resolve) => server.close(resolve));
+    throw error;
+  });
   guard = new Guard(token, host, port);
   const shown = host.includes(":") ? `[${host}]` : host;
   return {
     url: `http://${guard.host}/?token=${token}`,
     api: `http://${shown}:${port}`,
     token,
+    keyCheck,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

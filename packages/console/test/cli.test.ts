@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { assertFreshBuild } from "@durable/conformance";
 import { afterAll, describe, expect, it } from "vitest";
-import { KEY } from "./fixture.js";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import { KEY, seed } from "./fixture.js";
 
 // The built bin, as users run it: these tests refuse to start (StaleBuild) while its build is older than src/.
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
@@ -121,5 +122,34 @@ describe("durable-console", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("<h1>Runs</h1>");
     child.kill("SIGTERM");
+  });
+
+  it("checks the key on the newest runs at start and says 'wrong key?' on the terminal", async () => {
+    const db = join(dir, "seeded.db");
+    const store = new SQLiteCheckpointStore(db);
+    await seed(store, join(dir, "events.jsonl"));
+    await store.close();
+    const wrongKeyFile = join(dir, "wrong.key");
+    writeFileSync(wrongKeyFile, "another-key-0123456789abcdef0123456789abcd\n");
+    const start = async (key: string) => {
+      const child = spawn(process.execPath, [cli, "--store", `sqlite:${db}`, "--key-file", key, "--port", "0"], {
+        env: { PATH: process.env["PATH"] ?? "" },
+      });
+      started.push(child);
+      const printed = { out: "", err: "" };
+      child.stdout.on("data", (chunk: Buffer) => {
+        printed.out += chunk.toString();
+      });
+      child.stderr.on("data", (chunk: Buffer) => {
+        printed.err += chunk.toString();
+      });
+      await expect.poll(() => printed.out, { timeout: 10_000 }).toMatch(/programs: /);
+      child.kill("SIGTERM");
+      return printed.err.split("\n").filter((line) => line.length > 0);
+    };
+    expect(await start(wrongKeyFile)).toEqual([
+      expect.stringMatching(/^durable-console: wrong key\? none of the \d+ newest runs verifies with it: give the key/),
+    ]);
+    expect(await start(keyFile)).toEqual([]);
   });
 });

@@ -112,6 +112,24 @@ describe("what a run waits for, in headless Chromium", () => {
     expect(await page.locator(".badge.recovered").count()).toBe(0);
     expect(await page.locator("details.step .badge.claim").count()).toBe(1);
     expect(await page.getByRole("button", { name: "Record answers" }).count()).toBe(0);
+    // Its messages read as a conversation: who speaks and what they say.
+    const said = await page
+      .locator("ol.messages > li")
+      .evaluateAll((items) => items.map((li) => [li.getAttribute("data-role"), li.querySelector(".says")?.textContent]));
+    expect(said).toEqual([
+      ["user", "Hello"],
+      ["assistant", "Noted."],
+      ["user", "Still there?"],
+      ["assistant", "Noted."],
+    ]);
+  });
+
+  it("a loop's tool calls read as asked for and answered", async (ctx) => {
+    if (chromium.browser === undefined) return ctx.skip();
+    await open(seeded.loop);
+    expect(await page.locator("ol.messages .asks li code").first().textContent()).toBe("hold_seats");
+    expect(await page.locator('ol.messages li[data-role="tool"] .who').textContent()).toBe("tool hold_seats answered");
+    expect(await page.locator('ol.messages li[data-role="tool"] .says').textContent()).toContain("held 2 for Hamlet");
   });
 
   it("a denial is a denial before and after a worker spends it, marked once, and no retry is offered", async (ctx) => {
@@ -144,6 +162,10 @@ describe("what a run waits for, in headless Chromium", () => {
     expect(await waitsFor()).toBe("retry time");
     expect(await page.locator(".waits").textContent()).toMatch(/next attempt starts \d{4}-\d\d-\d\d/);
     expect(await page.locator("table.calls tr").last().getAttribute("data-state")).toBe("retrying");
+    // The failed attempt's error is on its call.
+    expect(await page.locator("table.calls tr").last().locator(".failure").textContent()).toBe(
+      "attempt 1 failed: Error: mail server busy",
+    );
     expect(await page.getByRole("button", { name: "Record decision" }).count()).toBe(0);
   });
 });
