@@ -115,7 +115,9 @@ describe("what a run waits for, in headless Chromium", () => {
     // Its messages read as a conversation: who speaks and what they say.
     const said = await page
       .locator("ol.messages > li")
-      .evaluateAll((items) => items.map((li) => [li.getAttribute("data-role"), li.querySelector(".says")?.textContent]));
+      .evaluateAll((items) =>
+        items.map((li) => [li.getAttribute("data-role"), li.querySelector(".says")?.textContent]),
+      );
     expect(said).toEqual([
       ["user", "Hello"],
       ["assistant", "Noted."],
