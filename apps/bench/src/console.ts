@@ -32,6 +32,8 @@ export interface ConsoleFigures {
   readonly eventsBytes: number;
   /** From `startConsole` until it serves: it reads the events file once. */
   readonly startMs: number;
+  /** What the console holds after reading the events file (its index by run), MB of heap. */
+  readonly heapMb: number;
   readonly cases: readonly ConsoleCase[];
 }
 
@@ -78,10 +80,14 @@ export async function measureConsole(sizes: ConsoleSizes, say: (line: string) =>
     fillEvents(events, sizes.eventsMb / 2, "after");
     const eventsBytes = statSync(events).size;
 
+    const heapBefore = heapUsed();
     t = performance.now();
     const running = await startConsole({ store, checkpointKey: KEY, label: "bench", port: 0, events });
     const startMs = ms(t);
-    say(`console bench: started over a ${(eventsBytes / 1e6).toFixed(0)} MB events file in ${startMs} ms`);
+    const heapMb = Math.round((heapUsed() - heapBefore) / 1e6);
+    say(
+      `console bench: started over a ${(eventsBytes / 1e6).toFixed(0)} MB events file in ${startMs} ms, holding ${heapMb} MB more heap`,
+    );
     try {
       const cases: ConsoleCase[] = [];
       for (const run of ["big-result", "long-run"]) {
@@ -103,7 +109,7 @@ export async function measureConsole(sizes: ConsoleSizes, say: (line: string) =>
         );
         cases.push(figures);
       }
-      return { sizes, eventsBytes, startMs, cases };
+      return { sizes, eventsBytes, startMs, heapMb, cases };
     } finally {
       await running.close();
     }
@@ -151,6 +157,12 @@ async function timed(url: string, token: string): Promise<{ ms: number; bytes: n
   return { ms: ms(t), bytes: body.byteLength };
 }
 
+/** The heap in use after a full collection (the bench runs with --expose-gc; without it, as it is). */
+function heapUsed(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
 const ms = (since: number) => Math.round(performance.now() - since);
 
 function median(values: readonly number[]): number {
@@ -162,7 +174,7 @@ function median(values: readonly number[]): number {
 export function consoleTable(figures: ConsoleFigures): string[] {
   const within = (ms: number) => (ms < TARGET_MS ? "yes" : "NO");
   return [
-    `console over a ${(figures.eventsBytes / 1e6).toFixed(0)} MB events file (started in ${figures.startMs} ms)`,
+    `console over a ${(figures.eventsBytes / 1e6).toFixed(0)} MB events file (started in ${figures.startMs} ms, ${figures.heapMb} MB of heap for its index)`,
     "run            page ms  page MB  refresh ms  under 1 s",
     ...figures.cases.map(
       (c) =>
