@@ -6,6 +6,8 @@ import { retainedHeap } from "./heap.js";
 import { breaks } from "./rule.js";
 
 const RECORDS = 10_000;
+/** Records a commit holds in the 10,000-record case: under `MAX_BATCH_WRITES`. */
+const BATCH = 500;
 const RUNS = 10_000;
 /** The length of each listed run id, near the 256 allowed, so holding every id costs RUNS × ID_LENGTH bytes or more. */
 const ID_LENGTH = 240;
@@ -39,7 +41,18 @@ export const scaleGroup: ConformanceGroup = {
       async run(h) {
         const runId = h.runId();
         await h.store.save(runId, 0, h.row(runId, 0));
-        await h.recordCalls(runId, 0, 0, RECORDS);
+        // Written in batches where the store commits them (a store's one-by-one path is proven by the other
+        // groups): at a few ms a write, 10,000 single writes through an ORM took 40 s and proved nothing more.
+        const commit = h.store.commit?.bind(h.store);
+        if (commit === undefined) await h.recordCalls(runId, 0, 0, RECORDS);
+        else
+          for (let from = 0; from < RECORDS; from += BATCH) {
+            const seqs = Array.from({ length: Math.min(BATCH, RECORDS - from) }, (_, i) => from + i);
+            await commit(
+              runId,
+              seqs.map((seq) => ({ kind: "record", segment: 0, seq, sealed: h.call(runId, 0, seq) })),
+            );
+          }
         await h.store.save(runId, 1, h.row(runId, 1, { calls: [RECORDS] }));
         const records = await readCallLog(h.store, h.sealer, runId, [RECORDS]);
         expect(records, rule(`calls(runId) of a run with ${RECORDS} records`, "every record")).toHaveLength(RECORDS);
