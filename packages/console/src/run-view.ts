@@ -125,7 +125,7 @@ export async function readRun(
     const latest = bodies.at(-1) as CheckpointBody;
     const [records, lease] = await Promise.all([readCallLog(store, sealer, runId, latest.calls), store.leaseOf(runId)]);
     const at = page.before === undefined ? -1 : bodies.findIndex((body) => body.step >= (page.before as number));
-    const end = at === -1 ? bodies.length : at;
+    const end = at === -1 ? bodies.length : Math.max(at, 1);
     const shown = { from: Math.max(0, end - page.size), to: end };
     const all = stepViews(runId, bodies, events, shown);
     const steps = all.slice(shown.from, shown.to);
