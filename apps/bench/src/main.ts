@@ -14,12 +14,12 @@ import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
 import { measureScale, scaleTable } from "./scale/measure.js";
 import { FULL_SIZES, sweep, type SweepSizes } from "./sweeps.js";
-import { memoryTarget, postgresTarget, redisTarget, sqliteTarget, type Target } from "./targets.js";
+import { memoryTarget, postgresTarget, prismaSqliteTarget, redisTarget, sqliteTarget, type Target } from "./targets.js";
 
 const BENCH_COMMAND = {
   command: "pnpm bench",
   about:
-    "what durability costs, per store (memory, SQLite, Redis, PostgreSQL through Prisma): the tickets flow one run at a time and 16 at once, " +
+    "what durability costs, per store (memory, SQLite, SQLite through Prisma, Redis, PostgreSQL through Prisma): the tickets flow one run at a time and 16 at once, " +
     "the cost per tool call over no store, the same writes straight through the driver, and how the cost grows; " +
     "next to the peers on the same kind of store (LangGraph.js with its memory, SQLite and PostgreSQL savers, DBOS Transact on PostgreSQL). " +
     "Prints tables; writes JSON to apps/bench/results/. A store whose server does not answer is skipped.",
@@ -39,7 +39,7 @@ const BENCH_COMMAND = {
     stores: {
       type: "string",
       value: "<names>",
-      default: "memory,sqlite,redis,postgresql",
+      default: "memory,sqlite,prisma-sqlite,redis,postgresql",
       about: "the stores to measure, comma-separated, each with its peers",
     },
     scale: {
@@ -69,7 +69,7 @@ const BENCH_COMMAND = {
   example: "pnpm bench --quick --budget-ms 500 --stores sqlite,postgresql",
 } as const satisfies CommandLineSpec<OptionSpecs>;
 
-/** PostgreSQL through Prisma costs milliseconds per write: its log-length sweep stops one size earlier. */
+/** Prisma (on PostgreSQL and on SQLite) costs milliseconds per write: its log-length sweep stops one size earlier. */
 const HEAVY: SweepSizes = { ...FULL_SIZES, recoveredCalls: [5, 50, 500] };
 const QUICK: SweepSizes = {
   stateBytes: [200, 100_000],
@@ -81,6 +81,7 @@ const QUICK: SweepSizes = {
 const TARGETS = {
   memory: memoryTarget,
   sqlite: sqliteTarget,
+  "prisma-sqlite": prismaSqliteTarget,
   redis: redisTarget,
   postgresql: postgresTarget,
 } satisfies Record<string, () => Target | Promise<Target | string>>;
@@ -143,7 +144,11 @@ await runCommand(BENCH_COMMAND, async (values) => {
       const tickets = await measureTickets(store, raw, budgetMs, peers, target.countTrips);
       await raw?.close();
       await store.close();
-      const sizes = values.quick ? QUICK : target.name === "postgresql" ? HEAVY : FULL_SIZES;
+      const sizes = values.quick
+        ? QUICK
+        : target.name.startsWith("prisma") || target.name === "postgresql"
+          ? HEAVY
+          : FULL_SIZES;
       const sweeps = await sweep(() => target.store(), sizes);
       results.push({ store: target.name, detail: target.detail, tickets, sweeps });
       console.log(`measured ${target.name} in ${((performance.now() - started) / 1000).toFixed(0)} s`);

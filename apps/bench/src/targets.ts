@@ -72,16 +72,25 @@ export function sqliteTarget(): Target {
     name: "sqlite",
     detail: "better-sqlite3, WAL, synchronous FULL, a local file",
     store: async () => new SQLiteCheckpointStore(join(dir, `${randomUUID()}.db`)),
-    async raw() {
-      // The store's pragmas, one IMMEDIATE transaction per write, as the store writes.
-      const db = new Database(join(dir, `raw-${randomUUID()}.db`));
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = FULL");
-      db.exec("CREATE TABLE raw (k TEXT NOT NULL PRIMARY KEY, payload TEXT NOT NULL) WITHOUT ROWID");
-      const insert = db.prepare("INSERT INTO raw VALUES (?, ?)");
-      const one = db.transaction((key: string, payload: string) => insert.run(key, payload));
-      return { write: async (key, payload) => void one.immediate(key, payload), close: async () => void db.close() };
+    raw: rawSqlite(dir),
+    peers: () => langgraphPeers({ kind: "sqlite", dir }),
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** Prisma's store on a SQLite file, beside the same LangGraph saver as our own SQLite store. */
+export function prismaSqliteTarget(): Target {
+  const dir = join(tmpdir(), `durable-bench-${randomUUID()}`);
+  mkdirSync(dir, { recursive: true });
+  return {
+    name: "prisma-sqlite",
+    detail: "Prisma 7 with the better-sqlite3 driver adapter, WAL, synchronous FULL, a local file",
+    async store() {
+      const store = new PrismaCheckpointStore(`file:${join(dir, `${randomUUID()}.db`)}`);
+      await store.migrate();
+      return store;
     },
+    raw: rawSqlite(dir),
     peers: () => langgraphPeers({ kind: "sqlite", dir }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
@@ -152,5 +161,18 @@ export async function postgresTarget(): Promise<Target | string> {
       await dbos.drop();
       await database.drop();
     },
+  };
+}
+
+/** Raw writes to a SQLite file in `dir`: the stores' pragmas, one IMMEDIATE transaction per write, as they write. */
+function rawSqlite(dir: string): () => Promise<RawWriter> {
+  return async () => {
+    const db = new Database(join(dir, `raw-${randomUUID()}.db`));
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = FULL");
+    db.exec("CREATE TABLE raw (k TEXT NOT NULL PRIMARY KEY, payload TEXT NOT NULL) WITHOUT ROWID");
+    const insert = db.prepare("INSERT INTO raw VALUES (?, ?)");
+    const one = db.transaction((key: string, payload: string) => insert.run(key, payload));
+    return { write: async (key, payload) => void one.immediate(key, payload), close: async () => void db.close() };
   };
 }

@@ -1,6 +1,6 @@
 import { Socket } from "node:net";
 import { InvalidInput } from "@durable/core/store";
-import type { Client } from "./client.js";
+import type { Client, Sql, TransactionOptions } from "./client.js";
 import type { Provider } from "./tables.js";
 
 /**
@@ -73,7 +73,14 @@ export async function openPostgres(url: string, pool: PostgresPool): Promise<Cli
   return {
     $queryRawUnsafe: async <T>(query: string, ...values: unknown[]) => (await pg.query(query, values)).rows as T,
     $executeRawUnsafe: async (query: string, ...values: unknown[]) => (await pg.query(query, values)).rowCount ?? 0,
-    $transaction: (fn, options) => prisma.$transaction(fn, options),
+    // Transactions go through Prisma, interactive or batched (the store batches on PostgreSQL in one statement).
+    $transaction: ((
+      arg: ((tx: Sql) => Promise<unknown>) | readonly Promise<unknown>[],
+      options?: TransactionOptions,
+    ) =>
+      typeof arg === "function"
+        ? prisma.$transaction(arg, options)
+        : prisma.$transaction(arg)) as Client["$transaction"],
     // Prisma ends the pool when it used it; when only pg did (no transaction yet), the pool is ended here.
     $disconnect: async () => {
       await prisma.$disconnect();

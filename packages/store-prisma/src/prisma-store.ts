@@ -303,16 +303,14 @@ export class PrismaCheckpointStore implements CheckpointStore {
     }, TRANSACTION);
   }
 
-  /** Guarded writes with no lock held: PostgreSQL's are one statement; SQLite's need a transaction. */
+  /** Guarded writes with no lock held: PostgreSQL's are one statement, SQLite's one batch transaction. */
   #unlocked(client: Client, runId: string, writes: BatchWrites): Promise<boolean> {
-    return this.#db.provider === "postgresql"
-      ? this.#written(client, runId, writes)
-      : client.$transaction((tx) => this.#written(tx, runId, writes), TRANSACTION);
+    return this.#written(client, runId, writes, client);
   }
 
-  /** Applies guarded writes; true when they were, and the run's row is then known as they left it. */
-  async #written(sql: Sql, runId: string, writes: BatchWrites): Promise<boolean> {
-    const moved = await writeBatch(this.#db, sql, writes);
+  /** Applies guarded writes (as one batch by `client`, when given); true when they were, and the run's row is then known as they left it. */
+  async #written(sql: Sql, runId: string, writes: BatchWrites, client?: Client): Promise<boolean> {
+    const moved = await writeBatch(this.#db, sql, writes, client);
     this.#known.set(
       runId,
       moved === undefined || writes.after === undefined ? undefined : { head: writes.after, lease: moved.lease },

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CheckpointConflict, CheckpointNotFound, type CheckpointRow, type RunWrite } from "@durable/core/store";
-import type { Client, Sql } from "../src/client.js";
+import type { Client, Sql, TransactionOptions } from "../src/client.js";
 import { PrismaClient } from "../src/generated/postgresql/client.js";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { postgresAnswers, testDatabase } from "./databases.js";
@@ -60,9 +60,11 @@ class Spy implements Client {
     return rows;
   }
 
-  $transaction<T>(fn: (tx: Sql) => Promise<T>, options?: { maxWait?: number; timeout?: number }): Promise<T> {
+  $transaction<T>(fn: (tx: Sql) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  $transaction(queries: readonly Promise<unknown>[]): Promise<unknown[]>;
+  $transaction(arg: ((tx: Sql) => Promise<unknown>) | readonly Promise<unknown>[], options?: TransactionOptions) {
     this.transactions++;
-    return this.#inner.$transaction(fn, options);
+    return typeof arg === "function" ? this.#inner.$transaction(arg, options) : this.#inner.$transaction(arg);
   }
 
   $disconnect(): Promise<void> {

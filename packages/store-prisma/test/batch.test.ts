@@ -166,11 +166,32 @@ const REFUSALS: readonly Refusal[] = [
 
 describe.each(targets)("PrismaCheckpointStore commit on %s", (_name, url) => {
   let store: PrismaCheckpointStore;
+  /** Another store on the same tables: another worker's writes. */
+  let other: PrismaCheckpointStore;
   beforeAll(async () => {
-    store = new PrismaCheckpointStore(url(), { tablePrefix: `b${randomUUID().slice(0, 8)}_` });
+    const where = [url(), { tablePrefix: `b${randomUUID().slice(0, 8)}_` }] as const;
+    store = new PrismaCheckpointStore(...where);
     await store.migrate();
+    other = new PrismaCheckpointStore(...where);
   }, 60_000);
-  afterAll(() => store.close());
+  afterAll(async () => {
+    await other.close();
+    await store.close();
+  });
+
+  it("decided on the row it last left, which another store moved since, writes nothing of its guess, and lands once decided again", async () => {
+    const runId = randomUUID();
+    await store.save(runId, 0, row(0), { owner: "w", ms: LIVE });
+    // The renewal moves the row's lease: the store's guess of the row misses, and its guarded inserts must not land.
+    await other.renew(runId, 0, { owner: "w", ms: 2 * LIVE });
+    await store.commit(runId, [record(0, 0), save(1, 0, "running", { owner: "w", ms: LIVE }), record(0, 1)]);
+    expect((await store.calls(runId)).map((c) => c.seq)).toEqual([0, 1]);
+    expect((await other.history?.(runId))?.map((c) => c.step)).toEqual([0, 1]);
+    // Records alone on a row another store moved: the same.
+    await other.renew(runId, 0, { owner: "w", ms: 3 * LIVE });
+    await store.commit(runId, [record(0, 2), record(0, 3)]);
+    expect((await store.calls(runId)).map((c) => c.seq)).toEqual([0, 1, 2, 3]);
+  });
 
   it("lands [records, checkpoint, records] whole, numbered on from what the run holds; single writes go on from it", async () => {
     const runId = randomUUID();
