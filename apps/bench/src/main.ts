@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { CONSOLE_FULL, CONSOLE_QUICK, consoleTable, measureConsole } from "./console.js";
+import { longTable, measureLong } from "./long.js";
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
@@ -55,6 +56,19 @@ const BENCH_COMMAND = {
       about:
         "instead of the rest: the console's time to serve a run's page and its refresh on SQLite, for a run with a 20 MiB result and a run of 1,000 steps, " +
         "over a 500 MB events file (with --quick: 2 MiB, 100 steps, 20 MB); each should stay under a second",
+    },
+    long: {
+      type: "boolean",
+      default: false,
+      about:
+        "instead of the rest: a tool loop of --steps model calls (one ~2 KB tool result each) per store: time per step early (10–50) and late (the last 40), " +
+        "bytes the store holds per step, and the time to recover it cut off at step 10 and at its last",
+    },
+    steps: {
+      type: "string",
+      value: "<n>",
+      defaultText: "300, or 60 with --quick",
+      about: "with --long: the model calls of the loop",
     },
     quick: {
       type: "boolean",
@@ -111,6 +125,28 @@ await runCommand(BENCH_COMMAND, async (values) => {
     const figures = await measureConsole(values.quick ? CONSOLE_QUICK : CONSOLE_FULL, (line) => console.log(line));
     console.log(`\n${consoleTable(figures).join("\n")}`);
     writeResults(values.out, "console", machine.at, { machine, ...figures });
+    return;
+  }
+  if (values.long) {
+    const steps = wholeNumber("steps", values.steps ?? (values.quick ? "60" : "300"));
+    if (steps < 60)
+      throw new CommandLineError("--steps must be at least 60: the early steps are 10 to 50, the late the last 40.");
+    const figures = [];
+    for (const name of storeNames(values.stores)) {
+      const target = await TARGETS[name]();
+      if (typeof target === "string") {
+        console.log(`skipped: ${target}`);
+        continue;
+      }
+      try {
+        figures.push(await measureLong(target.name, () => target.store(), steps));
+        console.log(`measured ${target.name}`);
+      } finally {
+        await target.cleanup();
+      }
+    }
+    console.log(`\n${longTable(figures).join("\n")}`);
+    writeResults(values.out, "long", machine.at, { machine, steps, figures });
     return;
   }
   if (values.scale) {

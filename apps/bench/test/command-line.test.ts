@@ -6,5 +6,7 @@ describeBin("bench", new URL("../src/main.ts", import.meta.url), [
   "--stores <names>",
   "--scale",
   "--console",
+  "--long",
+  "--steps <n>",
   "--quick",
 ]);

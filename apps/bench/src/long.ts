@@ -1,0 +1,133 @@
+import type { CheckpointStore } from "@durable/core";
+import { ToolRegistry } from "@durable/core";
+import { type LoopModel, type Message, recoverToolLoop, runToolLoop } from "@durable/loop";
+import { round } from "./stats.js";
+import { cutAtSave, KEY } from "./workload.js";
+
+/** What one store did on a long tool loop. */
+export interface LongFigures {
+  readonly store: string;
+  readonly steps: number;
+  /** Mean ms of a step (a model reply, its one tool call, their checkpoints) over the early steps (10 to 50). */
+  readonly earlyStepMs: number;
+  /** The same over the last 40 steps. */
+  readonly lateStepMs: number;
+  /** Bytes the store holds for the run (its checkpoints and call records, sealed), per step. */
+  readonly bytesPerStep: number;
+  /** What each step adds to the run's data: the tool's result and the model's reply. */
+  readonly newBytesPerStep: number;
+  /** ms to recover a run cut off at step 10, and at its last step (reading what recovery reads, then one last reply). */
+  readonly recoverEarlyMs: number;
+  readonly recoverLateMs: number;
+}
+
+/** The tool's result each step: about 2 KB, as a page an agent fetched. */
+const PAGE = "lorem ipsum dolor sit amet ".repeat(76);
+const EARLY = { from: 10, to: 50 } as const;
+const LATE = 40;
+
+const registry = new ToolRegistry().tool("fetch_page", (a: { n: number }) => `${a.n}: ${PAGE}`);
+
+/**
+ * A model that asks for one page a step until it made `steps` replies, then
+ * answers; it notes when each reply was asked for (a step is the time from
+ * one to the next).
+ */
+function pagingModel(steps: number, asked: number[]): LoopModel {
+  return {
+    async reply(messages: readonly Message[]) {
+      asked.push(performance.now());
+      const made = messages.filter((m) => m.role === "assistant").length;
+      if (made >= steps) return { text: "Read them all.", toolCalls: [] };
+      return { text: "", toolCalls: [{ id: `call-${made}`, name: "fetch_page", args: { n: made } }] };
+    },
+  };
+}
+
+/**
+ * Runs a tool loop of `steps` model calls, one ~2 KB tool result each, on a
+ * fresh store, and measures the time per step early and late and the bytes
+ * the store holds; then cuts two more runs off (at step 10 and at the last)
+ * and times their recovery. Constant cost per step is late ≈ early, bytes
+ * per step ≈ the step's new content, recovery late ≈ recovery early.
+ */
+export async function measureLong(
+  name: string,
+  store: () => Promise<CheckpointStore>,
+  steps: number,
+): Promise<LongFigures> {
+  const options = (checkpoints: CheckpointStore, runId: string) => ({
+    runId,
+    name: "paging",
+    checkpoints,
+    checkpointKey: KEY,
+    maxSteps: steps + 1,
+  });
+  const prompt: Message[] = [{ role: "user", content: "Read every page." }];
+  const asked: number[] = [];
+  const whole = await store();
+  await runToolLoop(pagingModel(steps, asked), registry, prompt, options(whole, "long"));
+  const stepMs = asked.slice(1).map((at, i) => at - (asked[i] as number));
+  const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1);
+  const bytes = await storedBytes(whole, "long");
+  await whole.close();
+
+  const recover = async (at: number) => {
+    const cut = await store();
+    // Each step saves twice (the model's reply pinned, then its tool's result): cut at the save after step `at`.
+    await runToolLoop(pagingModel(steps, []), registry, prompt, options(cutAtSave(cut, 2 * at + 1), `cut-${at}`)).catch(
+      () => undefined,
+    );
+    const started = performance.now();
+    // The cut drive's lease is this process's: the recovery takes the run over, as an operator's would.
+    await recoverToolLoop(pagingModel(0, []), registry, `cut-${at}`, {
+      name: "paging",
+      checkpoints: cut,
+      checkpointKey: KEY,
+      takeOver: true,
+    });
+    const ms = performance.now() - started;
+    await cut.close();
+    return ms;
+  };
+  return {
+    store: name,
+    steps,
+    earlyStepMs: round(mean(stepMs.slice(EARLY.from, EARLY.to)), 2),
+    lateStepMs: round(mean(stepMs.slice(-LATE)), 2),
+    bytesPerStep: Math.round(bytes / steps),
+    newBytesPerStep: PAGE.length + 60,
+    recoverEarlyMs: round(await recover(10), 1),
+    recoverLateMs: round(await recover(steps - 1), 1),
+  };
+}
+
+/** The sealed bytes of a run's checkpoints and call records, read back from the store (`history` and `calls`). */
+async function storedBytes(store: CheckpointStore, runId: string): Promise<number> {
+  const checkpoints = (await store.history?.(runId)) ?? [await store.latest(runId)];
+  const calls = await store.calls(runId);
+  return [...checkpoints, ...calls].reduce((sum, row) => sum + row.sealed.length, 0);
+}
+
+/** The figures as a table, with the ratios the goal is stated in. */
+export function longTable(figures: readonly LongFigures[]): string[] {
+  const head =
+    "store          steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10";
+  return [
+    head,
+    ...figures.map((f) =>
+      [
+        f.store.padEnd(14),
+        String(f.steps).padStart(5),
+        f.earlyStepMs.toFixed(2).padStart(9),
+        f.lateStepMs.toFixed(2).padStart(8),
+        (f.lateStepMs / f.earlyStepMs).toFixed(2).padStart(10),
+        String(f.bytesPerStep).padStart(11),
+        String(f.newBytesPerStep).padStart(15),
+        f.recoverEarlyMs.toFixed(1).padStart(14),
+        f.recoverLateMs.toFixed(1).padStart(16),
+        (f.recoverLateMs / f.recoverEarlyMs).toFixed(2).padStart(8),
+      ].join(" "),
+    ),
+  ];
+}
