@@ -10,7 +10,7 @@ import {
   UNFINISHED,
 } from "@durable/core/store";
 import { sqlList } from "./claimable.js";
-import type { Client, Sql } from "./client.js";
+import type { Client, Sql, TransactionOptions } from "./client.js";
 import type { RunState } from "./known-runs.js";
 import { type LeaseColumns, leaseFrom, leaseValues } from "./locked-run.js";
 import type { Tables } from "./tables.js";
@@ -246,37 +246,50 @@ function insertRecords(db: Tables, runId: string, records: readonly RecordWrite[
   };
 }
 
+/** A batch transaction on the store's own client, with its transaction options. */
+export interface BatchTransaction {
+  readonly client: Client;
+  readonly options: TransactionOptions;
+}
+
 /**
  * Applies a plan's writes; returns the lease the run's row holds after them,
  * or undefined when the row had changed since it was judged, and nothing was
  * written. PostgreSQL: one statement (the row's write and the inserts as
  * data-modifying CTEs, the inserts guarded by the row's), atomic even outside
- * a transaction. SQLite has no such CTEs: one statement each, each insert
- * guarded by what the statement before it changed (`changes()`), sent as one
- * batch transaction by `client`, or one after the other inside the caller's
- * transaction (`sql` is the transaction, and no `client` is given).
+ * a transaction. SQLite has no such CTEs: one statement each. With `batch`
+ * (a client the store opened, which nothing else writes through), one batch
+ * transaction, each insert guarded by what the statement before it changed
+ * (`changes()`, the connection's: sound only where no other write can come
+ * between); otherwise inside the caller's transaction (`sql`), the inserts
+ * made only once the row's write returned its row.
  */
 export async function writeBatch(
   db: Tables,
   sql: Sql,
   writes: BatchWrites,
-  client?: Client,
+  batch?: BatchTransaction,
 ): Promise<{ readonly lease: Lease | undefined } | undefined> {
   const returning = `RETURNING "lease_owner", "lease_expires_at"`;
   if (db.provider === "sqlite") {
-    const inserts = writes.inserts.map((insert) => ({ ...insert, sql: `${insert.sql} WHERE changes() > 0` }));
     const run = `${writes.run.sql} ${returning}`;
-    if (client !== undefined) {
-      const [rows] = await client.$transaction([
-        client.$queryRawUnsafe<LeaseColumns[]>(run, ...writes.run.values),
-        ...inserts.map((insert) => client.$executeRawUnsafe(insert.sql, ...insert.values)),
-      ]);
+    if (batch !== undefined) {
+      const { client, options } = batch;
+      const [rows] = await client.$transaction(
+        [
+          client.$queryRawUnsafe<LeaseColumns[]>(run, ...writes.run.values),
+          ...writes.inserts.map((insert) =>
+            client.$executeRawUnsafe(`${insert.sql} WHERE changes() > 0`, ...insert.values),
+          ),
+        ],
+        options,
+      );
       const [moved] = rows as LeaseColumns[];
       return moved === undefined ? undefined : { lease: leaseFrom(moved) };
     }
     const [moved] = await sql.$queryRawUnsafe<LeaseColumns[]>(run, ...writes.run.values);
     if (moved === undefined) return undefined;
-    for (const insert of inserts) await sql.$executeRawUnsafe(insert.sql, ...insert.values);
+    for (const insert of writes.inserts) await sql.$executeRawUnsafe(insert.sql, ...insert.values);
     return { lease: leaseFrom(moved) };
   }
   const ctes = [

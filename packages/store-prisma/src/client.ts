@@ -11,7 +11,7 @@ export interface Sql {
 export interface Client extends Sql {
   $transaction<T>(fn: (tx: Sql) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** A batch transaction: the client's own queries, made and not yet awaited, run in order as one transaction. */
-  $transaction(queries: readonly Promise<unknown>[]): Promise<unknown[]>;
+  $transaction(queries: readonly Promise<unknown>[], options?: TransactionOptions): Promise<unknown[]>;
   $disconnect(): Promise<void>;
 }
 

@@ -36,7 +36,15 @@ import {
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
-import { type BatchWrites, planBatch, planRecords, startsRun, taken, writeBatch } from "./batch.js";
+import {
+  type BatchTransaction,
+  type BatchWrites,
+  planBatch,
+  planRecords,
+  startsRun,
+  taken,
+  writeBatch,
+} from "./batch.js";
 import { checkedLease, type LeaseColumns, leaseValues, lockRun, readRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
@@ -303,14 +311,21 @@ export class PrismaCheckpointStore implements CheckpointStore {
     }, TRANSACTION);
   }
 
-  /** Guarded writes with no lock held: PostgreSQL's are one statement, SQLite's one batch transaction. */
+  /**
+   * Guarded writes with no lock held: PostgreSQL's are one statement; SQLite's
+   * one batch transaction on a client the store opened, and an interactive
+   * one on a user's client (`fromClient`), where the app's own writes may come
+   * between a batch's statements.
+   */
   #unlocked(client: Client, runId: string, writes: BatchWrites): Promise<boolean> {
-    return this.#written(client, runId, writes, client);
+    if (this.#db.provider === "postgresql") return this.#written(client, runId, writes);
+    if (!this.#db.borrowed) return this.#written(client, runId, writes, { client, options: TRANSACTION });
+    return client.$transaction((tx) => this.#written(tx, runId, writes), TRANSACTION);
   }
 
-  /** Applies guarded writes (as one batch by `client`, when given); true when they were, and the run's row is then known as they left it. */
-  async #written(sql: Sql, runId: string, writes: BatchWrites, client?: Client): Promise<boolean> {
-    const moved = await writeBatch(this.#db, sql, writes, client);
+  /** Applies guarded writes (as one batch transaction, when given); true when they were, and the run's row is then known as they left it. */
+  async #written(sql: Sql, runId: string, writes: BatchWrites, batch?: BatchTransaction): Promise<boolean> {
+    const moved = await writeBatch(this.#db, sql, writes, batch);
     this.#known.set(
       runId,
       moved === undefined || writes.after === undefined ? undefined : { head: writes.after, lease: moved.lease },

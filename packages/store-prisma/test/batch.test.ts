@@ -11,8 +11,10 @@ import {
   type RunStatus,
   type RunWrite,
 } from "@durable/core/store";
+import { PrismaBetterSqlite3 } from "@prisma/adapter-better-sqlite3";
 import { PrismaCheckpointStore } from "../src/index.js";
-import { everyDatabase } from "./databases.js";
+import { PrismaClient as SqliteClient } from "../src/generated/sqlite/client.js";
+import { everyDatabase, sqliteUrl } from "./databases.js";
 
 /** Every database the tests run on: PostgreSQL (when it answers) and a SQLite file. */
 const targets = await everyDatabase();
@@ -308,5 +310,51 @@ describe.each(targets)("PrismaCheckpointStore commit on %s", (_name, url) => {
     // Fenced: the same record again is refused once the run moved to another segment.
     expect(await failure(store.recordCall(runId, 0, 0, "d1.-.same"))).toBeInstanceOf(CheckpointConflict);
     expect((await store.calls(runId)).map((c) => c.sealed)).toEqual(["d1.-.same"]);
+  });
+});
+
+describe("PrismaCheckpointStore commit on a user's SQLite client (fromClient)", () => {
+  let prisma: SqliteClient;
+  let store: PrismaCheckpointStore;
+  let other: PrismaCheckpointStore;
+  beforeAll(async () => {
+    prisma = new SqliteClient({ adapter: new PrismaBetterSqlite3({ url: sqliteUrl().slice("file:".length) }) });
+    const options = { provider: "sqlite", tablePrefix: `u${randomUUID().slice(0, 8)}_` } as const;
+    store = PrismaCheckpointStore.fromClient(prisma, options);
+    other = PrismaCheckpointStore.fromClient(prisma, options);
+    await store.migrate();
+    await prisma.$executeRawUnsafe(`CREATE TABLE "app_orders" ("id" INTEGER, "paid" INTEGER)`);
+    await prisma.$executeRawUnsafe(`INSERT INTO "app_orders" VALUES (1, 0)`);
+  }, 60_000);
+  afterAll(() => prisma.$disconnect());
+
+  /** Another worker's commit of a run of its own, after which its caller writes the app's rows on the same client. */
+  const appWriteAfter = (sql: string) =>
+    other
+      .commit(randomUUID(), [save(0, 0, "running", { owner: "b", ms: LIVE }), record(0, 0)])
+      .then(() => prisma.$executeRawUnsafe(sql));
+  const batch = [record(0, 0), save(1, 0, "running", { owner: "a", ms: LIVE }), record(0, 1)];
+
+  it("an app write between a fenced batch's statements does not land its records", async () => {
+    const runId = randomUUID();
+    await store.save(runId, 0, row(0), { owner: "a", ms: LIVE });
+    await other.save(runId, 1, row(1, 1), { owner: "b", ms: LIVE, takeOver: true });
+    const [, refused] = await Promise.all([
+      appWriteAfter(`UPDATE "app_orders" SET "paid" = 1`),
+      failure(store.commit(runId, batch)),
+    ]);
+    expect(refused).toBeInstanceOf(CheckpointConflict);
+    expect(await store.calls(runId)).toEqual([]);
+  });
+
+  it("an app write that changes nothing, between an applied batch's statements, drops none of its rows", async () => {
+    const runId = randomUUID();
+    await store.save(runId, 0, row(0), { owner: "a", ms: LIVE });
+    await Promise.all([
+      appWriteAfter(`UPDATE "app_orders" SET "paid" = 1 WHERE "id" = 42`),
+      store.commit(runId, batch),
+    ]);
+    expect((await store.history(runId)).map((c) => c.step)).toEqual([0, 1]);
+    expect((await store.calls(runId)).map((c) => c.seq)).toEqual([0, 1]);
   });
 });
