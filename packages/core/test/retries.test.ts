@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   type DurableEvent,
   Executor,
@@ -10,6 +10,7 @@ import {
   ToolTimedOut,
 } from "../src/index.js";
 import { type CallScope, freshPlan, planReplay, readCallLog } from "../src/runner.js";
+import { sleepUntil } from "../src/calls/retry.js";
 import { giveUpDuringWait, scopeFor, sealer, sleep, startRun, until } from "./helpers.js";
 
 const fast = { attempts: 3, initialDelayMs: 20, factor: 2, jitter: 0 };
@@ -353,5 +354,27 @@ describe("concurrent calls of one round (Promise.all), retries and a give-up", (
     expect(events.filter((e) => e.type === "call.started")).toHaveLength(1);
     await run.flush();
     await expect(readCallLog(store, sealer, "run-1", [])).resolves.toHaveLength(records.length + 2);
+  });
+
+  it("waits between attempts until the wall clock reached retryAt, however early its timer fires by it", async () => {
+    // The timers run and the wall clock stands still: a wait on a timer alone would end 1,005 ms short.
+    let wall = 1_000;
+    const now = vi.spyOn(Date, "now").mockImplementation(() => wall);
+    try {
+      let woke = false;
+      const waiting = sleepUntil(1_005, undefined).then(() => {
+        woke = true;
+      });
+      await sleep(40);
+      expect(woke).toBe(false);
+      wall = 1_005;
+      await waiting;
+      expect(woke).toBe(true);
+      const giveUp = new AbortController();
+      giveUp.abort(new Error("given up"));
+      await expect(sleepUntil(0, giveUp.signal)).rejects.toThrow("given up");
+    } finally {
+      now.mockRestore();
+    }
   });
 });

@@ -6,7 +6,7 @@ import type { CallScope } from "./call-scope.js";
 import { faultPoint } from "../base/fault-points.js";
 import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { FinishedOutcome, NextAttempt } from "./replay.js";
-import { backoffMs, sleep, worthRetrying } from "./retry.js";
+import { backoffMs, sleepUntil, worthRetrying } from "./retry.js";
 import type { ToolDefinition } from "./tools.js";
 
 /** One call the executor runs (it did not replay, and no approval stops it). */
@@ -37,7 +37,7 @@ export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome>
   let attempt = call.next?.attempt ?? 1;
   let notBefore = call.next?.notBefore;
   for (;;) {
-    if (notBefore !== undefined) await sleep(notBefore - Date.now(), giveUp);
+    if (notBefore !== undefined) await sleepUntil(notBefore, giveUp);
     // A run its worker gave up may be claimed by another at once: starting a tool now would put its call in doubt.
     giveUp?.throwIfAborted();
     faultPoint("call.before-started");

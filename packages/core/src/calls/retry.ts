@@ -90,8 +90,19 @@ export function backoffMs(policy: ResolvedRetry, attempt: number): number {
   return Math.round(capped * (1 - policy.jitter * Math.random()));
 }
 
+/**
+ * Resolves once this worker's clock (`Date.now`) reached `at`, or rejects
+ * with the signal's reason once it is aborted. A timer may fire a millisecond
+ * before the wall clock shows its time: the wait goes on until it does, so
+ * an attempt never starts before the `retryAt` its log records.
+ */
+export async function sleepUntil(at: number, signal: AbortSignal | undefined): Promise<void> {
+  while (Date.now() < at) await sleep(at - Date.now(), signal);
+  if (signal?.aborted) throw signal.reason;
+}
+
 /** Resolves after `ms`, or rejects with the signal's reason once it is aborted. */
-export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(
