@@ -231,11 +231,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     server.listen(options.port ?? 4174, host, resolve);
   });
   const { port } = server.address() as AddressInfo;
+  // Set before anything is awaited: a request may come in as soon as the server listens.
+  guard = new Guard(token, host, port);
   const keyCheck = await checkKey(options.store, sealer).catch(async (error: unknown) => {
     await new Promise((resolve) => server.close(resolve));
     throw error;
   });
-  guard = new Guard(token, host, port);
   const shown = host.includes(":") ? `[${host}]` : host;
   return {
     url: `http://${guard.host}/?token=${token}`,
