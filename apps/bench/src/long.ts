@@ -22,7 +22,7 @@ export interface LongFigures {
 }
 
 /** The tool's result each step: about 2 KB, as a page an agent fetched. */
-const PAGE = "lorem ipsum dolor sit amet ".repeat(76);
+export const PAGE = "lorem ipsum dolor sit amet ".repeat(76);
 const EARLY = { from: 10, to: 50 } as const;
 const LATE = 40;
 
@@ -112,12 +112,12 @@ async function storedBytes(store: CheckpointStore, runId: string): Promise<numbe
 /** The figures as a table, with the ratios the goal is stated in. */
 export function longTable(figures: readonly LongFigures[]): string[] {
   const head =
-    "store          steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10";
+    "store                    steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10";
   return [
     head,
     ...figures.map((f) =>
       [
-        f.store.padEnd(14),
+        f.store.padEnd(24),
         String(f.steps).padStart(5),
         f.earlyStepMs.toFixed(2).padStart(9),
         f.lateStepMs.toFixed(2).padStart(8),

@@ -9,7 +9,8 @@ import { fileURLToPath } from "node:url";
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { CONSOLE_FULL, CONSOLE_QUICK, consoleTable, measureConsole } from "./console.js";
-import { longTable, measureLong } from "./long.js";
+import { longTable, measureLong, PAGE } from "./long.js";
+import { measureLangGraphLong } from "./peers/langgraph-loop.js";
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
@@ -61,8 +62,8 @@ const BENCH_COMMAND = {
       type: "boolean",
       default: false,
       about:
-        "instead of the rest: a tool loop of --steps model calls (one ~2 KB tool result each) per store: time per step early (10–50) and late (the last 40), " +
-        "bytes the store holds per step, and the time to recover it cut off at step 10 and at its last",
+        "instead of the rest: a tool loop of --steps model calls (one ~2 KB tool result each) per store, and the same loop in LangGraph.js on the saver of its kind " +
+        "(not with --quick): time per step early (10–50) and late (the last 40), bytes held per step, and the time to recover it cut off at step 10 and at its last",
     },
     steps: {
       type: "string",
@@ -141,6 +142,13 @@ await runCommand(BENCH_COMMAND, async (values) => {
       try {
         figures.push(await measureLong(target.name, () => target.store(), steps));
         console.log(`measured ${target.name}`);
+        // The LangGraph.js saver of its kind, on the same shape (not with --quick: CI runs only ours).
+        const peer =
+          values.quick || target.saver === undefined
+            ? undefined
+            : await measureLangGraphLong(target.saver, steps, PAGE);
+        if (typeof peer === "string") console.log(`skipped: ${peer}`);
+        else if (peer !== undefined) figures.push(peer);
       } finally {
         await target.cleanup();
       }

@@ -12,7 +12,7 @@ import { RedisCheckpointStore } from "@durable/store-redis";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { DATABASE_URL, ownDatabase } from "@durable/test-utils/postgres";
 import { dbosPeer } from "./peers/dbos.js";
-import { langgraphPeers } from "./peers/langgraph.js";
+import { langgraphPeers, type SaverSpec } from "./peers/langgraph.js";
 import type { PeerOrReason } from "./peers/peer.js";
 import { REDIS_URL, dropKeys, pingFails } from "@durable/test-utils/redis";
 
@@ -29,6 +29,8 @@ export interface Target {
   readonly detail: string;
   store(): Promise<CheckpointStore>;
   raw?(): Promise<RawWriter>;
+  /** The LangGraph.js saver of the same kind, for the long-run bench. */
+  readonly saver?: SaverSpec;
   /** Other libraries on the same kind of store, started fresh; the caller closes them. */
   peers?(): Promise<PeerOrReason[]>;
   /**
@@ -60,6 +62,7 @@ export function memoryTarget(): Target {
     name: "memory",
     detail: "in process",
     store: async () => new MemoryCheckpointStore(),
+    saver: { kind: "memory" },
     peers: () => langgraphPeers({ kind: "memory" }),
     cleanup: async () => {},
   };
@@ -73,6 +76,7 @@ export function sqliteTarget(): Target {
     detail: "better-sqlite3, WAL, synchronous FULL, a local file",
     store: async () => new SQLiteCheckpointStore(join(dir, `${randomUUID()}.db`)),
     raw: rawSqlite(dir),
+    saver: { kind: "sqlite", dir },
     peers: () => langgraphPeers({ kind: "sqlite", dir }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
@@ -155,6 +159,7 @@ export async function postgresTarget(): Promise<Target | string> {
         close: () => client.end(),
       };
     },
+    saver: { kind: "postgresql", url: database.url },
     peers: async () => [...(await langgraphPeers({ kind: "postgresql", url: database.url })), await dbosPeer(dbos.url)],
     countTrips: countPgStatements,
     async cleanup() {

@@ -61,8 +61,8 @@ async function ticketsGraph(checkpointer: BaseCheckpointSaver) {
     .compile({ checkpointer });
 }
 
-// Imported when used, so a missing saver package skips its peers instead of failing the bench.
-async function openSaver(
+// Imported when used, so a missing saver package skips its peers instead of failing the bench. The long-run bench opens them too.
+export async function openSaver(
   spec: SaverSpec,
   mode: Mode,
 ): Promise<{ checkpointer: BaseCheckpointSaver; close(): Promise<void> }> {
