@@ -69,32 +69,36 @@ export function memoryTarget(): Target {
 }
 
 export function sqliteTarget(): Target {
-  const dir = join(tmpdir(), `durable-bench-${randomUUID()}`);
-  mkdirSync(dir, { recursive: true });
-  return {
-    name: "sqlite",
-    detail: "better-sqlite3, WAL, synchronous FULL, a local file",
-    store: async () => new SQLiteCheckpointStore(join(dir, `${randomUUID()}.db`)),
-    raw: rawSqlite(dir),
-    saver: { kind: "sqlite", dir },
-    peers: () => langgraphPeers({ kind: "sqlite", dir }),
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  };
+  return onSqliteFiles(
+    "sqlite",
+    "better-sqlite3, WAL, synchronous FULL, a local file",
+    async (file) => new SQLiteCheckpointStore(file),
+  );
 }
 
 /** Prisma's store on a SQLite file, beside the same LangGraph saver as our own SQLite store. */
 export function prismaSqliteTarget(): Target {
-  const dir = join(tmpdir(), `durable-bench-${randomUUID()}`);
-  mkdirSync(dir, { recursive: true });
-  return {
-    name: "prisma-sqlite",
-    detail: "Prisma 7 with the better-sqlite3 driver adapter, WAL, synchronous FULL, a local file",
-    async store() {
-      const store = new PrismaCheckpointStore(`file:${join(dir, `${randomUUID()}.db`)}`);
+  return onSqliteFiles(
+    "prisma-sqlite",
+    "Prisma 7 with the better-sqlite3 driver adapter, WAL, synchronous FULL, a local file",
+    async (file) => {
+      const store = new PrismaCheckpointStore(`file:${file}`);
       await store.migrate();
       return store;
     },
+  );
+}
+
+/** A store on a new SQLite file per measure, in a folder of its own, with raw writes and LangGraph's SqliteSaver there too. */
+function onSqliteFiles(name: string, detail: string, open: (file: string) => Promise<CheckpointStore>): Target {
+  const dir = join(tmpdir(), `durable-bench-${randomUUID()}`);
+  mkdirSync(dir, { recursive: true });
+  return {
+    name,
+    detail,
+    store: () => open(join(dir, `${randomUUID()}.db`)),
     raw: rawSqlite(dir),
+    saver: { kind: "sqlite", dir },
     peers: () => langgraphPeers({ kind: "sqlite", dir }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };

@@ -80,7 +80,7 @@ export async function openPostgres(url: string, pool: PostgresPool): Promise<Cli
     ) =>
       typeof arg === "function"
         ? prisma.$transaction(arg, options)
-        : prisma.$transaction(arg)) as Client["$transaction"],
+        : prisma.$transaction(arg, options)) as Client["$transaction"],
     // Prisma ends the pool when it used it; when only pg did (no transaction yet), the pool is ended here.
     $disconnect: async () => {
       await prisma.$disconnect();
