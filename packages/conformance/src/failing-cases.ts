@@ -15,7 +15,7 @@ export async function failingCases(init: ConformanceInitializer, group: GroupNam
     if (testCase.skipUnless?.(init) !== undefined) continue;
     const h = await Harness.open(init);
     try {
-      if (groupNamed(group).skipFor?.(h.store) !== undefined) continue;
+      if ((groupNamed(group).skipFor?.(h.store) ?? testCase.skipFor?.(h)) !== undefined) continue;
       await testCase.run(h);
     } catch (error) {
       failed.set(testCase.name, error instanceof Error ? error.message : String(error));

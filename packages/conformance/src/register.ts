@@ -60,7 +60,7 @@ function registerGroup(init: ConformanceInitializer, group: ConformanceGroup): v
           if (skip !== undefined) context.skip(`skipped: ${skip}`);
           const h = await Harness.open(init);
           try {
-            const storeSkip = group.skipFor?.(h.store);
+            const storeSkip = group.skipFor?.(h.store) ?? testCase.skipFor?.(h);
             if (storeSkip !== undefined) context.skip(`skipped: ${storeSkip}`);
             await testCase.run(h);
           } finally {

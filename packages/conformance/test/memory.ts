@@ -37,6 +37,9 @@ export function raw(data: MemoryData): RawAccess {
       const index = checkpointAt(runId, step);
       rows[index] = { ...rows[index]!, sealed };
     },
+    async deleteCheckpoint(runId, step) {
+      run(runId).checkpoints.splice(checkpointAt(runId, step), 1);
+    },
     async readCall(runId, segment, seq) {
       return run(runId).calls[callAt(runId, segment, seq)]!.sealed;
     },

@@ -12,7 +12,7 @@ import {
   type BoundAnswer,
   type CheckpointBody,
   classifyCalls,
-  DurableRun,
+  openHistory,
   isJsonObject,
   openCheckpoint,
   readCallLog,
@@ -121,7 +121,7 @@ export async function readRun(
   try {
     const rows = store.history === undefined ? [await store.latest(runId)] : await store.history(runId);
     if (rows.length === 0) return undefined;
-    const bodies = rows.map((row) => openCheckpoint(sealer, row));
+    const bodies = openHistory(sealer, runId, rows);
     const latest = bodies.at(-1) as CheckpointBody;
     const [records, lease] = await Promise.all([readCallLog(store, sealer, runId, latest.calls), store.leaseOf(runId)]);
     const at = page.before === undefined ? -1 : bodies.findIndex((body) => body.step >= (page.before as number));
@@ -167,7 +167,7 @@ export async function readHead(
   runId: string,
 ): Promise<{ readonly step: number; readonly status: RunStatus } | RunProblem | undefined> {
   try {
-    const latest = await DurableRun.latest(store, sealer, runId);
+    const latest = openCheckpoint(sealer, await store.latest(runId));
     return { step: latest.step, status: latest.status };
   } catch (error) {
     if (error instanceof DurableError && error.code === "CHECKPOINT_NOT_FOUND") return undefined;

@@ -25,7 +25,16 @@ export { isSegmentCounts, type SegmentCounts } from "./store/contract.js";
 export { Sealer, type SealPurpose, type SealedColumns } from "./seal/sealer.js";
 export { runStorage } from "./run/storage.js";
 export { AnchoredStore, anchoredStore } from "./store/anchored-store.js";
-export { sealerFor, sealCheckpoint, openCheckpoint, type CheckpointBody } from "./seal/checkpoint.js";
+export {
+  sealerFor,
+  sealCheckpoint,
+  openCheckpoint,
+  type CheckpointBody,
+  type ChainLink,
+  type OpenedCheckpoint,
+} from "./seal/checkpoint.js";
+export { openHistory, readLatest } from "./seal/chain.js";
+export { deepFreeze } from "./base/freeze.js";
 export { canonicalJson, canonicalCopy, assertJson } from "./base/canonical.js";
 export { PLAIN_JSON, encodeValue, encodedText, decodeValue } from "./base/codec.js";
 export { isStandardSchema, validated, validateWith } from "./base/standard-schema.js";

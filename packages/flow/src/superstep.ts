@@ -1,6 +1,6 @@
 import { ApprovalDenied, type Executor, type JsonValue, ToolFailed } from "@durable/core";
 import { FlowError } from "./flow-error.js";
-import type { CallScope } from "@durable/core/runner";
+import { type CallScope, deepFreeze } from "@durable/core/runner";
 import { Call } from "./call.js";
 import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
 import type { FlowData } from "./flow-data.js";
@@ -127,12 +127,4 @@ function nodeOf<S>(graph: Graph<S>, name: string): FlowNode<S> {
   const node = graph.nodes.get(name);
   if (node === undefined) throw new FlowError(`the checkpoint names the unknown node ${JSON.stringify(name)}.`);
   return node;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const item of Object.values(value)) deepFreeze(item);
-  }
-  return value;
 }

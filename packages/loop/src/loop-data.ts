@@ -131,7 +131,19 @@ function readStep(value: JsonObject): LoopStep {
   };
 }
 
+const stepsSealed = new WeakMap<LoopStep, JsonObject>();
+
+/** A step as sealed: made once per step (see `messageJson`). */
 function stepJson(step: LoopStep): JsonObject {
+  let json = stepsSealed.get(step);
+  if (json === undefined) {
+    json = stepCopy(step);
+    stepsSealed.set(Object.freeze(step), json);
+  }
+  return json;
+}
+
+function stepCopy(step: LoopStep): JsonObject {
   const { message, turn, usage, finishReason, response } = step;
   return {
     message,

@@ -1,5 +1,5 @@
 import type { JsonValue } from "@durable/core";
-import { canonicalCopy, isArrayOf, isJsonObject, isString, type JsonObject } from "@durable/core/runner";
+import { canonicalCopy, deepFreeze, isArrayOf, isJsonObject, isString, type JsonObject } from "@durable/core/runner";
 
 /** A tool call a model asked for. `id` is the model's own id for it. */
 export interface ToolCallRequest {
@@ -109,11 +109,22 @@ function readToolCall(value: JsonValue): ToolCallRequest | undefined {
   return isString(id) && isString(name) && args !== undefined ? { id, name, args } : undefined;
 }
 
+const sealed = new WeakMap<Message, JsonObject>();
+
 /**
  * A message as plain JSON, as the loop's checkpoints keep it. Every message
  * the loop holds was read with `readMessage` or built by the loop with its
- * known fields only, so a copy is its JSON.
+ * known fields only, so a copy is its JSON. The copy is made once per
+ * message, and the message frozen with it: a checkpoint seals only what
+ * changed since the one before (found by reference), so a message changed in
+ * place would be one the store never saw.
  */
 export function messageJson(message: Message): JsonObject {
-  return canonicalCopy(message, "a message") as JsonObject;
+  let json = sealed.get(message);
+  if (json === undefined) {
+    json = canonicalCopy(message, "a message") as JsonObject;
+    sealed.set(deepFreeze(message), json);
+  }
+  return json;
 }
+

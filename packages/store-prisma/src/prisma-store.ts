@@ -230,11 +230,12 @@ export class PrismaCheckpointStore implements CheckpointStore {
   }
 
   /** Every checkpoint of the run, by step (the inspection capability). */
-  async history(runId: string): Promise<StoredCheckpoint[]> {
+  async history(runId: string, from = 0): Promise<StoredCheckpoint[]> {
     const rows = await this.#query<CheckpointColumns>(
       { what: "history", runId },
-      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? ORDER BY "step"`,
+      `SELECT "run_id" AS "runId", "step", "status", "segment", "flow" AS "name", "kind", "sealed" FROM ${this.#db.tables.checkpoints} WHERE "run_id" = ? AND "step" >= ? ORDER BY "step"`,
       runId,
+      from,
     );
     return rows.map((row) => checkedCheckpoint(runId, row));
   }

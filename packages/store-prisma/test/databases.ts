@@ -96,6 +96,8 @@ function raw(store: PrismaCheckpointStore): RawAccess {
         runId,
         step,
       ])),
+    deleteCheckpoint: async (runId, step) =>
+      void (await run(`DELETE FROM ${t.checkpoints} WHERE "run_id" = $1 AND "step" = $2`, [runId, step])),
     readCall: async (runId, segment, seq) =>
       one(
         await run(`SELECT "sealed" FROM ${t.calls} WHERE "run_id" = $1 AND "segment" = $2 AND "seq" = $3`, [

@@ -194,12 +194,16 @@ export class RedisCheckpointStore implements CheckpointStore {
     return listRecent((script, keys, args) => this.#eval({ what: "listRuns" }, script, keys, args), this.prefix, query);
   }
 
-  /** Every checkpoint of the run, by step (the inspection capability). */
-  async history(runId: string): Promise<StoredCheckpoint[]> {
-    const all = await this.#call({ what: "history", runId }, (client) => client.hGetAll(this.keysOf(runId).cps));
-    return Object.entries(all)
-      .map(([step, row]) => checkpointOf(runId, step, row))
-      .sort((a, b) => a.step - b.step);
+  /** Every checkpoint of the run from step `from`, by step (the inspection capability): one script, one round trip. */
+  async history(runId: string, from = 0): Promise<StoredCheckpoint[]> {
+    const keys = this.keysOf(runId);
+    const operation = { what: "history", runId };
+    const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.history, [keys.meta, keys.cps], [String(from)]));
+    const flat = reply as string[];
+    const rows: StoredCheckpoint[] = [];
+    for (let at = 0; at < flat.length; at += 2)
+      rows.push(checkpointOf(runId, flat[at] as string, flat[at + 1] as string));
+    return rows;
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

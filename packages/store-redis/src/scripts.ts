@@ -27,6 +27,34 @@ local row = redis.call('HGET', KEYS[2], m[3])
 if not row then return {'corrupt', 'names step ' .. m[3] .. ' as its latest, which is not stored'} end
 return {m[3], row}`;
 
+/**
+ * KEYS meta cps; ARGV from: {step, row, step, row, …} of every stored step
+ * from \`from\` to the latest, in order (a step not stored is left out, for
+ * the reader to find the gap); {"corrupt", reason} when the head is malformed.
+ * Reads only: HMGET of the range, in slices that stay under Lua's stack limit.
+ */
+const HISTORY = `${HEAD}
+local m, bad = head()
+if bad then return {'corrupt', bad} end
+if not m[3] then return {} end
+local out = {}
+local last = tonumber(m[3])
+local from = tonumber(ARGV[1])
+while from <= last do
+  local upto = math.min(last, from + 999)
+  local fields = {}
+  for s = from, upto do fields[#fields + 1] = tostring(s) end
+  local rows = redis.call('HMGET', KEYS[2], unpack(fields))
+  for i, row in ipairs(rows) do
+    if row then
+      out[#out + 1] = fields[i]
+      out[#out + 1] = row
+    end
+  end
+  from = upto + 1
+end
+return out`;
+
 /** KEYS meta cps calls unfinished expiring claimable claimable-of recent; ARGV hex run id: removes every key of the run and its index entries. */
 const DELETE = `${HEX}${PLACE}
 local flow = redis.call('HGET', KEYS[1], 'flow')
@@ -154,6 +182,7 @@ export const script = (source: string, writes: boolean): Script => ({
 type ScriptName =
   | "write"
   | "latest"
+  | "history"
   | "delete"
   | "page"
   | "claimablePage"
@@ -166,6 +195,7 @@ type ScriptName =
 export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
   write: script(WRITE, true),
   latest: script(LATEST, false),
+  history: script(HISTORY, false),
   delete: script(DELETE, true),
   page: script(PAGE, false),
   claimablePage: script(CLAIMABLE_PAGE, false),

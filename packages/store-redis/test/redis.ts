@@ -83,6 +83,9 @@ function raw(target: RedisTarget, store: RedisCheckpointStore): RawAccess {
       r[4] = sealed;
       await on((c) => c.hSet(store.keysOf(runId).cps, String(step), JSON.stringify(r)));
     },
+    async deleteCheckpoint(runId, step) {
+      await on((c) => c.hDel(store.keysOf(runId).cps, String(step)));
+    },
     async readCall(runId, segment, seq) {
       const sealed = await on((c) => c.hGet(store.keysOf(runId).calls, `${segment}:${seq}`));
       if (sealed === null || sealed === undefined) throw new Error("no call");

@@ -80,12 +80,12 @@ export function listingSql(t: Tables, q: ResolvedRunQuery): { sql: string; param
   };
 }
 
-/** Every checkpoint of the run, by step (`CheckpointStore.history`). */
-export function history(db: Database.Database, t: Tables, runId: string): StoredCheckpoint[] {
+/** Every checkpoint of the run from step `from`, by step (`CheckpointStore.history`). */
+export function history(db: Database.Database, t: Tables, runId: string, from: number): StoredCheckpoint[] {
   const rows = db
     .prepare(
-      `SELECT run_id AS runId, step, status, segment, flow AS name, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? ORDER BY step`,
+      `SELECT run_id AS runId, step, status, segment, flow AS name, kind, sealed FROM ${t.checkpoints} WHERE run_id = ? AND step >= ? ORDER BY step`,
     )
-    .all(runId) as CheckpointColumns[];
+    .all(runId, from) as CheckpointColumns[];
   return rows.map((row) => checkedCheckpoint(runId, row));
 }

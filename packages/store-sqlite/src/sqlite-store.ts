@@ -179,8 +179,8 @@ export class SQLiteCheckpointStore implements CheckpointStore {
   }
 
   /** Every checkpoint of the run, by step (the inspection capability). */
-  async history(runId: string): Promise<StoredCheckpoint[]> {
-    return this.#read({ what: "history", runId }, () => history(this.#db, this.tables, runId));
+  async history(runId: string, from = 0): Promise<StoredCheckpoint[]> {
+    return this.#read({ what: "history", runId }, () => history(this.#db, this.tables, runId, from));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

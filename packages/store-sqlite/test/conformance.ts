@@ -54,6 +54,9 @@ function raw(store: SQLiteCheckpointStore): RawAccess {
         db.prepare(`UPDATE ${checkpoints} SET sealed = ? WHERE run_id = ? AND step = ?`).run(sealed, runId, step),
       );
     },
+    async deleteCheckpoint(runId, step) {
+      on((db) => db.prepare(`DELETE FROM ${checkpoints} WHERE run_id = ? AND step = ?`).run(runId, step));
+    },
     async readCall(runId, segment, seq) {
       return one(
         on((db) =>

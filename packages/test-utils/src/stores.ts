@@ -32,10 +32,19 @@ export class DyingStore implements CheckpointStore {
   dead = false;
   /** The lease the worker's last running save took: what runs out as it dies. */
   #held: { readonly runId: string; readonly segment: number; readonly owner: string } | undefined;
+  /** The store under it reads its history, so a runner on either writes and reads the same chain. */
+  readonly history?: (runId: string, from?: number) => Promise<StoredCheckpoint[]>;
   constructor(
     readonly inner: CheckpointStore,
     readonly crash: CrashPoint | undefined,
-  ) {}
+  ) {
+    const history = inner.history?.bind(inner);
+    if (history !== undefined)
+      this.history = async (runId, from) => {
+        if (this.dead) await forever();
+        return history(runId, from);
+      };
+  }
 
   async save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     const hit = this.crash?.op === "save" && this.crash.step === step;
@@ -120,6 +129,7 @@ export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointS
     release: (runId, segment, owner) => store.release(runId, segment, owner),
     leaseOf: (runId) => store.leaseOf(runId),
     close: () => store.close(),
+    ...(store.history === undefined ? {} : { history: (runId, from) => store.history!(runId, from) }),
     ...overrides,
   };
 }

@@ -26,6 +26,8 @@ export interface ConformanceCase {
   run(h: Harness): Promise<void>;
   /** For a case that needs a capability the store may lack: the reason to skip it, or undefined to run it. */
   skipUnless?(init: ConformanceInitializer): string | undefined;
+  /** For a case that needs what the opened store or its oracle may lack: the reason to skip it, or undefined. */
+  skipFor?(h: Harness): string | undefined;
   /** Milliseconds; default 30 s. */
   readonly timeout?: number;
 }

@@ -9,6 +9,7 @@ import { executions } from "../process/child.js";
 import { CALLS, SCENARIOS, ScenarioDriver, cutShort, kitSealer } from "../process/scenarios.js";
 import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/workers.js";
 import type { ConformanceCase, ConformanceGroup } from "./case.js";
+import { chainCases } from "./chain.js";
 import { callTampers, checkpointTampers, LATEST_STEP, type Tamper } from "./tampers.js";
 
 const CLEAN_RUNS = 500;
@@ -24,6 +25,7 @@ export const tamperGroup: ConformanceGroup = {
   cases: [
     ...sweeps(false),
     ...sweeps(true),
+    ...chainCases,
     {
       name: "the store's plain head set to done by hand while the sealed latest checkpoint says running: recovery is CheckpointStoreCorrupt, no tool runs",
       skipUnless: (init) =>

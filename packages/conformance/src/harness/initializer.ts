@@ -12,6 +12,8 @@ export interface RawAccess {
   readCall(runId: string, segment: number, seq: number): Promise<string>;
   writeCall(runId: string, segment: number, seq: number, sealed: string): Promise<void>;
   deleteCall(runId: string, segment: number, seq: number): Promise<void>;
+  /** Removes one checkpoint row (the tamper group's "a change deleted from the middle"; skipped without it). */
+  deleteCheckpoint?(runId: string, step: number): Promise<void>;
   /**
    * Sets one column of a stored row to `value`, of any type, as a bug or an
    * attacker could: the malformed-row cases use it. Columns go by the

@@ -1,7 +1,8 @@
 import type { JsonValue } from "../base/json.js";
 import { CallLog, readCallLog, type CallRecord } from "../log/call-log.js";
 import type { SegmentCounts } from "../store/contract.js";
-import { openCheckpoint, sealCheckpoint, type CheckpointBody } from "../seal/checkpoint.js";
+import { openCheckpoint, type CheckpointBody, type OpenedCheckpoint } from "../seal/checkpoint.js";
+import { readLatest, sealNext } from "../seal/chain.js";
 import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "../base/errors.js";
 import { saveRefusal } from "../store/rules.js";
 import type { Identity } from "../base/identity.js";
@@ -56,9 +57,13 @@ export class DurableRun {
   readonly #keeper: LeaseKeeper;
   readonly #writer: RunWriter;
   readonly #stop = new AbortController();
+  /** Rows are sealed as changes of the one before when the store reads ranged history. */
+  readonly #changes: boolean;
   #step: number;
+  /** The body this drive sealed last (or claimed from): the next row follows it in the chain. */
+  #last: CheckpointBody | undefined;
 
-  private constructor(init: RunStart, step: number, segment: number, earlier: SegmentCounts) {
+  private constructor(init: RunStart, step: number, segment: number, earlier: SegmentCounts, last?: CheckpointBody) {
     this.store = init.store;
     this.sealer = init.sealer;
     this.runId = init.runId;
@@ -76,6 +81,8 @@ export class DurableRun {
       (lost) => this.#stop.abort(lost),
     );
     this.#step = step;
+    this.#last = last;
+    this.#changes = init.store.history !== undefined;
   }
 
   /** The step of the checkpoint this worker saved last. */
@@ -123,10 +130,10 @@ export class DurableRun {
     return { run, checkpoint: body, landed };
   }
 
-  /** The run's latest checkpoint, verified. */
+  /** The run's latest checkpoint, verified, with its whole data (rebuilt from its snapshot and the changes after it). */
   static async latest(store: CheckpointStore, sealer: Sealer, runId: string): Promise<CheckpointBody> {
     assertRunId(runId);
-    return openCheckpoint(sealer, await store.latest(runId));
+    return readLatest(store, sealer, runId);
   }
 
   /**
@@ -143,7 +150,7 @@ export class DurableRun {
     options: ClaimOptions = {},
   ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
     const init: RunStart = { ...latest, store, sealer, lease: options.lease };
-    const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls);
+    const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls, latest);
     const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
     faultPoint("claim.before-log-read");
     try {
@@ -227,18 +234,23 @@ export class DurableRun {
     onLanded?: () => void,
     waitsForDecision = false,
   ): { body: CheckpointBody; landed: Promise<void> } {
-    const body: CheckpointBody = {
-      runId: this.runId,
-      step,
-      status,
-      segment: this.segment,
-      name: this.name,
-      kind: this.kind,
-      identity: this.identity,
-      calls: this.log.counts,
-      data,
-    };
-    const sealed = sealCheckpoint(this.sealer, body);
+    const { row: sealed, body } = sealNext(
+      this.sealer,
+      {
+        runId: this.runId,
+        step,
+        status,
+        segment: this.segment,
+        name: this.name,
+        kind: this.kind,
+        identity: this.identity,
+        calls: this.log.counts,
+        data,
+      },
+      this.#last,
+      this.#changes,
+    );
+    this.#last = body;
     const row = waitsForDecision ? { ...sealed, waitsForDecision } : sealed;
     faultPoint("checkpoint.before-save");
     const queuedAt = performance.now();
@@ -271,7 +283,7 @@ export class DurableRun {
    * the runner's back: that is corruption, not a lost race.
    */
   async #checkRefusal(step: number, row: CheckpointRow): Promise<void> {
-    let head: CheckpointBody | undefined;
+    let head: OpenedCheckpoint | undefined;
     try {
       head = openCheckpoint(this.sealer, await this.store.latest(this.runId));
     } catch (error) {

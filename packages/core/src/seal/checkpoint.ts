@@ -5,6 +5,8 @@ import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoi
 import type { Identity } from "../base/identity.js";
 import { isSegmentCounts, type SegmentCounts } from "../store/contract.js";
 import { checkedCheckpoint } from "../store/rows.js";
+import { isDelta, type DeltaOp } from "./delta.js";
+import { createHash } from "node:crypto";
 
 /** Everything sealed into one checkpoint. `data` is the runner's own (a flow's state and frontier, a loop's history). */
 export interface CheckpointBody {
@@ -23,8 +25,36 @@ export interface CheckpointBody {
    * segment is corrupt.
    */
   readonly calls: SegmentCounts;
+  /** The run's whole data at this step, rebuilt from the snapshot and changes under it when the row is a change. */
   readonly data: JsonValue;
+  /** Where the row sits in its run's chain of checkpoints: set on every body a read rebuilt or a runner sealed. */
+  readonly chain?: ChainLink;
 }
+
+/** What a checkpoint row is in its run's chain: what the next row seals to follow it, and what its data was built from. */
+export interface ChainLink {
+  /** The digest of the row's sealed text (SHA-256, base64url): the next row seals it as `prev`. */
+  readonly digest: string;
+  /** The step of the snapshot the row's data builds on: its own step when the row is one. */
+  readonly base: number;
+  /** Sealed bytes of that snapshot, and of the changes after it up to this row: what a recovery reads. */
+  readonly snapshotBytes: number;
+  readonly deltaBytes: number;
+  /** About how many bytes the data itself holds (its canonical JSON). */
+  readonly dataBytes: number;
+}
+
+/**
+ * A checkpoint row as opened, before its data is rebuilt: a snapshot holds
+ * `data`, a change holds `delta`, the changes since the row before it (step
+ * `step - 1`, whose digest it seals as `prev`) over the snapshot at `base`.
+ */
+export type OpenedCheckpoint = Omit<CheckpointBody, "data" | "chain"> & {
+  /** The digest of the sealed row, and its length. */
+  readonly digest: string;
+  readonly bytes: number;
+  readonly prev?: string;
+} & ({ readonly data: JsonValue } | { readonly delta: readonly DeltaOp[]; readonly base: number });
 
 const STATUSES: ReadonlySet<unknown> = new Set(["running", "paused", "done", "failed"]);
 const KINDS: ReadonlySet<unknown> = new Set(["flow", "loop"]);
@@ -56,30 +86,48 @@ export function sealerFor(
   return sealer;
 }
 
-/** Seals a checkpoint into the row a store keeps. State that is not plain JSON is `InvalidInput`; nothing is written. */
-export function sealCheckpoint(sealer: Sealer, body: CheckpointBody): CheckpointRow {
-  const { name, ...rest } = body;
+/**
+ * Seals a checkpoint into the row a store keeps: its whole data (a snapshot),
+ * or with `change` the changes since the row it follows (digest `prev`) over
+ * the snapshot at step `base`. State that is not plain JSON is `InvalidInput`;
+ * nothing is written.
+ */
+export function sealCheckpoint(
+  sealer: Sealer,
+  body: CheckpointBody,
+  change?: { readonly prev: string; readonly base?: number; readonly delta?: readonly DeltaOp[] },
+): CheckpointRow {
+  const { name, chain: _chain, data, ...rest } = body;
   const row = { runId: body.runId, step: body.step, status: body.status, segment: body.segment, name, kind: body.kind };
+  const content =
+    change?.delta === undefined
+      ? { ...rest, flow: name, data, ...(change === undefined ? {} : { prev: change.prev }) }
+      : { ...rest, flow: name, delta: change.delta, base: change.base, prev: change.prev };
   return {
     status: body.status,
     segment: body.segment,
     name,
     kind: body.kind,
-    sealed: sealer.seal("checkpoint", { ...rest, flow: name }, "checkpoint", row),
+    sealed: sealer.seal("checkpoint", content, "checkpoint", row),
   };
+}
+
+/** The digest a following row seals as `prev`: SHA-256 of the sealed text, base64url. */
+export function rowDigest(sealed: string): string {
+  return createHash("sha256").update(sealed).digest("base64url");
 }
 
 /**
  * Verifies a stored row and returns what is sealed in it. A bad signature, or
  * a plain column that differs from the sealed content, is `CheckpointStoreCorrupt`.
  */
-export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint): CheckpointBody {
+export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint): OpenedCheckpoint {
   // A store of another make may give any shape: it is checked as the built-in stores check what they read.
   const row = { ...checkedCheckpoint(stored.runId, stored), runId: stored.runId };
   const sealed = sealer.open("checkpoint", row.sealed, row);
   if (!isSealedBody(sealed)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
   const { flow: name, ...rest }: SealedBody = sealed;
-  const body: CheckpointBody = { ...rest, name };
+  const body = { ...rest, name, digest: rowDigest(row.sealed), bytes: row.sealed.length } as OpenedCheckpoint;
   const columns = ["runId", "step", "status", "segment", "name", "kind"] as const;
   for (const column of columns) {
     if (body[column] !== row[column]) {
@@ -93,7 +141,7 @@ export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint): Checkp
 }
 
 /** A checkpoint body as it is sealed: the run's name under `flow`. */
-type SealedBody = Omit<CheckpointBody, "name"> & { readonly flow: string };
+type SealedBody = Omit<OpenedCheckpoint, "name" | "digest" | "bytes"> & { readonly flow: string };
 
 function isSealedBody(value: JsonValue): value is SealedBody & JsonValue {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
@@ -110,6 +158,13 @@ function isSealedBody(value: JsonValue): value is SealedBody & JsonValue {
     typeof identity === "object" &&
     identity !== null &&
     !Array.isArray(identity) &&
-    "data" in value
+    (value["prev"] === undefined || typeof value["prev"] === "string") &&
+    ("data" in value
+      ? !("delta" in value)
+      : isDelta(value["delta"]) &&
+        typeof value["prev"] === "string" &&
+        Number.isSafeInteger(value["base"]) &&
+        (value["base"] as number) >= 0 &&
+        (value["base"] as number) < (value["step"] as number))
   );
 }

@@ -16,11 +16,15 @@ export class AnchoredStore implements Store.CheckpointStore {
   readonly anchor: RunAnchor;
   readonly inProcessOnly?: boolean;
   readonly commit?: (runId: string, writes: readonly Store.RunWrite[]) => Promise<void>;
+  /** The inner store's history: a chain read from it ends at a latest row the anchor checked. */
+  readonly history?: (runId: string, from?: number) => Promise<Store.StoredCheckpoint[]>;
 
   constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
     this.inner = inner;
     this.anchor = anchor;
     if (inner.inProcessOnly !== undefined) this.inProcessOnly = inner.inProcessOnly;
+    const history = inner.history?.bind(inner);
+    if (history !== undefined) this.history = history;
     const commit = inner.commit?.bind(inner);
     if (commit !== undefined)
       this.commit = async (runId, writes) => {

@@ -202,9 +202,13 @@ export interface CheckpointStore {
 
   /**
    * Optional, the inspection capability (with `listRuns`): every checkpoint
-   * stored for the run, by step from 0; empty for an unknown run.
+   * stored for the run from step `from` (0 when not given) on, by step; empty
+   * for an unknown run. Read as a range of an index, so a read from a late
+   * step costs what it returns. A runner whose store has it seals each
+   * checkpoint as the changes since the one before (see docs/protocol.md,
+   * "The chain of checkpoints"), and reads a run back from its snapshot on.
    */
-  history?(runId: string): Promise<StoredCheckpoint[]>;
+  history?(runId: string, from?: number): Promise<StoredCheckpoint[]>;
 
   /** Every call record of the run, ordered by segment then seq. Empty for an unknown run. */
   calls(runId: string): Promise<StoredCall[]>;

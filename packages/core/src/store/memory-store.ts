@@ -192,8 +192,9 @@ export class MemoryCheckpointStore implements CheckpointStore {
     return runPage(resolved, matching.sort(newestFirst).slice(0, resolved.limit + 1));
   }
 
-  async history(runId: string): Promise<StoredCheckpoint[]> {
-    return (this.#runs.get(runId)?.checkpoints ?? []).map((row) => checkedCheckpoint(runId, row));
+  async history(runId: string, from = 0): Promise<StoredCheckpoint[]> {
+    const rows = this.#runs.get(runId)?.checkpoints ?? [];
+    return rows.filter((row) => row.step >= from).map((row) => checkedCheckpoint(runId, row));
   }
 
   async calls(runId: string): Promise<StoredCall[]> {

@@ -1,0 +1,156 @@
+import { canonicalJson } from "../base/canonical.js";
+import { CheckpointStoreCorrupt } from "../base/errors.js";
+import { isJsonObject, type JsonValue } from "../base/json.js";
+import type { CheckpointRow, CheckpointStore, StoredCheckpoint } from "../store/contract.js";
+import { applyDelta, diffJson, own, type DeltaOp } from "./delta.js";
+import { type CheckpointBody, type OpenedCheckpoint, openCheckpoint, rowDigest, sealCheckpoint } from "./checkpoint.js";
+import type { Sealer } from "./sealer.js";
+
+/*
+ * A run's checkpoints form a chain: each row seals the digest of the row
+ * before it, and holds either the run's whole data (a snapshot) or only what
+ * changed since that row (a change). A reader rebuilds a step's data from the
+ * newest snapshot at or under it and the changes after it, checking every
+ * link, so a change deleted, reordered, altered or spliced from another run
+ * breaks the chain and is `CheckpointStoreCorrupt`.
+ */
+
+/**
+ * How much longer than the data itself the chain a recovery reads (the
+ * snapshot and the changes after it) may grow before the next row is a
+ * snapshot. Data that only grows (a loop's history) never reaches it: its
+ * changes are what it holds. Data that is rewritten (a flow's counter) does.
+ */
+const CHAIN_TO_DATA = 2;
+
+/** The row to store for `body`, the step after `previous` (the body last sealed or read), and `body`'s link in the chain. */
+export function sealNext(
+  sealer: Sealer,
+  body: CheckpointBody,
+  previous: CheckpointBody | undefined,
+  changes: boolean,
+): { readonly row: CheckpointRow; readonly body: CheckpointBody } {
+  const link = previous?.step === body.step - 1 ? previous.chain : undefined;
+  if (changes && previous !== undefined && link !== undefined) {
+    const delta = diffJson(previous.data, body.data);
+    const row = sealCheckpoint(sealer, body, { prev: link.digest, base: link.base, delta });
+    const dataBytes = Math.max(0, link.dataBytes + grown(previous.data, delta));
+    const deltaBytes = link.deltaBytes + row.sealed.length;
+    if (link.snapshotBytes + deltaBytes <= CHAIN_TO_DATA * dataBytes)
+      return { row, body: { ...body, chain: { ...link, digest: rowDigest(row.sealed), deltaBytes, dataBytes } } };
+  }
+  const row = sealCheckpoint(sealer, body, link === undefined ? undefined : { prev: link.digest });
+  const bytes = row.sealed.length;
+  const chain = {
+    digest: rowDigest(row.sealed),
+    base: body.step,
+    snapshotBytes: bytes,
+    deltaBytes: 0,
+    dataBytes: bytes,
+  };
+  return { row, body: { ...body, chain } };
+}
+
+/** About how many bytes `ops` add to `before`'s canonical JSON (less what they replace). */
+function grown(before: JsonValue, ops: readonly DeltaOp[]): number {
+  let bytes = 0;
+  for (const op of ops) {
+    if ("push" in op) bytes += size(op.push) - 1;
+    else {
+      const old = valueAt(before, op.at);
+      if ("set" in op) bytes += size(op.set);
+      if (old !== undefined) bytes -= size(old);
+    }
+  }
+  return bytes;
+}
+
+function size(value: JsonValue | readonly JsonValue[]): number {
+  return canonicalJson(value).length;
+}
+
+function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue | undefined {
+  let here: JsonValue | undefined = value;
+  for (const key of at) {
+    if (Array.isArray(here)) here = typeof key === "number" ? here[key] : undefined;
+    else if (isJsonObject(here) && typeof key === "string") here = own(here, key);
+    else return undefined;
+  }
+  return here;
+}
+
+/**
+ * The bodies of consecutive rows of one run with their whole data, from the
+ * first (which must be a snapshot) on, each link checked: a row that does not
+ * follow the one before it, or whose changes do not apply, is
+ * `CheckpointStoreCorrupt`.
+ */
+function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[]): CheckpointBody[] {
+  const bodies: CheckpointBody[] = [];
+  let before: CheckpointBody | undefined;
+  for (const row of rows) {
+    const { digest, bytes, prev, ...rest } = row;
+    if (before !== undefined && row.step !== before.step + 1)
+      throw new CheckpointStoreCorrupt(runId, `its checkpoints jump from step ${before.step} to ${row.step}.`);
+    if (before !== undefined && prev !== undefined && prev !== before.chain?.digest)
+      throw broken(runId, row.step, "does not follow the row before it (its link names another)");
+    let body: CheckpointBody;
+    if ("data" in rest) {
+      const { data, ...header } = rest;
+      const chain = { digest, base: row.step, snapshotBytes: bytes, deltaBytes: 0, dataBytes: bytes };
+      body = { ...header, data, chain };
+    } else {
+      const { delta, base, ...header } = rest;
+      const link = before?.chain;
+      if (before === undefined || link === undefined)
+        throw broken(runId, row.step, `holds changes, and its snapshot (step ${base}) was not read`);
+      if (prev === undefined || base !== link.base)
+        throw broken(runId, row.step, `builds on step ${base}, and the chain before it on step ${link.base}`);
+      const data = applyDelta(before.data, delta);
+      if (data === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
+      const chain = { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes: link.dataBytes };
+      body = { ...header, data, chain };
+    }
+    bodies.push(body);
+    before = body;
+  }
+  return bodies;
+}
+
+function broken(runId: string, step: number, what: string): CheckpointStoreCorrupt {
+  return new CheckpointStoreCorrupt(
+    runId,
+    `the chain of its checkpoints breaks at step ${step}, which ${what}: a row was deleted, reordered, altered or taken from another run.`,
+  );
+}
+
+/**
+ * The run's latest checkpoint with its whole data: the latest row, and when
+ * it holds changes, the rows from its snapshot on (`history(runId, from)`),
+ * every link checked.
+ */
+export async function readLatest(store: CheckpointStore, sealer: Sealer, runId: string): Promise<CheckpointBody> {
+  const stored = await store.latest(runId);
+  const latest = openCheckpoint(sealer, stored);
+  if ("data" in latest) return foldCheckpoints(runId, [latest])[0] as CheckpointBody;
+  if (store.history === undefined)
+    throw new CheckpointStoreCorrupt(runId, "its latest checkpoint holds changes, and the store reads no history.");
+  const rows = (await store.history(runId, latest.base)).filter((row) => row.step <= latest.step);
+  const last = rows.at(-1);
+  if (last?.step !== latest.step || last.sealed !== stored.sealed)
+    throw new CheckpointStoreCorrupt(
+      runId,
+      `its history does not end with its latest checkpoint (step ${latest.step}).`,
+    );
+  const from = rows.findLastIndex((row) => row.step <= latest.base);
+  return foldCheckpoints(runId, openAll(sealer, rows.slice(Math.max(from, 0)))).at(-1) as CheckpointBody;
+}
+
+/** Every checkpoint of a run with its whole data (a console's timeline), each link checked. */
+export function openHistory(sealer: Sealer, runId: string, rows: readonly StoredCheckpoint[]): CheckpointBody[] {
+  return foldCheckpoints(runId, openAll(sealer, rows));
+}
+
+function openAll(sealer: Sealer, rows: readonly StoredCheckpoint[]): OpenedCheckpoint[] {
+  return rows.map((row) => openCheckpoint(sealer, row));
+}
