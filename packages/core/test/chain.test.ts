@@ -5,7 +5,7 @@ import type { JsonValue } from "../src/base/json.js";
 import { applyDelta, diffJson } from "../src/seal/delta.js";
 import { CheckpointStoreCorrupt, type CheckpointStore } from "../src/index.js";
 import type { StoredCheckpoint } from "../src/store.js";
-import { DurableRun, openHistory, sealCheckpoint } from "../src/runner.js";
+import { type CheckpointBody, DurableRun, openHistory, sealCheckpoint } from "../src/runner.js";
 import { MemoryCheckpointStore, sealer } from "./helpers.js";
 
 /** JSON values whose keys include the names an object inherits, and `__proto__`. */
@@ -178,7 +178,7 @@ describe("the chain of checkpoints", () => {
 
   it("a run saved whole by an earlier version (no link in its rows) goes on with changes", async () => {
     const store = new MemoryCheckpointStore();
-    const body = {
+    const body: CheckpointBody = {
       runId: "old",
       step: 0,
       status: "running",
@@ -188,7 +188,7 @@ describe("the chain of checkpoints", () => {
       identity: {},
       calls: [0],
       data: { items: ["a".repeat(2000)] },
-    } as const;
+    };
     await store.save("old", 0, sealCheckpoint(sealer, body));
     const latest = await DurableRun.latest(store, sealer, "old");
     const { run } = await DurableRun.claim(store, sealer, latest);
