@@ -1,7 +1,9 @@
 // `@durable/core/store`: what a store author needs: the protocol, its refusal rules, the errors a store throws.
 export {
+  atOrAfter,
   isEnded,
   UNFINISHED,
+  type CallPosition,
   type CheckpointStore,
   type CheckpointRow,
   type Lease,

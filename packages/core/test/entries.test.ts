@@ -101,6 +101,7 @@ describe("entry points", () => {
       [
         "AnchoredHead",
         "CallColumns",
+        "CallPosition",
         "CheckpointColumns",
         "CheckpointConflict",
         "CheckpointNotFound",
@@ -137,6 +138,7 @@ describe("entry points", () => {
         "StoredCall",
         "StoredCheckpoint",
         "UNFINISHED",
+        "atOrAfter",
         "checkBatch",
         "checkLeaseTerms",
         "checkRunQuery",

@@ -83,7 +83,11 @@ export function loopProgram(init: LoopProgramInit): RunProgram<LoopData, LoopDon
  * that died while the model answered made a call its checkpoint never saw.
  */
 function withModelCalls(data: LoopData, records: readonly CallRecord[]): LoopData {
-  const made = records.filter((record) => record.kind === "model").length;
+  // Model calls are numbered (`model:<n>`): the recovery reads only the round's records, not the run's first calls.
+  const made = records.reduce(
+    (most, record) => (record.kind === "model" ? Math.max(most, Number(record.callId.slice(6)) || 0) : most),
+    0,
+  );
   return made > data.modelCalls ? { ...data, modelCalls: made } : data;
 }
 

@@ -21,6 +21,7 @@ import {
   type RunWrite,
   renewRefusal,
   type StoredCall,
+  type CallPosition,
   type StoredCheckpoint,
   type StoreOperation,
   StoreUnavailable,
@@ -240,11 +241,14 @@ export class PrismaCheckpointStore implements CheckpointStore {
     return rows.map((row) => checkedCheckpoint(runId, row));
   }
 
-  async calls(runId: string): Promise<StoredCall[]> {
+  async calls(runId: string, from?: CallPosition): Promise<StoredCall[]> {
+    // From a place on: the primary key's range (a record whose columns hold no numbers is left to the whole read).
+    const range = from === undefined ? "" : ` AND ("segment", "seq") >= (?, ?)`;
     const rows = await this.#query<CallColumns>(
       { what: "calls", runId },
-      `SELECT "run_id" AS "runId", "segment", "seq", "sealed" FROM ${this.#db.tables.calls} WHERE "run_id" = ? ORDER BY "segment", "seq"`,
+      `SELECT "run_id" AS "runId", "segment", "seq", "sealed" FROM ${this.#db.tables.calls} WHERE "run_id" = ?${range} ORDER BY "segment", "seq"`,
       runId,
+      ...(from === undefined ? [] : [from.segment, from.seq]),
     );
     return rows.map((row) => checkedCall(runId, row));
   }

@@ -22,6 +22,7 @@ import {
   type RunStatus,
   type RunWrite,
   type StoredCall,
+  type CallPosition,
   type StoredCheckpoint,
   type StoreOperation,
   StoreUnavailable,
@@ -199,18 +200,30 @@ export class RedisCheckpointStore implements CheckpointStore {
     const keys = this.keysOf(runId);
     const operation = { what: "history", runId };
     const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.history, [keys.meta, keys.cps], [String(from)]));
-    const flat = reply as string[];
-    const rows: StoredCheckpoint[] = [];
-    for (let at = 0; at < flat.length; at += 2)
-      rows.push(checkpointOf(runId, flat[at] as string, flat[at + 1] as string));
-    return rows;
+    return Object.entries(pairs(reply as string[])).map(([step, row]) => checkpointOf(runId, step, row));
   }
 
-  async calls(runId: string): Promise<StoredCall[]> {
-    const key = this.keysOf(runId).calls;
-    const all = await this.#call({ what: "calls", runId }, (client, deadline) =>
-      untilRun(() => client.hGetAll(key), deadline),
-    );
+  /**
+   * The run's call records by segment and seq: all of them (HGETALL, so a
+   * field of another form is seen and named), or with \`from\` those from there
+   * on, read by one script as ranges of the hash (see scripts.ts).
+   */
+  async calls(runId: string, from?: CallPosition): Promise<StoredCall[]> {
+    const keys = this.keysOf(runId);
+    const all =
+      from === undefined
+        ? await this.#call({ what: "calls", runId }, (client, deadline) =>
+            untilRun(() => client.hGetAll(keys.calls), deadline),
+          )
+        : pairs(
+            corruptOr(
+              runId,
+              await this.#eval({ what: "calls", runId }, SCRIPTS.callsFrom, [keys.meta, keys.calls], [
+                String(from.segment),
+                String(from.seq),
+              ]),
+            ) as string[],
+          );
     return Object.entries(all)
       .map(([field, sealed]) => {
         // A field is "<segment>:<seq>": one of another form holds no number, which the check names.
@@ -372,4 +385,11 @@ export class RedisCheckpointStore implements CheckpointStore {
     }
     return this.#connection;
   }
+}
+
+/** A script's flat reply {field, value, field, value, …} as an object (integer-like fields, steps, come in order). */
+function pairs(flat: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let at = 0; at + 1 < flat.length; at += 2) out[flat[at] as string] = flat[at + 1] as string;
+  return out;
 }

@@ -55,6 +55,40 @@ while from <= last do
 end
 return out`;
 
+/**
+ * KEYS meta calls; ARGV segment seq: {field, sealed, …} of every record at or
+ * after (segment, seq), in order; {"corrupt", reason} for a malformed head.
+ * Reads only: HMGET of each segment's range, up to its count (the head's
+ * \`segcalls\` for its own segment, \`count:<n>\` for one a claim closed); a
+ * segment closed before counts were kept is read until a slice finds nothing.
+ */
+const CALLS_FROM = `${HEAD}
+local m, bad = head()
+if bad then return {'corrupt', bad} end
+if not m[3] then return {} end
+local out = {}
+local first, last = tonumber(ARGV[1]), tonumber(m[5])
+for segment = first, last do
+  local seq = segment == first and tonumber(ARGV[2]) or 0
+  local bound = segment == last and tonumber(m[6]) or tonumber(redis.call('HGET', KEYS[1], 'count:' .. segment))
+  while not bound or seq < bound do
+    local upto = bound and math.min(bound, seq + 1000) or seq + 1000
+    local fields = {}
+    for n = seq, upto - 1 do fields[#fields + 1] = segment .. ':' .. n end
+    local found = 0
+    for i, row in ipairs(redis.call('HMGET', KEYS[2], unpack(fields))) do
+      if row then
+        out[#out + 1] = fields[i]
+        out[#out + 1] = row
+        found = found + 1
+      end
+    end
+    if not bound and found == 0 then break end
+    seq = upto
+  end
+end
+return out`;
+
 /** KEYS meta cps calls unfinished expiring claimable claimable-of recent; ARGV hex run id: removes every key of the run and its index entries. */
 const DELETE = `${HEX}${PLACE}
 local flow = redis.call('HGET', KEYS[1], 'flow')
@@ -183,6 +217,7 @@ type ScriptName =
   | "write"
   | "latest"
   | "history"
+  | "callsFrom"
   | "delete"
   | "page"
   | "claimablePage"
@@ -196,6 +231,7 @@ export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
   write: script(WRITE, true),
   latest: script(LATEST, false),
   history: script(HISTORY, false),
+  callsFrom: script(CALLS_FROM, false),
   delete: script(DELETE, true),
   page: script(PAGE, false),
   claimablePage: script(CLAIMABLE_PAGE, false),

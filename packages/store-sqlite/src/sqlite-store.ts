@@ -23,6 +23,7 @@ import {
   type RunQuery,
   type RunWrite,
   type StoredCall,
+  type CallPosition,
   type StoredCheckpoint,
   type StoreOperation,
 } from "@durable/core/store";
@@ -183,10 +184,12 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     return this.#read({ what: "history", runId }, () => history(this.#db, this.tables, runId, from));
   }
 
-  async calls(runId: string): Promise<StoredCall[]> {
-    return this.#read({ what: "calls", runId }, () => this.#sql.calls.all(runId) as StoredCall[]).map((row) =>
-      checkedCall(runId, row),
-    );
+  async calls(runId: string, from?: CallPosition): Promise<StoredCall[]> {
+    const read = () =>
+      (from === undefined
+        ? this.#sql.calls.all(runId)
+        : this.#sql.callsFrom.all(runId, from.segment, from.seq)) as StoredCall[];
+    return this.#read({ what: "calls", runId }, read).map((row) => checkedCall(runId, row));
   }
 
   /** The connection's journal mode and synchronous setting, as SQLite reports them. */

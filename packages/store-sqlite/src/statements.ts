@@ -74,7 +74,8 @@ export type StatementName =
   | "deleteRun"
   | "insertCall"
   | "setCalls"
-  | "calls";
+  | "calls"
+  | "callsFrom";
 
 /** The statements of one connection, by name. */
 export type Statements = Readonly<Record<StatementName, Database.Statement>>;
@@ -119,5 +120,7 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     // Under the group's write lock, so the count read with the head is still the stored one.
     setCalls: `UPDATE ${t.runs} SET segment_calls = ? WHERE run_id = ?`,
     calls: `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`,
+    // From a place on: the primary key's range (a record whose columns hold no numbers is left to the whole read).
+    callsFrom: `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? AND (segment, seq) >= (?, ?) ORDER BY segment, seq`,
   };
 }

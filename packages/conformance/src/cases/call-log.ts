@@ -30,7 +30,7 @@ export const callLogGroup: ConformanceGroup = {
     "call records are kept numbered and in order, duplicates and gaps are refused, and a cut-off worker is fenced",
   cases: [
     {
-      name: "keeps every record, numbered and in order, across 12 segments and past seq 9",
+      name: "keeps every record, numbered and in order, across 12 segments and past seq 9, and reads them from any place",
       async run(h) {
         const runId = h.runId();
         // Segments and seqs past 9: a store ordering them as text ("10" before "2"), or by seq first, shows.
@@ -51,6 +51,22 @@ export const callLogGroup: ConformanceGroup = {
           rule(operation, "each record's sealed text as recorded"),
         ).toEqual(expected.map(([segment, seq]) => h.call(runId, segment, seq)));
         for (const call of calls) expect(call.runId, rule(operation, "the runId on every record")).toBe(runId);
+        // A recovery reads from where its round began: every place, mid-segment, a segment's start and past the end.
+        for (const from of [
+          { segment: 0, seq: 0 },
+          { segment: 3, seq: 4 },
+          { segment: 10, seq: 11 },
+          { segment: 7, seq: 0 },
+          { segment: SEGMENTS - 1, seq: recordsIn(SEGMENTS - 1) },
+          { segment: SEGMENTS, seq: 0 },
+        ]) {
+          const ranged = await h.store.calls(runId, from);
+          const after = expected.filter(([segment, seq]) => segment > from.segment || (segment === from.segment && seq >= from.seq));
+          expect(
+            numbers(ranged),
+            rule(`calls(runId, ${JSON.stringify(from)})`, "the records at or after that place, in order"),
+          ).toEqual(after);
+        }
       },
     },
     {

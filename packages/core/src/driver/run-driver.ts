@@ -165,6 +165,7 @@ export class RunDriver<D, R> {
     const claim = {
       lease: this.#lease,
       takeOver: options.takeOver,
+      callsFrom: envelope.roundStart,
       ...(retrying ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
@@ -199,7 +200,7 @@ export class RunDriver<D, R> {
   async needsDecision(runId: string, options: RecoverOptions = {}): Promise<boolean> {
     const { latest, envelope } = await this.open(runId, options.ctx);
     if (latest.status === "paused") return false;
-    const records = await readCallLog(this.#store, this.#sealer, runId, latest.calls);
+    const records = await readCallLog(this.#store, this.#sealer, runId, latest.calls, envelope.roundStart);
     try {
       planReplay(runId, records, envelope.round, this.#program.registry, options);
       return false;
@@ -250,7 +251,12 @@ export class RunDriver<D, R> {
     const resumed = answered(latest, envelope, answers);
     options.signal?.throwIfAborted();
     faultPoint("resume.before-answers-save");
-    const claim = { lease: this.#lease, takeOver: options.takeOver, data: this.#drive.json(resumed) };
+    const claim = {
+      lease: this.#lease,
+      takeOver: options.takeOver,
+      data: this.#drive.json(resumed),
+      callsFrom: resumed.roundStart,
+    };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-answers-save");
     return this.#holding(run, options.signal, async () => {

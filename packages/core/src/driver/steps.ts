@@ -73,7 +73,7 @@ export class RunSteps<D, R> {
       // unsettled, as it would uncaught: the run is left for recovery, where it waits for a decision.
       if (scope.inDoubt !== undefined) throw scope.inDoubt;
       const next: RunEnvelope<D> = outcome.roundOver
-        ? { round: envelope.round + 1, pending: [], answers: [], program: outcome.data }
+        ? { round: envelope.round + 1, roundStart: run.log.position, pending: [], answers: [], program: outcome.data }
         : { ...envelope, program: outcome.data };
       // Which finished calls of the log the round took is known once the round is over.
       const unreplayed = outcome.roundOver ? scope.unreplayed : [];

@@ -1,7 +1,7 @@
 import type { JsonValue } from "../base/json.js";
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { Sealer } from "../seal/sealer.js";
-import type { CheckpointStore, SegmentCounts } from "../store/contract.js";
+import { atOrAfter, type CallPosition, type CheckpointStore, type SegmentCounts } from "../store/contract.js";
 import { checkedCall } from "../store/rows.js";
 import type { RunWriter } from "./run-writer.js";
 
@@ -123,6 +123,11 @@ export class CallLog {
     return [...this.#earlier, this.#nextSeq];
   }
 
+  /** Where the next record goes: a round that begins now has its records from here on. */
+  get position(): CallPosition {
+    return { segment: this.segment, seq: this.#nextSeq };
+  }
+
   /**
    * Takes the counts of earlier segments from the log as read after a claim:
    * from then on the fenced workers can add none, so they are exact.
@@ -171,17 +176,23 @@ function isOutcome(record: CallRecord): boolean {
  * `denied`: a finished call is never made again, so a later record would make its last
  * record, which recovery goes by, another outcome or in doubt). `sealed` is
  * what the latest checkpoint counts per segment: fewer records in any segment
- * means some were deleted. Any failure is `CheckpointStoreCorrupt`.
+ * means some were deleted. With `from` (where the round a recovery goes on
+ * with began), only the records from there on are read and checked, and the
+ * counts of the segments they are in. Any failure is `CheckpointStoreCorrupt`.
  */
 export async function readCallLog(
   store: CheckpointStore,
   sealer: Sealer,
   runId: string,
   sealed: SegmentCounts,
+  from?: CallPosition,
 ): Promise<CallRecord[]> {
-  const rows = await store.calls(runId);
+  const given = await store.calls(runId, from);
+  // A store of another make may ignore `from`: what it gives before it is not read.
+  const rows = from === undefined ? given : given.filter((row) => atOrAfter(row, from));
   const records: CallRecord[] = [];
   const found: number[] = [];
+  if (from !== undefined) found[from.segment] = from.seq;
   /** Finished calls, and the segment of the `error` that ended each one that failed (only those may be reopened). */
   const finished = new Map<string, number | undefined>();
   let segment = -1;
@@ -203,7 +214,7 @@ export async function readCallLog(
     if (body.segment !== segment) {
       if (body.segment < segment) throw new CheckpointStoreCorrupt(runId, "call records are out of order.");
       segment = body.segment;
-      expected = 0;
+      expected = body.segment === from?.segment ? from.seq : 0;
     }
     if (body.seq !== expected) {
       throw new CheckpointStoreCorrupt(
@@ -234,7 +245,7 @@ export async function readCallLog(
     records.push(body);
   }
   sealed.forEach((count, s) => {
-    if ((found[s] ?? 0) < count) {
+    if (s >= (from?.segment ?? 0) && (found[s] ?? 0) < count) {
       throw new CheckpointStoreCorrupt(
         runId,
         `the latest checkpoint counts ${count} call records in segment ${s} but only ${found[s] ?? 0} are stored.`,

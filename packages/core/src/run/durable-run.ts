@@ -11,7 +11,14 @@ import { assertRunId, assertRunName } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
 import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
-import type { CheckpointRow, CheckpointStore, LeaseTerms, RunKind, RunStatus } from "../store/contract.js";
+import type {
+  CallPosition,
+  CheckpointRow,
+  CheckpointStore,
+  LeaseTerms,
+  RunKind,
+  RunStatus,
+} from "../store/contract.js";
 
 /** What a new run starts from. */
 export interface RunStart {
@@ -37,6 +44,8 @@ export interface ClaimOptions {
   readonly takeOver?: boolean | undefined;
   /** Replaces the checkpoint's data (a resume stores its answers so). */
   readonly data?: JsonValue | undefined;
+  /** Where the round the claim goes on with began in the log: the records before it are not read. */
+  readonly callsFrom?: CallPosition | undefined;
 }
 
 /**
@@ -154,7 +163,7 @@ export class DurableRun {
     const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
     faultPoint("claim.before-log-read");
     try {
-      const records = await readCallLog(store, sealer, latest.runId, latest.calls);
+      const records = await readCallLog(store, sealer, latest.runId, latest.calls, options.callsFrom);
       run.log.learn(records);
       return { run, checkpoint, records };
     } catch (error) {

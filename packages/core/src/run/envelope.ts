@@ -2,6 +2,7 @@ import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { BoundAnswer } from "../calls/approvals.js";
 import { isArrayOf, isCount, isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
 import type { PendingCall } from "../calls/replay.js";
+import type { CallPosition } from "../store/contract.js";
 
 /**
  * What every checkpoint of a flow or a tool loop seals as its `data`: the
@@ -14,6 +15,12 @@ export interface RunEnvelope<P = JsonObject> {
    * opens it, then that reply's tool calls).
    */
   readonly round: number;
+  /**
+   * Where the round's call records begin in the log (sealed under the key
+   * `roundStart`): a recovery reads the log from there. Absent on round 1 and
+   * on runs saved by an earlier version: the log is read from its start.
+   */
+  readonly roundStart?: CallPosition;
   /** Calls waiting on an approval's answer (paused checkpoints). */
   readonly pending: readonly PendingCall[];
   /** Approval answers stored by a resume, spent by the calls of the round (sealed under the key `decisions`). */
@@ -33,10 +40,11 @@ export interface RunEnvelope<P = JsonObject> {
  */
 export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   const fields = isJsonObject(data) ? data : {};
-  const { round, pending, decisions: answers, error, cancelled, program } = fields;
+  const { round, roundStart, pending, decisions: answers, error, cancelled, program } = fields;
   const ok =
     isCount(round) &&
     round >= 1 &&
+    (roundStart === undefined || isPosition(roundStart)) &&
     isArrayOf(pending, isPendingCall) &&
     isArrayOf(answers, isBoundAnswer) &&
     (error === undefined || isString(error)) &&
@@ -49,6 +57,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     );
   return {
     round,
+    ...(roundStart === undefined ? {} : { roundStart }),
     pending,
     answers,
     ...(error === undefined ? {} : { error }),
@@ -59,9 +68,10 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, pending, answers, error, cancelled, program } = envelope;
+  const { round, roundStart, pending, answers, error, cancelled, program } = envelope;
   return {
     round,
+    ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
     pending: pending.map(({ callId, tool, args }) => ({ callId, tool, args })),
     decisions: answers.map(({ callId, argsText, approved, reason }) => ({
       callId,
@@ -73,6 +83,10 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(cancelled === true ? { cancelled } : {}),
     program,
   };
+}
+
+function isPosition(value: JsonValue): value is JsonObject & CallPosition {
+  return isJsonObject(value) && isCount(value["segment"]) && isCount(value["seq"]);
 }
 
 function isPendingCall(value: JsonValue): value is JsonObject & PendingCall {

@@ -64,14 +64,16 @@ export class AnchoredStore implements Store.CheckpointStore {
     return row;
   }
 
-  async calls(runId: string): Promise<Store.StoredCall[]> {
+  async calls(runId: string, from?: Store.CallPosition): Promise<Store.StoredCall[]> {
     const head = await this.anchor.read(runId);
-    const rows = await this.inner.calls(runId);
+    const rows = await this.inner.calls(runId, from);
     if (head === undefined) return rows;
+    // Records are numbered from 0 in each segment with no gap (the call log checks it): the highest tells the count.
     const found: number[] = [];
-    for (const row of rows) found[row.segment] = (found[row.segment] ?? 0) + 1;
+    if (from !== undefined) found[from.segment] = from.seq;
+    for (const row of rows) found[row.segment] = Math.max(found[row.segment] ?? 0, row.seq + 1);
     head.calls.forEach((count, segment) => {
-      if ((found[segment] ?? 0) < count)
+      if (segment >= (from?.segment ?? 0) && (found[segment] ?? 0) < count)
         throw new CheckpointStoreCorrupt(
           runId,
           `the anchor knows ${count} call records in segment ${segment}, and the store holds ${found[segment] ?? 0}: records were deleted or rolled back.`,

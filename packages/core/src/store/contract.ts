@@ -52,6 +52,17 @@ export interface StoredCheckpoint extends CheckpointRow {
   readonly step: number;
 }
 
+/** A place in a run's call log: record `seq` of segment `segment`. Records are ordered by segment, then seq. */
+export interface CallPosition {
+  readonly segment: number;
+  readonly seq: number;
+}
+
+/** True when `at` is `from` or after it in the log's order (`calls(runId, from)` gives these). */
+export function atOrAfter(at: CallPosition, from: CallPosition): boolean {
+  return at.segment > from.segment || (at.segment === from.segment && at.seq >= from.seq);
+}
+
 /** One call-log record as a store keeps it. */
 export interface StoredCall {
   readonly runId: string;
@@ -210,8 +221,13 @@ export interface CheckpointStore {
    */
   history?(runId: string, from?: number): Promise<StoredCheckpoint[]>;
 
-  /** Every call record of the run, ordered by segment then seq. Empty for an unknown run. */
-  calls(runId: string): Promise<StoredCall[]>;
+  /**
+   * Every call record of the run, ordered by segment then seq; with `from`,
+   * only those at or after that place (a later seq of its segment, or a later
+   * segment), read as a range of an index: a recovery reads the records of
+   * the round it goes on with, not the run's whole log. Empty for an unknown run.
+   */
+  calls(runId: string, from?: CallPosition): Promise<StoredCall[]>;
 
   /**
    * True when the store lives in this process only (the memory store): a runner

@@ -12,7 +12,9 @@ import {
   saveRefusal,
 } from "./rules.js";
 import {
+  atOrAfter,
   isEnded,
+  type CallPosition,
   type CheckpointRow,
   type CheckpointStore,
   type Lease,
@@ -197,8 +199,9 @@ export class MemoryCheckpointStore implements CheckpointStore {
     return rows.filter((row) => row.step >= from).map((row) => checkedCheckpoint(runId, row));
   }
 
-  async calls(runId: string): Promise<StoredCall[]> {
-    return (this.#runs.get(runId)?.calls ?? []).map((row) => checkedCall(runId, row));
+  async calls(runId: string, from?: CallPosition): Promise<StoredCall[]> {
+    const rows = this.#runs.get(runId)?.calls ?? [];
+    return rows.filter((row) => from === undefined || atOrAfter(row, from)).map((row) => checkedCall(runId, row));
   }
 
   async close(): Promise<void> {}
