@@ -1,5 +1,6 @@
 import type { CheckpointStore } from "@durable/core";
 import { ToolRegistry } from "@durable/core";
+import { canonicalJson, DurableRun, openHistory, Sealer } from "@durable/core/runner";
 import { type LoopModel, type Message, recoverToolLoop, runToolLoop } from "@durable/loop";
 import { round } from "./stats.js";
 import { cutAtSave, KEY } from "./workload.js";
@@ -14,7 +15,7 @@ export interface LongFigures {
   readonly lateStepMs: number;
   /** Bytes the store holds for the run (its checkpoints and call records, sealed), per step. */
   readonly bytesPerStep: number;
-  /** What each step adds to the run's data: the tool's result and the model's reply. */
+  /** What each step adds to the run's data (its canonical JSON): the tool's result, the model's reply, the step's entry. */
   readonly newBytesPerStep: number;
   /** ms to recover a run cut off at step 10, and at its last step (reading what recovery reads, then one last reply). */
   readonly recoverEarlyMs: number;
@@ -70,6 +71,7 @@ export async function measureLong(
   const stepMs = asked.slice(1).map((at, i) => at - (asked[i] as number));
   const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / Math.max(values.length, 1);
   const bytes = await storedBytes(whole, "long");
+  const grown = await dataBytes(whole, "long");
   await whole.close();
 
   const recover = async (at: number) => {
@@ -96,10 +98,18 @@ export async function measureLong(
     earlyStepMs: round(mean(stepMs.slice(EARLY.from, EARLY.to)), 2),
     lateStepMs: round(mean(stepMs.slice(-LATE)), 2),
     bytesPerStep: Math.round(bytes / steps),
-    newBytesPerStep: PAGE.length + 60,
+    newBytesPerStep: Math.round(grown / steps),
     recoverEarlyMs: round(await recover(10), 1),
     recoverLateMs: round(await recover(steps - 1), 1),
   };
+}
+
+/** How much the run's data grew from its first step to its last (canonical JSON). */
+async function dataBytes(store: CheckpointStore, runId: string): Promise<number> {
+  const sealer = Sealer.withKeys(KEY);
+  const [first] = openHistory(sealer, runId, (await store.history?.(runId, 0))?.slice(0, 1) ?? []);
+  const last = await DurableRun.latest(store, sealer, runId);
+  return canonicalJson(last.data).length - (first === undefined ? 0 : canonicalJson(first.data).length);
 }
 
 /** The sealed bytes of a run's checkpoints and call records, read back from the store (`history` and `calls`). */
@@ -109,10 +119,14 @@ async function storedBytes(store: CheckpointStore, runId: string): Promise<numbe
   return [...checkpoints, ...calls].reduce((sum, row) => sum + row.sealed.length, 0);
 }
 
-/** The figures as a table, with the ratios the goal is stated in. */
+/**
+ * The figures as a table, with the ratios the goal is stated in and whether
+ * each row meets the targets: late ÷ early ≤ 1.3, bytes a step ≤ 2 × the
+ * step's new content + 1 KB, recovery at the last step ≤ 2 × at step 10.
+ */
 export function longTable(figures: readonly LongFigures[]): string[] {
   const head =
-    "store                    steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10";
+    "store                    steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10  targets";
   return [
     head,
     ...figures.map((f) =>
@@ -127,7 +141,18 @@ export function longTable(figures: readonly LongFigures[]): string[] {
         f.recoverEarlyMs.toFixed(1).padStart(14),
         f.recoverLateMs.toFixed(1).padStart(16),
         (f.recoverLateMs / f.recoverEarlyMs).toFixed(2).padStart(8),
+        targets(f).padStart(8),
       ].join(" "),
     ),
   ];
+}
+
+/** Which of the three targets a row meets, as three marks (time, bytes, recovery): ✓ or ✗. */
+function targets(f: LongFigures): string {
+  const met = [
+    f.lateStepMs <= 1.3 * f.earlyStepMs,
+    f.bytesPerStep <= 2 * f.newBytesPerStep + 1024,
+    f.recoverLateMs <= 2 * f.recoverEarlyMs,
+  ];
+  return met.map((ok) => (ok ? "✓" : "✗")).join("");
 }

@@ -25,7 +25,8 @@ type Caught = [ConformanceInitializer, GroupName, string, string];
 const SAVE_REFUSALS = "refuses step 0 again, a skipped step and a step already taken";
 const LIST = "listUnfinished gives the running and paused runs of that flow only, each once";
 const DELETE = "delete removes the run's checkpoints and call records and touches no other run";
-const NUMBERING = "keeps every record, numbered and in order, across 12 segments and past seq 9, and reads them from any place";
+const NUMBERING =
+  "keeps every record, numbered and in order, across 12 segments and past seq 9, and reads them from any place";
 const CLAIM = "refuses a record from an older segment after a claim, and one from a segment not yet claimed";
 const LIVE_LEASE =
   "a live lease refuses another owner's claim with LeaseHeld naming the owner and the expiry, writing nothing";

@@ -60,10 +60,7 @@ async function marked(store: CheckpointStore, sealer: Sealer, listed: RunSummary
     if (envelope.cancelled === true) return { ...run, marks: ["cancelled"] };
     const round =
       latest.status === "running"
-        ? classifyCalls(
-            await readCallLog(store, sealer, run.runId, latest.calls, envelope.roundStart),
-            envelope.round,
-          )
+        ? classifyCalls(await readCallLog(store, sealer, run.runId, latest.calls, envelope.roundStart), envelope.round)
         : undefined;
     // The list reads leases as the store listed them, against this machine's clock (the store's is not read per row).
     const leaseLive = listed.lease !== undefined && listed.lease.expiresAt > Date.now();

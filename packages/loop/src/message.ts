@@ -127,4 +127,3 @@ export function messageJson(message: Message): JsonObject {
   }
   return json;
 }
-

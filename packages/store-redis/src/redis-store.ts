@@ -218,10 +218,12 @@ export class RedisCheckpointStore implements CheckpointStore {
         : pairs(
             corruptOr(
               runId,
-              await this.#eval({ what: "calls", runId }, SCRIPTS.callsFrom, [keys.meta, keys.calls], [
-                String(from.segment),
-                String(from.seq),
-              ]),
+              await this.#eval(
+                { what: "calls", runId },
+                SCRIPTS.callsFrom,
+                [keys.meta, keys.calls],
+                [String(from.segment), String(from.seq)],
+              ),
             ) as string[],
           );
     return Object.entries(all)

@@ -61,7 +61,9 @@ export const callLogGroup: ConformanceGroup = {
           { segment: SEGMENTS, seq: 0 },
         ]) {
           const ranged = await h.store.calls(runId, from);
-          const after = expected.filter(([segment, seq]) => segment > from.segment || (segment === from.segment && seq >= from.seq));
+          const after = expected.filter(
+            ([segment, seq]) => segment > from.segment || (segment === from.segment && seq >= from.seq),
+          );
           expect(
             numbers(ranged),
             rule(`calls(runId, ${JSON.stringify(from)})`, "the records at or after that place, in order"),

@@ -83,9 +83,11 @@ function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue 
  * The bodies of consecutive rows of one run with their whole data, from the
  * first (which must be a snapshot) on, each link checked: a row that does not
  * follow the one before it, or whose changes do not apply, is
- * `CheckpointStoreCorrupt`.
+ * `CheckpointStoreCorrupt`. With `lastOnly`, each change is applied in place
+ * to the data opened (owned here, shared with no one), so only the last
+ * body's data is whole: what a recovery needs, with nothing copied.
  */
-function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[]): CheckpointBody[] {
+function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastOnly = false): CheckpointBody[] {
   const bodies: CheckpointBody[] = [];
   let before: CheckpointBody | undefined;
   for (const row of rows) {
@@ -106,7 +108,7 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[]): Chec
         throw broken(runId, row.step, `holds changes, and its snapshot (step ${base}) was not read`);
       if (prev === undefined || base !== link.base)
         throw broken(runId, row.step, `builds on step ${base}, and the chain before it on step ${link.base}`);
-      const data = applyDelta(before.data, delta);
+      const data = applyDelta(before.data, delta, lastOnly);
       if (data === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
       const chain = { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes: link.dataBytes };
       body = { ...header, data, chain };
@@ -143,7 +145,7 @@ export async function readLatest(store: CheckpointStore, sealer: Sealer, runId: 
       `its history does not end with its latest checkpoint (step ${latest.step}).`,
     );
   const from = rows.findLastIndex((row) => row.step <= latest.base);
-  return foldCheckpoints(runId, openAll(sealer, rows.slice(Math.max(from, 0)))).at(-1) as CheckpointBody;
+  return foldCheckpoints(runId, openAll(sealer, rows.slice(Math.max(from, 0))), true).at(-1) as CheckpointBody;
 }
 
 /** Every checkpoint of a run with its whole data (a console's timeline), each link checked. */

@@ -57,46 +57,54 @@ export function own(object: JsonObject, key: string): JsonValue | undefined {
 
 /**
  * `base` with `ops` applied, sharing every part no op touched: `base` is left
- * as it was. An op whose path does not lead where it says (a key of an array,
- * a push onto an object) gives undefined: the ops were not made for this base.
+ * as it was. With `inPlace`, `base` itself is changed (a reader that owns
+ * it, rebuilding only the last step, copies nothing). An op whose path does
+ * not lead where it says (a key of an array, a push onto an object) gives
+ * undefined: the ops were not made for this base.
  */
-export function applyDelta(base: JsonValue, ops: readonly DeltaOp[]): JsonValue | undefined {
+export function applyDelta(base: JsonValue, ops: readonly DeltaOp[], inPlace = false): JsonValue | undefined {
   let value: JsonValue | undefined = base;
   for (const op of ops) {
     if (value === undefined) return undefined;
-    value = applyOp(value, op, 0);
+    value = applyOp(value, op, 0, inPlace);
   }
   return value;
 }
 
-function applyOp(value: JsonValue, op: DeltaOp, depth: number): JsonValue | undefined {
+function applyOp(value: JsonValue, op: DeltaOp, depth: number, inPlace: boolean): JsonValue | undefined {
   if (depth === op.at.length) {
     if ("set" in op) return op.set;
-    if ("push" in op) return Array.isArray(value) ? [...value, ...op.push] : undefined;
-    return undefined;
+    if (!("push" in op) || !Array.isArray(value)) return undefined;
+    if (!inPlace) return [...value, ...op.push];
+    for (const item of op.push) value.push(item);
+    return value;
   }
   const key = op.at[depth] as string | number;
   const last = depth === op.at.length - 1;
   if (Array.isArray(value)) {
     if (typeof key !== "number" || !Number.isSafeInteger(key) || key < 0 || key >= value.length) return undefined;
     if (last && "drop" in op) return undefined;
-    const changed = applyOp(value[key] as JsonValue, op, depth + 1);
+    const changed = applyOp(value[key] as JsonValue, op, depth + 1, inPlace);
     if (changed === undefined) return undefined;
-    const copy = [...value];
+    const copy = inPlace ? value : [...value];
     copy[key] = changed;
     return copy;
   }
   if (!isJsonObject(value) || typeof key !== "string") return undefined;
   if (last && "drop" in op) {
     if (!Object.hasOwn(value, key)) return undefined;
+    if (inPlace) {
+      delete value[key];
+      return value;
+    }
     const { [key]: _dropped, ...rest } = value;
     return rest;
   }
   const inner = own(value, key);
   if (inner === undefined && !(last && "set" in op)) return undefined;
-  const changed = inner === undefined ? (op as { set: JsonValue }).set : applyOp(inner, op, depth + 1);
+  const changed = inner === undefined ? (op as { set: JsonValue }).set : applyOp(inner, op, depth + 1, inPlace);
   if (changed === undefined) return undefined;
-  const copy: JsonObject = { ...value };
+  const copy: JsonObject = inPlace ? value : { ...value };
   // Defined, not assigned: a key named `__proto__` is data, as JSON.parse makes it.
   Object.defineProperty(copy, key, { value: changed, enumerable: true, writable: true, configurable: true });
   return copy;
