@@ -27,7 +27,9 @@ export function mergeUpdates<S>(
         | ((a: unknown, b: unknown) => unknown)
         | undefined;
       const first = writers.get(field);
-      if (reducer !== undefined) put(next, field, reducer(next[field], value));
+      // The stored value is sealed (frozen): a reducer that adds to its `current` in place gets a copy of it.
+      const current = first === undefined ? structuredClone(next[field]) : next[field];
+      if (reducer !== undefined) put(next, field, reducer(current, value));
       else if (first !== undefined) {
         throw new FlowError(
           `nodes ${JSON.stringify(first)} and ${JSON.stringify(node)} both wrote ${JSON.stringify(field)} in one superstep; ` +

@@ -1,5 +1,13 @@
 import { CheckpointStoreCorrupt, type JsonValue } from "@durable/core";
-import { isArrayOf, isCount, isJsonObject, isString, type JsonObject, type LoopStage } from "@durable/core/runner";
+import {
+  deepFreeze,
+  isArrayOf,
+  isCount,
+  isJsonObject,
+  isString,
+  type JsonObject,
+  type LoopStage,
+} from "@durable/core/runner";
 import { messageJson, readMessage, type Message } from "./message.js";
 import { readUsage, usageJson, type ModelUsage } from "./usage.js";
 
@@ -138,7 +146,7 @@ function stepJson(step: LoopStep): JsonObject {
   let json = stepsSealed.get(step);
   if (json === undefined) {
     json = stepCopy(step);
-    stepsSealed.set(Object.freeze(step), json);
+    stepsSealed.set(deepFreeze(step), json);
   }
   return json;
 }

@@ -58,9 +58,10 @@ return out`;
 /**
  * KEYS meta calls; ARGV segment seq: {field, sealed, …} of every record at or
  * after (segment, seq), in order; {"corrupt", reason} for a malformed head.
- * Reads only: HMGET of each segment's range, up to its count (the head's
- * \`segcalls\` for its own segment, \`count:<n>\` for one a claim closed); a
- * segment closed before counts were kept is read until a slice finds nothing.
+ * Reads only: HMGET of each segment's fields in slices, up to its first
+ * missing record (a segment's records have no gap, so what follows one is a
+ * gap's other side, which the reader's counts judge); no stored count bounds
+ * the loop, so a changed count cannot keep the server busy.
  */
 const CALLS_FROM = `${HEAD}
 local m, bad = head()
@@ -70,21 +71,19 @@ local out = {}
 local first, last = tonumber(ARGV[1]), tonumber(m[5])
 for segment = first, last do
   local seq = segment == first and tonumber(ARGV[2]) or 0
-  local bound = segment == last and tonumber(m[6]) or tonumber(redis.call('HGET', KEYS[1], 'count:' .. segment))
-  while not bound or seq < bound do
-    local upto = bound and math.min(bound, seq + 1000) or seq + 1000
+  local more = true
+  while more do
     local fields = {}
-    for n = seq, upto - 1 do fields[#fields + 1] = segment .. ':' .. n end
-    local found = 0
+    for n = seq, seq + 255 do fields[#fields + 1] = segment .. ':' .. n end
     for i, row in ipairs(redis.call('HMGET', KEYS[2], unpack(fields))) do
-      if row then
-        out[#out + 1] = fields[i]
-        out[#out + 1] = row
-        found = found + 1
+      if not row then
+        more = false
+        break
       end
+      out[#out + 1] = fields[i]
+      out[#out + 1] = row
     end
-    if not bound and found == 0 then break end
-    seq = upto
+    seq = seq + 256
   end
 end
 return out`;

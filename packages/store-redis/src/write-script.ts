@@ -29,8 +29,6 @@ import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
  * lease alone: the lease a save reads is the run's before the batch. A batch
  * with a save also drops up to 100 index entries of the bucket whose runs
  * expired: the only place stale entries are cleaned up (reads skip them).
- * A claim keeps the count of the segment it closes in meta (`count:<n>`):
- * the bound a ranged read of the log (`calls(runId, from)`) reads it up to.
  */
 export const WRITE: string = `${EXPIRY}${PLACE}${HEX}${HEAD}
 local ttl = tonumber(ARGV[1])
@@ -40,8 +38,6 @@ if bad then return {'corrupt', bad} end
 -- The run as the writes checked so far leave it (step nil: nothing stored); count: records of its segment.
 local flow, kind, step, status, segment, count = m[1], m[2], m[3], m[4], m[5], tonumber(m[6])
 local calls, pending, s = {}, {}, nil
--- A claim (a raised segment) closes the segment before it: its count is kept as 'count:<segment>' for ranged reads.
-local closed = nil
 local i = 3
 while i <= #ARGV do
   if ARGV[i] == 'r' then
@@ -85,7 +81,6 @@ while i <= #ARGV do
         return {'leaseheld', m[7], m[8], ms_text(now)}
       end
     end
-    if step and seg ~= tonumber(segment) then closed = {segment, count} end
     if not step or seg ~= tonumber(segment) then count = 0 end
     flow, kind, step, status, segment = ARGV[s + 4], ARGV[s + 5], new, ARGV[s + 2], seg
   end
@@ -99,7 +94,6 @@ if not s then
 else
   redis.call('HSET', KEYS[2], ARGV[s + 1], cjson.encode({status, segment, flow, kind, ARGV[s + 6]}))
   redis.call('HSET', KEYS[1], 'flow', flow, 'kind', kind, 'step', step, 'status', status, 'segment', segment, 'segcalls', count)
-  if closed then redis.call('HSET', KEYS[1], 'count:' .. closed[1], closed[2]) end
   redis.call('ZADD', KEYS[8], ms_text(now), ARGV[2])
   if ${UNFINISHED.map((status) => `status == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, member) else redis.call('ZREM', KEYS[4], member) end
   local ms = tonumber(ARGV[s + 8])

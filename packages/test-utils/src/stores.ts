@@ -1,4 +1,5 @@
 import type {
+  CallPosition,
   CheckpointRow,
   CheckpointStore,
   Lease,
@@ -81,9 +82,9 @@ export class DyingStore implements CheckpointStore {
   async delete(runId: string): Promise<void> {
     return this.inner.delete(runId);
   }
-  async calls(runId: string): Promise<StoredCall[]> {
+  async calls(runId: string, from?: CallPosition): Promise<StoredCall[]> {
     if (this.dead) await forever();
-    return this.inner.calls(runId);
+    return this.inner.calls(runId, from);
   }
   async close(): Promise<void> {}
 
@@ -124,7 +125,7 @@ export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointS
     listUnfinished: (flow, options) => store.listUnfinished(flow, options),
     delete: (runId) => store.delete(runId),
     recordCall: (runId, segment, seq, sealed) => store.recordCall(runId, segment, seq, sealed),
-    calls: (runId) => store.calls(runId),
+    calls: (runId, from) => store.calls(runId, from),
     renew: (runId, segment, terms) => store.renew(runId, segment, terms),
     release: (runId, segment, owner) => store.release(runId, segment, owner),
     leaseOf: (runId) => store.leaseOf(runId),

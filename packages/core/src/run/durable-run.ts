@@ -7,6 +7,7 @@ import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "
 import { saveRefusal } from "../store/rules.js";
 import type { Identity } from "../base/identity.js";
 import { faultPoint } from "../base/fault-points.js";
+import { deepFreeze } from "../base/freeze.js";
 import { assertRunId, assertRunName } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
 import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
@@ -259,6 +260,8 @@ export class DurableRun {
       this.#last,
       this.#changes,
     );
+    // The next row holds what changed since this one, found by reference: what is sealed must not change in place.
+    deepFreeze(body.data);
     this.#last = body;
     const row = waitsForDecision ? { ...sealed, waitsForDecision } : sealed;
     faultPoint("checkpoint.before-save");

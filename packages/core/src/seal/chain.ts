@@ -1,4 +1,3 @@
-import { canonicalJson } from "../base/canonical.js";
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import { isJsonObject, type JsonValue } from "../base/json.js";
 import type { CheckpointRow, CheckpointStore, StoredCheckpoint } from "../store/contract.js";
@@ -51,7 +50,11 @@ export function sealNext(
   return { row, body: { ...body, chain } };
 }
 
-/** About how many bytes `ops` add to `before`'s canonical JSON (less what they replace). */
+/**
+ * About how many bytes `ops` add to `before`'s JSON (less what they replace):
+ * the writer and every reader of the chain estimate it alike, so a worker
+ * that claims a run decides its next snapshot as the one before it would have.
+ */
 function grown(before: JsonValue, ops: readonly DeltaOp[]): number {
   let bytes = 0;
   for (const op of ops) {
@@ -66,7 +69,7 @@ function grown(before: JsonValue, ops: readonly DeltaOp[]): number {
 }
 
 function size(value: JsonValue | readonly JsonValue[]): number {
-  return canonicalJson(value).length;
+  return JSON.stringify(value).length;
 }
 
 function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue | undefined {
@@ -108,9 +111,11 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
         throw broken(runId, row.step, `holds changes, and its snapshot (step ${base}) was not read`);
       if (prev === undefined || base !== link.base)
         throw broken(runId, row.step, `builds on step ${base}, and the chain before it on step ${link.base}`);
+      // Measured before the changes apply: in place, they change `before.data` itself.
+      const dataBytes = Math.max(0, link.dataBytes + grown(before.data, delta));
       const data = applyDelta(before.data, delta, lastOnly);
       if (data === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
-      const chain = { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes: link.dataBytes };
+      const chain = { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes };
       body = { ...header, data, chain };
     }
     bodies.push(body);
