@@ -60,14 +60,18 @@ export const callLogGroup: ConformanceGroup = {
           { segment: SEGMENTS - 1, seq: recordsIn(SEGMENTS - 1) },
           { segment: SEGMENTS, seq: 0 },
         ]) {
-          const ranged = await h.store.calls(runId, from);
+          const ranged = numbers(await h.store.calls(runId, from));
           const after = expected.filter(
             ([segment, seq]) => segment > from.segment || (segment === from.segment && seq >= from.seq),
           );
+          // A store may ignore `from` (core drops what comes before it): it then gives every record.
           expect(
-            numbers(ranged),
-            rule(`calls(runId, ${JSON.stringify(from)})`, "the records at or after that place, in order"),
-          ).toEqual(after);
+            [after, expected],
+            rule(
+              `calls(runId, ${JSON.stringify(from)})`,
+              "the records at or after that place in order (or all of them)",
+            ),
+          ).toContainEqual(ranged);
         }
       },
     },

@@ -2,7 +2,14 @@ import { CheckpointStoreCorrupt } from "../base/errors.js";
 import { isJsonObject, type JsonValue } from "../base/json.js";
 import type { CheckpointRow, CheckpointStore, StoredCheckpoint } from "../store/contract.js";
 import { applyDelta, diffJson, own, type DeltaOp } from "./delta.js";
-import { type CheckpointBody, type OpenedCheckpoint, openCheckpoint, rowDigest, sealCheckpoint } from "./checkpoint.js";
+import {
+  type ChainLink,
+  type CheckpointBody,
+  type OpenedCheckpoint,
+  openCheckpoint,
+  rowDigest,
+  sealCheckpoint,
+} from "./checkpoint.js";
 import type { Sealer } from "./sealer.js";
 
 /*
@@ -92,36 +99,39 @@ function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue 
  */
 function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastOnly = false): CheckpointBody[] {
   const bodies: CheckpointBody[] = [];
-  let before: CheckpointBody | undefined;
-  for (const row of rows) {
-    const { digest, bytes, prev, ...rest } = row;
+  let link: ChainLink | undefined;
+  let data: JsonValue = null;
+  for (const [index, row] of rows.entries()) {
+    const before = rows[index - 1];
     if (before !== undefined && row.step !== before.step + 1)
       throw new CheckpointStoreCorrupt(runId, `its checkpoints jump from step ${before.step} to ${row.step}.`);
-    if (before !== undefined && prev !== undefined && prev !== before.chain?.digest)
+    if (before !== undefined && row.prev !== undefined && row.prev !== link?.digest)
       throw broken(runId, row.step, "does not follow the row before it (its link names another)");
-    let body: CheckpointBody;
-    if ("data" in rest) {
-      const { data, ...header } = rest;
-      const chain = { digest, base: row.step, snapshotBytes: bytes, deltaBytes: 0, dataBytes: bytes };
-      body = { ...header, data, chain };
+    if ("data" in row) {
+      data = row.data;
+      link = { digest: row.digest, base: row.step, snapshotBytes: row.bytes, deltaBytes: 0, dataBytes: row.bytes };
     } else {
-      const { delta, base, ...header } = rest;
-      const link = before?.chain;
-      if (before === undefined || link === undefined)
-        throw broken(runId, row.step, `holds changes, and its snapshot (step ${base}) was not read`);
-      if (prev === undefined || base !== link.base)
-        throw broken(runId, row.step, `builds on step ${base}, and the chain before it on step ${link.base}`);
-      // Measured before the changes apply: in place, they change `before.data` itself.
-      const dataBytes = Math.max(0, link.dataBytes + grown(before.data, delta));
-      const data = applyDelta(before.data, delta, lastOnly);
-      if (data === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
-      const chain = { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes };
-      body = { ...header, data, chain };
+      if (link === undefined)
+        throw broken(runId, row.step, `holds changes, and its snapshot (step ${row.base}) was not read`);
+      if (row.prev === undefined || row.base !== link.base)
+        throw broken(runId, row.step, `builds on step ${row.base}, and the chain before it on step ${link.base}`);
+      // Measured before the changes apply: in place, they change `data` itself.
+      const dataBytes = Math.max(0, link.dataBytes + grown(data, row.delta));
+      const changed = applyDelta(data, row.delta, lastOnly);
+      if (changed === undefined)
+        throw broken(runId, row.step, "holds changes that do not apply to the step before it");
+      data = changed;
+      link = { ...link, digest: row.digest, deltaBytes: link.deltaBytes + row.bytes, dataBytes };
     }
-    bodies.push(body);
-    before = body;
+    if (!lastOnly || index === rows.length - 1) bodies.push(bodyOf(row, data, link));
   }
   return bodies;
+}
+
+/** A row's sealed header with the data rebuilt at it and its link. */
+function bodyOf(row: OpenedCheckpoint, data: JsonValue, chain: ChainLink): CheckpointBody {
+  const { runId, step, status, segment, name, kind, identity, calls } = row;
+  return { runId, step, status, segment, name, kind, identity, calls, data, chain };
 }
 
 function broken(runId: string, step: number, what: string): CheckpointStoreCorrupt {
