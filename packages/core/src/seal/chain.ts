@@ -118,8 +118,7 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
       // Measured before the changes apply: in place, they change `data` itself.
       const dataBytes = Math.max(0, link.dataBytes + grown(data, row.delta));
       const changed = applyDelta(data, row.delta, lastOnly);
-      if (changed === undefined)
-        throw broken(runId, row.step, "holds changes that do not apply to the step before it");
+      if (changed === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
       data = changed;
       link = { ...link, digest: row.digest, deltaBytes: link.deltaBytes + row.bytes, dataBytes };
     }
