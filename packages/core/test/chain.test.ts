@@ -112,6 +112,31 @@ describe("the chain of checkpoints", () => {
     );
   });
 
+  it("with snapshotEvery, a snapshot follows at most that many changes", async () => {
+    const store = new MemoryCheckpointStore();
+    const { run } = await DurableRun.start({
+      store,
+      sealer,
+      runId: "k",
+      name: "grows",
+      kind: "loop",
+      identity: {},
+      data: { items: [] },
+      snapshotEvery: 10,
+    });
+    let items: JsonValue[] = [];
+    for (let step = 1; step <= 50; step++) {
+      items = [...items, { step, text: "y".repeat(200) }];
+      await run.save("running", { items });
+    }
+    const rows = await store.history("k");
+    const snapshots = rows.flatMap((row) => (row.sealed.includes('"data":') ? [row.step] : []));
+    // The size rule may take one sooner (early rows are mostly their header); never more than 10 changes apart.
+    const gaps = snapshots.slice(1).map((step, i) => step - (snapshots[i] as number) - 1);
+    expect(Math.max(...gaps, 50 - (snapshots.at(-1) as number))).toBe(10);
+    expect(((await DurableRun.latest(store, sealer, "k")).data as { items: JsonValue[] }).items).toHaveLength(50);
+  });
+
   it("data that is rewritten at every step takes a snapshot before the chain outgrows it", async () => {
     const store = new MemoryCheckpointStore();
     const { run } = await DurableRun.start({

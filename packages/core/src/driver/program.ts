@@ -97,6 +97,8 @@ export interface DriverOptions {
   readonly lease?: LeaseTerms | undefined;
   /** How tool results (and a flow's state) that are not plain JSON are stored (default: they must be plain JSON). */
   readonly codec?: ValueCodec | undefined;
+  /** At most this many changes between two snapshots (`StorageOptions.snapshotEvery`). */
+  readonly snapshotEvery?: number | undefined;
 }
 
 /** Options of `recover`, `recoverAll` and `resume`. */

@@ -43,6 +43,7 @@ export class RunDriver<D, R> {
   readonly #lease: LeaseTerms;
   readonly #codec: ValueCodec;
   readonly #drive: RunSteps<D, R>;
+  readonly #snapshotEvery: number | undefined;
 
   constructor(program: RunProgram<D, R>, options: DriverOptions) {
     this.#program = program;
@@ -53,6 +54,7 @@ export class RunDriver<D, R> {
     this.#events = withhold ? withholdingContent(options.events as EventSink) : options.events;
     this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
     this.#codec = options.codec ?? PLAIN_JSON;
+    this.#snapshotEvery = options.snapshotEvery;
     this.#drive = new RunSteps(program, this.#events, this.#codec);
   }
 
@@ -87,6 +89,7 @@ export class RunDriver<D, R> {
         identity: identityOf(options.ctx),
         data: this.#drive.json(envelope),
         lease: this.#lease,
+        snapshotEvery: this.#snapshotEvery,
       },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
@@ -166,6 +169,7 @@ export class RunDriver<D, R> {
       lease: this.#lease,
       takeOver: options.takeOver,
       callsFrom: envelope.roundStart,
+      snapshotEvery: this.#snapshotEvery,
       ...(retrying ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
@@ -256,6 +260,7 @@ export class RunDriver<D, R> {
       takeOver: options.takeOver,
       data: this.#drive.json(resumed),
       callsFrom: resumed.roundStart,
+      snapshotEvery: this.#snapshotEvery,
     };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-answers-save");

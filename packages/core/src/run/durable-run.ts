@@ -35,6 +35,8 @@ export interface RunStart {
    * takes its own owner from them (`driveLease`), and each running save takes or renews its lease.
    */
   readonly lease?: LeaseTerms | undefined;
+  /** At most this many changes between two snapshots (default: by size alone). */
+  readonly snapshotEvery?: number | undefined;
 }
 
 /** What a claim is given besides the latest checkpoint. */
@@ -47,6 +49,8 @@ export interface ClaimOptions {
   readonly data?: JsonValue | undefined;
   /** Where the round the claim goes on with began in the log: the records before it are not read. */
   readonly callsFrom?: CallPosition | undefined;
+  /** As `RunStart.snapshotEvery`. */
+  readonly snapshotEvery?: number | undefined;
 }
 
 /**
@@ -67,8 +71,8 @@ export class DurableRun {
   readonly #keeper: LeaseKeeper;
   readonly #writer: RunWriter;
   readonly #stop = new AbortController();
-  /** Rows are sealed as changes of the one before when the store reads ranged history. */
-  readonly #changes: boolean;
+  /** Rows are sealed as changes of the one before when the store reads ranged history; a snapshot after at most `snapshotEvery`. */
+  readonly #changes: { readonly on: boolean; readonly snapshotEvery?: number | undefined };
   #step: number;
   /** The body this drive sealed last (or claimed from): the next row follows it in the chain. */
   #last: CheckpointBody | undefined;
@@ -92,7 +96,7 @@ export class DurableRun {
     );
     this.#step = step;
     this.#last = last;
-    this.#changes = init.store.history !== undefined;
+    this.#changes = { on: init.store.history !== undefined, snapshotEvery: init.snapshotEvery };
   }
 
   /** The step of the checkpoint this worker saved last. */
@@ -159,7 +163,7 @@ export class DurableRun {
     latest: CheckpointBody,
     options: ClaimOptions = {},
   ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
-    const init: RunStart = { ...latest, store, sealer, lease: options.lease };
+    const init: RunStart = { ...latest, store, sealer, lease: options.lease, snapshotEvery: options.snapshotEvery };
     const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls, latest);
     const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
     faultPoint("claim.before-log-read");

@@ -1,3 +1,4 @@
+import { InvalidInput } from "../base/errors.js";
 import type { OptionTable } from "../base/option-checks.js";
 import { checkAnchor, type RunAnchor } from "../store/anchor.js";
 import { anchoredStore } from "../store/anchored-store.js";
@@ -26,6 +27,14 @@ export interface StorageOptions {
    * `CheckpointStoreCorrupt`.
    */
   readonly anchor?: RunAnchor;
+  /**
+   * On a store with `history`, each checkpoint holds what changed since the
+   * one before; a snapshot of the whole data is written when the chain since
+   * the last one would pass twice the data it rebuilds, and, with this, after
+   * at most this many changes (what a recovery reads is then bounded in rows
+   * too, for more bytes stored). Default: by size alone.
+   */
+  readonly snapshotEvery?: number;
 }
 
 /**
@@ -38,13 +47,25 @@ export const STORAGE_OPTIONS: OptionTable<StorageOptions> = {
   checkpointKey: true,
   encryptionKey: true,
   anchor: true,
+  snapshotEvery: true,
 };
 
-/** The store a runner writes through (checked against its anchor, if any) and its sealer. */
-export function runStorage(where: string, options: StorageOptions): { store: CheckpointStore; sealer: Sealer } {
+/**
+ * The store a runner writes through (checked against its anchor, if any),
+ * its sealer, and how often it writes a snapshot (`snapshotEvery`, a whole
+ * number ≥ 1, or `InvalidInput`).
+ */
+export function runStorage(
+  where: string,
+  options: StorageOptions,
+): { store: CheckpointStore; sealer: Sealer; snapshotEvery?: number } {
   checkAnchor(where, options.anchor);
+  const every = options.snapshotEvery;
+  if (every !== undefined && !(Number.isSafeInteger(every) && every >= 1))
+    throw new InvalidInput(`${where}: snapshotEvery must be a whole number ≥ 1 (changes between snapshots).`);
   return {
     store: anchoredStore(options.checkpoints, options.anchor),
     sealer: sealerFor(options.checkpoints, options.checkpointKey, options.encryptionKey),
+    ...(every === undefined ? {} : { snapshotEvery: every }),
   };
 }

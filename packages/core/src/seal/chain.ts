@@ -34,26 +34,24 @@ export function sealNext(
   sealer: Sealer,
   body: CheckpointBody,
   previous: CheckpointBody | undefined,
-  changes: boolean,
+  changes: { readonly on: boolean; readonly snapshotEvery?: number | undefined },
 ): { readonly row: CheckpointRow; readonly body: CheckpointBody } {
   const link = previous?.step === body.step - 1 ? previous.chain : undefined;
-  if (changes && previous !== undefined && link !== undefined) {
+  const due = link !== undefined && changes.snapshotEvery !== undefined && link.changes >= changes.snapshotEvery;
+  if (changes.on && !due && previous !== undefined && link !== undefined) {
     const delta = diffJson(previous.data, body.data);
     const row = sealCheckpoint(sealer, body, { prev: link.digest, base: link.base, delta });
     const dataBytes = Math.max(0, link.dataBytes + grown(previous.data, delta));
     const deltaBytes = link.deltaBytes + row.sealed.length;
-    if (link.snapshotBytes + deltaBytes <= CHAIN_TO_DATA * dataBytes)
-      return { row, body: { ...body, chain: { ...link, digest: rowDigest(row.sealed), deltaBytes, dataBytes } } };
+    if (link.snapshotBytes + deltaBytes <= CHAIN_TO_DATA * dataBytes) {
+      const chain = { ...link, digest: rowDigest(row.sealed), deltaBytes, dataBytes, changes: link.changes + 1 };
+      return { row, body: { ...body, chain } };
+    }
   }
   const row = sealCheckpoint(sealer, body, link === undefined ? undefined : { prev: link.digest });
   const bytes = row.sealed.length;
-  const chain = {
-    digest: rowDigest(row.sealed),
-    base: body.step,
-    snapshotBytes: bytes,
-    deltaBytes: 0,
-    dataBytes: bytes,
-  };
+  const digest = rowDigest(row.sealed);
+  const chain = { digest, base: body.step, snapshotBytes: bytes, deltaBytes: 0, dataBytes: bytes, changes: 0 };
   return { row, body: { ...body, chain } };
 }
 
@@ -109,7 +107,14 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
       throw broken(runId, row.step, "does not follow the row before it (its link names another)");
     if ("data" in row) {
       data = row.data;
-      link = { digest: row.digest, base: row.step, snapshotBytes: row.bytes, deltaBytes: 0, dataBytes: row.bytes };
+      link = {
+        digest: row.digest,
+        base: row.step,
+        snapshotBytes: row.bytes,
+        deltaBytes: 0,
+        dataBytes: row.bytes,
+        changes: 0,
+      };
     } else {
       if (link === undefined)
         throw broken(runId, row.step, `holds changes, and its snapshot (step ${row.base}) was not read`);
@@ -120,7 +125,8 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
       const changed = applyDelta(data, row.delta, lastOnly);
       if (changed === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
       data = changed;
-      link = { ...link, digest: row.digest, deltaBytes: link.deltaBytes + row.bytes, dataBytes };
+      const { deltaBytes, changes } = link;
+      link = { ...link, digest: row.digest, deltaBytes: deltaBytes + row.bytes, dataBytes, changes: changes + 1 };
     }
     if (!lastOnly || index === rows.length - 1) bodies.push(bodyOf(row, data, link));
   }

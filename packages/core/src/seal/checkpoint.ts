@@ -42,6 +42,8 @@ export interface ChainLink {
   readonly deltaBytes: number;
   /** About how many bytes the data itself holds (its canonical JSON). */
   readonly dataBytes: number;
+  /** How many changes follow the snapshot up to this row. */
+  readonly changes: number;
 }
 
 /**
