@@ -256,6 +256,13 @@ class DropsLastRecord extends MemoryCheckpointStore {
   }
 }
 
+/** Reads history from one step past the one asked: a chain read from its snapshot misses the snapshot. */
+class HistoryFromNext extends ForkedMemoryStore {
+  override async history(runId: string, from = 0): Promise<StoredCheckpoint[]> {
+    return super.history(runId, from + 1);
+  }
+}
+
 /** Commits a batch one write at a time through `save` and `recordCall`: the writes before a refused one stay. */
 class BatchOneByOne extends ForkedMemoryStore {
   override async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
@@ -410,6 +417,10 @@ export const callsAsText: ConformanceInitializer = broken(
   () => new MisorderedCalls(byText((c) => `${c.segment}:${c.seq}`)),
 );
 export const dropsLastRecord: ConformanceInitializer = broken("drops the last record", () => new DropsLastRecord());
+export const historyFromNext: ConformanceInitializer = brokenWithRows(
+  "reads history from the step after the one asked",
+  (data) => new HistoryFromNext(data),
+);
 export const reordersRecords: ConformanceInitializer = broken(
   "reorders records",
   () => new MisorderedCalls((a, b) => b.segment - a.segment || b.seq - a.seq),

@@ -192,6 +192,12 @@ const CAUGHT: Caught[] = [
     "listRuns({ name, limit: 3 }) then its next cursors, over 7 runs: expected pages of 3, 3 and 1",
   ],
   [
+    broken.historyFromNext,
+    "tamper",
+    "a run saved as changes (12 steps) reads back whole from the store's history, the latest and the whole timeline",
+    "history(runId, 10): expected steps 10 to 12 (or all)",
+  ],
+  [
     broken.trustsItsRows,
     "integrity",
     "a checkpoint row with a column of another shape (a status no run has, a segment that is not a whole number, no envelope): latest and history are CheckpointStoreCorrupt naming the run",
