@@ -27,6 +27,7 @@ export { Executor, type ExecutorOptions } from "./calls/executor.js";
 export type { ApprovalAnswer, ApprovalAnswers, ApprovalPort, ApprovalRequest } from "./calls/approvals.js";
 export { idempotencyKey } from "./calls/idempotency.js";
 export { approveRun, decideInDoubt, retryRun, cancelRun } from "./operator/actions.js";
+export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export type { OperatorOptions } from "./operator/options.js";
 export type { InDoubtDecision, InDoubtDecisions } from "./run/in-doubt-decisions.js";
 export type { DurableEvent, EventOf, EventSink } from "./log/events.js";

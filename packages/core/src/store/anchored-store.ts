@@ -18,6 +18,8 @@ export class AnchoredStore implements Store.CheckpointStore {
   readonly commit?: (runId: string, writes: readonly Store.RunWrite[]) => Promise<void>;
   /** The inner store's history: a chain read from it ends at a latest row the anchor checked. */
   readonly history?: (runId: string, from?: number) => Promise<Store.StoredCheckpoint[]>;
+  /** The inner store's listing: what it lists is opened through the anchor. */
+  readonly listRuns?: (query?: Store.RunQuery) => Promise<Store.RunPage>;
 
   constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
     this.inner = inner;
@@ -25,6 +27,8 @@ export class AnchoredStore implements Store.CheckpointStore {
     if (inner.inProcessOnly !== undefined) this.inProcessOnly = inner.inProcessOnly;
     const history = inner.history?.bind(inner);
     if (history !== undefined) this.history = history;
+    const listRuns = inner.listRuns?.bind(inner);
+    if (listRuns !== undefined) this.listRuns = listRuns;
     const commit = inner.commit?.bind(inner);
     if (commit !== undefined)
       this.commit = async (runId, writes) => {

@@ -1,0 +1,71 @@
+import { CheckpointNotFound, InvalidInput } from "../base/errors.js";
+import { checkOptions, type OptionTable } from "../base/option-checks.js";
+import { STORAGE_OPTIONS, runStorage, type StorageOptions } from "../run/storage.js";
+import { openCheckpoint } from "../seal/checkpoint.js";
+import type { CheckpointKeys } from "../seal/sealer.js";
+import { isEnded } from "../store/contract.js";
+import { MAX_RUN_PAGE, runCursor } from "../store/listing.js";
+
+/** What `pruneRuns` deletes, and where. */
+export interface PruneOptions extends StorageOptions {
+  readonly checkpointKey: CheckpointKeys;
+  /** Ended runs last saved before this time (by the store's clock) are deleted. */
+  readonly olderThan: Date | number;
+  /** Only runs of this name (a flow's or a tool loop's). */
+  readonly name?: string;
+  /** At most this many runs a call (1 to 500, default 100): one page of the store's listing. */
+  readonly limit?: number;
+}
+
+const PRUNE_OPTIONS: OptionTable<PruneOptions> = { ...STORAGE_OPTIONS, olderThan: true, name: "string", limit: true };
+
+/** What one call of `pruneRuns` did: the runs it deleted, and whether older ended runs remain for another call. */
+export interface PruneResult {
+  readonly pruned: readonly string[];
+  readonly more: boolean;
+}
+
+/**
+ * Deletes ended runs (`done`, `failed`) last saved before `olderThan`, every
+ * checkpoint and call record of each, in one bounded batch: one page of the
+ * store's listing (`listRuns`, read from the place of `olderThan` on, so the
+ * newer runs are never read), up to `limit` runs. Call it again while `more`
+ * (a retention job on a timer). Each run's latest checkpoint is opened with
+ * the key first: a run whose sealed status is not ended is left alone, however
+ * the store's index lists it. With `anchor`, the anchor forgets each deleted
+ * run, so it reads as unknown (`CheckpointNotFound`), never as corrupt.
+ * Needs a store with the inspection capability (`listRuns`).
+ */
+export async function pruneRuns(options: PruneOptions): Promise<PruneResult> {
+  const where = "pruneRuns";
+  checkOptions(where, options, PRUNE_OPTIONS);
+  const before = options.olderThan instanceof Date ? options.olderThan.getTime() : options.olderThan;
+  if (!Number.isSafeInteger(before) || before < 0)
+    throw new InvalidInput(`${where}: olderThan must be a Date or ms since the epoch.`);
+  const limit = options.limit ?? 100;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RUN_PAGE)
+    throw new InvalidInput(`${where}: limit must be a whole number from 1 to ${MAX_RUN_PAGE}.`);
+  const { store, sealer } = runStorage(where, options);
+  if (store.listRuns === undefined)
+    throw new InvalidInput(`${where}: the store has no listRuns (the inspection capability): it cannot find old runs.`);
+  const page = await store.listRuns({
+    status: ["done", "failed"],
+    ...(options.name === undefined ? {} : { name: options.name }),
+    limit,
+    // Strictly after this place in newest-first order: every run saved before `olderThan`.
+    cursor: runCursor({ updatedAt: before, runId: "" }),
+  });
+  const pruned: string[] = [];
+  for (const run of page.runs) {
+    try {
+      const latest = openCheckpoint(sealer, await store.latest(run.runId));
+      if (!isEnded(latest.status)) continue;
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) continue;
+      throw error;
+    }
+    await store.delete(run.runId);
+    pruned.push(run.runId);
+  }
+  return { pruned, more: page.next !== undefined };
+}
