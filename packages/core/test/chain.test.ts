@@ -5,7 +5,7 @@ import type { JsonValue } from "../src/base/json.js";
 import { applyDelta, diffJson } from "../src/seal/delta.js";
 import { CheckpointStoreCorrupt, type CheckpointStore } from "../src/index.js";
 import type { StoredCheckpoint } from "../src/store.js";
-import { type CheckpointBody, DurableRun, openHistory, sealCheckpoint } from "../src/runner.js";
+import { type CheckpointBody, DurableRun, openHistory, Sealer, sealCheckpoint } from "../src/runner.js";
 import { MemoryCheckpointStore, sealer } from "./helpers.js";
 
 /** JSON values whose keys include the names an object inherits, and `__proto__`. */
@@ -191,6 +191,22 @@ describe("the chain of checkpoints", () => {
       expect(() => openHistory(sealer, "t", rows)).toThrow(CheckpointStoreCorrupt);
     },
   );
+
+  it("a change before the latest re-sealed by a forger (its own key, other content) is CheckpointStoreCorrupt: the row after it seals its digest", async () => {
+    const store = new EditedHistory();
+    await grownRun(store, "f", 20);
+    const forger = Sealer.withKeys("a key the workers do not have, 0123456789");
+    store.edit = (rows) =>
+      rows.map((row) => {
+        if (row.step !== 15) return row;
+        const body = JSON.parse(row.sealed.slice(row.sealed.indexOf(".", 3) + 1)) as {
+          delta: { push: { step: number }[] }[];
+        };
+        body.delta[0]!.push[0]!.step = 999;
+        return { ...row, sealed: forger.seal("checkpoint", body, "checkpoint", { runId: row.runId }) };
+      });
+    await expect(DurableRun.latest(store, sealer, "f")).rejects.toThrow(/chain of its checkpoints breaks at step 16/);
+  });
 
   it("a chain spliced from another run with the same changes is CheckpointStoreCorrupt", async () => {
     const store = new EditedHistory();

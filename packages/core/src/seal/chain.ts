@@ -96,6 +96,8 @@ function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue 
  * body's data is whole: what a recovery needs, with nothing copied.
  */
 function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastOnly = false): CheckpointBody[] {
+  // With `lastOnly` (a recovery), the rows before the last were opened unverified: each must be sealed by the next.
+  const linked = lastOnly;
   const bodies: CheckpointBody[] = [];
   let link: ChainLink | undefined;
   let data: JsonValue = null;
@@ -103,7 +105,7 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
     const before = rows[index - 1];
     if (before !== undefined && row.step !== before.step + 1)
       throw new CheckpointStoreCorrupt(runId, `its checkpoints jump from step ${before.step} to ${row.step}.`);
-    if (before !== undefined && row.prev !== undefined && row.prev !== link?.digest)
+    if (before !== undefined && (row.prev !== undefined || linked) && row.prev !== link?.digest)
       throw broken(runId, row.step, "does not follow the row before it (its link names another)");
     if ("data" in row) {
       data = row.data;
@@ -149,7 +151,9 @@ function broken(runId: string, step: number, what: string): CheckpointStoreCorru
 /**
  * The run's latest checkpoint with its whole data: the latest row, and when
  * it holds changes, the rows from its snapshot on (`history(runId, from)`),
- * every link checked.
+ * every link checked. The latest row's signature is verified; each row
+ * before it is authenticated by the digest the row after it seals (a chain
+ * back from a verified row), so its own signature is not checked again.
  */
 export async function readLatest(store: CheckpointStore, sealer: Sealer, runId: string): Promise<CheckpointBody> {
   const stored = await store.latest(runId);
@@ -164,15 +168,18 @@ export async function readLatest(store: CheckpointStore, sealer: Sealer, runId: 
       runId,
       `its history does not end with its latest checkpoint (step ${latest.step}).`,
     );
-  const from = rows.findLastIndex((row) => row.step <= latest.base);
-  return foldCheckpoints(runId, openAll(sealer, rows.slice(Math.max(from, 0))), true).at(-1) as CheckpointBody;
+  const from = Math.max(
+    rows.findLastIndex((row) => row.step <= latest.base),
+    0,
+  );
+  const earlier = rows.slice(from, -1).map((row) => openCheckpoint(sealer, row, true));
+  return foldCheckpoints(runId, [...earlier, latest], true).at(-1) as CheckpointBody;
 }
 
 /** Every checkpoint of a run with its whole data (a console's timeline), each link checked. */
 export function openHistory(sealer: Sealer, runId: string, rows: readonly StoredCheckpoint[]): CheckpointBody[] {
-  return foldCheckpoints(runId, openAll(sealer, rows));
-}
-
-function openAll(sealer: Sealer, rows: readonly StoredCheckpoint[]): OpenedCheckpoint[] {
-  return rows.map((row) => openCheckpoint(sealer, row));
+  return foldCheckpoints(
+    runId,
+    rows.map((row) => openCheckpoint(sealer, row)),
+  );
 }

@@ -122,11 +122,13 @@ export function rowDigest(sealed: string): string {
 /**
  * Verifies a stored row and returns what is sealed in it. A bad signature, or
  * a plain column that differs from the sealed content, is `CheckpointStoreCorrupt`.
+ * With `chained`, the signature is left to the chain: the row's digest must
+ * be sealed by a later row that was verified (`readLatest` checks it).
  */
-export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint): OpenedCheckpoint {
+export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained = false): OpenedCheckpoint {
   // A store of another make may give any shape: it is checked as the built-in stores check what they read.
   const row = { ...checkedCheckpoint(stored.runId, stored), runId: stored.runId };
-  const sealed = sealer.open("checkpoint", row.sealed, row);
+  const sealed = sealer.open("checkpoint", row.sealed, row, chained);
   if (!isSealedBody(sealed)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
   const { flow: name, ...rest }: SealedBody = sealed;
   const body = { ...rest, name, digest: rowDigest(row.sealed), bytes: row.sealed.length } as OpenedCheckpoint;
