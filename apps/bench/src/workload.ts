@@ -61,14 +61,17 @@ function intercepted(
   writes: Partial<Pick<CheckpointStore, "save" | "recordCall" | "commit" | "renew" | "release">>,
 ): CheckpointStore {
   const commit = store.commit?.bind(store);
+  const history = store.history?.bind(store);
   return {
     ...(commit === undefined ? {} : { commit: writes.commit ?? commit }),
+    // Forwarded, so a run through it is saved as changes and read back by ranges, as on the store itself.
+    ...(history === undefined ? {} : { history }),
     save: writes.save ?? ((id, step, row, lease) => store.save(id, step, row, lease)),
     latest: (id) => store.latest(id),
     listUnfinished: (flow, options) => store.listUnfinished(flow, options),
     delete: (id) => store.delete(id),
     recordCall: writes.recordCall ?? ((id, segment, seq, sealed) => store.recordCall(id, segment, seq, sealed)),
-    calls: (id) => store.calls(id),
+    calls: (id, from) => store.calls(id, from),
     renew: writes.renew ?? ((id, segment, terms) => store.renew(id, segment, terms)),
     release: writes.release ?? ((id, segment, owner) => store.release(id, segment, owner)),
     leaseOf: (id) => store.leaseOf(id),

@@ -8,7 +8,7 @@ import {
   type JsonObject,
   type LoopStage,
 } from "@durable/core/runner";
-import { messageJson, readMessage, type Message } from "./message.js";
+import { messageJson, readFromSeal, readMessage, type Message } from "./message.js";
 import { readUsage, usageJson, type ModelUsage } from "./usage.js";
 
 /** Why a turn stopped: the model answered with no tool call, `maxSteps` ran out, or a `stopWhen` condition held. */
@@ -60,7 +60,7 @@ export function readLoopData(runId: string, data: JsonObject): LoopData {
     turnStart = 0,
     conversation = false,
   } = data;
-  const read = Array.isArray(messages) ? readHistory(messages) : { bad: 0 };
+  const read = Array.isArray(messages) ? readHistory(messages, true) : { bad: 0 };
   const ok =
     "history" in read &&
     isStage(stage) &&
@@ -102,14 +102,20 @@ export function loopDataJson(data: LoopData): JsonObject {
   };
 }
 
-/** Every message of a history, read with `readMessage`; or the index of the first that is not a message. */
+/**
+ * Every message of a history, read with `readMessage`; or the index of the
+ * first that is not a message. `sealed`: the history was read from a
+ * checkpoint, so each message's JSON is its sealed form (`readFromSeal`).
+ */
 export function readHistory(
   messages: readonly JsonValue[],
+  sealed = false,
 ): { readonly history: Message[] } | { readonly bad: number } {
   const history: Message[] = [];
   for (const [index, value] of messages.entries()) {
-    const message = readMessage(value);
-    if (message === undefined) return { bad: index };
+    const read = readMessage(value);
+    if (read === undefined) return { bad: index };
+    const message = sealed ? readFromSeal(read, value as JsonObject) : read;
     history.push(message);
   }
   return { history };

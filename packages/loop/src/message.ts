@@ -127,3 +127,13 @@ export function messageJson(message: Message): JsonObject {
   }
   return json;
 }
+
+/**
+ * Notes that `json`, read from a checkpoint, is the sealed form of
+ * `message` (read from it with `readMessage`): a recovered history is not
+ * copied again at its next checkpoint, and its messages are frozen as sealed ones are.
+ */
+export function readFromSeal(message: Message, json: JsonObject): Message {
+  sealed.set(deepFreeze(message), json);
+  return message;
+}

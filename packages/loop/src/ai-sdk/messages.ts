@@ -153,8 +153,9 @@ export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
       case "tool": {
         const parts = (message.parts ?? [toolResult(message)]) as ToolContent;
         const last = out.at(-1);
+        // A copy: the next joined result is added to it, never to the history's own (sealed, frozen) parts.
         if (message.joined === true && last?.role === "tool") last.content.push(...parts);
-        else out.push({ role: "tool", content: parts, ...options });
+        else out.push({ role: "tool", content: [...parts], ...options });
       }
     }
   }
