@@ -37,24 +37,14 @@ import {
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
-import {
-  type BatchTransaction,
-  type BatchWrites,
-  planBatch,
-  planRecords,
-  startsRun,
-  taken,
-  writeBatch,
-} from "./batch.js";
-import { checkedLease, type LeaseColumns, leaseValues, lockRun, readRun } from "./locked-run.js";
+import { applyBatch, TRANSACTION } from "./apply-batch.js";
+import { checkedLease, type LeaseColumns, leaseValues, lockRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
 import { runListing } from "./inspect.js";
 import type { Tables } from "./tables.js";
 
 const PAGE = 500;
-/** Interactive transactions are short: they hold a lock only while the store's own statements run. */
-const TRANSACTION = { maxWait: 10_000, timeout: 10_000 };
 /** The statuses of a run that goes on. */
 const UNFINISHED_IN = sqlList(UNFINISHED);
 
@@ -276,66 +266,13 @@ export class PrismaCheckpointStore implements CheckpointStore {
   ): Promise<void> {
     checkBatch(writes);
     await this.#bounded({ what, runId }, async () => {
-      const refused = await this.#apply(runId, writes).catch((error: unknown) => {
+      const refused = await applyBatch(this.#db, this.#known, runId, writes).catch((error: unknown) => {
         this.#known.forget(runId); // whether it was written is unknown
         throw error;
       });
       if (refused === undefined || (refused instanceof CheckpointConflict && (await applied?.()) === true)) return;
       throw refused;
     });
-  }
-
-  /**
-   * A batch (a save and a record are batches of one), decided by the rules
-   * and written guarded by what they judged, as one commit; returns its
-   * first refusal. A run this store wrote last is decided on the row it left
-   * (`KnownRuns`), a new run on none, and records alone on the run they need:
-   * no read. Otherwise, or when the row was not as judged (nothing was
-   * written, and a refusal on a guess is not trusted), PostgreSQL reads
-   * without a lock, then writes in one statement: no transaction held open.
-   * When the row changed again, it is done under the row's lock (SQLite
-   * always: its lock is the database's, held in this process).
-   */
-  async #apply(runId: string, writes: readonly RunWrite[]): Promise<DurableError | undefined> {
-    const client = await this.#db.client();
-    const guess = this.#known.get(runId) ?? (startsRun(writes) ? { head: undefined, lease: undefined } : undefined);
-    const planned = guess === undefined ? undefined : planBatch(this.#db, runId, writes, guess);
-    if (planned !== undefined && "writes" in planned && (await this.#unlocked(client, runId, planned.writes)))
-      return undefined;
-    const records = planRecords(this.#db, runId, writes);
-    if (records !== undefined && (await this.#unlocked(client, runId, records))) return undefined;
-    if (this.#db.provider === "postgresql") {
-      const plan = planBatch(this.#db, runId, writes, await readRun(this.#db, client, runId));
-      if (plan !== undefined && "refused" in plan) return plan.refused;
-      if (plan !== undefined && (await this.#unlocked(client, runId, plan.writes))) return undefined;
-    }
-    return client.$transaction(async (tx) => {
-      const plan = planBatch(this.#db, runId, writes, await lockRun(this.#db, tx, runId));
-      if (plan === undefined || "refused" in plan) return plan?.refused ?? taken(runId, writes);
-      return (await this.#written(tx, runId, plan.writes)) ? undefined : taken(runId, writes);
-    }, TRANSACTION);
-  }
-
-  /**
-   * Guarded writes with no lock held: PostgreSQL's are one statement; SQLite's
-   * one batch transaction on a client the store opened, and an interactive
-   * one on a user's client (`fromClient`), where the app's own writes may come
-   * between a batch's statements.
-   */
-  #unlocked(client: Client, runId: string, writes: BatchWrites): Promise<boolean> {
-    if (this.#db.provider === "postgresql") return this.#written(client, runId, writes);
-    if (!this.#db.borrowed) return this.#written(client, runId, writes, { client, options: TRANSACTION });
-    return client.$transaction((tx) => this.#written(tx, runId, writes), TRANSACTION);
-  }
-
-  /** Applies guarded writes (as one batch transaction, when given); true when they were, and the run's row is then known as they left it. */
-  async #written(sql: Sql, runId: string, writes: BatchWrites, batch?: BatchTransaction): Promise<boolean> {
-    const moved = await writeBatch(this.#db, sql, writes, batch);
-    this.#known.set(
-      runId,
-      moved === undefined || writes.after === undefined ? undefined : { head: writes.after, lease: moved.lease },
-    );
-    return moved !== undefined;
   }
 
   /** True when `record` is stored as given, in the run's current segment, and the run goes on. */
