@@ -77,8 +77,13 @@ class EditedHistory extends MemoryCheckpointStore {
 }
 
 /** A run of `steps` saves that each append one item to `items` (a history): its rows are changes. */
-async function grownRun(store: CheckpointStore, runId: string, steps: number): Promise<DurableRun> {
-  const { run } = await DurableRun.start({
+async function grownRun(
+  store: CheckpointStore,
+  runId: string,
+  steps: number,
+  options: { snapshotEvery?: number; claimAt?: number } = {},
+): Promise<DurableRun> {
+  let { run } = await DurableRun.start({
     store,
     sealer,
     runId,
@@ -86,13 +91,26 @@ async function grownRun(store: CheckpointStore, runId: string, steps: number): P
     kind: "loop",
     identity: {},
     data: { items: [] },
+    snapshotEvery: options.snapshotEvery,
   });
   let items: JsonValue[] = [];
   for (let step = 1; step <= steps; step++) {
+    if (step === options.claimAt) {
+      // Another worker goes on from what it reads back: its next rows follow the chain as this one's would.
+      await run.stopLease(true);
+      const latest = await DurableRun.latest(store, sealer, runId);
+      ({ run } = await DurableRun.claim(store, sealer, latest, { snapshotEvery: options.snapshotEvery }));
+    }
     items = [...items, { step, text: "y".repeat(200) }];
     await run.save("running", { items });
   }
   return run;
+}
+
+/** The steps of a run's rows that are snapshots. */
+async function snapshotSteps(store: CheckpointStore, runId: string): Promise<number[]> {
+  const rows = (await store.history?.(runId)) ?? [];
+  return rows.flatMap((row) => (row.sealed.includes('"data":') ? [row.step] : []));
 }
 
 describe("the chain of checkpoints", () => {
@@ -114,27 +132,23 @@ describe("the chain of checkpoints", () => {
 
   it("with snapshotEvery, a snapshot follows at most that many changes", async () => {
     const store = new MemoryCheckpointStore();
-    const { run } = await DurableRun.start({
-      store,
-      sealer,
-      runId: "k",
-      name: "grows",
-      kind: "loop",
-      identity: {},
-      data: { items: [] },
-      snapshotEvery: 10,
-    });
-    let items: JsonValue[] = [];
-    for (let step = 1; step <= 50; step++) {
-      items = [...items, { step, text: "y".repeat(200) }];
-      await run.save("running", { items });
-    }
-    const rows = await store.history("k");
-    const snapshots = rows.flatMap((row) => (row.sealed.includes('"data":') ? [row.step] : []));
+    await grownRun(store, "k", 50, { snapshotEvery: 10 });
+    const snapshots = await snapshotSteps(store, "k");
     // The size rule may take one sooner (early rows are mostly their header); never more than 10 changes apart.
     const gaps = snapshots.slice(1).map((step, i) => step - (snapshots[i] as number) - 1);
     expect(Math.max(...gaps, 50 - (snapshots.at(-1) as number))).toBe(10);
     expect(((await DurableRun.latest(store, sealer, "k")).data as { items: JsonValue[] }).items).toHaveLength(50);
+  });
+
+  it("a worker that claims a run mid-way writes its snapshots where the first worker would have", async () => {
+    const store = new MemoryCheckpointStore();
+    await grownRun(store, "alone", 60, { snapshotEvery: 7 });
+    await grownRun(store, "claimed", 60, { snapshotEvery: 7, claimAt: 30 });
+    const alone = await snapshotSteps(store, "alone");
+    // The claim is a row of the chain too: the claimed run has one more, and its snapshots fall on the same steps.
+    const claimed = (await snapshotSteps(store, "claimed")).filter((step) => step <= 60);
+    expect(claimed).toEqual(alone);
+    expect(alone.length).toBeGreaterThan(6);
   });
 
   it("data that is rewritten at every step takes a snapshot before the chain outgrows it", async () => {

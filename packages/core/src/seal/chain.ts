@@ -96,8 +96,6 @@ function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue 
  * body's data is whole: what a recovery needs, with nothing copied.
  */
 function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastOnly = false): CheckpointBody[] {
-  // With `lastOnly` (a recovery), the rows before the last were opened unverified: each must be sealed by the next.
-  const linked = lastOnly;
   const bodies: CheckpointBody[] = [];
   let link: ChainLink | undefined;
   let data: JsonValue = null;
@@ -105,7 +103,8 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
     const before = rows[index - 1];
     if (before !== undefined && row.step !== before.step + 1)
       throw new CheckpointStoreCorrupt(runId, `its checkpoints jump from step ${before.step} to ${row.step}.`);
-    if (before !== undefined && (row.prev !== undefined || linked) && row.prev !== link?.digest)
+    // With `lastOnly` (a recovery), the rows before the last were opened unverified: each must be sealed by the next.
+    if (before !== undefined && (row.prev !== undefined || lastOnly) && row.prev !== link?.digest)
       throw broken(runId, row.step, "does not follow the row before it (its link names another)");
     if ("data" in row) {
       data = row.data;
