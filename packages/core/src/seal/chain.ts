@@ -41,18 +41,23 @@ export function sealNext(
   if (changes.on && !due && previous !== undefined && link !== undefined) {
     const delta = diffJson(previous.data, body.data);
     const row = sealCheckpoint(sealer, body, { prev: link.digest, base: link.base, delta });
-    const dataBytes = Math.max(0, link.dataBytes + grown(previous.data, delta));
-    const deltaBytes = link.deltaBytes + row.sealed.length;
-    if (link.snapshotBytes + deltaBytes <= CHAIN_TO_DATA * dataBytes) {
-      const chain = { ...link, digest: rowDigest(row.sealed), deltaBytes, dataBytes, changes: link.changes + 1 };
+    const chain = changeLink(link, rowDigest(row.sealed), row.sealed.length, grown(previous.data, delta));
+    if (chain.snapshotBytes + chain.deltaBytes <= CHAIN_TO_DATA * chain.dataBytes)
       return { row, body: { ...body, chain } };
-    }
   }
   const row = sealCheckpoint(sealer, body, link === undefined ? undefined : { prev: link.digest });
-  const bytes = row.sealed.length;
-  const digest = rowDigest(row.sealed);
-  const chain = { digest, base: body.step, snapshotBytes: bytes, deltaBytes: 0, dataBytes: bytes, changes: 0 };
-  return { row, body: { ...body, chain } };
+  return { row, body: { ...body, chain: snapshotLink(rowDigest(row.sealed), body.step, row.sealed.length) } };
+}
+
+/** The link of a snapshot of `bytes` at `step`. */
+function snapshotLink(digest: string, step: number, bytes: number): ChainLink {
+  return { digest, base: step, snapshotBytes: bytes, deltaBytes: 0, dataBytes: bytes, changes: 0 };
+}
+
+/** The link of a change of `bytes` after `link`, whose ops grew the data by about `grown` bytes. */
+function changeLink(link: ChainLink, digest: string, bytes: number, grown: number): ChainLink {
+  const dataBytes = Math.max(0, link.dataBytes + grown);
+  return { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes, changes: link.changes + 1 };
 }
 
 /**
@@ -108,26 +113,17 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
       throw broken(runId, row.step, "does not follow the row before it (its link names another)");
     if ("data" in row) {
       data = row.data;
-      link = {
-        digest: row.digest,
-        base: row.step,
-        snapshotBytes: row.bytes,
-        deltaBytes: 0,
-        dataBytes: row.bytes,
-        changes: 0,
-      };
+      link = snapshotLink(row.digest, row.step, row.bytes);
     } else {
       if (link === undefined)
         throw broken(runId, row.step, `holds changes, and its snapshot (step ${row.base}) was not read`);
       if (row.prev === undefined || row.base !== link.base)
         throw broken(runId, row.step, `builds on step ${row.base}, and the chain before it on step ${link.base}`);
       // Measured before the changes apply: in place, they change `data` itself.
-      const dataBytes = Math.max(0, link.dataBytes + grown(data, row.delta));
+      link = changeLink(link, row.digest, row.bytes, grown(data, row.delta));
       const changed = applyDelta(data, row.delta, lastOnly);
       if (changed === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
       data = changed;
-      const { deltaBytes, changes } = link;
-      link = { ...link, digest: row.digest, deltaBytes: deltaBytes + row.bytes, dataBytes, changes: changes + 1 };
     }
     if (!lastOnly || index === rows.length - 1) bodies.push(bodyOf(row, data, link));
   }
