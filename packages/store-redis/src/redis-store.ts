@@ -200,7 +200,7 @@ export class RedisCheckpointStore implements CheckpointStore {
     const keys = this.keysOf(runId);
     const operation = { what: "history", runId };
     const reply = corruptOr(runId, await this.#eval(operation, SCRIPTS.history, [keys.meta, keys.cps], [String(from)]));
-    return Object.entries(pairs(reply as string[])).map(([step, row]) => checkpointOf(runId, step, row));
+    return pairs(reply as string[]).map(([step, row]) => checkpointOf(runId, step, row));
   }
 
   /**
@@ -210,10 +210,12 @@ export class RedisCheckpointStore implements CheckpointStore {
    */
   async calls(runId: string, from?: CallPosition): Promise<StoredCall[]> {
     const keys = this.keysOf(runId);
-    const all =
+    const entries =
       from === undefined
-        ? await this.#call({ what: "calls", runId }, (client, deadline) =>
-            untilRun(() => client.hGetAll(keys.calls), deadline),
+        ? Object.entries(
+            await this.#call({ what: "calls", runId }, (client, deadline) =>
+              untilRun(() => client.hGetAll(keys.calls), deadline),
+            ),
           )
         : pairs(
             corruptOr(
@@ -226,7 +228,7 @@ export class RedisCheckpointStore implements CheckpointStore {
               ),
             ) as string[],
           );
-    return Object.entries(all)
+    return entries
       .map(([field, sealed]) => {
         // A field is "<segment>:<seq>": one of another form holds no number, which the check names.
         const [segment, seq, ...rest] = field.split(":");
@@ -389,9 +391,9 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 }
 
-/** A script's flat reply {field, value, field, value, …} as an object (integer-like fields, steps, come in order). */
-function pairs(flat: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let at = 0; at + 1 < flat.length; at += 2) out[flat[at] as string] = flat[at + 1] as string;
+/** A script's flat reply {field, value, field, value, …} as [field, value] pairs, in its order. */
+function pairs(flat: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let at = 0; at + 1 < flat.length; at += 2) out.push([flat[at] as string, flat[at + 1] as string]);
   return out;
 }
