@@ -231,6 +231,44 @@ describe("the chain of checkpoints", () => {
     await expect(DurableRun.latest(store, sealer, "mine")).rejects.toThrow(CheckpointStoreCorrupt);
   });
 
+  it("a change seals no name, kind or identity; a change stored under another name is CheckpointStoreCorrupt", async () => {
+    const store = new EditedHistory();
+    await grownRun(store, "n", 30);
+    const latest = await store.latest("n");
+    expect(latest.sealed).not.toMatch(/"flow":|"kind":|"identity":/);
+    store.edit = (rows) => rows.map((row) => (row.step === 20 ? { ...row, name: "another" } : row));
+    await expect(DurableRun.latest(store, sealer, "n")).rejects.toThrow(
+      /breaks at step 20, which is stored as loop "another"/,
+    );
+    const edited = await store.history("n");
+    expect(() => openHistory(sealer, "n", edited)).toThrow(CheckpointStoreCorrupt);
+  });
+
+  it.each([
+    ["the run's own", {}, undefined],
+    ["another", { user: "mallory" }, CheckpointStoreCorrupt],
+  ])(
+    "a change sealed by an earlier version (name, kind and identity in it) with %s identity: read back, or CheckpointStoreCorrupt",
+    async (_, identity, error) => {
+      const written = new MemoryCheckpointStore();
+      await grownRun(written, "e", 6);
+      const rows = await written.history("e");
+      const last = rows.at(-1) as StoredCheckpoint;
+      const body = JSON.parse(last.sealed.slice(last.sealed.indexOf(".", 3) + 1)) as Record<string, JsonValue>;
+      const resealed = sealer.seal(
+        "checkpoint",
+        { ...body, flow: "grows", kind: "loop", identity },
+        "checkpoint",
+        last,
+      );
+      const store = new MemoryCheckpointStore();
+      for (const row of [...rows.slice(0, -1), { ...last, sealed: resealed }]) await store.save("e", row.step, row);
+      const read = DurableRun.latest(store, sealer, "e");
+      if (error === undefined) expect(((await read).data as { items: JsonValue[] }).items).toHaveLength(6);
+      else await expect(read).rejects.toThrow(error);
+    },
+  );
+
   it("a run saved whole by an earlier version (no link in its rows) goes on with changes", async () => {
     const store = new MemoryCheckpointStore();
     const body: CheckpointBody = {

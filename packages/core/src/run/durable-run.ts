@@ -1,7 +1,7 @@
 import type { JsonValue } from "../base/json.js";
 import { CallLog, readCallLog, type CallRecord } from "../log/call-log.js";
 import type { SegmentCounts } from "../store/contract.js";
-import { openCheckpoint, type CheckpointBody, type OpenedCheckpoint } from "../seal/checkpoint.js";
+import type { CheckpointBody } from "../seal/checkpoint.js";
 import { readLatest, sealNext } from "../seal/chain.js";
 import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "../base/errors.js";
 import { saveRefusal } from "../store/rules.js";
@@ -299,9 +299,10 @@ export class DurableRun {
    * the runner's back: that is corruption, not a lost race.
    */
   async #checkRefusal(step: number, row: CheckpointRow): Promise<void> {
-    let head: OpenedCheckpoint | undefined;
+    let head: CheckpointBody | undefined;
     try {
-      head = openCheckpoint(this.sealer, await this.store.latest(this.runId));
+      // Through the chain: a change's name and kind are its columns, which are what is in question.
+      head = await readLatest(this.store, this.sealer, this.runId);
     } catch (error) {
       if (!(error instanceof CheckpointNotFound)) throw error;
     }

@@ -1,5 +1,7 @@
 import { CheckpointStoreCorrupt } from "../base/errors.js";
-import { isJsonObject, type JsonValue } from "../base/json.js";
+import { canonicalJson } from "../base/canonical.js";
+import type { Identity } from "../base/identity.js";
+import { isJsonObject, type JsonObject, type JsonValue } from "../base/json.js";
 import type { CheckpointRow, CheckpointStore, StoredCheckpoint } from "../store/contract.js";
 import { applyDelta, diffJson, own, type DeltaOp } from "./delta.js";
 import {
@@ -56,8 +58,14 @@ function snapshotLink(digest: string, step: number, bytes: number): ChainLink {
 
 /** The link of a change of `bytes` after `link`, whose ops grew the data by about `grown` bytes. */
 function changeLink(link: ChainLink, digest: string, bytes: number, grown: number): ChainLink {
-  const dataBytes = Math.max(0, link.dataBytes + grown);
-  return { ...link, digest, deltaBytes: link.deltaBytes + bytes, dataBytes, changes: link.changes + 1 };
+  return {
+    digest,
+    base: link.base,
+    snapshotBytes: link.snapshotBytes,
+    deltaBytes: link.deltaBytes + bytes,
+    dataBytes: Math.max(0, link.dataBytes + grown),
+    changes: link.changes + 1,
+  };
 }
 
 /**
@@ -78,8 +86,25 @@ function grown(before: JsonValue, ops: readonly DeltaOp[]): number {
   return bytes;
 }
 
-function size(value: JsonValue | readonly JsonValue[]): number {
-  return JSON.stringify(value).length;
+/**
+ * About the length of `value`'s JSON: strings by their length (escapes
+ * aside), without writing the text out, since a recovery sizes every change
+ * since its snapshot.
+ */
+function size(value: JsonValue | readonly JsonValue[] | undefined): number {
+  if (typeof value === "string") return value.length + 2;
+  if (typeof value !== "object" || value === null) return value === undefined ? 0 : String(value).length;
+  let bytes = 2;
+  if (Array.isArray(value)) {
+    for (const item of value) bytes += size(item) + 1;
+    return bytes;
+  }
+  for (const key of Object.keys(value)) {
+    const item = (value as JsonObject)[key];
+    // Left out, as the canonical encoding leaves out an undefined property.
+    if (item !== undefined) bytes += key.length + 4 + size(item);
+  }
+  return bytes;
 }
 
 function valueAt(value: JsonValue, at: readonly (string | number)[]): JsonValue | undefined {
@@ -104,6 +129,8 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
   const bodies: CheckpointBody[] = [];
   let link: ChainLink | undefined;
   let data: JsonValue = null;
+  // What a change never seals, as the snapshot before it sealed it.
+  let run: Pick<CheckpointBody, "name" | "kind" | "identity"> | undefined;
   for (const [index, row] of rows.entries()) {
     const before = rows[index - 1];
     if (before !== undefined && row.step !== before.step + 1)
@@ -114,9 +141,16 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
     if ("data" in row) {
       data = row.data;
       link = snapshotLink(row.digest, row.step, row.bytes);
+      run = { name: row.name, kind: row.kind, identity: row.identity };
     } else {
-      if (link === undefined)
+      if (link === undefined || run === undefined)
         throw broken(runId, row.step, `holds changes, and its snapshot (step ${row.base}) was not read`);
+      if (row.name !== run.name || row.kind !== run.kind || !sameIdentity(row.identity, run.identity))
+        throw broken(
+          runId,
+          row.step,
+          `is stored as ${row.kind} "${row.name}", and its snapshot is of ${run.kind} "${run.name}"`,
+        );
       if (row.prev === undefined || row.base !== link.base)
         throw broken(runId, row.step, `builds on step ${row.base}, and the chain before it on step ${link.base}`);
       // Measured before the changes apply: in place, they change `data` itself.
@@ -125,15 +159,17 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
       if (changed === undefined) throw broken(runId, row.step, "holds changes that do not apply to the step before it");
       data = changed;
     }
-    if (!lastOnly || index === rows.length - 1) bodies.push(bodyOf(row, data, link));
+    if (!lastOnly || index === rows.length - 1) {
+      const { step, status, segment, calls } = row;
+      bodies.push({ runId: row.runId, step, status, segment, ...run, calls, data, chain: link });
+    }
   }
   return bodies;
 }
 
-/** A row's sealed header with the data rebuilt at it and its link. */
-function bodyOf(row: OpenedCheckpoint, data: JsonValue, chain: ChainLink): CheckpointBody {
-  const { runId, step, status, segment, name, kind, identity, calls } = row;
-  return { runId, step, status, segment, name, kind, identity, calls, data, chain };
+/** True when a change seals no identity (as it should), or the snapshot's (as rows of an earlier version did). */
+function sameIdentity(sealed: Identity | undefined, snapshot: Identity): boolean {
+  return sealed === undefined || canonicalJson(sealed) === canonicalJson(snapshot);
 }
 
 function broken(runId: string, step: number, what: string): CheckpointStoreCorrupt {

@@ -1,4 +1,4 @@
-import type { JsonValue } from "../base/json.js";
+import { isJsonObject, type JsonValue } from "../base/json.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
 import { Sealer, type CheckpointKeys, type EncryptionKeys } from "./sealer.js";
 import type { CheckpointRow, CheckpointStore, RunKind, RunStatus, StoredCheckpoint } from "../store/contract.js";
@@ -6,7 +6,7 @@ import type { Identity } from "../base/identity.js";
 import { isSegmentCounts, type SegmentCounts } from "../store/contract.js";
 import { checkedCheckpoint } from "../store/rows.js";
 import { isDelta, type DeltaOp } from "./delta.js";
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** Everything sealed into one checkpoint. `data` is the runner's own (a flow's state and frontier, a loop's history). */
 export interface CheckpointBody {
@@ -50,16 +50,24 @@ export interface ChainLink {
  * A checkpoint row as opened, before its data is rebuilt: a snapshot holds
  * `data`, a change holds `delta`, the changes since the row before it (step
  * `step - 1`, whose digest it seals as `prev`) over the snapshot at `base`.
+ * A change seals no name, kind or identity (they never change in a run): its
+ * name and kind are the store's columns, checked against the snapshot's
+ * when the chain is folded, and its identity is the snapshot's.
  */
-export type OpenedCheckpoint = Omit<CheckpointBody, "data" | "chain"> & {
+export type OpenedCheckpoint = Omit<CheckpointBody, "data" | "chain" | "identity"> & {
   /** The digest of the sealed row, and its length. */
   readonly digest: string;
   readonly bytes: number;
   readonly prev?: string;
-} & ({ readonly data: JsonValue } | { readonly delta: readonly DeltaOp[]; readonly base: number });
+} & (
+    | { readonly data: JsonValue; readonly identity: Identity }
+    | { readonly delta: readonly DeltaOp[]; readonly base: number; readonly identity?: Identity }
+  );
 
 const STATUSES: ReadonlySet<unknown> = new Set(["running", "paused", "done", "failed"]);
 const KINDS: ReadonlySet<unknown> = new Set(["flow", "loop"]);
+/** The plain columns a store keeps beside a checkpoint, each checked against the sealed one. */
+const COLUMNS = ["runId", "step", "status", "segment", "name", "kind"] as const;
 
 /**
  * The sealer a runner uses with a store: signed with `keys`, or unsigned when
@@ -99,12 +107,12 @@ export function sealCheckpoint(
   body: CheckpointBody,
   change?: { readonly prev: string; readonly base?: number; readonly delta?: readonly DeltaOp[] },
 ): CheckpointRow {
-  const { name, chain: _chain, data, ...rest } = body;
-  const row = { runId: body.runId, step: body.step, status: body.status, segment: body.segment, name, kind: body.kind };
+  const { runId, step, status, segment, name, kind, identity, calls, data } = body;
+  const row = { runId, step, status, segment, name, kind };
   const content =
     change?.delta === undefined
-      ? { ...rest, flow: name, data, ...(change === undefined ? {} : { prev: change.prev }) }
-      : { ...rest, flow: name, delta: change.delta, base: change.base, prev: change.prev };
+      ? { runId, step, status, segment, flow: name, kind, identity, calls, data, ...(change && { prev: change.prev }) }
+      : { runId, step, status, segment, calls, delta: change.delta, base: change.base, prev: change.prev };
   return {
     status: body.status,
     segment: body.segment,
@@ -116,7 +124,7 @@ export function sealCheckpoint(
 
 /** The digest a following row seals as `prev`: SHA-256 of the sealed text, base64url. */
 export function rowDigest(sealed: string): string {
-  return createHash("sha256").update(sealed).digest("base64url");
+  return hash("sha256", sealed, "base64url");
 }
 
 /**
@@ -127,13 +135,47 @@ export function rowDigest(sealed: string): string {
  */
 export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained = false): OpenedCheckpoint {
   // A store of another make may give any shape: it is checked as the built-in stores check what they read.
-  const row = { ...checkedCheckpoint(stored.runId, stored), runId: stored.runId };
-  const sealed = sealer.open("checkpoint", row.sealed, row, chained);
-  if (!isSealedBody(sealed)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
-  const { flow: name, ...rest }: SealedBody = sealed;
-  const body = { ...rest, name, digest: rowDigest(row.sealed), bytes: row.sealed.length } as OpenedCheckpoint;
-  const columns = ["runId", "step", "status", "segment", "name", "kind"] as const;
-  for (const column of columns) {
+  const row = checkedCheckpoint(stored.runId, stored);
+  const opened = sealer.open("checkpoint", row.sealed, row, chained);
+  if (!isSealedBody(opened)) throw new CheckpointStoreCorrupt(row.runId, "a stored checkpoint has an unknown shape.");
+  const sealed: SealedBody = opened;
+  // Built field by field, not spread: a recovery opens every row since its snapshot, and a spread costs more than the parse.
+  const digest = rowDigest(row.sealed);
+  const bytes = row.sealed.length;
+  const { runId, step, status, segment, calls, prev } = sealed;
+  const body: OpenedCheckpoint =
+    "data" in sealed
+      ? {
+          runId,
+          step,
+          status,
+          segment,
+          name: sealed.flow,
+          kind: sealed.kind,
+          identity: sealed.identity,
+          calls,
+          digest,
+          bytes,
+          prev,
+          data: sealed.data,
+        }
+      : {
+          runId,
+          step,
+          status,
+          segment,
+          // Sealed by rows of an earlier version: checked against the columns here, and against the snapshot's when folded.
+          name: sealed.flow ?? row.name,
+          kind: sealed.kind ?? row.kind,
+          identity: sealed.identity,
+          calls,
+          digest,
+          bytes,
+          prev,
+          delta: sealed.delta,
+          base: sealed.base,
+        };
+  for (const column of COLUMNS) {
     if (body[column] !== row[column]) {
       throw new CheckpointStoreCorrupt(
         row.runId,
@@ -144,31 +186,42 @@ export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained
   return body;
 }
 
-/** A checkpoint body as it is sealed: the run's name under `flow`. */
-type SealedBody = Omit<OpenedCheckpoint, "name" | "digest" | "bytes"> & { readonly flow: string };
+/** A checkpoint body as it is sealed: the run's name under `flow`; a change without name, kind and identity. */
+type SealedBody = Pick<CheckpointBody, "runId" | "step" | "status" | "segment" | "calls"> & {
+  readonly prev?: string;
+} & (
+    | { readonly flow: string; readonly kind: RunKind; readonly identity: Identity; readonly data: JsonValue }
+    | {
+        readonly flow?: string;
+        readonly kind?: RunKind;
+        readonly identity?: Identity;
+        readonly delta: readonly DeltaOp[];
+        readonly base: number;
+      }
+  );
 
-function isSealedBody(value: JsonValue): value is SealedBody & JsonValue {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+function isSealedBody(value: JsonValue): value is JsonValue & SealedBody {
+  if (!isJsonObject(value)) return false;
+  const change = !("data" in value);
+  const omitted = (key: string) => change && value[key] === undefined;
   const identity = value["identity"];
   return (
     typeof value["runId"] === "string" &&
     Number.isSafeInteger(value["step"]) &&
     STATUSES.has(value["status"]) &&
     Number.isSafeInteger(value["segment"]) &&
-    typeof value["flow"] === "string" &&
-    KINDS.has(value["kind"]) &&
+    (omitted("flow") || typeof value["flow"] === "string") &&
+    (omitted("kind") || KINDS.has(value["kind"])) &&
     isSegmentCounts(value["calls"]) &&
     value["calls"].length === (value["segment"] as number) + 1 &&
-    typeof identity === "object" &&
-    identity !== null &&
-    !Array.isArray(identity) &&
+    (omitted("identity") || isJsonObject(identity)) &&
     (value["prev"] === undefined || typeof value["prev"] === "string") &&
-    ("data" in value
-      ? !("delta" in value)
-      : isDelta(value["delta"]) &&
+    (change
+      ? isDelta(value["delta"]) &&
         typeof value["prev"] === "string" &&
         Number.isSafeInteger(value["base"]) &&
         (value["base"] as number) >= 0 &&
-        (value["base"] as number) < (value["step"] as number))
+        (value["base"] as number) < (value["step"] as number)
+      : !("delta" in value))
   );
 }
