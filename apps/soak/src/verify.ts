@@ -130,14 +130,17 @@ export function failoverViolations(
 }
 
 /**
- * Whether a live worker's lease on a run had surely run out by the store's
+ * Whether a live worker's lease on a run may have run out by the store's
  * clock when another worker's claim was sent, from the writes of the old
  * worker that the store accepted (one it refused set nothing; one it did not
  * answer may or may not have: a loaded PostgreSQL left renewals unanswered
  * for 5 s, and a verdict cannot go by what it cannot know). The store set a
  * lease between a write's sending and its answer; a renewal always sets it, a save only when it
  * claims the run or when a third of the lease has passed since it was last set
- * (`SAVE_RENEWS_AFTER`). A claim sent at `at` reached the store no earlier.
+ * (`SAVE_RENEWS_AFTER`). A claim sent at `at` reached the store no earlier, so
+ * it took a live lease only when the lease, set as early as its write was
+ * sent, outlived `at`: a loaded PostgreSQL answered a claim 1.1 s late, and
+ * the lease it set may have run out 400 ms before the next claim.
  */
 class LeaseClock {
   /** `<run> <worker>` of each live worker's lease found run out where a claim needed it. */
@@ -158,7 +161,7 @@ class LeaseClock {
 
   ranOut(runId: string, worker: string, at: number): boolean {
     const set = this.#lastSet(runId, worker, at);
-    if (set === undefined || set.latest + this.#ms > at) return false;
+    if (set === undefined || set.earliest + this.#ms > at) return false;
     this.lapsed.add(`${runId} ${worker}`);
     return true;
   }
