@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import type { CheckpointStore } from "@durable/core";
 import { ToolRegistry } from "@durable/core";
 import { canonicalJson, DurableRun, openHistory, Sealer } from "@durable/core/runner";
@@ -24,6 +25,12 @@ export interface LongFigures {
    */
   readonly recoverEarlyMs: number;
   readonly recoverLateMs: number;
+  /**
+   * ms to read the checkpoints a recovery at the last step reads and to parse
+   * and hash each, with nothing else: what any recovery that checks what it
+   * uses pays, since a loop's history is all its data (our stores only).
+   */
+  readonly readAloneMs?: number;
 }
 
 /** The tool's result each step: about 2 KB, as a page an agent fetched. */
@@ -78,12 +85,14 @@ export async function measureLong(
   const grown = await dataBytes(whole, "long");
   await whole.close();
 
+  const alone: number[] = [];
   const recover = async (at: number) => {
     const cut = await store();
     // Each step saves twice (the model's reply pinned, then its tool's result): cut at the save after step `at`.
     await runToolLoop(pagingModel(steps, []), registry, prompt, options(cutAtSave(cut, 2 * at + 1), `cut-${at}`)).catch(
       () => undefined,
     );
+    if (at === steps - 1) alone.push(await readAlone(cut, `cut-${at}`));
     const started = performance.now();
     // The cut drive's lease is this process's: the recovery takes the run over, as an operator's would.
     await recoverToolLoop(pagingModel(0, []), registry, `cut-${at}`, {
@@ -96,6 +105,8 @@ export async function measureLong(
     await cut.close();
     return ms;
   };
+  const recoverEarlyMs = round(await median(() => recover(10)), 1);
+  const recoverLateMs = round(await median(() => recover(steps - 1)), 1);
   return {
     store: name,
     steps,
@@ -103,9 +114,22 @@ export async function measureLong(
     lateStepMs: round(mean(stepMs.slice(-LATE)), 2),
     bytesPerStep: Math.round(bytes / steps),
     newBytesPerStep: Math.round(grown / steps),
-    recoverEarlyMs: round(await median(() => recover(10)), 1),
-    recoverLateMs: round(await median(() => recover(steps - 1)), 1),
+    recoverEarlyMs,
+    recoverLateMs,
+    readAloneMs: round(await median(async () => alone.shift() as number), 1),
   };
+}
+
+/** The time to read a run's checkpoints from its latest snapshot on, and to parse and hash each (`readAloneMs`). */
+async function readAlone(store: CheckpointStore, runId: string): Promise<number> {
+  const { chain } = await DurableRun.latest(store, Sealer.withKeys(KEY), runId);
+  const started = performance.now();
+  const rows = (await store.history?.(runId, chain?.base ?? 0)) ?? [await store.latest(runId)];
+  for (const row of rows) {
+    JSON.parse(row.sealed.slice(row.sealed.indexOf(".", row.sealed.indexOf(".") + 1) + 1));
+    hash("sha256", row.sealed);
+  }
+  return performance.now() - started;
 }
 
 /** How much the run's data grew from its first step to its last (canonical JSON). */
@@ -130,7 +154,7 @@ async function storedBytes(store: CheckpointStore, runId: string): Promise<numbe
  */
 export function longTable(figures: readonly LongFigures[]): string[] {
   const head =
-    "store                    steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10  targets";
+    "store                    steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10  read alone ms  targets";
   return [
     head,
     ...figures.map((f) =>
@@ -145,6 +169,7 @@ export function longTable(figures: readonly LongFigures[]): string[] {
         f.recoverEarlyMs.toFixed(1).padStart(14),
         f.recoverLateMs.toFixed(1).padStart(16),
         (f.recoverLateMs / f.recoverEarlyMs).toFixed(2).padStart(8),
+        (f.readAloneMs === undefined ? "-" : f.readAloneMs.toFixed(1)).padStart(13),
         targets(f).padStart(8),
       ].join(" "),
     ),
