@@ -68,7 +68,7 @@ const result =
       });
 console.log(
   JSON.stringify(
-    result.status === "paused" ? result : { ...result, messages: result.messages.map((message) => message.role) },
+    "messages" in result ? { ...result, messages: result.messages.map((message) => message.role) } : result,
   ),
 );
 await store.close();

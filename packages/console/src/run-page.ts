@@ -158,6 +158,8 @@ function waitsText(run: RunDetail): string {
       return "Waits for someone to resume it.";
     case "retry time":
       return `Waits to retry a failed call: its next attempt starts ${esc(time(waiting.at))}.`;
+    case "wake time":
+      return `Asleep: it holds no worker, and a worker serving it wakes it ${esc(time(waiting.until))}.`;
     case "worker":
       return "Waits for a worker: nobody holds it, and the next worker serving it claims it.";
   }

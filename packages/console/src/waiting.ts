@@ -16,6 +16,8 @@ export type Waiting =
   | { readonly for: "decision"; readonly calls: readonly string[] }
   /** A call failed and waits between attempts: its next one starts at `at` (ms since the epoch). */
   | { readonly for: "retry time"; readonly at: number }
+  /** Asleep (`ctx.sleep`) until `until` (ms since the epoch): a worker wakes it then. */
+  | { readonly for: "wake time"; readonly until: number }
   /** Running and released (an operator's action, a worker that died): the next worker to poll claims it. */
   | { readonly for: "worker" };
 
@@ -39,6 +41,9 @@ export function waitingFor(
     return latest.kind === "loop" ? { for: "next message" } : { for: "resume" };
   }
   if (latest.status !== "running") return undefined;
+  // Its lease is the sleep's until it wakes; after that the next worker to poll claims it.
+  if (envelope.asleep !== undefined)
+    return leaseLive ? { for: "wake time", until: envelope.asleep } : { for: "worker" };
   const retryAt = [...(round?.next.values() ?? [])].flatMap((next) => next.notBefore ?? []);
   const retry = retryAt.length > 0 ? ({ for: "retry time", at: Math.min(...retryAt) } as const) : undefined;
   if (leaseLive) return retry;
@@ -60,6 +65,8 @@ export function waitingLabel(waiting: Waiting): string {
       return "awaits resume";
     case "retry time":
       return "retrying";
+    case "wake time":
+      return "asleep";
     case "worker":
       return "awaits a worker";
   }

@@ -39,6 +39,14 @@ export const reminders = new Flow("reminders", {
   .node("remind", new Call("remind", { args: (s) => ({ to: s.to }), into: "note" }))
   .end("remind");
 
+/** One node that sleeps an hour before it says so: the run waits for its wake time. */
+export const naps = new Flow("naps", { state: z.object({ note: z.string().default("") }) })
+  .node("nap", async (_state, ctx) => {
+    await ctx.sleep(3_600_000);
+    return { note: "rested" };
+  })
+  .end("nap");
+
 /**
  * The tools: hold (idempotent), charge (fails for `failingCharges`), email (a 100 ms timeout), refund (needs an
  * approval), remind (fails, its next attempt ten minutes later).

@@ -9,7 +9,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
 import { headlessChromium } from "./chromium.js";
-import { KEY, refunds, registry, reminders, runner, seed, type Seeded, worker } from "./fixture.js";
+import { KEY, naps, refunds, registry, reminders, runner, seed, type Seeded, worker } from "./fixture.js";
 
 /*
  * What a run waits for, as the list and the run's page say it in a browser:
@@ -153,6 +153,15 @@ describe("what a run waits for, in headless Chromium", () => {
     expect(await page.locator(".badge.recovered").count()).toBe(0);
     expect(await page.getByRole("button", { name: "Retry the run" }).count()).toBe(0);
     expect(await page.locator("#act-retry").locator("..").textContent()).toContain("an approval was denied");
+  });
+
+  it("a run asleep says until when, and holds no worker", async (ctx) => {
+    if (chromium.browser === undefined) return ctx.skip();
+    expect(await runner(store, events).run(naps, {}, { runId: "w-nap" })).toMatchObject({ status: "asleep" });
+    expect(await marksOf("w-nap")).toEqual(["running", "asleep"]);
+    await open("w-nap");
+    expect(await waitsFor()).toBe("wake time");
+    expect(await page.locator(".waits").textContent()).toMatch(/Asleep: .* wakes it \d{4}-\d\d-\d\d/);
   });
 
   it("a run whose call waits between attempts is retrying, and says when", async (ctx) => {

@@ -76,9 +76,10 @@ export type {
   CallRetrying,
   RunCancelled,
   RunPaused,
+  RunAsleep,
   RunEnded,
 } from "./log/events.js";
-export type { RecoverEachOptions, Recovered } from "./driver/program.js";
+export type { AsleepResult, RecoverEachOptions, Recovered } from "./driver/program.js";
 export type { ServedRuns } from "./driver/worker.js";
 export type { JsonObject } from "./base/json.js";
 export { operatorMark } from "./operator/actions.js";

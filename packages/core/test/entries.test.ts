@@ -169,6 +169,7 @@ describe("entry points", () => {
     expect([...exported("@durable/core/runner")].sort()).toMatchInlineSnapshot(`
       [
         "AnchoredStore",
+        "AsleepResult",
         "BoundAnswer",
         "CallDone",
         "CallEntry",
@@ -212,6 +213,7 @@ describe("entry points", () => {
         "RecoverEachOptions",
         "Recovered",
         "ReplayPlan",
+        "RunAsleep",
         "RunCancelled",
         "RunDriver",
         "RunEnded",

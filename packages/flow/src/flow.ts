@@ -13,6 +13,16 @@ export interface NodeContext extends Identity {
    * JSON, or what the runner's codec decodes (name its type: `ctx.call<Date>(…)`).
    */
   call<T = JsonValue>(tool: string, args: JsonValue): Promise<T>;
+  /**
+   * Sleeps `ms`, durably: the wake time is recorded once and the run is saved
+   * asleep, holding no worker, lease or timer, until a worker (`startWorker`)
+   * wakes it then and runs the superstep again, its finished calls replayed
+   * and this sleep passed. Call it before the effects it should delay: the
+   * node's code before it runs again on waking.
+   */
+  sleep(ms: number): Promise<void>;
+  /** Sleeps until `until` (a `Date`, or ms since the epoch), as `sleep` does. */
+  sleepUntil(until: Date | number): Promise<void>;
 }
 
 /** A function node: reads the state, may call tools, returns the fields it changes. Must be deterministic. */

@@ -11,6 +11,7 @@ import type {
   StorageOptions,
   ValueCodec,
 } from "@durable/core";
+import type { AsleepResult } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
 import {
   checkExecutor,
@@ -44,7 +45,7 @@ export interface FlowDone<S> {
 }
 
 /** Where a run stands when `run`, `recover` or `resume` returns. */
-export type FlowResult<S> = FlowDone<S> | PausedResult;
+export type FlowResult<S> = FlowDone<S> | PausedResult | AsleepResult;
 
 /** Options of `FlowRunner`. */
 export interface FlowRunnerOptions extends StorageOptions {
@@ -221,7 +222,8 @@ function flowProgram<S>(flow: Flow<S>, executor: Executor, codec: ValueCodec): R
 
     async step(data: FlowData<S>, { runId, round, scope }: StepContext): Promise<StepOutcome<FlowData<S>>> {
       const outcome = await runSuperstep(flow, executor, scope, data);
-      if (outcome.paused) return { next: "pause" };
+      if (outcome.stop === "pause") return { next: "pause" };
+      if (outcome.stop === "sleep") return { next: "sleep", until: outcome.until };
       const what = `The state after superstep ${round} of run ${runId}`;
       const state = await settleState(flow.schema, codec, outcome.state, what);
       const { frontier, visits, waiting } = outcome;

@@ -6,14 +6,15 @@ import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
 import type { FlowData } from "./flow-data.js";
 import { mergeUpdates, own, put } from "./merge.js";
 
-/** Thrown inside a node when a call waits on an approval: the superstep pauses. */
-class WaitingForApproval extends Error {}
+/** Thrown inside a node when a call waits on an approval (the superstep pauses) or a sleep has not passed (it sleeps). */
+class Stopped extends Error {}
 
-/** What one superstep produced: the run moves on, or pauses for approvals. */
+/** What one superstep produced: the run moves on, pauses for approvals, or sleeps until the earliest wake time of its nodes. */
 export type SuperstepOutcome<S> =
-  | { readonly paused: true }
+  | { readonly stop: "pause" }
+  | { readonly stop: "sleep"; readonly until: number }
   | {
-      readonly paused: false;
+      readonly stop?: undefined;
       readonly state: S;
       readonly frontier: string[];
       readonly visits: Record<string, number>;
@@ -49,17 +50,18 @@ export async function runSuperstep<S>(
     data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)),
   );
   await scope.settled(); // calls a node left running (a sibling of one that threw in Promise.all) land before the superstep ends
-  const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof WaitingForApproval));
+  const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof Stopped));
   if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
-  // A node that caught the wait itself still leaves its call pending: the superstep pauses for it.
-  if (settled.some((s) => s.status === "rejected") || scope.pending.length > 0) return { paused: true };
+  // A node that caught the stop itself still leaves its call pending or its sleep running: the superstep stops for it.
+  if (scope.pending.length > 0) return { stop: "pause" };
+  if (scope.asleep !== undefined) return { stop: "sleep", until: scope.asleep };
 
   const updates = data.frontier.map(
     (name, i) => [name, (settled[i] as PromiseFulfilledResult<Partial<S>>).value] as const,
   );
   const merged = mergeUpdates(state, updates, flow.reducers);
   const { frontier, waiting } = nextFrontier(graph, data, merged);
-  return { paused: false, state: merged, frontier, visits, waiting };
+  return { state: merged, frontier, visits, waiting };
 }
 
 async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope): Promise<Partial<S>> {
@@ -69,7 +71,7 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
       case "ok":
         return outcome.value as T;
       case "pending":
-        throw new WaitingForApproval();
+        throw new Stopped("the call waits on an approval");
       case "denied":
         throw new ApprovalDenied(tool, outcome.reason);
       case "error": // recorded: the node sees the same error on every worker, its cause only where it happened
@@ -80,8 +82,17 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
     const value = await call(node.body.tool, node.body.args(state));
     return (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
   }
+  const sleep = async (wake: { ms: number } | { until: number | Date }): Promise<void> => {
+    if (!(await executor.sleep(scope, node.name, wake))) throw new Stopped("the run sleeps");
+  };
   const identity = scope.init.identity;
-  const ctx: NodeContext = { ...identity, runId: scope.runId, call };
+  const ctx: NodeContext = {
+    ...identity,
+    runId: scope.runId,
+    call,
+    sleep: (ms) => sleep({ ms }),
+    sleepUntil: (until) => sleep({ until }),
+  };
   return (await node.body(state, ctx)) ?? {};
 }
 

@@ -23,3 +23,4 @@ export type { ModelUsage } from "./usage.js";
 export { loopCallContext, type LoopCallContext } from "./call-context.js";
 export type { LoopData, LoopStep, StopReason } from "./loop-data.js";
 export type { ApprovalAnswers, PendingCall, PausedResult } from "@durable/core";
+export type { AsleepResult } from "@durable/core/runner";

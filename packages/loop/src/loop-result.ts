@@ -1,5 +1,6 @@
 import type { JsonObject } from "@durable/core/runner";
 import type { JsonValue, PausedResult } from "@durable/core";
+import type { AsleepResult } from "@durable/core/runner";
 import type { LoopData, StopReason } from "./loop-data.js";
 import type { Message } from "./message.js";
 import { addUsage, type ModelUsage } from "./usage.js";
@@ -49,7 +50,7 @@ export interface LoopAwaitingUser extends Finished {
 }
 
 /** Where a tool loop stands when it returns. */
-export type LoopResult = LoopDone | LoopAwaitingUser | PausedResult;
+export type LoopResult = LoopDone | LoopAwaitingUser | PausedResult | AsleepResult;
 
 /** The step results of a loop's data. */
 export function stepResults(data: LoopData): LoopStepResult[] {

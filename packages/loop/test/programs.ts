@@ -37,7 +37,7 @@ export interface Options {
 
 /** What a run returned, as both programs shape it. */
 export type Outcome = {
-  readonly status: "done" | "paused" | "awaiting-user";
+  readonly status: "done" | "paused" | "asleep" | "awaiting-user";
   readonly runId: string;
   readonly step: number;
   readonly approvals?: ReadonlyArray<{ readonly callId: string }>;

@@ -40,6 +40,7 @@ export class CallScope {
   /** Calls waiting on an approval: the run pauses after this round. */
   readonly pending: PendingCall[] = [];
   #inDoubt: Error | undefined;
+  #asleep: number | undefined;
   readonly #occurrences = new Map<string, number>();
   readonly #claimed = new Set<string>();
   readonly #inFlight = new Set<Promise<unknown>>();
@@ -91,6 +92,16 @@ export class CallScope {
   leaveInDoubt<E extends Error>(error: E): E {
     this.#inDoubt ??= error;
     return error;
+  }
+
+  /** The earliest wake time of the round's sleeps that have not passed (ms since the epoch): the run sleeps until then. */
+  get asleep(): number | undefined {
+    return this.#asleep;
+  }
+
+  /** Notes a sleep of this round that lasts until `until`: the round stops, and the run is saved asleep. */
+  sleepUntil(until: number): void {
+    this.#asleep = Math.min(this.#asleep ?? until, until);
   }
 
   /** Marks a finished call of the log as taken by a call of this round. */

@@ -2,13 +2,13 @@ import { canonicalJson } from "../base/canonical.js";
 import type { JsonValue } from "../base/json.js";
 import { attemptCall } from "./attempts.js";
 import { decodeValue, encodeValue } from "../base/codec.js";
-import { InvalidInput, InvalidToolArgs } from "../base/errors.js";
+import { CheckpointStoreCorrupt, InvalidInput, InvalidToolArgs } from "../base/errors.js";
 import type { CallRef } from "../log/events.js";
 import type { FinishedOutcome } from "./replay.js";
 import { checkOptions, describeType, isObject, type OptionTable } from "../base/option-checks.js";
 import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.js";
 import type { CallOutcome, CallScope } from "./call-scope.js";
-import type { ToolDefinition, ToolRegistry } from "./tools.js";
+import { SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
 import { validateWith } from "../base/standard-schema.js";
 
 /** Options of an `Executor`. */
@@ -81,6 +81,43 @@ export class Executor {
     return decoded(scope, tool, await attemptCall({ scope, ref, definition, args: jsonArgs, next }));
   }
 
+  /**
+   * Sleeps `within` a part of the round, for `ms` or until `until` (ms since
+   * the epoch): the wake time is recorded once, as the result of a call of
+   * `SLEEP_TOOL` (no side effect, so never in doubt), and replays. True once
+   * it has passed by this worker's clock; otherwise the scope notes it (the
+   * round stops, and the run is saved asleep until its earliest) and false.
+   */
+  sleep(
+    scope: CallScope,
+    within: string,
+    wake: { readonly ms: number } | { readonly until: number | Date },
+  ): Promise<boolean> {
+    const slept = this.#sleep(scope, within, checkedWake(wake));
+    scope.track(slept);
+    return slept;
+  }
+
+  async #sleep(scope: CallScope, within: string, args: { ms: number } | { until: number }): Promise<boolean> {
+    const callId = scope.nameCall(within, SLEEP_TOOL, canonicalJson(args));
+    const { plan } = scope.init;
+    const finished = plan.finished.get(callId);
+    let until: number;
+    if (finished === undefined) {
+      until = "until" in args ? args.until : Date.now() + args.ms;
+      await scope.init.log.append({ round: plan.round, callId, tool: SLEEP_TOOL, kind: "done", args, result: until });
+    } else {
+      scope.claim(callId);
+      const { outcome } = finished;
+      if (outcome.status !== "ok" || !Number.isSafeInteger(outcome.value))
+        throw new CheckpointStoreCorrupt(scope.runId, `the wake time of ${callId} in the call log is not a time.`);
+      until = outcome.value as number;
+    }
+    if (until <= Date.now()) return true;
+    scope.sleepUntil(until);
+    return false;
+  }
+
   /** The answer for an approval call, or undefined when the run must pause for one. */
   async #answer(
     scope: CallScope,
@@ -120,6 +157,22 @@ async function checkedArgs(definition: ToolDefinition, given: unknown): Promise<
   const result = await validateWith(definition.args, given);
   if ("problems" in result) throw new InvalidToolArgs(definition.name, result.problems);
   return result.value;
+}
+
+/** The longest sleep, in ms: about 10,000 years, so a wake time stays a safe integer. */
+const MAX_SLEEP_MS = 3e14;
+
+/** A sleep's length or wake time, checked: `InvalidInput` for anything but a whole number of ms ≥ 0 (a time: a `Date` or ms since the epoch). */
+function checkedWake(wake: unknown): { ms: number } | { until: number } {
+  if (isObject(wake) && "ms" in wake) {
+    const { ms } = wake;
+    if (typeof ms === "number" && Number.isSafeInteger(ms) && ms >= 0 && ms <= MAX_SLEEP_MS) return { ms };
+    throw new InvalidInput(`sleep: ms must be a whole number of ms from 0 to ${MAX_SLEEP_MS}, not ${String(ms)}.`);
+  }
+  const until = isObject(wake) ? wake["until"] : undefined;
+  const time = until instanceof Date ? until.getTime() : until;
+  if (typeof time === "number" && Number.isSafeInteger(time) && time >= 0) return { until: time };
+  throw new InvalidInput(`sleepUntil takes a Date or a time in ms since the epoch, not ${describeType(until)}.`);
 }
 
 /** Checks that a runner is given an `Executor` (an object with `call` and a `registry`). */

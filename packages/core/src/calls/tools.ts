@@ -76,6 +76,12 @@ const TOOL_OPTIONS: OptionTable<ToolOptions> = {
   timeoutMs: true,
 };
 
+/** Names of the calls the library makes itself (`SLEEP_TOOL`): no registered tool may take one. */
+const RESERVED = "durable:";
+
+/** The call a sleep records its wake time as: a `done` record whose result is the time (ms since the epoch). */
+export const SLEEP_TOOL: string = `${RESERVED}sleep`;
+
 /** The tools a run may call, by name. */
 export class ToolRegistry {
   readonly #tools = new Map<string, ToolDefinition>();
@@ -88,6 +94,10 @@ export class ToolRegistry {
     if (typeof name !== "string" || name.length === 0 || name.length > 128) {
       throw new InvalidInput("A tool name must be a string of 1 to 128 characters.");
     }
+    if (name.startsWith(RESERVED))
+      throw new InvalidInput(
+        `Tool names starting with "${RESERVED}" are the library's own, not ${JSON.stringify(name)}.`,
+      );
     if (typeof fn !== "function") throw new InvalidInput(`Tool ${JSON.stringify(name)} needs a function.`);
     const where = `Tool ${JSON.stringify(name)}`;
     checkOptions(where, options, TOOL_OPTIONS);

@@ -23,10 +23,25 @@ export interface PausedResult {
   readonly approvals: readonly PendingCall[];
 }
 
+/**
+ * A run asleep (`ctx.sleep`): saved with its lease held for the sleep, so a
+ * worker wakes it (claims it and runs its round again) once `until` passed.
+ * What `run`, `recover` and `resume` return then.
+ */
+export interface AsleepResult {
+  readonly status: "asleep";
+  readonly runId: string;
+  readonly step: number;
+  /** When it wakes: ms since the epoch, by the clock of the worker that put it to sleep. */
+  readonly until: number;
+}
+
 /** What one step of a program leaves, by what the driver does next. */
 export type StepOutcome<D> =
   /** A call waits on an approval's answer: the run is saved paused, at the start of the round, to run it again once answered. */
   | { readonly next: "pause" }
+  /** A sleep of the round has not passed: the run is saved asleep until `until`, at the start of the round, to run it again then. */
+  | { readonly next: "sleep"; readonly until: number }
   /** The step's data is saved `running`, and the next step goes on. */
   | ({ readonly next: "step" } & SteppedData<D>)
   /**
@@ -133,7 +148,7 @@ export interface RecoverEachOptions extends RecoverOptions {
 }
 
 /** One run's outcome in `recoverEach`: its result, or the error that stopped it. */
-export type Recovered<R> = Settled<string, R | PausedResult>;
+export type Recovered<R> = Settled<string, R | PausedResult | AsleepResult>;
 
 /** A run's latest checkpoint, checked for this program and caller, with its data read. */
 export interface OpenedRun<D> {

@@ -19,6 +19,7 @@ import type {
   DriverOptions,
   OpenedRun,
   PausedResult,
+  AsleepResult,
   RecoverEachOptions,
   RecoverOptions,
   Recovered,
@@ -76,7 +77,7 @@ export class RunDriver<D, R> {
   async start(
     data: D,
     options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
-  ): Promise<R | PausedResult> {
+  ): Promise<R | PausedResult | AsleepResult> {
     const runId = options.runId ?? newRunId();
     const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
     const { run } = DurableRun.startLater(
@@ -124,7 +125,7 @@ export class RunDriver<D, R> {
    * replays finished calls, and fails closed on calls in doubt. A paused run
    * comes back as its paused result.
    */
-  recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+  recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult | AsleepResult> {
     return this.#recover(runId, options, false);
   }
 
@@ -145,11 +146,11 @@ export class RunDriver<D, R> {
    * the calls its tools' errors ended run again (their attempts start over),
    * finished calls replay. A cancelled run does not go on.
    */
-  retry(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult> {
+  retry(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult | AsleepResult> {
     return this.#recover(runId, options, true);
   }
 
-  async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult> {
+  async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult | AsleepResult> {
     options.signal?.throwIfAborted();
     const decided = options.decide === undefined ? undefined : readInDoubtDecisions(options.decide, this.#codec);
     const by = decidedBy(options.by, this.#lease.owner);
@@ -162,6 +163,9 @@ export class RunDriver<D, R> {
       return { status: "paused", runId, step: latest.step, approvals: pending };
     }
     const { envelope } = opened;
+    // An asleep run is woken by the first claim after its wake time: until then it stays as it was saved.
+    if (envelope.asleep !== undefined && envelope.asleep > Date.now())
+      return { status: "asleep", runId, step: latest.step, until: envelope.asleep };
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
     // A retry's claim saves the run without its error; a recovery's, the latest checkpoint's data as it is.
@@ -230,8 +234,8 @@ export class RunDriver<D, R> {
   }
 
   /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. For small numbers of runs. */
-  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, R | PausedResult | Error>> {
-    const results = new Map<string, R | PausedResult | Error>();
+  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, R | PausedResult | AsleepResult | Error>> {
+    const results = new Map<string, R | PausedResult | AsleepResult | Error>();
     for await (const settled of this.recoverEach(options))
       results.set(settled.item, settled.ok ? settled.value : asError(settled.error));
     return results;
@@ -249,7 +253,7 @@ export class RunDriver<D, R> {
     answers: ApprovalAnswers,
     options: RecoverOptions = {},
     program?: D,
-  ): Promise<R | PausedResult> {
+  ): Promise<R | PausedResult | AsleepResult> {
     const { latest } = opened;
     const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
     const resumed = answered(latest, envelope, answers);
@@ -282,8 +286,8 @@ export class RunDriver<D, R> {
   async #holding(
     run: DurableRun,
     signal: AbortSignal | undefined,
-    work: () => Promise<R | PausedResult>,
-  ): Promise<R | PausedResult> {
+    work: () => Promise<R | PausedResult | AsleepResult>,
+  ): Promise<R | PausedResult | AsleepResult> {
     const giveUp = (): void => void run.giveUp(signal?.reason);
     signal?.addEventListener("abort", giveUp, { once: true });
     try {

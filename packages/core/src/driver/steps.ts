@@ -8,7 +8,7 @@ import type { ValueCodec } from "../base/codec.js";
 import { CallScope } from "../calls/call-scope.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
-import type { PausedResult, RecoverOptions, RunProgram, StepContext, StepOutcome } from "./program.js";
+import type { AsleepResult, PausedResult, RecoverOptions, RunProgram, StepContext, StepOutcome } from "./program.js";
 
 /**
  * Drives a run its driver started or claimed: takes the program's steps,
@@ -32,8 +32,13 @@ export class RunSteps<D, R> {
    * program fails. Stops with the reason of the run's signal once it aborts
    * (given up, or lost), saving nothing more.
    */
-  async steps(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult> {
+  async steps(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult | AsleepResult> {
     const { signal } = run;
+    // A run that woke goes on awake: its next checkpoint holds no wake time.
+    if (envelope.asleep !== undefined) {
+      const { asleep: _woke, ...awake } = envelope;
+      envelope = awake;
+    }
     for (;;) {
       signal.throwIfAborted();
       // A step queued to land later that did not (its commit failed) stops the run here, not rounds later.
@@ -72,6 +77,8 @@ export class RunSteps<D, R> {
       // A call left in doubt that the program caught (a node's try/catch around a timeout) leaves the round
       // unsettled, as it would uncaught: the run is left for recovery, where it waits for a decision.
       if (scope.inDoubt !== undefined) throw scope.inDoubt;
+      // A sleep keeps the round's start too: the round runs again when the run wakes, its finished calls replayed.
+      if (outcome.next === "sleep") return this.#sleep(run, envelope, outcome.until);
       const next: RunEnvelope<D> = outcome.roundOver
         ? { round: envelope.round + 1, roundStart: run.log.position, pending: [], answers: [], program: outcome.data }
         : { ...envelope, program: outcome.data };
@@ -144,6 +151,15 @@ export class RunSteps<D, R> {
     // Answers already given stay with the run until its round is over: each is bound to its call.
     const step = await this.#savePaused(run, { ...envelope, pending }, []);
     return { status: "paused", runId: run.runId, step, approvals: pending };
+  }
+
+  /** Saves the run asleep until `until` (its lease held for the sleep), with its events. */
+  async #sleep(run: DurableRun, envelope: RunEnvelope<D>, until: number): Promise<AsleepResult> {
+    const checkpoint = await run.sleep(this.json({ ...envelope, asleep: until }), Math.max(1, until - Date.now()));
+    await this.saved(checkpoint, envelope.program);
+    const { runId } = run;
+    await emit(this.#events, { type: "run.asleep", runId, kind: this.#program.kind, step: checkpoint.step, until });
+    return { status: "asleep", runId, step: checkpoint.step, until };
   }
 
   /** Saves a run that waits for outside input as paused with no pending call, and returns the program's result. */

@@ -122,6 +122,13 @@ export interface RunPaused extends EventBase {
   readonly approvals: readonly CallRef[];
 }
 
+/** A run was saved asleep (`ctx.sleep`): a worker wakes it once `until` (ms since the epoch) passed. */
+export interface RunAsleep extends EventBase {
+  readonly type: "run.asleep";
+  readonly step: number;
+  readonly until: number;
+}
+
 /** A run ended. */
 export interface RunEnded extends EventBase {
   readonly type: "run.done" | "run.failed";
@@ -146,6 +153,7 @@ export type DurableEvent =
   | CallRetrying
   | CallFailed
   | RunPaused
+  | RunAsleep
   | RunEnded
   | RunCancelled;
 

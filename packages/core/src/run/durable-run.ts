@@ -10,7 +10,7 @@ import { faultPoint } from "../base/fault-points.js";
 import { deepFreeze } from "../base/freeze.js";
 import { assertRunId, assertRunName } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
-import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
+import { ASLEEP, driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
 import type {
   CallPosition,
@@ -190,7 +190,23 @@ export class DurableRun {
    * claims it, so idle workers do not read it again and again.
    */
   async waitForDecision(data: JsonValue): Promise<CheckpointBody> {
-    const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, true);
+    const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, "decision");
+    await landed;
+    return body;
+  }
+
+  /**
+   * Saves the next step `running` with `data`, asleep for `ms`: the store
+   * holds the run's lease for the sleep (owner `ASLEEP`) until its now + `ms`,
+   * so no worker claims it before then, and any claims it after, as the run
+   * of a worker that died. This drive stops keeping its own lease first.
+   */
+  async sleep(data: JsonValue, ms: number): Promise<CheckpointBody> {
+    await this.#keeper.stop(false);
+    const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, {
+      owner: ASLEEP,
+      ms,
+    });
     await landed;
     return body;
   }
@@ -246,8 +262,9 @@ export class DurableRun {
     takeOver: boolean,
     durable: boolean,
     onLanded?: () => void,
-    waitsForDecision = false,
+    hold?: "decision" | LeaseTerms,
   ): { body: CheckpointBody; landed: Promise<void> } {
+    const waitsForDecision = hold === "decision";
     const { row: sealed, body } = sealNext(
       this.sealer,
       {
@@ -270,15 +287,18 @@ export class DurableRun {
     const row = waitsForDecision ? { ...sealed, waitsForDecision } : sealed;
     faultPoint("checkpoint.before-save");
     const queuedAt = performance.now();
-    // A run saved waiting for a decision is saved without a lease: it is released with the save.
+    // A run saved waiting for a decision is saved without a lease: it is released with the save. An asleep one
+    // is saved with the sleep's.
     const lease = waitsForDecision
       ? { owner: this.lease.owner, ms: 0 }
-      : takeOver
-        ? { ...this.lease, takeOver }
-        : this.lease;
+      : hold !== undefined
+        ? hold
+        : takeOver
+          ? { ...this.lease, takeOver }
+          : this.lease;
     this.#step = step;
     const landedNow = (): void => {
-      if (status === "running" && !waitsForDecision) this.#keeper.saved(queuedAt);
+      if (status === "running" && hold === undefined) this.#keeper.saved(queuedAt);
       else void this.#keeper.stop(false);
       onLanded?.();
     };

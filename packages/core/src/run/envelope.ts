@@ -29,6 +29,12 @@ export interface RunEnvelope<P = JsonObject> {
   readonly error?: string;
   /** The run was cancelled (a failed checkpoint that a retry does not go on from). */
   readonly cancelled?: true;
+  /**
+   * The run sleeps until then (ms since the epoch, by the clock of the worker
+   * that put it to sleep): the earliest wake time of its round's sleeps. The
+   * store holds its lease for the sleep (`ASLEEP`) until about then.
+   */
+  readonly asleep?: number;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -40,7 +46,7 @@ export interface RunEnvelope<P = JsonObject> {
  */
 export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   const fields = isJsonObject(data) ? data : {};
-  const { round, roundStart, pending, decisions: answers, error, cancelled, program } = fields;
+  const { round, roundStart, pending, decisions: answers, error, cancelled, asleep, program } = fields;
   const ok =
     isCount(round) &&
     round >= 1 &&
@@ -49,6 +55,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     isArrayOf(answers, isBoundAnswer) &&
     (error === undefined || isString(error)) &&
     (cancelled === undefined || cancelled === true) &&
+    (asleep === undefined || isCount(asleep)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -62,13 +69,14 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     answers,
     ...(error === undefined ? {} : { error }),
     ...(cancelled === true ? { cancelled } : {}),
+    ...(asleep === undefined ? {} : { asleep }),
     program,
   };
 }
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, roundStart, pending, answers, error, cancelled, program } = envelope;
+  const { round, roundStart, pending, answers, error, cancelled, asleep, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -81,6 +89,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     })),
     ...(error === undefined ? {} : { error }),
     ...(cancelled === true ? { cancelled } : {}),
+    ...(asleep === undefined ? {} : { asleep }),
     program,
   };
 }

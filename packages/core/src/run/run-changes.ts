@@ -46,7 +46,9 @@ export function cancelled<D>(latest: CheckpointBody, envelope: RunEnvelope<D>, r
     throw new InvalidInput("cancel: reason must be a string of 1 to 1,000 characters.");
   assertStorableText(reason, "reason");
   if (isEnded(latest.status)) throw new CheckpointConflict(latest.runId, `the run ended (${latest.status}).`);
-  return { ...envelope, error: `Cancelled: ${reason}`, cancelled: true };
+  // A run cancelled in its sleep ended asleep no more.
+  const { asleep: _asleep, ...awake } = envelope;
+  return { ...awake, error: `Cancelled: ${reason}`, cancelled: true };
 }
 
 function refuseCancelled(latest: CheckpointBody, envelope: RunEnvelope<unknown>): void {
