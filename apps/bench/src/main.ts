@@ -10,6 +10,7 @@ import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { CONSOLE_FULL, CONSOLE_QUICK, consoleTable, measureConsole } from "./console.js";
 import { longTable, measureLong, PAGE } from "./long.js";
+import { measureSleepers, sleepersTable } from "./sleepers.js";
 import { measureLangGraphLong } from "./peers/langgraph-loop.js";
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
@@ -70,6 +71,25 @@ const BENCH_COMMAND = {
       value: "<n>",
       defaultText: "300, or 60 with --quick",
       about: "with --long: the model calls of the loop",
+    },
+    sleepers: {
+      type: "boolean",
+      default: false,
+      about:
+        "instead of the rest: per store, a worker's poll with no run asleep and with --asleep runs asleep for an hour (its time, CPU and round trips should not grow), " +
+        "then the wake-up lag p50/p99 of --due runs due at one instant, woken by one worker (64 at once, polling every 100 ms)",
+    },
+    asleep: {
+      type: "string",
+      value: "<n>",
+      defaultText: "10000, or 500 with --quick",
+      about: "with --sleepers: the runs asleep while the polls are timed",
+    },
+    due: {
+      type: "string",
+      value: "<n>",
+      defaultText: "1000, or 100 with --quick",
+      about: "with --sleepers: the runs due at once",
     },
     quick: {
       type: "boolean",
@@ -132,31 +152,32 @@ await runCommand(BENCH_COMMAND, async (values) => {
     const steps = wholeNumber("steps", values.steps ?? (values.quick ? "60" : "300"));
     if (steps < 60)
       throw new CommandLineError("--steps must be at least 60: the early steps are 10 to 50, the late the last 40.");
-    const figures = [];
-    for (const name of storeNames(values.stores)) {
-      const target = await TARGETS[name]();
-      if (typeof target === "string") {
-        console.log(`skipped: ${target}`);
-        continue;
-      }
-      try {
-        const ours = await measureLong(target.name, () => target.store(), steps);
-        figures.push(ours);
-        console.log(`measured ${target.name}`);
-        // The LangGraph.js saver of its kind, on the same shape (not with --quick: CI runs only ours).
-        const peer =
-          values.quick || target.saver === undefined
-            ? undefined
-            : await measureLangGraphLong(target.saver, steps, PAGE);
-        if (typeof peer === "string") console.log(`skipped: ${peer}`);
-        // The same loop adds the same content to either run's data: the peer's row is judged against ours.
-        else if (peer !== undefined) figures.push({ ...peer, newBytesPerStep: ours.newBytesPerStep });
-      } finally {
-        await target.cleanup();
-      }
-    }
+    const figures = await eachTarget(values.stores, async (target) => {
+      const ours = await measureLong(target.name, () => target.store(), steps);
+      console.log(`measured ${target.name}`);
+      // The LangGraph.js saver of its kind, on the same shape (not with --quick: CI runs only ours).
+      const peer =
+        values.quick || target.saver === undefined ? undefined : await measureLangGraphLong(target.saver, steps, PAGE);
+      if (typeof peer === "string") console.log(`skipped: ${peer}`);
+      // The same loop adds the same content to either run's data: the peer's row is judged against ours.
+      return peer === undefined || typeof peer === "string"
+        ? [ours]
+        : [ours, { ...peer, newBytesPerStep: ours.newBytesPerStep }];
+    });
     console.log(`\n${longTable(figures).join("\n")}`);
     writeResults(values.out, "long", machine.at, { machine, steps, figures });
+    return;
+  }
+  if (values.sleepers) {
+    const asleep = wholeNumber("asleep", values.asleep ?? (values.quick ? "500" : "10000"));
+    const due = wholeNumber("due", values.due ?? (values.quick ? "100" : "1000"));
+    const figures = await eachTarget(values.stores, async (target) => {
+      const measured = await measureSleepers(target.name, () => target.store(), asleep, due, target.countTrips);
+      console.log(`measured ${target.name}`);
+      return [measured];
+    });
+    console.log(`\n${sleepersTable(figures).join("\n")}`);
+    writeResults(values.out, "sleepers", machine.at, { machine, figures });
     return;
   }
   if (values.scale) {
@@ -210,6 +231,27 @@ await runCommand(BENCH_COMMAND, async (values) => {
 });
 
 /** Writes the figures as JSON to `<--out, or apps/bench/results>/<kind>-<when, to the second>.json`. */
+/**
+ * Measures each named store that answers with `measure` (a store that does
+ * not is skipped, and said so), cleaning up after each; the figures in order.
+ */
+async function eachTarget<F>(list: string, measure: (target: Target) => Promise<F[]>): Promise<F[]> {
+  const figures: F[] = [];
+  for (const name of storeNames(list)) {
+    const target = await TARGETS[name]();
+    if (typeof target === "string") {
+      console.log(`skipped: ${target}`);
+      continue;
+    }
+    try {
+      figures.push(...(await measure(target)));
+    } finally {
+      await target.cleanup();
+    }
+  }
+  return figures;
+}
+
 function writeResults(out: string | undefined, kind: string, at: string, figures: unknown): void {
   // pnpm runs the bench in apps/bench: a relative --out is taken from where pnpm was started.
   const dir =

@@ -8,5 +8,8 @@ describeBin("bench", new URL("../src/main.ts", import.meta.url), [
   "--console",
   "--long",
   "--steps <n>",
+  "--sleepers",
+  "--asleep <n>",
+  "--due <n>",
   "--quick",
 ]);

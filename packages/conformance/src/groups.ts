@@ -13,6 +13,7 @@ import { scaleGroup } from "./cases/scale.js";
 import { tamperGroup } from "./cases/tamper.js";
 import { anchorGroup } from "./cases/anchor.js";
 import { ttlGroup } from "./cases/ttl.js";
+import { timersGroup } from "./cases/timers.js";
 
 /** Every group of the kit, in the order they run. */
 export const GROUPS: readonly ConformanceGroup[] = [
@@ -21,6 +22,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   callLogGroup,
   batchGroup,
   leaseGroup,
+  timersGroup,
   inspectGroup,
   integrityGroup,
   tamperGroup,

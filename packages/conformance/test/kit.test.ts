@@ -17,7 +17,7 @@ const { memory } = broken;
 // (so the lease bugs below, each a switch of that fork, are the only ones).
 runConformance(memory);
 runConformance(expiringMemory, { groups: ["ttl"] });
-runConformance(leases.leaseKeepingMemory, { groups: ["lease"] });
+runConformance(leases.leaseKeepingMemory, { groups: ["lease", "timers"] });
 
 /** [store, the group that must catch it, the case that does, what its message must say: the operation and the expectation]. */
 type Caught = [ConformanceInitializer, GroupName, string, string];
@@ -166,6 +166,12 @@ const CAUGHT: Caught[] = [
     "lease",
     "a running save renews its owner's lease once a third of it has passed",
     "after save(runId, 1) by A 600 ms into a 1200 ms lease: expected expiresAt − now more than 900 ms",
+  ],
+  [
+    leases.keepsLeaseThroughSleep,
+    "timers",
+    "a save that hands a run's lease to its sleep holds it from every claim and from the claimable listing until the wake time by the store's clock; then one of racing workers wakes it",
+    "leaseOf(runId) after save(runId, 1) from segment 0 with a 1200 ms lease for (asleep): expected a lease held by",
   ],
   [
     leases.dropsSaveLease,

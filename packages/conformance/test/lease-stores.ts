@@ -42,6 +42,8 @@ interface LeaseKeeping {
   readonly renewalChecksOwner: boolean;
   /** False: a save keeps its owner's lease as it was, however much of it passed. */
   readonly savesRenew?: boolean;
+  /** False: a save of the segment that holds the lease keeps the lease its holder had, whoever it names (a sleep's). */
+  readonly savesHandOver?: boolean;
 }
 
 /** Keeps leases by the memory store's rules, except where `keeping` departs from them: that is the bug. */
@@ -63,6 +65,9 @@ class LeaseKeepingFork extends ForkedMemoryStore {
     this.append(runId, step, row, lease);
     const entry = this.data.get(runId);
     if (this.keeping.savesRenew === false && entry?.lease !== undefined && held?.owner === lease?.owner)
+      entry.lease = held;
+    const claimed = row.segment > (entry?.checkpoints.at(-2)?.segment ?? -1);
+    if (this.keeping.savesHandOver === false && entry !== undefined && held !== undefined && !claimed)
       entry.lease = held;
   }
   override async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
@@ -110,6 +115,10 @@ export const renewsForAnyone: ConformanceInitializer = broken(
 export const savesNeverRenew: ConformanceInitializer = broken(
   "never renews a lease on a save",
   () => new LeaseKeepingFork({ refusesHeldClaims: true, renewalChecksOwner: true, savesRenew: false }),
+);
+export const keepsLeaseThroughSleep: ConformanceInitializer = broken(
+  "keeps the saving worker's lease when a save hands it to a sleep",
+  () => new LeaseKeepingFork({ refusesHeldClaims: true, renewalChecksOwner: true, savesHandOver: false }),
 );
 export const dropsSaveLease: ConformanceInitializer = broken("drops save's lease", () => new DropsSaveLease());
 export const dropsListOptions: ConformanceInitializer = broken(

@@ -28,6 +28,7 @@ export {
   claimRefusal,
   leaseAfterSave,
   SAVE_RENEWS_AFTER,
+  ASLEEP,
   renewRefusal,
   isClaimable,
   checkLeaseTerms,

@@ -101,6 +101,7 @@ describe("entry points", () => {
   it("the store, runner and internal entries export these names", () => {
     expect([...exported("@durable/core/store")].sort()).toMatchInlineSnapshot(`
       [
+        "ASLEEP",
         "AnchoredHead",
         "CallColumns",
         "CallPosition",

@@ -14,14 +14,16 @@ export interface NodeContext extends Identity {
    */
   call<T = JsonValue>(tool: string, args: JsonValue): Promise<T>;
   /**
-   * Sleeps `ms`, durably: the wake time is recorded once and the run is saved
-   * asleep, holding no worker, lease or timer, until a worker (`startWorker`)
-   * wakes it then and runs the superstep again, its finished calls replayed
-   * and this sleep passed. Call it before the effects it should delay: the
-   * node's code before it runs again on waking.
+   * Sleeps `ms` (at most 3e14), durably: the wake time is recorded once and
+   * the run is saved asleep, holding no worker or timer (the store keeps its
+   * lease for the sleep), until a worker (`startWorker`) wakes it then and
+   * runs the superstep again, its finished calls replayed and this sleep
+   * passed. Call it before the effects it should delay: the node's code
+   * before it runs again on waking, and its calls after it wait for the wake
+   * even where its code catches the stop.
    */
   sleep(ms: number): Promise<void>;
-  /** Sleeps until `until` (a `Date`, or ms since the epoch), as `sleep` does. */
+  /** Sleeps until `until` (a `Date`, or ms since the epoch; at most 3e14 ms from now), as `sleep` does. */
   sleepUntil(until: Date | number): Promise<void>;
 }
 

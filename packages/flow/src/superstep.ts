@@ -65,7 +65,10 @@ export async function runSuperstep<S>(
 }
 
 async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope): Promise<Partial<S>> {
+  // Once a sleep stopped the node, its later calls stop it too, even where its code caught the stop: they wait for the wake.
+  let asleep = false;
   const call = async <T = JsonValue>(tool: string, args: JsonValue): Promise<T> => {
+    if (asleep) throw new Stopped("the node sleeps");
     const outcome = await executor.call(scope, node.name, tool, args);
     switch (outcome.status) {
       case "ok":
@@ -83,7 +86,10 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
     return (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
   }
   const sleep = async (wake: { ms: number } | { until: number | Date }): Promise<void> => {
-    if (!(await executor.sleep(scope, node.name, wake))) throw new Stopped("the run sleeps");
+    if (asleep || !(await executor.sleep(scope, node.name, wake))) {
+      asleep = true;
+      throw new Stopped("the node sleeps");
+    }
   };
   const identity = scope.init.identity;
   const ctx: NodeContext = {

@@ -8,7 +8,7 @@ import {
   StoreUnavailable,
   ToolRegistry,
 } from "@durable/core";
-import { DurableRun, Sealer } from "@durable/core/runner";
+import { DurableRun, openHistory, Sealer } from "@durable/core/runner";
 import { storeWith } from "@durable/test-utils/stores";
 import { sleep, until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
@@ -65,8 +65,35 @@ describe("durable sleep", () => {
     const done = await runnerOn(store, registry).recover(flow, "r");
     expect(done).toMatchObject({ status: "done", state: { note: "reminded 1" } });
     expect(ran).toEqual({ send: 1, remind: 1 });
-    const latest = await DurableRun.latest(store, Sealer.withKeys(KEY), "r");
-    expect(latest.data).not.toHaveProperty("asleep");
+    // The claim that woke it saved it awake: no checkpoint after the asleep one holds a wake time.
+    const rows = openHistory(Sealer.withKeys(KEY), "r", (await store.history("r")) ?? []);
+    expect(rows.filter((row) => row.step > step).map((row) => Object.hasOwn(row.data as object, "asleep"))).toEqual([
+      false,
+      false,
+    ]);
+  });
+
+  it("a node that catches its sleep's stop goes on, but its calls after it wait for the wake", async () => {
+    const ran: string[] = [];
+    const registry = new ToolRegistry().tool("late", () => void ran.push("late"));
+    const flow = new Flow("stubborn", { state: State })
+      .node("n", async (_state, ctx) => {
+        try {
+          await ctx.sleep(200);
+        } catch {
+          // A node that ignores the stop.
+        }
+        await ctx.call("late", {}).catch(() => undefined);
+        return { note: "went on" };
+      })
+      .end("n");
+    const store = new MemoryCheckpointStore();
+    const asleep = (await runnerOn(store, registry).run(flow, { n: 1 }, { runId: "s" })) as { until: number };
+    expect(asleep).toMatchObject({ status: "asleep" });
+    expect(ran).toEqual([]);
+    await sleep(asleep.until - Date.now() + 20);
+    expect(await runnerOn(store, registry).recover(flow, "s")).toMatchObject({ status: "done" });
+    expect(ran).toEqual(["late"]);
   });
 
   it("a claim before the wake time is LeaseHeld: the store holds the lease for the sleep; a cancel ends the run asleep", async () => {
@@ -176,6 +203,8 @@ describe("durable sleep", () => {
       ["neg", (ctx: { sleep(ms: number): Promise<void> }) => ctx.sleep(-1)],
       ["frac", (ctx: { sleep(ms: number): Promise<void> }) => ctx.sleep(1.5)],
       ["text", (ctx: { sleepUntil(u: Date | number): Promise<void> }) => ctx.sleepUntil("tomorrow" as unknown as Date)],
+      ["forever", (ctx: { sleepUntil(u: Date | number): Promise<void> }) => ctx.sleepUntil(Number.MAX_SAFE_INTEGER)],
+      ["too-long", (ctx: { sleep(ms: number): Promise<void> }) => ctx.sleep(3e14 + 1)],
     ] as const) {
       const bad = new Flow(`bad-${runId}`, { state: State })
         .node("n", async (_s, ctx) => void (await wake(ctx)))

@@ -9,6 +9,7 @@ export type GroupName =
   | "call-log"
   | "batch"
   | "lease"
+  | "timers"
   | "inspect"
   | "integrity"
   | "tamper"

@@ -159,8 +159,8 @@ async function checkedArgs(definition: ToolDefinition, given: unknown): Promise<
   return result.value;
 }
 
-/** The longest sleep, in ms: about 10,000 years, so a wake time stays a safe integer. */
-const MAX_SLEEP_MS = 3e14;
+/** The longest sleep, in ms: about 10,000 years, so a wake time and a store's lease expiry stay safe integers. */
+export const MAX_SLEEP_MS = 3e14;
 
 /** A sleep's length or wake time, checked: `InvalidInput` for anything but a whole number of ms ≥ 0 (a time: a `Date` or ms since the epoch). */
 function checkedWake(wake: unknown): { ms: number } | { until: number } {
@@ -171,8 +171,11 @@ function checkedWake(wake: unknown): { ms: number } | { until: number } {
   }
   const until = isObject(wake) ? wake["until"] : undefined;
   const time = until instanceof Date ? until.getTime() : until;
-  if (typeof time === "number" && Number.isSafeInteger(time) && time >= 0) return { until: time };
-  throw new InvalidInput(`sleepUntil takes a Date or a time in ms since the epoch, not ${describeType(until)}.`);
+  if (typeof time === "number" && Number.isSafeInteger(time) && time >= 0 && time <= Date.now() + MAX_SLEEP_MS)
+    return { until: time };
+  throw new InvalidInput(
+    `sleepUntil takes a Date or a time in ms since the epoch, at most ${MAX_SLEEP_MS} ms from now, not ${until instanceof Date ? until.toISOString() : describeType(until)}.`,
+  );
 }
 
 /** Checks that a runner is given an `Executor` (an object with `call` and a `registry`). */

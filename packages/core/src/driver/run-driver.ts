@@ -162,19 +162,21 @@ export class RunDriver<D, R> {
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
     }
-    const { envelope } = opened;
-    // An asleep run is woken by the first claim after its wake time: until then it stays as it was saved.
-    if (envelope.asleep !== undefined && envelope.asleep > Date.now())
-      return { status: "asleep", runId, step: latest.step, until: envelope.asleep };
+    // An asleep run is woken by the first claim after its wake time: until then it stays as it was saved. The
+    // claim that wakes it saves it awake.
+    const { asleep, ...envelope } = opened.envelope;
+    if (asleep !== undefined && asleep > Date.now())
+      return { status: "asleep", runId, step: latest.step, until: asleep };
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
-    // A retry's claim saves the run without its error; a recovery's, the latest checkpoint's data as it is.
+    // A retry's claim saves the run without its error, a woken run's without its wake time; any other recovery's, the
+    // latest checkpoint's data as it is.
     const claim = {
       lease: this.#lease,
       takeOver: options.takeOver,
       callsFrom: envelope.roundStart,
       snapshotEvery: this.#snapshotEvery,
-      ...(retrying ? { data: this.#drive.json(envelope) } : {}),
+      ...(retrying || asleep !== undefined ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     const { run, checkpoint } = claimed;

@@ -6,6 +6,7 @@ import { RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "../base/
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import type { ValueCodec } from "../base/codec.js";
 import { CallScope } from "../calls/call-scope.js";
+import { MAX_SLEEP_MS } from "../calls/executor.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
 import type { AsleepResult, PausedResult, RecoverOptions, RunProgram, StepContext, StepOutcome } from "./program.js";
@@ -34,11 +35,6 @@ export class RunSteps<D, R> {
    */
   async steps(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult | AsleepResult> {
     const { signal } = run;
-    // A run that woke goes on awake: its next checkpoint holds no wake time.
-    if (envelope.asleep !== undefined) {
-      const { asleep: _woke, ...awake } = envelope;
-      envelope = awake;
-    }
     for (;;) {
       signal.throwIfAborted();
       // A step queued to land later that did not (its commit failed) stops the run here, not rounds later.
@@ -155,7 +151,8 @@ export class RunSteps<D, R> {
 
   /** Saves the run asleep until `until` (its lease held for the sleep), with its events. */
   async #sleep(run: DurableRun, envelope: RunEnvelope<D>, until: number): Promise<AsleepResult> {
-    const checkpoint = await run.sleep(this.json({ ...envelope, asleep: until }), Math.max(1, until - Date.now()));
+    const ms = Math.min(MAX_SLEEP_MS, Math.max(1, until - Date.now()));
+    const checkpoint = await run.sleep(this.json({ ...envelope, asleep: until }), ms);
     await this.saved(checkpoint, envelope.program);
     const { runId } = run;
     await emit(this.#events, { type: "run.asleep", runId, kind: this.#program.kind, step: checkpoint.step, until });

@@ -6,7 +6,7 @@ import {
   RecoveryNeedsDecision,
   StoreUnavailable,
 } from "../base/errors.js";
-import type { RecoverOptions } from "./program.js";
+import type { AsleepResult, RecoverOptions } from "./program.js";
 import { checkOptions, isObject, type OptionTable } from "../base/option-checks.js";
 import { isEnded, type CheckpointStore, type RunKind } from "../store/contract.js";
 
@@ -26,7 +26,7 @@ export interface ServedRuns {
  * again after a poll, so a run whose claims keep failing is not claimed in a
  * hot loop).
  */
-type Left = "decision" | "stuck" | "lost" | "unavailable";
+type Left = "decision" | "stuck" | "lost" | "unavailable" | "asleep";
 
 /** Options of `startWorker`. */
 export interface WorkerOptions {
@@ -74,7 +74,7 @@ export interface WorkerStatus {
   readonly waitingForDecision: number;
   /** Runs it left for another reason it reported through `onStuck`. */
   readonly stuck: number;
-  /** Runs it took and drove until they were done, paused or failed (a failed run is reported through `onFailed`, not as stuck). */
+  /** Runs it took and drove until they were done, paused, asleep or failed (a failed run is reported through `onFailed`, not as stuck). */
   readonly finished: number;
   /** Claims it lost to another worker. */
   readonly lost: number;
@@ -187,9 +187,16 @@ export class RunWorker {
 
   async #drive(served: ServedRuns, runId: string): Promise<void> {
     try {
-      await served.recover(runId, { rerunInDoubt: this.#options.rerunInDoubt, signal: this.#giveUp.signal });
+      const result = await served.recover(runId, {
+        rerunInDoubt: this.#options.rerunInDoubt,
+        signal: this.#giveUp.signal,
+      });
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
+      // Listed before its wake time by this worker's clock (a clock behind the store's, its sleep's lease released):
+      // not looked at again until then.
+      const wakesIn = isAsleep(result) ? result.until - Date.now() : 0;
+      if (wakesIn > 0) this.#left.set(leftKey(served, runId), { step: -1, why: "asleep", until: this.#after(wakesIn) });
     } catch (error) {
       if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
         // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
@@ -248,7 +255,7 @@ export class RunWorker {
     const left = this.#left.get(key);
     if (left === undefined) return false;
     const due = left.until !== undefined && performance.now() >= left.until;
-    if (left.why === "unavailable" || due) {
+    if (left.why === "unavailable" || left.why === "asleep" || due) {
       if (due) this.#left.delete(key);
       return !due;
     }
@@ -339,6 +346,11 @@ function isServed(value: unknown): value is ServedRuns {
     typeof value["recover"] === "function" &&
     isObject(value["store"])
   );
+}
+
+/** True for the result of a recovery that left the run asleep (`AsleepResult`). */
+function isAsleep(result: unknown): result is AsleepResult {
+  return isObject(result) && result["status"] === "asleep";
 }
 
 /** `ms` give or take a quarter, so workers started together do not poll together. */

@@ -4,13 +4,13 @@ import type { SegmentCounts } from "../store/contract.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import { readLatest, sealNext } from "../seal/chain.js";
 import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "../base/errors.js";
-import { saveRefusal } from "../store/rules.js";
+import { ASLEEP, saveRefusal } from "../store/rules.js";
 import type { Identity } from "../base/identity.js";
 import { faultPoint } from "../base/fault-points.js";
 import { deepFreeze } from "../base/freeze.js";
 import { assertRunId, assertRunName } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
-import { ASLEEP, driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
+import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
 import type {
   CallPosition,

@@ -20,13 +20,6 @@ export interface LeaseOptions {
   readonly ms?: number;
 }
 
-/**
- * The lease owner of a run asleep (`DurableRun.sleep`): the store holds the
- * lease until the wake time for no drive (a drive's owner ends with `#` and 8
- * characters), so every worker's claim before then is `LeaseHeld`.
- */
-export const ASLEEP = "(asleep)";
-
 /** What a drive adds to its worker's id: `#` and 8 random base64url characters. */
 const DRIVE_SUFFIX_LENGTH = 9;
 

@@ -80,6 +80,13 @@ export function recordRefusal(
   return undefined;
 }
 
+/**
+ * The lease owner of a run asleep (`ctx.sleep`): the store holds the lease
+ * until the wake time for no drive (a drive's owner ends with `#` and 8
+ * characters), so every worker's claim before then is `LeaseHeld`.
+ */
+export const ASLEEP = "(asleep)";
+
 /** The longest lease owner a store must keep, in UTF-16 code units. */
 export const MAX_OWNER_LENGTH = 200;
 
