@@ -12,7 +12,7 @@ import { RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { CheckpointNotFound } from "@durable/core/store";
 import { faultPoint } from "@durable/core/internal";
 import { DurableRun, Sealer } from "@durable/core/runner";
-import { recoverToolLoop, runToolLoop, type LoopModel } from "@durable/loop";
+import { readToolLoop, recoverToolLoop, runToolLoop, type LoopModel } from "@durable/loop";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 
 const [db, effects, runId, steps] = process.argv.slice(2) as [string, string, string, string];
@@ -53,17 +53,20 @@ const stored = await DurableRun.latest(store, Sealer.withKeys(KEY), runId).catch
 });
 const recover = (decide?: ReturnType<typeof decisions>) =>
   recoverToolLoop(model, registry, runId, { ...options, takeOver: true, ...(decide === undefined ? {} : { decide }) });
+// A worker killed after the run's last save (its `done`) left nothing to go on with: the run as it ended.
 const result =
-  stored === undefined
-    ? await runToolLoop(model, registry, [{ role: "user", content: "read every page" }], {
-        ...options,
-        runId,
-        // A model call cut off by a crash counts against maxSteps (it was made): room for the test's kills.
-        maxSteps: Number(steps) + 10,
-      })
-    : await recover().catch((error: unknown) => {
-        if (error instanceof RecoveryNeedsDecision) return recover(decisions(error));
-        throw error;
-      });
+  stored?.status === "done"
+    ? await readToolLoop(runId, options)
+    : stored === undefined
+      ? await runToolLoop(model, registry, [{ role: "user", content: "read every page" }], {
+          ...options,
+          runId,
+          // A model call cut off by a crash counts against maxSteps (it was made): room for the test's kills.
+          maxSteps: Number(steps) + 10,
+        })
+      : await recover().catch((error: unknown) => {
+          if (error instanceof RecoveryNeedsDecision) return recover(decisions(error));
+          throw error;
+        });
 console.log(JSON.stringify({ status: result.status, messages: result.status === "done" ? result.messages.length : 0 }));
 await store.close();

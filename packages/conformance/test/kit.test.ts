@@ -261,6 +261,7 @@ describe("the kit catches broken stores", () => {
       "call-log",
       "batch",
       "lease",
+      "timers",
       "inspect",
       "integrity",
       "tamper",

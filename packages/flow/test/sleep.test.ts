@@ -43,6 +43,15 @@ async function claimable(store: CheckpointStore, name: string): Promise<string[]
   return ids;
 }
 
+/**
+ * Waits out a run's sleep: its wake time by this clock, then until the store lists it claimable (its lease for the
+ * sleep was set when the asleep save landed, a little after the wake time was taken: on a busy machine, a while).
+ */
+async function due(store: CheckpointStore, name: string, runId: string, wake: number): Promise<void> {
+  await sleep(Math.max(0, wake - Date.now()));
+  await until(async () => (await claimable(store, name)).includes(runId), 5_000);
+}
+
 describe("durable sleep", () => {
   it("saves the run asleep, holding no worker: not claimable before its wake time, and woken by a recovery after it, each call made once", async () => {
     const { ran, registry, flow } = reminder(300);
@@ -60,8 +69,7 @@ describe("durable sleep", () => {
     // Before its wake time a recovery claims nothing: the run is as it was saved.
     expect(await runnerOn(store, registry).recover(flow, "r")).toEqual(asleep);
     expect((await store.latest("r")).step).toBe(step);
-    await sleep(Math.max(0, wake - Date.now()) + 20);
-    expect(await claimable(store, "reminder")).toEqual(["r"]);
+    await due(store, "reminder", "r", wake);
     const done = await runnerOn(store, registry).recover(flow, "r");
     expect(done).toMatchObject({ status: "done", state: { note: "reminded 1" } });
     expect(ran).toEqual({ send: 1, remind: 1 });
@@ -91,7 +99,7 @@ describe("durable sleep", () => {
     const asleep = (await runnerOn(store, registry).run(flow, { n: 1 }, { runId: "s" })) as { until: number };
     expect(asleep).toMatchObject({ status: "asleep" });
     expect(ran).toEqual([]);
-    await sleep(asleep.until - Date.now() + 20);
+    await due(store, "stubborn", "s", asleep.until);
     expect(await runnerOn(store, registry).recover(flow, "s")).toMatchObject({ status: "done" });
     expect(ran).toEqual(["late"]);
   });
@@ -152,11 +160,11 @@ describe("durable sleep", () => {
       .end("short", "long");
     const store = new MemoryCheckpointStore();
     const first = (await runnerOn(store, registry).run(flow, { n: 1 }, { runId: "p" })) as { until: number };
-    await sleep(first.until - Date.now() + 20);
+    await due(store, "pair", "p", first.until);
     const second = await runnerOn(store, registry).recover(flow, "p");
     expect(second).toMatchObject({ status: "asleep" });
     expect((second as { until: number }).until).toBeGreaterThan(first.until + 150);
-    await sleep((second as { until: number }).until - Date.now() + 20);
+    await due(store, "pair", "p", (second as { until: number }).until);
     expect(await runnerOn(store, registry).recover(flow, "p")).toMatchObject({ status: "done" });
     expect(ran.sort()).toEqual(["after 100", "after 300", "before 100", "before 300"]);
   });
@@ -183,7 +191,7 @@ describe("durable sleep", () => {
     const { until: wake } = again as { until: number };
     const sealed = (recorded[0] as { sealed: string }).sealed;
     expect(wake).toBe((JSON.parse(sealed.slice(sealed.indexOf("{"))) as { result: number }).result);
-    await sleep(wake - Date.now() + 20);
+    await due(store, "reminder", "c", wake);
     expect(await runnerOn(store, registry).recover(flow, "c")).toMatchObject({ status: "done" });
     expect(ran).toEqual({ send: 1, remind: 1 });
   });
