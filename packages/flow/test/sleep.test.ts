@@ -139,6 +139,31 @@ describe("durable sleep", () => {
     }
   });
 
+  it("a worker wakes 40 runs due at once, each call made once, 32 driven at once with no listener-leak warning", async () => {
+    const { ran, registry, flow } = reminder(300);
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    await Promise.all(Array.from({ length: 40 }, (_, i) => runner.run(flow, { n: i }, { runId: `m-${i}` })));
+    const warnings: string[] = [];
+    const warned = (warning: Error) => void warnings.push(warning.name);
+    process.on("warning", warned);
+    const worker = startWorker({
+      serve: [runnerOn(store, registry).served(flow)],
+      concurrency: 32,
+      pollMs: 50,
+      maxPollMs: 50,
+      stopOnSignals: false,
+    });
+    try {
+      await until(async () => ran.remind === 40, 10_000);
+    } finally {
+      await worker.stop();
+      process.off("warning", warned);
+    }
+    expect(ran).toEqual({ send: 40, remind: 40 });
+    expect(warnings).toEqual([]);
+  });
+
   it("nodes of one superstep that sleep apart: the run wakes at the earliest, sleeps again until the latest, and goes on once both passed", async () => {
     const ran: string[] = [];
     const registry = new ToolRegistry().tool("mark", (a: { node: string }) => void ran.push(a.node));

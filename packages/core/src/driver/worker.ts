@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import {
   CheckpointConflict,
   CheckpointNotFound,
@@ -104,6 +105,8 @@ export class RunWorker {
 
   constructor(options: WorkerOptions) {
     this.#options = checkWorkerOptions(options);
+    // Each run it drives listens to the signal until its drive ends: as many as its concurrency, past Node's warning at 10.
+    setMaxListeners(this.#options.concurrency + 10, this.#giveUp.signal);
   }
 
   /** Starts looking for runs; returns the worker. */
