@@ -86,7 +86,7 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
     return (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
   }
   const sleep = async (wake: { ms: number } | { until: number | Date }): Promise<void> => {
-    if (asleep || !(await executor.sleep(scope, node.name, wake))) {
+    if (asleep || !(await executor.sleep(scope, node.name, wake)).passed) {
       asleep = true;
       throw new Stopped("the node sleeps");
     }

@@ -22,6 +22,13 @@ export function checkLoopArgs(where: LoopEntry, model: unknown, registry: unknow
     );
   checkRegistry(where, registry);
   checkLoopOptions(where, options);
+  const { sleepTool } = options as { sleepTool?: string };
+  if (sleepTool !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(sleepTool))
+    throw new InvalidInput(
+      `${where}: sleepTool must be 1 to 64 letters, digits, _ or -, as a model's tool names are, not ${JSON.stringify(sleepTool)}.`,
+    );
+  if (sleepTool !== undefined && (registry as { has(name: string): boolean }).has(sleepTool))
+    throw new InvalidInput(`${where}: sleepTool ${JSON.stringify(sleepTool)} is the name of a registered tool.`);
 }
 
 /** True for an AI SDK `ToolSet` (tools by name, each with an `inputSchema`) given where a registry belongs. */

@@ -44,6 +44,14 @@ export interface LoopStoreOptions extends RunnerOptions {
    * `stepCountIs(n)` and `hasToolCall(name)` work). The same on every worker.
    */
   readonly stopWhen?: LoopStopCondition | readonly LoopStopCondition[];
+  /**
+   * Gives the model a tool of this name (letters, digits, `_` and `-`, not a
+   * registered tool's) that waits, durably: `{ "seconds": n }` or `{ "until":
+   * "<ISO 8601 time>" }`. The loop is saved asleep with the call pinned, a
+   * worker wakes it then, and the call's result says until when it slept.
+   * Every worker serving the loop must be given the same name.
+   */
+  readonly sleepTool?: string;
 }
 
 /** Options of `runToolLoop`. */
@@ -94,6 +102,7 @@ const LOOP_STORE_OPTIONS: OptionTable<LoopStoreOptions> = {
   takeOver: "boolean",
   toolErrors: true,
   stopWhen: true,
+  sleepTool: "string",
 };
 const TOOL_LOOP_OPTIONS: OptionTable<ToolLoopOptions> = {
   ...LOOP_STORE_OPTIONS,

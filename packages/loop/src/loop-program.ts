@@ -10,6 +10,7 @@ import { faultPoint } from "@durable/core/internal";
 import {
   type CallOutcome,
   type CallRecord,
+  type CallScope,
   canonicalCopy,
   isJsonObject,
   type RunProgram,
@@ -23,6 +24,7 @@ import { readMessage, type Message } from "./message.js";
 import type { LoopModel, ModelReply, ToolSpec } from "./model.js";
 import type { PartSink } from "./stream-parts.js";
 import { toolSpecs } from "./tool-specs.js";
+import { sleepToolSpec, sleepWake, sleptText } from "./sleep-tool.js";
 import { readUsage } from "./usage.js";
 
 /** What a stop condition reads of each step of the turn (a `LoopStepResult`, which has more). */
@@ -52,6 +54,8 @@ export interface LoopProgramInit {
   readonly executor: Executor;
   /** A tool's error goes to the model (`toolErrors: "model"`), or fails the run. */
   readonly errorsToModel: boolean;
+  /** The name of the tool that sleeps (`sleepTool`), if the model is given one. */
+  readonly sleepTool?: string | undefined;
   readonly stopWhen: readonly LoopStopCondition[];
   /** Where stream parts go, and whether a claim of the run is a recovery (a resume is not). */
   readonly sink: PartSink;
@@ -60,7 +64,7 @@ export interface LoopProgramInit {
 
 /** The tool loop as a program on core's run driver: one step is a model reply, or the tool round of the last reply. */
 export function loopProgram(init: LoopProgramInit): RunProgram<LoopData, LoopDone | LoopAwaitingUser> {
-  const specs = toolSpecs(init.registry);
+  const specs = [...toolSpecs(init.registry), ...(init.sleepTool === undefined ? [] : [sleepToolSpec(init.sleepTool)])];
   return {
     kind: "loop",
     name: init.name,
@@ -202,6 +206,7 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
         sink?.({ type: "tool-result", runId, round, message });
         return message;
       };
+      if (call.name === init.sleepTool) return sleepCall(executor, scope, call, reply);
       if (!executor.registry.has(call.name))
         return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, { isError: true });
       let outcome: CallOutcome;
@@ -234,12 +239,40 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
   } finally {
     await scope.settled(); // a call left running when another threw lands first
   }
-  if (!results.every((result) => result !== undefined)) return { next: "pause" };
+  // A call waiting on an approval pauses the round; a sleep that has not passed (and no such call) sleeps it.
+  if (!results.every((result) => result !== undefined))
+    return scope.pending.length === 0 && scope.asleep !== undefined
+      ? { next: "sleep", until: scope.asleep }
+      : { next: "pause" };
   return {
     next: "step",
     data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" },
     roundOver: true,
   };
+}
+
+/**
+ * A call of the sleep tool: its wait, made through the call log (recorded
+ * once, replayed); the model is told when it slept, or why its arguments are
+ * not a wait. Undefined while the wait has not passed: the round sleeps.
+ */
+async function sleepCall(
+  executor: Executor,
+  scope: CallScope,
+  call: { readonly id: string; readonly name: string; readonly args: JsonValue },
+  reply: (content: string, extra?: ToolMessageExtra) => Message,
+): Promise<Message | undefined> {
+  const wake = sleepWake(call.args);
+  const asked = `error: ${call.name} takes { "seconds": <number ≥ 0> } or { "until": "<ISO 8601 time>" }`;
+  if (wake === undefined) return reply(asked, { isError: true });
+  try {
+    const { until, passed } = await executor.sleep(scope, call.id, wake);
+    return passed ? reply(sleptText(until)) : undefined;
+  } catch (error) {
+    // A wait further ahead than a sleep may be: nothing was recorded, and the model is told.
+    if (error instanceof InvalidInput) return reply(`error: ${error.message}`, { isError: true });
+    throw error;
+  }
 }
 
 interface ToolMessageExtra {

@@ -210,6 +210,7 @@ export function loopDriver(
     registry,
     executor: new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals }),
     errorsToModel: (options.toolErrors ?? "model") === "model",
+    sleepTool: options.sleepTool,
     stopWhen: typeof stopWhen === "function" ? [stopWhen] : stopWhen,
     sink,
     // A claim by runToolLoop resumes a pause or a conversation; any other claim recovers a cut-short run.

@@ -84,21 +84,26 @@ export class Executor {
   /**
    * Sleeps `within` a part of the round, for `ms` or until `until` (ms since
    * the epoch): the wake time is recorded once, as the result of a call of
-   * `SLEEP_TOOL` (no side effect, so never in doubt), and replays. True once
-   * it has passed by this worker's clock; otherwise the scope notes it (the
-   * round stops, and the run is saved asleep until its earliest) and false.
+   * `SLEEP_TOOL` (no side effect, so never in doubt), and replays. Gives the
+   * wake time, and whether it has passed by this worker's clock; when it has
+   * not, the scope notes it (the round stops, and the run is saved asleep
+   * until its earliest).
    */
   sleep(
     scope: CallScope,
     within: string,
     wake: { readonly ms: number } | { readonly until: number | Date },
-  ): Promise<boolean> {
+  ): Promise<{ readonly until: number; readonly passed: boolean }> {
     const slept = this.#sleep(scope, within, checkedWake(wake));
     scope.track(slept);
     return slept;
   }
 
-  async #sleep(scope: CallScope, within: string, args: { ms: number } | { until: number }): Promise<boolean> {
+  async #sleep(
+    scope: CallScope,
+    within: string,
+    args: { ms: number } | { until: number },
+  ): Promise<{ until: number; passed: boolean }> {
     const callId = scope.nameCall(within, SLEEP_TOOL, canonicalJson(args));
     const { plan } = scope.init;
     const finished = plan.finished.get(callId);
@@ -113,9 +118,9 @@ export class Executor {
         throw new CheckpointStoreCorrupt(scope.runId, `the wake time of ${callId} in the call log is not a time.`);
       until = outcome.value as number;
     }
-    if (until <= Date.now()) return true;
+    if (until <= Date.now()) return { until, passed: true };
     scope.sleepUntil(until);
-    return false;
+    return { until, passed: false };
   }
 
   /** The answer for an approval call, or undefined when the run must pause for one. */

@@ -1,0 +1,41 @@
+import type { JsonValue } from "@durable/core";
+import { isJsonObject } from "@durable/core/runner";
+import type { ToolSpec } from "./model.js";
+
+/*
+ * The tool a loop gives its model when `sleepTool` names it: a wait, made
+ * durably by the loop itself (the run is saved asleep, and a worker wakes it),
+ * whose result tells the model until when it slept.
+ */
+
+/** What the model is told of the sleep tool named `name`. */
+export function sleepToolSpec(name: string): ToolSpec {
+  return {
+    name,
+    description:
+      "Waits before going on: for `seconds`, or until `until` (an ISO 8601 time). The wait is durable and holds nothing meanwhile, however long it is.",
+    parameters: {
+      type: "object",
+      properties: {
+        seconds: { type: "number", minimum: 0, description: "How long to wait, in seconds." },
+        until: { type: "string", format: "date-time", description: "When to go on, as an ISO 8601 time." },
+      },
+      additionalProperties: false,
+    },
+  };
+}
+
+/** The wait a call of the sleep tool asks for: `{ ms }` from `seconds`, `{ until }` from a time; undefined for any other arguments. */
+export function sleepWake(args: JsonValue): { ms: number } | { until: number } | undefined {
+  if (!isJsonObject(args) || Object.keys(args).length !== 1) return undefined;
+  const { seconds, until } = args;
+  if (typeof seconds === "number" && Number.isFinite(seconds) && seconds >= 0)
+    return { ms: Math.round(seconds * 1000) };
+  const time = typeof until === "string" ? Date.parse(until) : Number.NaN;
+  return Number.isFinite(time) && time >= 0 ? { until: time } : undefined;
+}
+
+/** The tool's result once the wait passed. */
+export function sleptText(until: number): string {
+  return `slept until ${new Date(until).toISOString()}`;
+}
