@@ -36,6 +36,9 @@ export interface AsleepResult {
   readonly until: number;
 }
 
+/** Where a drive leaves a run: the program's result, or paused, or asleep. */
+export type DriveResult<R> = R | PausedResult | AsleepResult;
+
 /** What one step of a program leaves, by what the driver does next. */
 export type StepOutcome<D> =
   /** A call waits on an approval's answer: the run is saved paused, at the start of the round, to run it again once answered. */
@@ -148,7 +151,7 @@ export interface RecoverEachOptions extends RecoverOptions {
 }
 
 /** One run's outcome in `recoverEach`: its result, or the error that stopped it. */
-export type Recovered<R> = Settled<string, R | PausedResult | AsleepResult>;
+export type Recovered<R> = Settled<string, DriveResult<R>>;
 
 /** A run's latest checkpoint, checked for this program and caller, with its data read. */
 export interface OpenedRun<D> {

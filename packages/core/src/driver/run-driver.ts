@@ -18,8 +18,7 @@ import { eachConcurrently } from "../base/concurrent.js";
 import type {
   DriverOptions,
   OpenedRun,
-  PausedResult,
-  AsleepResult,
+  DriveResult,
   RecoverEachOptions,
   RecoverOptions,
   Recovered,
@@ -77,7 +76,7 @@ export class RunDriver<D, R> {
   async start(
     data: D,
     options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
-  ): Promise<R | PausedResult | AsleepResult> {
+  ): Promise<DriveResult<R>> {
     const runId = options.runId ?? newRunId();
     const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
     const { run } = DurableRun.startLater(
@@ -125,7 +124,7 @@ export class RunDriver<D, R> {
    * replays finished calls, and fails closed on calls in doubt. A paused run
    * comes back as its paused result.
    */
-  recover(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult | AsleepResult> {
+  recover(runId: string, options: RecoverOptions = {}): Promise<DriveResult<R>> {
     return this.#recover(runId, options, false);
   }
 
@@ -146,11 +145,11 @@ export class RunDriver<D, R> {
    * the calls its tools' errors ended run again (their attempts start over),
    * finished calls replay. A cancelled run does not go on.
    */
-  retry(runId: string, options: RecoverOptions = {}): Promise<R | PausedResult | AsleepResult> {
+  retry(runId: string, options: RecoverOptions = {}): Promise<DriveResult<R>> {
     return this.#recover(runId, options, true);
   }
 
-  async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<R | PausedResult | AsleepResult> {
+  async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<DriveResult<R>> {
     options.signal?.throwIfAborted();
     const decided = options.decide === undefined ? undefined : readInDoubtDecisions(options.decide, this.#codec);
     const by = decidedBy(options.by, this.#lease.owner);
@@ -236,8 +235,8 @@ export class RunDriver<D, R> {
   }
 
   /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. For small numbers of runs. */
-  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, R | PausedResult | AsleepResult | Error>> {
-    const results = new Map<string, R | PausedResult | AsleepResult | Error>();
+  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, DriveResult<R> | Error>> {
+    const results = new Map<string, DriveResult<R> | Error>();
     for await (const settled of this.recoverEach(options))
       results.set(settled.item, settled.ok ? settled.value : asError(settled.error));
     return results;
@@ -255,7 +254,7 @@ export class RunDriver<D, R> {
     answers: ApprovalAnswers,
     options: RecoverOptions = {},
     program?: D,
-  ): Promise<R | PausedResult | AsleepResult> {
+  ): Promise<DriveResult<R>> {
     const { latest } = opened;
     const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
     const resumed = answered(latest, envelope, answers);
@@ -288,8 +287,8 @@ export class RunDriver<D, R> {
   async #holding(
     run: DurableRun,
     signal: AbortSignal | undefined,
-    work: () => Promise<R | PausedResult | AsleepResult>,
-  ): Promise<R | PausedResult | AsleepResult> {
+    work: () => Promise<DriveResult<R>>,
+  ): Promise<DriveResult<R>> {
     const giveUp = (): void => void run.giveUp(signal?.reason);
     signal?.addEventListener("abort", giveUp, { once: true });
     try {

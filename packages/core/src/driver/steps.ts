@@ -9,7 +9,15 @@ import { CallScope } from "../calls/call-scope.js";
 import { MAX_SLEEP_MS } from "../calls/executor.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
-import type { AsleepResult, PausedResult, RecoverOptions, RunProgram, StepContext, StepOutcome } from "./program.js";
+import type {
+  AsleepResult,
+  DriveResult,
+  PausedResult,
+  RecoverOptions,
+  RunProgram,
+  StepContext,
+  StepOutcome,
+} from "./program.js";
 
 /**
  * Drives a run its driver started or claimed: takes the program's steps,
@@ -33,7 +41,7 @@ export class RunSteps<D, R> {
    * program fails. Stops with the reason of the run's signal once it aborts
    * (given up, or lost), saving nothing more.
    */
-  async steps(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<R | PausedResult | AsleepResult> {
+  async steps(run: DurableRun, envelope: RunEnvelope<D>, plan: ReplayPlan): Promise<DriveResult<R>> {
     const { signal } = run;
     for (;;) {
       signal.throwIfAborted();
