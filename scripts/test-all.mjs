@@ -32,9 +32,7 @@ const SUITES = {
   // The soak's workers must finish their runs before its deadline on the shared PostgreSQL, which the Prisma
   // suite's kit keeps busy (a PostgreSQL soak took 215 s beside it, against 70 s alone): never both at once.
   "@durable-apps/soak": { load: 1, minutes: 5, apart: ["@durable/store-prisma"] },
-  // Its kit runs on PostgreSQL and SQLite: 344–372 s of CPU in the runs of 2026-12-05, so about 6 minutes at
-  // its load. At 2 it started after suites shorter than it, and a clean clone's run took 990 s.
-  "@durable/store-prisma": { load: 1, minutes: 6, apart: ["@durable-apps/soak"] },
+  "@durable/store-prisma": { load: 1, minutes: 2, apart: ["@durable-apps/soak"] },
   "@durable/store-redis": { load: 1.6, minutes: 2.6 },
   // Two tsc or lint processes at once (turbo's concurrency), each waiting on the disk part of the time.
   checks: { load: 1.5, minutes: 2.5 },
