@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { printedLines } from "@durable/test-utils/processes";
 
 const CHILD = fileURLToPath(new URL("./sleep-child.ts", import.meta.url));
 const SLEEP_MS = 2_000;
@@ -17,29 +17,14 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts a worker process; `line(word)` resolves with the first line it printed that starts with `word`. */
+/** Starts a worker process, with the lines it prints. */
 function worker(mode: "start" | "serve", dir: string) {
   const args = [join(dir, "runs.db"), join(dir, "effects"), "nap-1", String(SLEEP_MS), String(POLL_MS)];
   const child = spawn(process.execPath, ["--import", "tsx", CHILD, mode, ...args], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
-  const lines: string[] = [];
-  const waiting: Array<() => void> = [];
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-    lines.push(line);
-    for (const wake of waiting.splice(0)) wake();
-  });
-  const line = async (word: string): Promise<string> => {
-    for (;;) {
-      const found = lines.find((l) => l.startsWith(word));
-      if (found !== undefined) return found;
-      if (child.exitCode !== null)
-        throw new Error(`the ${mode} worker exited with ${child.exitCode}: ${lines.join("\n")}`);
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    }
-  };
-  return { child, line };
+  return { child, line: printedLines(child).line };
 }
 
 /** What the tools really did, in order: the verdict comes from here, not from the store. */

@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import { printedLines } from "@durable/test-utils/processes";
 
 const CHILD = fileURLToPath(new URL("./worker-failover-child.ts", import.meta.url));
 const LEASE_MS = 1_000;
@@ -28,20 +28,8 @@ function worker(mode: "first" | "second", db: string) {
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
-  const lines: string[] = [];
-  const waiting: Array<() => void> = [];
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-    lines.push(line);
-    for (const wake of waiting.splice(0)) wake();
-  });
-  const line = async (word: string): Promise<string> => {
-    for (;;) {
-      const found = lines.find((l) => l.startsWith(`${word} `));
-      if (found !== undefined) return found;
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    }
-  };
-  return { child, lines, line };
+  const { lines, line } = printedLines(child);
+  return { child, lines, line: (word: string) => line(`${word} `) };
 }
 
 describe("failover between two live worker processes on one SQLite file", () => {
