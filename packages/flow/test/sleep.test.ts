@@ -139,6 +139,34 @@ describe("durable sleep", () => {
     }
   });
 
+  it("a worker whose listing gives a run before its wake time (its clock behind the store's) leaves it until then", async () => {
+    const { registry, flow } = reminder(60_000);
+    const store = new MemoryCheckpointStore();
+    await runnerOn(store, registry).run(flow, { n: 1 }, { runId: "early" });
+    let reads = 0;
+    // A listing that gives the run at every poll, as a store whose clock ran ahead of the worker's would.
+    const early = storeWith(store, {
+      async *listUnfinished() {
+        yield "early";
+      },
+      latest: (runId) => {
+        reads++;
+        return store.latest(runId);
+      },
+    });
+    const worker = startWorker({
+      serve: [runnerOn(early, registry).served(flow)],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+    });
+    await sleep(400);
+    await worker.stop();
+    // One recovery read it and found it asleep: about twenty polls later, none read it again.
+    expect(reads).toBe(1);
+    expect(worker.status().finished).toBe(1);
+  });
+
   it("a worker wakes 40 runs due at once, each call made once, 32 driven at once with no listener-leak warning", async () => {
     const { ran, registry, flow } = reminder(300);
     const store = new MemoryCheckpointStore();
