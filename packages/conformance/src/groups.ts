@@ -14,6 +14,7 @@ import { tamperGroup } from "./cases/tamper.js";
 import { anchorGroup } from "./cases/anchor.js";
 import { ttlGroup } from "./cases/ttl.js";
 import { timersGroup } from "./cases/timers.js";
+import { eventsGroup } from "./cases/events.js";
 
 /** Every group of the kit, in the order they run. */
 export const GROUPS: readonly ConformanceGroup[] = [
@@ -23,6 +24,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   batchGroup,
   leaseGroup,
   timersGroup,
+  eventsGroup,
   inspectGroup,
   integrityGroup,
   tamperGroup,

@@ -22,6 +22,7 @@ export {
   type CallEntry,
 } from "./log/call-log.js";
 export { isSegmentCounts, type SegmentCounts } from "./store/contract.js";
+export { readInbox, sealEvent, eventStore, type InboxEvent, type EventStore } from "./log/inbox.js";
 export { Sealer, type SealPurpose, type SealedColumns } from "./seal/sealer.js";
 export { runStorage } from "./run/storage.js";
 export { AnchoredStore, anchoredStore } from "./store/anchored-store.js";

@@ -10,6 +10,7 @@ export type GroupName =
   | "batch"
   | "lease"
   | "timers"
+  | "events"
   | "inspect"
   | "integrity"
   | "tamper"

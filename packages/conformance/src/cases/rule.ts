@@ -5,6 +5,7 @@ import { inspect } from "node:util";
 export type ProtocolSection =
   | "the-store-rules"
   | "leases"
+  | "events"
   | "inspection"
   | "call-records"
   | "what-each-read-verifies"

@@ -14,6 +14,7 @@ export type DurableErrorCode =
   | "INVALID_INPUT"
   | "UNRECORDABLE_RESULT"
   | "LEASE_HELD"
+  | "RUN_ALREADY_ENDED"
   | "TOOL_FAILED"
   | "TOOL_TIMED_OUT"
   | "NON_RETRYABLE";
@@ -104,6 +105,22 @@ export class LeaseHeld extends DurableError {
     this.runId = runId;
     this.owner = owner;
     this.expiresAt = expiresAt;
+  }
+}
+
+/**
+ * An event sent to a run that ended (`done` or `failed`): nothing was
+ * written. A resend of an event the run already holds is not refused: it is
+ * a no-op, whatever became of the run.
+ */
+export class RunAlreadyEnded extends DurableError {
+  readonly runId: string;
+  readonly status: "done" | "failed";
+
+  constructor(runId: string, status: "done" | "failed") {
+    super("RUN_ALREADY_ENDED", `Run ${JSON.stringify(runId)} ended (${status}): it takes no more events.`);
+    this.runId = runId;
+    this.status = status;
   }
 }
 

@@ -4,7 +4,7 @@ import type { SegmentCounts } from "../store/contract.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import { readLatest, sealNext } from "../seal/chain.js";
 import { CheckpointConflict, CheckpointNotFound, CheckpointStoreCorrupt } from "../base/errors.js";
-import { ASLEEP, saveRefusal } from "../store/rules.js";
+import { ASLEEP, saveRefusal, WAITING } from "../store/rules.js";
 import type { Identity } from "../base/identity.js";
 import { faultPoint } from "../base/fault-points.js";
 import { deepFreeze } from "../base/freeze.js";
@@ -16,6 +16,7 @@ import type {
   CallPosition,
   CheckpointRow,
   CheckpointStore,
+  LeaseClaim,
   LeaseTerms,
   RunKind,
   RunStatus,
@@ -199,14 +200,15 @@ export class DurableRun {
    * Saves the next step `running` with `data`, asleep for `ms`: the store
    * holds the run's lease for the sleep (owner `ASLEEP`) until its now + `ms`,
    * so no worker claims it before then, and any claims it after, as the run
-   * of a worker that died. This drive stops keeping its own lease first.
+   * of a worker that died. With `events` (how many events of its inbox the
+   * round read), the run waits for an event too: the lease is `WAITING`'s,
+   * which the next event sent releases (and a save that has not seen every
+   * event takes none). This drive stops keeping its own lease first.
    */
-  async sleep(data: JsonValue, ms: number): Promise<CheckpointBody> {
+  async sleep(data: JsonValue, ms: number, events?: number): Promise<CheckpointBody> {
     await this.#keeper.stop(false);
-    const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, {
-      owner: ASLEEP,
-      ms,
-    });
+    const hold = events === undefined ? { owner: ASLEEP, ms } : { owner: WAITING, ms, events };
+    const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, hold);
     await landed;
     return body;
   }
@@ -262,7 +264,7 @@ export class DurableRun {
     takeOver: boolean,
     durable: boolean,
     onLanded?: () => void,
-    hold?: "decision" | LeaseTerms,
+    hold?: "decision" | LeaseClaim,
   ): { body: CheckpointBody; landed: Promise<void> } {
     const waitsForDecision = hold === "decision";
     const { row: sealed, body } = sealNext(

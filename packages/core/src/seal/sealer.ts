@@ -8,7 +8,7 @@ export type { CheckpointKeys } from "./signing.js";
 export type { EncryptionKeys } from "./encryption.js";
 
 /** What a sealed value is; bound into the signature so one kind cannot pass for another. */
-export type SealPurpose = "checkpoint" | "call";
+export type SealPurpose = "checkpoint" | "call" | "event";
 
 /**
  * The plain columns a store keeps beside a sealed value, as the reader found
@@ -23,6 +23,8 @@ export interface SealedColumns {
   readonly seq?: number;
   readonly name?: string;
   readonly kind?: string;
+  /** An event's idempotency key. */
+  readonly key?: string;
 }
 
 /**
@@ -43,6 +45,11 @@ const COLUMNS: Readonly<Record<SealPurpose, readonly (readonly [keyof SealedColu
     ["runId", "runId"],
     ["segment", "segment"],
     ["seq", "seq"],
+  ],
+  event: [
+    ["runId", "runId"],
+    ["seq", "seq"],
+    ["key", "key"],
   ],
 };
 

@@ -20,6 +20,9 @@ export class AnchoredStore implements Store.CheckpointStore {
   readonly history?: (runId: string, from?: number) => Promise<Store.StoredCheckpoint[]>;
   /** The inner store's listing: what it lists is opened through the anchor. */
   readonly listRuns?: (query?: Store.RunQuery) => Promise<Store.RunPage>;
+  /** The inner store's inbox, as it is: events are sealed one by one, outside the run's head the anchor keeps. */
+  readonly sendEvent?: Store.CheckpointStore["sendEvent"];
+  readonly inbox?: Store.CheckpointStore["inbox"];
 
   constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
     this.inner = inner;
@@ -29,6 +32,10 @@ export class AnchoredStore implements Store.CheckpointStore {
     if (history !== undefined) this.history = history;
     const listRuns = inner.listRuns?.bind(inner);
     if (listRuns !== undefined) this.listRuns = listRuns;
+    const sendEvent = inner.sendEvent?.bind(inner);
+    if (sendEvent !== undefined) this.sendEvent = sendEvent;
+    const inbox = inner.inbox?.bind(inner);
+    if (inbox !== undefined) this.inbox = inbox;
     const commit = inner.commit?.bind(inner);
     if (commit !== undefined)
       this.commit = async (runId, writes) => {

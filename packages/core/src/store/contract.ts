@@ -73,6 +73,20 @@ export interface StoredCall {
   readonly sealed: string;
 }
 
+/**
+ * One event of a run's inbox as a store keeps it: what `sendEvent` appended
+ * (see docs/protocol.md, "Events").
+ */
+export interface StoredEvent {
+  readonly runId: string;
+  /** Its number in the run's inbox: 0, 1, 2, … with no gap, in the order the store accepted them. */
+  readonly seq: number;
+  /** The sender's idempotency key: an inbox holds at most one event per key. */
+  readonly key: string;
+  /** The sealed envelope; opaque to the store. */
+  readonly sealed: string;
+}
+
 /** Who holds a run, and until when by the store's clock. */
 export interface Lease {
   /** The drive holding the run: its worker's id (`workerId()`, unless the runner names another) and a suffix of its own. */
@@ -98,6 +112,13 @@ export interface LeaseTerms {
 export interface LeaseClaim extends LeaseTerms {
   /** Claim even while another owner's lease is live (an operator's takeover; the old owner is fenced by the segment). */
   readonly takeOver?: boolean;
+  /**
+   * With the owner `WAITING` (a run put to wait for an event): how many events
+   * of the run's inbox the worker read before it saved. A save that finds the
+   * inbox holding more takes no lease: the run is claimable at once, so an
+   * event sent while the worker decided to wait is never missed.
+   */
+  readonly events?: number;
 }
 
 /**
@@ -138,7 +159,9 @@ export interface CheckpointStore {
    * refused with `LeaseHeld`, unless `lease.takeOver`. An accepted `running`
    * save with `lease.ms > 0` sets the lease to `lease.owner` until the store's
    * now + `lease.ms`; any other accepted save (paused, ended, no lease) releases
-   * it. No `lease` is the same as `{ owner: "", ms: 0 }`.
+   * it. No `lease` is the same as `{ owner: "", ms: 0 }`. A save for
+   * `WAITING` whose `lease.events` is below the number of events the run's
+   * inbox holds takes no lease either (`leaseAfterSave`).
    */
   save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void>;
 
@@ -175,7 +198,7 @@ export interface CheckpointStore {
    */
   listUnfinished(name: string, options?: ListOptions): AsyncIterable<string>;
 
-  /** Removes every checkpoint and call record of the run, and nothing of any other run. Unknown runs are a no-op. */
+  /** Removes every checkpoint, call record and event of the run, and nothing of any other run. Unknown runs are a no-op. */
   delete(runId: string): Promise<void>;
 
   /**
@@ -228,6 +251,25 @@ export interface CheckpointStore {
    * the round it goes on with, not the run's whole log. Empty for an unknown run.
    */
   calls(runId: string, from?: CallPosition): Promise<StoredCall[]>;
+
+  /**
+   * Optional, the events capability (with `inbox`): appends one event to the
+   * run's inbox, atomically. Resolves true once it is durable; false, writing
+   * nothing, when the inbox holds an event with this `key` already (a
+   * resend, whatever became of the run since). Otherwise refused, writing
+   * nothing: an unknown run `CheckpointNotFound`; an ended run (`done`,
+   * `failed`) `RunAlreadyEnded`; a `seq` other than the number of events the inbox
+   * holds `CheckpointConflict` (another sender was first: read the inbox
+   * again). When the run's lease is held by `WAITING` (a run waiting for an
+   * event), the same write releases it: the run is claimable at once.
+   */
+  sendEvent?(
+    runId: string,
+    event: { readonly seq: number; readonly key: string; readonly sealed: string },
+  ): Promise<boolean>;
+
+  /** Optional, the events capability: the run's inbox from event `from` (0 when not given) on, by seq; empty for an unknown run. */
+  inbox?(runId: string, from?: number): Promise<StoredEvent[]>;
 
   /**
    * True when the store lives in this process only (the memory store): a runner

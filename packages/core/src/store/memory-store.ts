@@ -2,7 +2,10 @@ import { CheckpointNotFound, InvalidInput } from "../base/errors.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import {
   checkBatch,
+  checkEvent,
   checkLeaseTerms,
+  eventRefusal,
+  WAITING,
   claimRefusal,
   commitRefusal,
   isClaimable,
@@ -28,9 +31,10 @@ import {
   type RunWrite,
   type StoredCall,
   type StoredCheckpoint,
+  type StoredEvent,
 } from "./contract.js";
 import { checkRunQuery, matchesRunQuery, newestFirst, runPage } from "./listing.js";
-import { checkedCall, checkedCheckpoint, checkedHead } from "./rows.js";
+import { checkedCall, checkedCheckpoint, checkedEvent, checkedHead } from "./rows.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {
@@ -44,6 +48,8 @@ export interface MemoryRun {
   savedAt?: number;
   /** Its latest checkpoint was saved waiting for a decision: left out of claimable listings. */
   waitsForDecision?: boolean;
+  /** Events sent to it, by seq (absent: none yet). */
+  inbox?: StoredEvent[];
 }
 
 /** Everything a memory store holds, by run id. */
@@ -84,7 +90,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     const refused =
       saveRefusal(runId, step, checkpoint, head) ?? claimRefusal(runId, checkpoint, head, entry?.lease, lease, now);
     if (refused !== undefined) throw refused;
-    const held = leaseAfterSave(checkpoint, lease, now, entry?.lease);
+    const held = leaseAfterSave(checkpoint, lease, now, entry?.lease, entry?.inbox?.length);
     const waitsForDecision = checkpoint.waitsForDecision === true;
     if (entry === undefined)
       this.#runs.set(runId, {
@@ -162,6 +168,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
       (segment) => entry?.counts.get(segment) ?? 0,
       entry?.lease,
       now,
+      entry?.inbox?.length,
     );
     if ("refused" in verdict) throw verdict.refused;
     // Accepted as a whole: nothing below can be refused, so the writes land together.
@@ -178,6 +185,30 @@ export class MemoryCheckpointStore implements CheckpointStore {
     }
     run.lease = verdict.lease;
     if (entry === undefined) this.#runs.set(runId, run);
+  }
+
+  async sendEvent(runId: string, event: { seq: number; key: string; sealed: string }): Promise<boolean> {
+    checkEvent(event);
+    const entry = this.#runs.get(runId);
+    const inbox = entry?.inbox ?? [];
+    const { seq, key, sealed } = event;
+    const refused = eventRefusal(
+      runId,
+      seq,
+      headOf(runId, entry),
+      inbox.length,
+      inbox.some((row) => row.key === key),
+    );
+    if (refused === "duplicate") return false;
+    if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
+    entry.inbox = [...inbox, Object.freeze({ runId, seq, key, sealed })];
+    if (entry.lease?.owner === WAITING) entry.lease = undefined;
+    return true;
+  }
+
+  async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    const rows = this.#runs.get(runId)?.inbox ?? [];
+    return rows.filter((row) => row.seq >= from).map((row) => checkedEvent(runId, row));
   }
 
   /** A page of runs of any status, newest first (see `CheckpointStore.listRuns`): every run is looked at, as suits memory. */

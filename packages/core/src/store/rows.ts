@@ -1,5 +1,5 @@
 import { CheckpointStoreCorrupt } from "../base/errors.js";
-import type { RunKind, RunStatus, StoredCall, StoredCheckpoint } from "./contract.js";
+import type { RunKind, RunStatus, StoredCall, StoredCheckpoint, StoredEvent } from "./contract.js";
 import type { RunHead } from "./rules.js";
 
 /*
@@ -30,6 +30,13 @@ export interface CallColumns {
   readonly sealed: unknown;
 }
 
+/** The columns of an inbox event as a store read them, of any type. */
+export interface EventColumns {
+  readonly seq: unknown;
+  readonly key: unknown;
+  readonly sealed: unknown;
+}
+
 /** The columns of a store's head of a run (its latest step, status, segment, name, kind) as read, of any type. */
 export interface HeadColumns {
   readonly step: unknown;
@@ -52,6 +59,14 @@ export function checkedCall(runId: string, row: CallColumns): StoredCall {
   const seq = wholeNumber(runId, "call record", "seq", row.seq);
   if (typeof row.sealed !== "string") throw malformedColumn(runId, "call record", "sealed", row.sealed);
   return { runId, segment, seq, sealed: row.sealed };
+}
+
+/** A stored inbox event of `runId` from the columns read, or `CheckpointStoreCorrupt` naming the column of the wrong shape. */
+export function checkedEvent(runId: string, row: EventColumns): StoredEvent {
+  const seq = wholeNumber(runId, "event", "seq", row.seq);
+  if (typeof row.key !== "string") throw malformedColumn(runId, "event", "key", row.key);
+  if (typeof row.sealed !== "string") throw malformedColumn(runId, "event", "sealed", row.sealed);
+  return { runId, seq, key: row.key, sealed: row.sealed };
 }
 
 /**

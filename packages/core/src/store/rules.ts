@@ -1,4 +1,4 @@
-import { CheckpointConflict, CheckpointNotFound, InvalidInput, LeaseHeld } from "../base/errors.js";
+import { CheckpointConflict, CheckpointNotFound, InvalidInput, LeaseHeld, RunAlreadyEnded } from "../base/errors.js";
 import {
   isEnded,
   type CheckpointRow,
@@ -87,6 +87,19 @@ export function recordRefusal(
  */
 export const ASLEEP = "(asleep)";
 
+/**
+ * The lease owner of a run waiting for an event (`ctx.waitForEvent`), until
+ * its timeout: held as `ASLEEP` is, except that an event sent to the run
+ * releases it (`sendEvent`), and a save for it that has not seen every event
+ * of the inbox takes none (`LeaseClaim.events`).
+ */
+export const WAITING = "(waiting)";
+
+/** True for the owner of a lease that no drive holds: a sleep's or a wait's. */
+export function isAsleepOwner(owner: string | undefined): boolean {
+  return owner === ASLEEP || owner === WAITING;
+}
+
 /** The longest lease owner a store must keep, in UTF-16 code units. */
 export const MAX_OWNER_LENGTH = 200;
 
@@ -97,6 +110,9 @@ export function checkLeaseTerms(terms: LeaseTerms | undefined): void {
     throw new InvalidInput(`a lease owner must be a string of 1 to ${MAX_OWNER_LENGTH} characters.`);
   if (!Number.isSafeInteger(terms.ms) || terms.ms < 0)
     throw new InvalidInput(`a lease length must be a whole number of ms ≥ 0, not ${terms.ms}.`);
+  const { events } = terms as LeaseClaim;
+  if (events !== undefined && !(Number.isSafeInteger(events) && events >= 0))
+    throw new InvalidInput(`a lease's events seen must be a whole number ≥ 0, not ${String(events)}.`);
 }
 
 /**
@@ -126,15 +142,19 @@ export const SAVE_RENEWS_AFTER: number = 1 / 3;
  * `running` row, the claimer's until `now` + its length, or `held` as it is
  * when it is the claimer's and less than a third of it has passed (saves a
  * moment apart leave the expiry, and the index on it, unchanged); for any
- * other row none (released).
+ * other row none (released). A wait for an event (`WAITING`) that saw fewer
+ * events than the run's inbox holds (`inbox`) takes none either: an event
+ * came while the worker decided to wait.
  */
 export function leaseAfterSave(
   row: CheckpointRow,
   claim: LeaseClaim | undefined,
   now: number,
   held: Lease | undefined,
+  inbox = 0,
 ): Lease | undefined {
   if (row.status !== "running" || claim === undefined || claim.ms <= 0) return undefined;
+  if (claim.owner === WAITING && (claim.events ?? 0) < inbox) return undefined;
   const fresh = held !== undefined && held.owner === claim.owner && held.expiresAt <= now + claim.ms;
   if (fresh && held.expiresAt - now >= claim.ms * (1 - SAVE_RENEWS_AFTER)) return held;
   return { owner: claim.owner, expiresAt: now + claim.ms };
@@ -180,6 +200,40 @@ export function isClaimable(
   return status === "running" && !waitsForDecision && (held === undefined || held.expiresAt <= now);
 }
 
+/**
+ * The rules of `sendEvent`: why event `seq` with `key` is refused over `head`
+ * (undefined for an unknown run), where `count` is how many events the
+ * run's inbox holds; "duplicate" when the inbox holds `key` already (a
+ * resend: nothing is written, nothing refused); undefined when it is accepted.
+ */
+export function eventRefusal(
+  runId: string,
+  seq: number,
+  head: RunHead | undefined,
+  count: number,
+  hasKey: boolean,
+): CheckpointNotFound | RunAlreadyEnded | CheckpointConflict | "duplicate" | undefined {
+  if (head === undefined) return new CheckpointNotFound(runId);
+  if (hasKey) return "duplicate";
+  if (head.status === "done" || head.status === "failed") return new RunAlreadyEnded(runId, head.status);
+  if (seq !== count)
+    return new CheckpointConflict(runId, `event ${seq} is not the next one of its inbox (${count}): send it again.`);
+  return undefined;
+}
+
+/** The longest idempotency key of an event a store must keep, in UTF-16 code units. */
+export const MAX_EVENT_KEY_LENGTH = 200;
+
+/** Checks an event before a store reads anything: a whole `seq` ≥ 0, a key of 1–200 characters, a sealed string. */
+export function checkEvent(event: { readonly seq: number; readonly key: string; readonly sealed: string }): void {
+  if (typeof event !== "object" || event === null)
+    throw new InvalidInput("an event is an object { seq, key, sealed }.");
+  wholeNumber("seq", event.seq);
+  if (typeof event.key !== "string" || event.key.length === 0 || event.key.length > MAX_EVENT_KEY_LENGTH)
+    throw new InvalidInput(`an event's key must be a string of 1 to ${MAX_EVENT_KEY_LENGTH} characters.`);
+  if (typeof event.sealed !== "string") throw new InvalidInput("an event's sealed envelope must be a string.");
+}
+
 /** The most writes one `commit` takes. */
 export const MAX_BATCH_WRITES = 1_000;
 
@@ -219,7 +273,8 @@ function wholeNumber(what: string, value: unknown): void {
  * over `head`, each by the rules of `recordCall` or `save` (and the lease
  * rule) as the writes before it left the run; undefined when all are
  * accepted. `next(segment)` is how many records the segment holds before the
- * batch, `held` the run's lease at `now`. Returns the lease the batch leaves.
+ * batch, `held` the run's lease at `now`, `inbox` how many events the run's
+ * inbox holds. Returns the lease the batch leaves.
  */
 export function commitRefusal(
   runId: string,
@@ -228,6 +283,7 @@ export function commitRefusal(
   next: (segment: number) => number,
   held: Lease | undefined,
   now: number,
+  inbox = 0,
 ): { readonly refused: CheckpointConflict | CheckpointNotFound | LeaseHeld } | { readonly lease: Lease | undefined } {
   let current = head;
   let lease = held;
@@ -243,7 +299,7 @@ export function commitRefusal(
         saveRefusal(runId, write.step, write.row, current) ??
         claimRefusal(runId, write.row, current, lease, write.lease, now);
       if (refused !== undefined) return { refused };
-      lease = leaseAfterSave(write.row, write.lease, now, lease);
+      lease = leaseAfterSave(write.row, write.lease, now, lease, inbox);
       const { status, name, kind, segment } = write.row;
       current = { step: write.step, status, name, kind, segment };
     }
