@@ -3,7 +3,8 @@
 export { DurableRun, type RunStart, type ClaimOptions } from "./run/durable-run.js";
 export { leaseTerms, LeaseKeeper } from "./run/lease.js";
 export { eachConcurrently, type Settled } from "./base/concurrent.js";
-export { CallScope, type CallScopeInit, type CallOutcome } from "./calls/call-scope.js";
+export { CallScope, type CallScopeInit, type CallOutcome, type RoundWait } from "./calls/call-scope.js";
+export type { EventWait, WaitOptions } from "./calls/event-wait.js";
 export { bindAnswers, type BoundAnswer } from "./calls/approvals.js";
 export {
   classifyCalls,

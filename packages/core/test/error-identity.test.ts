@@ -28,6 +28,7 @@ function samplesOf(copy: Copy) {
     new copy.StoreUnavailable("the store did not answer."),
     new copy.StoreNotReady("the tables are missing; run migrate."),
     new copy.LeaseHeld("r", "host:1:ab", 1_000_000, 999_000),
+    new copy.RunAlreadyEnded("r", "done"),
     new copy.ToolFailed("charge_card", "Error: card declined", 3),
     new copy.ToolTimedOut("charge_card", 500),
     new copy.NonRetryable("card declined"),

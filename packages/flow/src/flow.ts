@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Identity, JsonValue } from "@durable/core";
+import type { EventWait, WaitOptions } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
 import { assertStorableText, canonicalJson, checkOptions, type OptionTable } from "@durable/core/runner";
 import { Call } from "./call.js";
@@ -25,6 +26,16 @@ export interface NodeContext extends Identity {
   sleep(ms: number): Promise<void>;
   /** Sleeps until `until` (a `Date`, or ms since the epoch; at most 3e14 ms from now), as `sleep` does. */
   sleepUntil(until: Date | number): Promise<void>;
+  /**
+   * Waits for the next event named `name` sent to this run (`sendEvent`), at
+   * most `timeoutMs`: gives `{ status: "received", payload, key }`, or
+   * `{ status: "timeout" }` once the timeout passed with none. Each event is
+   * taken by one wait, once; one sent before the wait is kept until a wait
+   * takes it. While none has come the run is saved waiting, as a sleep is,
+   * and the next event sent wakes it: the superstep runs again, its finished
+   * calls and waits replayed.
+   */
+  waitForEvent(name: string, options?: WaitOptions): Promise<EventWait>;
 }
 
 /** A function node: reads the state, may call tools, returns the fields it changes. Must be deterministic. */

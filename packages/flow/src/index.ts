@@ -23,5 +23,5 @@ export {
   type CancelOptions,
 } from "./runner.js";
 export type { ApprovalAnswers, PendingCall, PausedResult, RecoverOptions } from "@durable/core";
-export type { AsleepResult } from "@durable/core/runner";
+export type { AsleepResult, EventWait, WaitOptions } from "@durable/core/runner";
 export type { FlowData } from "./flow-data.js";

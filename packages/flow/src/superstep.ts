@@ -1,6 +1,6 @@
 import { ApprovalDenied, type Executor, type JsonValue, ToolFailed } from "@durable/core";
 import { FlowError } from "./flow-error.js";
-import { type CallScope, deepFreeze } from "@durable/core/runner";
+import { type CallScope, deepFreeze, type EventWait, type WaitOptions } from "@durable/core/runner";
 import { Call } from "./call.js";
 import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
 import type { FlowData } from "./flow-data.js";
@@ -91,6 +91,12 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
       throw new Stopped("the node sleeps");
     }
   };
+  const waitForEvent = async (name: string, options?: WaitOptions): Promise<EventWait> => {
+    const got = asleep ? undefined : await executor.waitForEvent(scope, node.name, name, options);
+    if (got !== undefined) return got;
+    asleep = true;
+    throw new Stopped("the node waits for an event");
+  };
   const identity = scope.init.identity;
   const ctx: NodeContext = {
     ...identity,
@@ -98,6 +104,7 @@ async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope
     call,
     sleep: (ms) => sleep({ ms }),
     sleepUntil: (until) => sleep({ until }),
+    waitForEvent,
   };
   return (await node.body(state, ctx)) ?? {};
 }

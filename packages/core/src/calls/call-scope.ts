@@ -1,6 +1,8 @@
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import type { Identity } from "../base/identity.js";
+import { InvalidInput } from "../base/errors.js";
 import type { CallLog } from "../log/call-log.js";
+import type { InboxEvent } from "../log/inbox.js";
 import type { CallRef, EventSink } from "../log/events.js";
 import type { RunKind } from "../store/contract.js";
 import type { BoundAnswer } from "./approvals.js";
@@ -29,6 +31,17 @@ export interface CallScopeInit {
   readonly signal?: AbortSignal | undefined;
   /** How results that are not plain JSON are stored (default: they must be plain JSON). */
   readonly codec?: ValueCodec | undefined;
+  /** Reads the run's inbox, verified; absent when its store has no events capability. */
+  readonly inbox?: (() => Promise<readonly InboxEvent[]>) | undefined;
+  /** How many events of each name the run's earlier rounds took (`RunEnvelope.taken`). */
+  readonly taken?: Readonly<Record<string, number>> | undefined;
+}
+
+/** What a round waits for: events of these names, having read this many events of the inbox. */
+export interface RoundWait {
+  readonly names: ReadonlySet<string>;
+  /** The fewest events of the inbox any of its waits read: a save that finds more lets the run go on at once. */
+  readonly seen: number;
 }
 
 /**
@@ -41,6 +54,8 @@ export class CallScope {
   readonly pending: PendingCall[] = [];
   #inDoubt: Error | undefined;
   #asleep: number | undefined;
+  #waiting: { names: Set<string>; seen: number } | undefined;
+  #inbox: Promise<readonly InboxEvent[]> | undefined;
   readonly #occurrences = new Map<string, number>();
   readonly #claimed = new Set<string>();
   readonly #inFlight = new Set<Promise<unknown>>();
@@ -102,6 +117,30 @@ export class CallScope {
   /** Notes a sleep of this round that lasts until `until`: the round stops, and the run is saved asleep. */
   sleepUntil(until: number): void {
     this.#asleep = Math.min(this.#asleep ?? until, until);
+  }
+
+  /** What the round waits for, when a wait of it found no event. */
+  get waiting(): RoundWait | undefined {
+    return this.#waiting;
+  }
+
+  /** Notes a wait of this round for an event named `name` that found none among the `seen` events of the inbox, until `until`. */
+  waitForEvent(name: string, seen: number, until: number): void {
+    this.#waiting ??= { names: new Set(), seen };
+    this.#waiting.names.add(name);
+    this.#waiting.seen = Math.min(this.#waiting.seen, seen);
+    this.sleepUntil(until);
+  }
+
+  /** The run's inbox, read once per scope: `InvalidInput` when the store has no events capability. */
+  inbox(): Promise<readonly InboxEvent[]> {
+    const read = this.init.inbox;
+    if (read === undefined)
+      return Promise.reject(
+        new InvalidInput("waitForEvent: this run's store has no events capability (sendEvent and inbox)."),
+      );
+    this.#inbox ??= read();
+    return this.#inbox;
   }
 
   /** Marks a finished call of the log as taken by a call of this round. */

@@ -8,7 +8,8 @@ import type { FinishedOutcome } from "./replay.js";
 import { checkOptions, describeType, isObject, type OptionTable } from "../base/option-checks.js";
 import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.js";
 import type { CallOutcome, CallScope } from "./call-scope.js";
-import { SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
+import { MAX_SLEEP_MS, SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
+import { type EventWait, type WaitOptions, waitForEvent } from "./event-wait.js";
 import { validateWith } from "../base/standard-schema.js";
 
 /** Options of an `Executor`. */
@@ -123,6 +124,19 @@ export class Executor {
     return { until, passed: false };
   }
 
+  /**
+   * Waits `within` a part of the round for the next event named `name`, at
+   * most `timeoutMs` (see `waitForEvent` in event-wait.ts): gives the event
+   * or the timeout, replayed once recorded; undefined while the round must
+   * wait (the scope notes it: the run is saved waiting, and runs the round
+   * again when an event comes or the timeout passes).
+   */
+  waitForEvent(scope: CallScope, within: string, name: string, options?: WaitOptions): Promise<EventWait | undefined> {
+    const waited = waitForEvent(scope, within, name, options);
+    scope.track(waited);
+    return waited;
+  }
+
   /** The answer for an approval call, or undefined when the run must pause for one. */
   async #answer(
     scope: CallScope,
@@ -163,9 +177,6 @@ async function checkedArgs(definition: ToolDefinition, given: unknown): Promise<
   if ("problems" in result) throw new InvalidToolArgs(definition.name, result.problems);
   return result.value;
 }
-
-/** The longest sleep, in ms: about 10,000 years, so a wake time and a store's lease expiry stay safe integers. */
-export const MAX_SLEEP_MS = 3e14;
 
 /** A sleep's length or wake time, checked: `InvalidInput` for anything but a whole number of ms ≥ 0 (a time: a `Date` or ms since the epoch). */
 function checkedWake(wake: unknown): { ms: number } | { until: number } {

@@ -76,11 +76,17 @@ const TOOL_OPTIONS: OptionTable<ToolOptions> = {
   timeoutMs: true,
 };
 
-/** Names of the calls the library makes itself (`SLEEP_TOOL`): no registered tool may take one. */
+/** Names of the calls the library makes itself (`SLEEP_TOOL`, `EVENT_TOOL`): no registered tool may take one. */
 const RESERVED = "durable:";
 
 /** The call a sleep records its wake time as: a `done` record whose result is the time (ms since the epoch). */
 export const SLEEP_TOOL: string = `${RESERVED}sleep`;
+
+/** The longest sleep or wait, in ms: about 10,000 years, so a wake time and a store's lease expiry stay safe integers. */
+export const MAX_SLEEP_MS = 3e14;
+
+/** The tool of a wait for an event (`waitForEvent`): its `done` record holds the event it took, or its timeout. */
+export const EVENT_TOOL: string = `${RESERVED}event`;
 
 /** The tools a run may call, by name. */
 export class ToolRegistry {

@@ -24,9 +24,10 @@ export interface PausedResult {
 }
 
 /**
- * A run asleep (`ctx.sleep`): saved with its lease held for the sleep, so a
- * worker wakes it (claims it and runs its round again) once `until` passed.
- * What `run`, `recover` and `resume` return then.
+ * A run asleep (`ctx.sleep`) or waiting for an event (`ctx.waitForEvent`):
+ * saved with its lease held for the sleep, so a worker wakes it (claims it
+ * and runs its round again) once `until` passed, or, when it waits for
+ * events, once one is sent. What `run`, `recover` and `resume` return then.
  */
 export interface AsleepResult {
   readonly status: "asleep";
@@ -34,6 +35,8 @@ export interface AsleepResult {
   readonly step: number;
   /** When it wakes: ms since the epoch, by the clock of the worker that put it to sleep. */
   readonly until: number;
+  /** The names of the events it waits for, when it waits for any. */
+  readonly waitsFor?: readonly string[];
 }
 
 /** Where a drive leaves a run: the program's result, or paused, or asleep. */

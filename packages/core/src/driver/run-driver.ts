@@ -14,6 +14,7 @@ import { newRunId } from "../base/names.js";
 import { DurableRun } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import { WAITING } from "../store/rules.js";
 import { eachConcurrently } from "../base/concurrent.js";
 import type {
   DriverOptions,
@@ -149,6 +150,11 @@ export class RunDriver<D, R> {
     return this.#recover(runId, options, true);
   }
 
+  /** True when a run that waits for events no longer holds the wait's lease: an event was sent (or a save saw one). */
+  async #eventCame(runId: string, waitsFor: readonly string[] | undefined): Promise<boolean> {
+    return waitsFor !== undefined && (await this.#store.leaseOf(runId))?.owner !== WAITING;
+  }
+
   async #recover(runId: string, options: RecoverOptions, retrying: boolean): Promise<DriveResult<R>> {
     options.signal?.throwIfAborted();
     const decided = options.decide === undefined ? undefined : readInDoubtDecisions(options.decide, this.#codec);
@@ -161,11 +167,17 @@ export class RunDriver<D, R> {
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
     }
-    // An asleep run is woken by the first claim after its wake time: until then it stays as it was saved. The
-    // claim that wakes it saves it awake.
-    const { asleep, ...envelope } = opened.envelope;
-    if (asleep !== undefined && asleep > Date.now())
-      return { status: "asleep", runId, step: latest.step, until: asleep };
+    // An asleep run is woken by the first claim after its wake time, or, waiting for events, once one was sent (it
+    // released the wait's lease): until then it stays as it was saved. The claim that wakes it saves it awake.
+    const { asleep, waitsFor, ...envelope } = opened.envelope;
+    if (asleep !== undefined && asleep > Date.now() && !(await this.#eventCame(runId, waitsFor)))
+      return {
+        status: "asleep",
+        runId,
+        step: latest.step,
+        until: asleep,
+        ...(waitsFor === undefined ? {} : { waitsFor }),
+      };
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
     // A retry's claim saves the run without its error, a woken run's without its wake time; any other recovery's, the

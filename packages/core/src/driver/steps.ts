@@ -5,8 +5,9 @@ import { envelopeJson, type RunEnvelope } from "../run/envelope.js";
 import { RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import type { ValueCodec } from "../base/codec.js";
-import { CallScope } from "../calls/call-scope.js";
-import { MAX_SLEEP_MS } from "../calls/executor.js";
+import { CallScope, type RoundWait } from "../calls/call-scope.js";
+import { takenAfterRound } from "../calls/event-wait.js";
+import { MAX_SLEEP_MS } from "../calls/tools.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
 import type {
@@ -57,6 +58,8 @@ export class RunSteps<D, R> {
         events: this.#events,
         signal,
         codec: this.#codec,
+        inbox: run.store.inbox === undefined ? undefined : () => run.inbox(),
+        taken: envelope.taken,
       });
       const context: StepContext = {
         runId: run.runId,
@@ -82,9 +85,17 @@ export class RunSteps<D, R> {
       // unsettled, as it would uncaught: the run is left for recovery, where it waits for a decision.
       if (scope.inDoubt !== undefined) throw scope.inDoubt;
       // A sleep keeps the round's start too: the round runs again when the run wakes, its finished calls replayed.
-      if (outcome.next === "sleep") return this.#sleep(run, envelope, outcome.until);
+      if (outcome.next === "sleep") return this.#sleep(run, envelope, outcome.until, scope.waiting);
+      const taken = outcome.roundOver ? takenAfterRound(envelope.taken, plan) : undefined;
       const next: RunEnvelope<D> = outcome.roundOver
-        ? { round: envelope.round + 1, roundStart: run.log.position, pending: [], answers: [], program: outcome.data }
+        ? {
+            round: envelope.round + 1,
+            roundStart: run.log.position,
+            pending: [],
+            answers: [],
+            ...(taken === undefined ? {} : { taken }),
+            program: outcome.data,
+          }
         : { ...envelope, program: outcome.data };
       // Which finished calls of the log the round took is known once the round is over.
       const unreplayed = outcome.roundOver ? scope.unreplayed : [];
@@ -157,14 +168,27 @@ export class RunSteps<D, R> {
     return { status: "paused", runId: run.runId, step, approvals: pending };
   }
 
-  /** Saves the run asleep until `until` (its lease held for the sleep), with its events. */
-  async #sleep(run: DurableRun, envelope: RunEnvelope<D>, until: number): Promise<AsleepResult> {
+  /**
+   * Saves the run asleep until `until` (its lease held for the sleep), with
+   * its events; a round that waits for events is saved waiting for them too
+   * (an event sent wakes it before then).
+   */
+  async #sleep(
+    run: DurableRun,
+    envelope: RunEnvelope<D>,
+    until: number,
+    waiting: RoundWait | undefined,
+  ): Promise<AsleepResult> {
     const ms = Math.min(MAX_SLEEP_MS, Math.max(1, until - Date.now()));
-    const checkpoint = await run.sleep(this.json({ ...envelope, asleep: until }), ms);
+    const waitsFor = waiting === undefined ? undefined : [...waiting.names];
+    const asleep = { ...envelope, asleep: until, ...(waitsFor === undefined ? {} : { waitsFor }) };
+    const checkpoint = await run.sleep(this.json(asleep), ms, waiting?.seen);
     await this.saved(checkpoint, envelope.program);
     const { runId } = run;
-    await emit(this.#events, { type: "run.asleep", runId, kind: this.#program.kind, step: checkpoint.step, until });
-    return { status: "asleep", runId, step: checkpoint.step, until };
+    const { step } = checkpoint;
+    const waits = waitsFor === undefined ? {} : { waitsFor };
+    await emit(this.#events, { type: "run.asleep", runId, kind: this.#program.kind, step, until, ...waits });
+    return { status: "asleep", runId, step, until, ...waits };
   }
 
   /** Saves a run that waits for outside input as paused with no pending call, and returns the program's result. */

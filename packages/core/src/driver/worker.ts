@@ -197,8 +197,8 @@ export class RunWorker {
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
       // Listed before its wake time by this worker's clock (a clock behind the store's, its sleep's lease released):
-      // not looked at again until then.
-      const wakesIn = isAsleep(result) ? result.until - Date.now() : 0;
+      // not looked at again until then. Not a run that waits for events: the next one sent makes it due.
+      const wakesIn = isAsleep(result) && result.waitsFor === undefined ? result.until - Date.now() : 0;
       if (wakesIn > 0) this.#left.set(leftKey(served, runId), { step: -1, why: "asleep", until: this.#after(wakesIn) });
     } catch (error) {
       if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {

@@ -127,6 +127,8 @@ export interface RunAsleep extends EventBase {
   readonly type: "run.asleep";
   readonly step: number;
   readonly until: number;
+  /** The events it waits for (`waitForEvent`), when it waits for any: the next one sent wakes it before `until`. */
+  readonly waitsFor?: readonly string[];
 }
 
 /** A run ended. */

@@ -12,6 +12,7 @@ import { assertRunId, assertRunName } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
 import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
+import { eventStore, type InboxEvent, readInbox } from "../log/inbox.js";
 import type {
   CallPosition,
   CheckpointRow,
@@ -194,6 +195,11 @@ export class DurableRun {
     const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, "decision");
     await landed;
     return body;
+  }
+
+  /** The run's inbox, verified (`readInbox`): `InvalidInput` when its store has no events capability. */
+  inbox(): Promise<InboxEvent[]> {
+    return readInbox(eventStore("waitForEvent", this.store), this.sealer, this.runId);
   }
 
   /**

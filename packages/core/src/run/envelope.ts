@@ -1,6 +1,14 @@
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { BoundAnswer } from "../calls/approvals.js";
-import { isArrayOf, isCount, isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
+import {
+  isArrayOf,
+  isCount,
+  isJsonObject,
+  isRecordOf,
+  isString,
+  type JsonObject,
+  type JsonValue,
+} from "../base/json.js";
 import type { PendingCall } from "../calls/replay.js";
 import type { CallPosition } from "../store/contract.js";
 
@@ -35,6 +43,18 @@ export interface RunEnvelope<P = JsonObject> {
    * store holds its lease for the sleep (`ASLEEP`) until about then.
    */
   readonly asleep?: number;
+  /**
+   * With `asleep`: the names of the events the round waits for (until
+   * `asleep`, its earliest timeout): the store holds the lease for the wait
+   * (`WAITING`), and the next event sent releases it.
+   */
+  readonly waitsFor?: readonly string[];
+  /**
+   * How many events of each name the run's rounds so far took, by name:
+   * those of a name are always its earliest in the inbox, so a wait skips
+   * that many. Absent until a round took one.
+   */
+  readonly taken?: Readonly<Record<string, number>>;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -46,7 +66,7 @@ export interface RunEnvelope<P = JsonObject> {
  */
 export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   const fields = isJsonObject(data) ? data : {};
-  const { round, roundStart, pending, decisions: answers, error, cancelled, asleep, program } = fields;
+  const { round, roundStart, pending, decisions: answers, error, cancelled, asleep, waitsFor, taken, program } = fields;
   const ok =
     isCount(round) &&
     round >= 1 &&
@@ -56,6 +76,8 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (error === undefined || isString(error)) &&
     (cancelled === undefined || cancelled === true) &&
     (asleep === undefined || isCount(asleep)) &&
+    (waitsFor === undefined || isArrayOf(waitsFor, isString)) &&
+    (taken === undefined || isRecordOf(taken, isCount)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -70,13 +92,15 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(error === undefined ? {} : { error }),
     ...(cancelled === true ? { cancelled } : {}),
     ...(asleep === undefined ? {} : { asleep }),
+    ...(waitsFor === undefined ? {} : { waitsFor }),
+    ...(taken === undefined ? {} : { taken }),
     program,
   };
 }
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, roundStart, pending, answers, error, cancelled, asleep, program } = envelope;
+  const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -90,6 +114,8 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(error === undefined ? {} : { error }),
     ...(cancelled === true ? { cancelled } : {}),
     ...(asleep === undefined ? {} : { asleep }),
+    ...(waitsFor === undefined ? {} : { waitsFor: [...waitsFor] }),
+    ...(taken === undefined ? {} : { taken: { ...taken } }),
     program,
   };
 }

@@ -47,7 +47,7 @@ export function cancelled<D>(latest: CheckpointBody, envelope: RunEnvelope<D>, r
   assertStorableText(reason, "reason");
   if (isEnded(latest.status)) throw new CheckpointConflict(latest.runId, `the run ended (${latest.status}).`);
   // A run cancelled in its sleep ended asleep no more.
-  const { asleep: _asleep, ...awake } = envelope;
+  const { asleep: _asleep, waitsFor: _waitsFor, ...awake } = envelope;
   return { ...awake, error: `Cancelled: ${reason}`, cancelled: true };
 }
 
