@@ -10,6 +10,7 @@ import {
 import * as broken from "./broken-stores.js";
 import { expiringMemory, ttlOnPaused, ttlOnRunning } from "./expiring-stores.js";
 import * as leases from "./lease-stores.js";
+import * as events from "./event-stores.js";
 
 const { memory } = broken;
 
@@ -174,6 +175,30 @@ const CAUGHT: Caught[] = [
     "leaseOf(runId) after save(runId, 1) from segment 0 with a 1200 ms lease for (asleep): expected a lease held by",
   ],
   [
+    events.appendsResends,
+    "events",
+    "a resend under a key the inbox holds resolves false and writes nothing, at any seq and also once the run ended",
+    "sendEvent(runId, { seq: 0, key: a }) with a in the inbox: expected false: a resend",
+  ],
+  [
+    events.takesEventsWhenEnded,
+    "events",
+    "sendEvent refuses an unknown run, an ended run, a seq out of place and a malformed event, writing nothing",
+    "sendEvent to a done run: expected RunAlreadyEnded",
+  ],
+  [
+    events.keepsWaitingLease,
+    "events",
+    "an event releases the lease of a run waiting for one (WAITING), and no other lease: not a sleep's (ASLEEP), not a worker's",
+    "leaseOf(runId) after an event was sent to the waiting run: expected undefined: released",
+  ],
+  [
+    events.ignoresEventsSeen,
+    "events",
+    "a save for WAITING that saw fewer events than the inbox holds takes no lease: the run is claimable at once (save and commit)",
+    "save for WAITING with events: 0 over an inbox of 1: expected no lease: the run is claimable at once",
+  ],
+  [
     leases.dropsSaveLease,
     "lease",
     LIVE_LEASE,
@@ -262,6 +287,7 @@ describe("the kit catches broken stores", () => {
       "batch",
       "lease",
       "timers",
+      "events",
       "inspect",
       "integrity",
       "tamper",
