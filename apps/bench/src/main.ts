@@ -10,6 +10,7 @@ import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
 import { CONSOLE_FULL, CONSOLE_QUICK, consoleTable, measureConsole } from "./console.js";
 import { longTable, measureLong, PAGE } from "./long.js";
+import { type EventFigures, eventsTable, measureEvents } from "./events.js";
 import { measureSleepers, sleepersTable } from "./sleepers.js";
 import { measureLangGraphLong } from "./peers/langgraph-loop.js";
 import { report, type StoreResult } from "./report.js";
@@ -77,7 +78,8 @@ const BENCH_COMMAND = {
       default: false,
       about:
         "instead of the rest: per store, a worker's poll with no run asleep and with --asleep runs asleep for an hour (its time, CPU and round trips should not grow), " +
-        "then the wake-up lag p50/p99 of --due runs due at one instant, woken by one worker (64 at once, polling every 100 ms)",
+        "then the wake-up lag p50/p99 of --due runs due at one instant, woken by one worker (64 at once, polling every 100 ms); " +
+        "then what one sendEvent costs (store calls, server round trips, ms) to each of 200 waiting runs (20 with --quick), and the lag from it to the run going on",
     },
     asleep: {
       type: "string",
@@ -171,13 +173,17 @@ await runCommand(BENCH_COMMAND, async (values) => {
   if (values.sleepers) {
     const asleep = wholeNumber("asleep", values.asleep ?? (values.quick ? "500" : "10000"));
     const due = wholeNumber("due", values.due ?? (values.quick ? "100" : "1000"));
+    const sends = values.quick ? 20 : 200;
+    const events: EventFigures[] = [];
     const figures = await eachTarget(values.stores, async (target) => {
       const measured = await measureSleepers(target.name, () => target.store(), asleep, due, target.countTrips);
+      events.push(await measureEvents(target.name, () => target.store(), sends, target.countTrips));
       console.log(`measured ${target.name}`);
       return [measured];
     });
     console.log(`\n${sleepersTable(figures).join("\n")}`);
-    writeResults(values.out, "sleepers", machine.at, { machine, figures });
+    console.log(`\n${eventsTable(events).join("\n")}`);
+    writeResults(values.out, "sleepers", machine.at, { machine, figures, events });
     return;
   }
   if (values.scale) {
