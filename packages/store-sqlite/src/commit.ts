@@ -20,7 +20,8 @@ export function commitWrites(sql: Statements, runId: string, writes: readonly Ru
   const now = save === undefined ? 0 : (sql.now.get() as { now: number }).now;
   // `runs` counts the records of the run's current segment only; a segment a claim raises to holds none yet.
   const stored = (segment: number) => (run !== undefined && run.segment === segment ? run.segment_calls : 0);
-  const verdict = commitRefusal(runId, writes, run, stored, heldLease(run), now);
+  // The inbox's count is on the head read above: a wait's save that missed an event takes no lease, at no extra read.
+  const verdict = commitRefusal(runId, writes, run, stored, heldLease(run), now, run?.events);
   if ("refused" in verdict) throw verdict.refused;
 
   // Accepted: the segment the run ends in (a record-only batch needs a run, so `run` is there without a save).

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { InvalidInput, UNFINISHED } from "@durable/core/store";
 
 /** The schema version this code writes. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
 export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
@@ -22,6 +22,7 @@ export interface Tables {
   readonly runs: string;
   readonly checkpoints: string;
   readonly calls: string;
+  readonly events: string;
 }
 
 export function tablesFor(prefix: string): Tables {
@@ -30,13 +31,20 @@ export function tablesFor(prefix: string): Tables {
       `tablePrefix ${JSON.stringify(prefix)} must be letters, digits and _ (not first a digit), at most 48 characters.`,
     );
   }
-  return { meta: `${prefix}meta`, runs: `${prefix}runs`, checkpoints: `${prefix}checkpoints`, calls: `${prefix}calls` };
+  return {
+    meta: `${prefix}meta`,
+    runs: `${prefix}runs`,
+    checkpoints: `${prefix}checkpoints`,
+    calls: `${prefix}calls`,
+    events: `${prefix}events`,
+  };
 }
 
 /**
  * Each migration takes the schema from the version before it to its own.
- * `runs` holds one row per run (its latest step, status, segment and how many
- * records its current segment has) so compare-and-set reads one row.
+ * `runs` holds one row per run (its latest step, status, segment, how many
+ * records its current segment has and, from version 5, how many events its
+ * inbox holds) so compare-and-set reads one row.
  * Exported for tests that build a database of an older version.
  */
 export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
@@ -87,6 +95,30 @@ export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
     ALTER TABLE ${t.runs} ADD COLUMN waits_for_decision INTEGER NOT NULL DEFAULT 0;
     DROP INDEX ${t.runs}_claimable;
     CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE ${CLAIMABLE_RUN};`,
+  // Version 5, the events capability: each run's inbox, by seq, each key once; the head counts its events, so a
+  // send or a wait's save reads the inbox's length with the head, never by counting rows. Runs saved before have none.
+  (t) => `
+    ALTER TABLE ${t.runs} ADD COLUMN events INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE ${t.events} (
+      run_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      key TEXT NOT NULL,
+      sealed TEXT NOT NULL,
+      PRIMARY KEY (run_id, seq)
+    ) WITHOUT ROWID;
+    CREATE UNIQUE INDEX ${t.events}_key ON ${t.events} (run_id, key);`,
+];
+
+/**
+ * The version that creates each table: a table of that name already in a
+ * file of an older version (none at all before the meta table) is another
+ * application's, refused before a migration would fail on it.
+ */
+const CREATED_IN: ReadonlyArray<readonly [keyof Tables, number]> = [
+  ["runs", 1],
+  ["checkpoints", 1],
+  ["calls", 1],
+  ["events", 5],
 ];
 
 /**
@@ -100,20 +132,22 @@ export function migrate(db: Database.Database, t: Tables, where: string): void {
     const exists = (name: string) =>
       db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
     let version = 0;
-    if (exists(t.meta)) {
+    const ours = exists(t.meta);
+    if (ours) {
       const rows = db.prepare(`SELECT key, value FROM ${t.meta}`).all() as Array<{ key: string; value: string }>;
       const meta = new Map(rows.map((r) => [r.key, r.value]));
       if (meta.get("owner") !== OWNER) throw foreign(where, t.meta);
       version = Number(meta.get("schema_version"));
-    } else {
-      for (const name of [t.runs, t.checkpoints, t.calls]) if (exists(name)) throw foreign(where, name);
-      db.exec(`CREATE TABLE ${t.meta} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`);
-      db.prepare(`INSERT INTO ${t.meta} (key, value) VALUES ('owner', ?), ('schema_version', '0')`).run(OWNER);
     }
     if (!Number.isSafeInteger(version) || version > SCHEMA_VERSION) {
       throw new InvalidInput(
         `${where} has schema version ${version}, newer than this @durable/store-sqlite knows (${SCHEMA_VERSION}); upgrade the package.`,
       );
+    }
+    for (const [table, since] of CREATED_IN) if (since > version && exists(t[table])) throw foreign(where, t[table]);
+    if (!ours) {
+      db.exec(`CREATE TABLE ${t.meta} (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID`);
+      db.prepare(`INSERT INTO ${t.meta} (key, value) VALUES ('owner', ?), ('schema_version', '0')`).run(OWNER);
     }
     for (const migrate of MIGRATIONS.slice(version, SCHEMA_VERSION)) db.exec(migrate(t));
     db.prepare(`UPDATE ${t.meta} SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION));

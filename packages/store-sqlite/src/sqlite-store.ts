@@ -7,8 +7,10 @@ import {
   type CheckpointRow,
   checkedCall,
   checkedCheckpoint,
+  checkedEvent,
   type CheckpointStore,
   checkBatch,
+  checkEvent,
   checkLeaseTerms,
   closedWhileUsed,
   InvalidInput,
@@ -24,12 +26,15 @@ import {
   type RunWrite,
   type StoredCall,
   type CallPosition,
+  type EventColumns,
   type StoredCheckpoint,
+  type StoredEvent,
   type StoreOperation,
 } from "@durable/core/store";
 import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { commitWrites } from "./commit.js";
 import { storeError } from "./errors.js";
+import { appendEvent } from "./events.js";
 import { GroupCommit } from "./group-commit.js";
 import { history, listRuns } from "./inspect.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
@@ -152,6 +157,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   async delete(runId: string): Promise<void> {
     return this.#write({ what: "delete", runId }, () => {
+      this.#sql.deleteEvents.run(runId);
       this.#sql.deleteCalls.run(runId);
       this.#sql.deleteCheckpoints.run(runId);
       this.#sql.deleteRun.run(runId);
@@ -190,6 +196,26 @@ export class SQLiteCheckpointStore implements CheckpointStore {
         ? this.#sql.calls.all(runId)
         : this.#sql.callsFrom.all(runId, from.segment, from.seq)) as StoredCall[];
     return this.#read({ what: "calls", runId }, read).map((row) => checkedCall(runId, row));
+  }
+
+  /**
+   * Appends one event to the run's inbox (the events capability: see
+   * `CheckpointStore.sendEvent`), as one write of this turn's group commit:
+   * true once it is durable, false for a resend (a key the inbox holds),
+   * writing nothing. A run waiting for an event (`WAITING`) is released by
+   * the same write.
+   */
+  async sendEvent(runId: string, event: { seq: number; key: string; sealed: string }): Promise<boolean> {
+    checkEvent(event);
+    // Copied now: the write runs at the end of the turn, after the caller may have changed its object.
+    const { seq, key, sealed } = event;
+    return this.#write({ what: "sendEvent", runId }, () => appendEvent(this.#sql, runId, { seq, key, sealed }));
+  }
+
+  /** The run's inbox from event `from` on, by seq (the events capability): a range of the events table's key. */
+  async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    const rows = this.#read({ what: "inbox", runId }, () => this.#sql.inbox.all(runId, from) as EventColumns[]);
+    return rows.map((row) => checkedEvent(runId, row));
   }
 
   /** The connection's journal mode and synchronous setting, as SQLite reports them. */

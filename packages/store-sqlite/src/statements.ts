@@ -24,6 +24,8 @@ export interface RunRow {
   readonly status: RunStatus;
   readonly segment: number;
   readonly segment_calls: number;
+  /** How many events the run's inbox holds: what a send numbers its event by, and a wait's save compares with. */
+  readonly events: number;
   readonly lease_owner: string | null;
   readonly lease_expires: number | null;
 }
@@ -44,10 +46,11 @@ export function readHead(sql: Statements, runId: string): RunRow | undefined {
   if (row === undefined) return undefined;
   const head = checkedHead(runId, row);
   const count = wholeNumber(runId, "head", "segment_calls", row.segment_calls);
+  const events = wholeNumber(runId, "head", "events", row.events);
   const owner = row.lease_owner;
   if (owner !== null && typeof owner !== "string") throw malformedColumn(runId, "head", "lease_owner", owner);
   const expires = row.lease_expires === null ? null : wholeNumber(runId, "head", "lease_expires", row.lease_expires);
-  return { ...head, segment_calls: count, lease_owner: owner, lease_expires: expires };
+  return { ...head, segment_calls: count, events, lease_owner: owner, lease_expires: expires };
 }
 
 /** The lease a head row holds, or undefined when the run is unknown or released. */
@@ -72,10 +75,15 @@ export type StatementName =
   | "deleteCalls"
   | "deleteCheckpoints"
   | "deleteRun"
+  | "deleteEvents"
   | "insertCall"
   | "setCalls"
   | "calls"
-  | "callsFrom";
+  | "callsFrom"
+  | "eventKey"
+  | "insertEvent"
+  | "setEvents"
+  | "inbox";
 
 /** The statements of one connection, by name. */
 export type Statements = Readonly<Record<StatementName, Database.Statement>>;
@@ -90,7 +98,7 @@ export function prepare(db: Database.Database, t: Tables): Statements {
 /** The SQL of every statement the store runs, for tables `t`; tests explain its query plans. */
 export function statementSql(t: Tables): Record<StatementName, string> {
   return {
-    run: `SELECT flow AS name, kind, step, status, segment, segment_calls, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
+    run: `SELECT flow AS name, kind, step, status, segment, segment_calls, events, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
     now: `SELECT ${STORE_NOW} AS now`,
     insertCheckpoint: `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, waits_for_decision, updated_at)
@@ -116,11 +124,18 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     deleteCalls: `DELETE FROM ${t.calls} WHERE run_id = ?`,
     deleteCheckpoints: `DELETE FROM ${t.checkpoints} WHERE run_id = ?`,
     deleteRun: `DELETE FROM ${t.runs} WHERE run_id = ?`,
+    deleteEvents: `DELETE FROM ${t.events} WHERE run_id = ?`,
     insertCall: `INSERT INTO ${t.calls} (run_id, segment, seq, sealed) VALUES (?, ?, ?, ?)`,
     // Under the group's write lock, so the count read with the head is still the stored one.
     setCalls: `UPDATE ${t.runs} SET segment_calls = ? WHERE run_id = ?`,
     calls: `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? ORDER BY segment, seq`,
     // From a place on: the primary key's range (a record whose columns hold no numbers is left to the whole read).
     callsFrom: `SELECT run_id AS runId, segment, seq, sealed FROM ${t.calls} WHERE run_id = ? AND (segment, seq) >= (?, ?) ORDER BY segment, seq`,
+    // A resend is found by the unique index on (run_id, key), never by reading the inbox.
+    eventKey: `SELECT 1 FROM ${t.events} WHERE run_id = ? AND key = ?`,
+    insertEvent: `INSERT INTO ${t.events} (run_id, seq, key, sealed) VALUES (?, ?, ?, ?)`,
+    // Under the group's write lock, as setCalls: the count and the lease written over the head read before.
+    setEvents: `UPDATE ${t.runs} SET events = ?, lease_owner = ?, lease_expires = ? WHERE run_id = ?`,
+    inbox: `SELECT run_id AS runId, seq, key, sealed FROM ${t.events} WHERE run_id = ? AND seq >= ? ORDER BY seq`,
   };
 }
