@@ -115,7 +115,8 @@ export async function measureEvents(
 
 /** The figures as a table: what one `sendEvent` costs, and how soon the run it wakes goes on. */
 export function eventsTable(figures: readonly EventFigures[]): string[] {
-  const head = "store                    sends  calls/send  trips/send  send ms p50  send ms p99  wake lag p50 ms  wake lag p99 ms";
+  const head =
+    "store                    sends  calls/send  trips/send  send ms p50  send ms p99  wake lag p50 ms  wake lag p99 ms";
   return [
     head,
     ...figures.map((f) =>
