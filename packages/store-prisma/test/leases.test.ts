@@ -275,7 +275,7 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
     await old.release();
 
     const store = new PrismaCheckpointStore(target, { tablePrefix });
-    expect(await store.migrate()).toEqual(["0002_leases", "0003_inspect", "0004_decisions"]);
+    expect(await store.migrate()).toEqual(["0002_leases", "0003_inspect", "0004_decisions", "0005_events"]);
     expect(await store.migrate()).toEqual([]);
     expect((await store.latest("old-running")).status).toBe("running");
     expect((await list(store, "old", false)).sort()).toEqual(["old-paused", "old-running"]);
