@@ -3,6 +3,7 @@ import {
   type CheckpointNotFound,
   commitRefusal,
   type Lease,
+  type LeaseClaim,
   type LeaseHeld,
   type RunHead,
   type RunWrite,
@@ -56,7 +57,7 @@ export interface RunBefore {
 
 /**
  * Decides a batch over the run as `run` holds it (`commitRefusal`, the rules
- * of `save` and `recordCall` in order) and, if accepted, writes the row the
+ * of `save` and `recordCall` in order, with its inbox's count of events) and, if accepted, writes the row the
  * batch leaves: guarded by what was judged, so the writes apply only to the
  * run the rules judged, whether or not a lock kept it. Undefined when the
  * verdict needs the store's clock and `run` has none: a claim of a run
@@ -74,8 +75,10 @@ export function planBatch(
     return undefined;
   const next = (segment: number) => (before !== undefined && segment === before.segment ? before.segmentCalls : 0);
   // The lease the batch leaves is set by the database's clock when it writes (leaseSet); the clock here only decides claims.
-  const verdict = commitRefusal(runId, writes, before, next, run.lease, run.now ?? 0);
+  const verdict = commitRefusal(runId, writes, before, next, run.lease, run.now ?? 0, before?.events);
   if ("refused" in verdict) return verdict;
+  // Whether the batch leaves a lease is the rules' (a save for WAITING that missed an event takes none).
+  const claim = claimOf(save, verdict.lease);
   // The row the accepted writes leave: each save moves the head, each record counts in its (current) segment.
   let head: RunHead | undefined = before;
   let segmentCalls = before?.segmentCalls ?? 0;
@@ -99,10 +102,10 @@ export function planBatch(
   // Unreachable once the rules accepted (a batch of an unknown run starts with its step 0), but the types cannot tell.
   if (head === undefined) return { refused: new CheckpointConflict(runId, "the batch has no checkpoint to start it.") };
   if (records.length > 0) inserts.push(insertRecords(db, runId, records));
-  const after = { ...head, segmentCalls };
+  const after = { ...head, segmentCalls, events: before?.events ?? 0 };
   const clock = `(SELECT ${db.now} AS "ms") AS "clock"`;
   if (before === undefined) {
-    const lease = leaseOfNewRun(save);
+    const lease = leaseOfNewRun(claim);
     return {
       writes: {
         run: {
@@ -126,13 +129,13 @@ export function planBatch(
       },
     };
   }
-  const lease = leaseSet(save);
+  const lease = leaseSet(save, claim);
   const mark = markSet(save);
   return {
     writes: {
       run: {
         sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "updated_at" = "clock"."ms"${mark.sql}${lease.sql} FROM ${clock}
-              WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ?
+              WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ? AND "events" = ?
               AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
         values: [
           head.step,
@@ -148,6 +151,7 @@ export function planBatch(
           before.status,
           before.segment,
           before.segmentCalls,
+          before.events,
           ...leaseValues(run.lease),
         ],
       },
@@ -169,15 +173,17 @@ function markSet(save: SaveWrite | undefined): Statement {
     : { sql: `, "waits_for_decision" = CAST(? AS INTEGER)`, values: [waits(save)] };
 }
 
-/** The claim a save makes, when it leaves a lease: a `running` row, and a lease of some length. */
-function claimOf(save: SaveWrite | undefined): { owner: string; ms: number } | undefined {
-  const claim = save?.lease;
-  return save?.row.status === "running" && claim !== undefined && claim.ms > 0 ? claim : undefined;
+/**
+ * The claim of a save when the rules leave the run a lease (`leaves`, by
+ * `leaseAfterSave`: a `running` row, a lease of some length, and for
+ * `WAITING` every event of the inbox seen); undefined when they release it.
+ */
+function claimOf(save: SaveWrite | undefined, leaves: Lease | undefined): LeaseClaim | undefined {
+  return leaves === undefined ? undefined : save?.lease;
 }
 
 /** The lease columns' values of a new run: the claimer's until the clock + its length (`leaseAfterSave` with none held). */
-function leaseOfNewRun(save: SaveWrite | undefined): Statement {
-  const claim = claimOf(save);
+function leaseOfNewRun(claim: LeaseClaim | undefined): Statement {
   return claim === undefined
     ? { sql: "CAST(NULL AS TEXT), CAST(NULL AS BIGINT)", values: [] }
     : { sql: `CAST(? AS TEXT), "clock"."ms" + CAST(? AS BIGINT)`, values: [claim.owner, claim.ms] };
@@ -186,12 +192,11 @@ function leaseOfNewRun(save: SaveWrite | undefined): Statement {
 /**
  * The SET of the lease columns by `leaseAfterSave`, on the database's clock:
  * the claimer's until the clock + its length, or the lease held as it is when
- * it is the claimer's and less than a third of it has passed; released for a
- * row that is not running. Nothing without a save (records leave the lease).
+ * it is the claimer's and less than a third of it has passed; released when
+ * the rules leave none (`claim` undefined). Nothing without a save (records leave the lease).
  */
-function leaseSet(save: SaveWrite | undefined): Statement {
+function leaseSet(save: SaveWrite | undefined, claim: LeaseClaim | undefined): Statement {
   if (save === undefined) return { sql: "", values: [] };
-  const claim = claimOf(save);
   if (claim === undefined) return { sql: `, "lease_owner" = NULL, "lease_expires_at" = NULL`, values: [] };
   const ms = `CAST(? AS BIGINT)`;
   return {

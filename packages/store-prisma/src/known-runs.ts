@@ -1,8 +1,9 @@
 import type { Lease, RunHead } from "@durable/core/store";
 
-/** A run's row as the protocol's rules read it, with how many records its current segment holds. */
+/** A run's row as the protocol's rules read it, with how many records its current segment holds and how many events its inbox holds. */
 export interface RunState extends RunHead {
   readonly segmentCalls: number;
+  readonly events: number;
 }
 
 /** A run's row and lease as this store last wrote or read them. */

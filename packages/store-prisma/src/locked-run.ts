@@ -37,6 +37,7 @@ interface LockedRow extends LeaseColumns {
   readonly status: unknown;
   readonly segment: unknown;
   readonly segment_calls: unknown;
+  readonly events: unknown;
 }
 
 /**
@@ -75,7 +76,7 @@ export async function readRun(db: Tables, sql: Sql, runId: string, lock = false)
   const rows = await sql.$queryRawUnsafe<LockedRow[]>(
     db.sql(
       `SELECT ${db.now} AS "now", "h".* FROM (SELECT 1 AS "one") AS "clock" LEFT JOIN (
-         SELECT "flow", "kind", "step", "status", "segment", "segment_calls", "lease_owner", "lease_expires_at"
+         SELECT "flow", "kind", "step", "status", "segment", "segment_calls", "events", "lease_owner", "lease_expires_at"
          FROM ${db.tables.runs} WHERE "run_id" = ?${forUpdate}
        ) AS "h" ON true`,
     ),
@@ -83,14 +84,15 @@ export async function readRun(db: Tables, sql: Sql, runId: string, lock = false)
   );
   const row = rows[0];
   if (row === undefined) throw new StoreUnavailable("The database returned no row for a query of one row.");
-  const { flow, kind, step, status, segment, segment_calls } = row;
+  const { flow, kind, step, status, segment, segment_calls, events } = row;
   // The left join gives NULL in every column for an unknown run; a stored row of another shape is corrupt.
-  const unknown = [flow, kind, step, status, segment, segment_calls].every((column) => column === null);
+  const unknown = [flow, kind, step, status, segment, segment_calls, events].every((column) => column === null);
   const head = unknown
     ? undefined
     : {
         ...checkedHead(runId, { name: flow, kind, step, status, segment }),
         segmentCalls: wholeNumber(runId, "head", "segment_calls", segment_calls),
+        events: wholeNumber(runId, "head", "events", events),
       };
   return { head, lease: checkedLease(runId, row), now: Number(row.now) };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { KnownRuns, type KnownRun } from "../src/known-runs.js";
 
 const run = (status: "running" | "done" = "running"): KnownRun => ({
-  head: { step: 1, status, name: "f", kind: "flow", segment: 0, segmentCalls: 2 },
+  head: { step: 1, status, name: "f", kind: "flow", segment: 0, segmentCalls: 2, events: 0 },
   lease: undefined,
 });
 
