@@ -6,6 +6,7 @@ import {
   type CheckpointRow,
   type CheckpointStore,
   checkBatch,
+  checkEvent,
   checkedCall,
   checkedCheckpoint,
   checkLeaseTerms,
@@ -23,6 +24,7 @@ import {
   type StoredCall,
   type CallPosition,
   type StoredCheckpoint,
+  type StoredEvent,
   type StoreOperation,
   StoreUnavailable,
   UNFINISHED,
@@ -38,6 +40,7 @@ import {
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
 import { applyBatch, TRANSACTION } from "./apply-batch.js";
+import { appendEvent, type EventWrite, readInbox } from "./inbox.js";
 import { checkedLease, type LeaseColumns, leaseValues, lockRun } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
@@ -193,7 +196,9 @@ export class PrismaCheckpointStore implements CheckpointStore {
     const t = this.#db.tables;
     this.#known.forget(runId);
     await this.#tx<undefined>({ what: "delete", runId }, async (tx) => {
-      for (const table of [t.calls, t.checkpoints, t.runs])
+      // The run's row first: it is the run's lock, so a write of the run waiting on it then finds no run,
+      // and one that committed before is seen by the deletes after it (no record or event left behind).
+      for (const table of [t.runs, t.events, t.calls, t.checkpoints])
         await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
       return undefined;
     });
@@ -212,6 +217,24 @@ export class PrismaCheckpointStore implements CheckpointStore {
    */
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     await this.#commit("commit", runId, writes);
+  }
+
+  /**
+   * Appends one event to the run's inbox under the run's lock, releasing a
+   * lease held by `WAITING` in the same commit (the events capability: see
+   * `CheckpointStore.sendEvent`); false for a resend of a key the inbox holds.
+   */
+  async sendEvent(runId: string, event: EventWrite): Promise<boolean> {
+    checkEvent(event);
+    this.#known.forget(runId); // its count of events moves, and maybe its lease
+    return this.#tx<boolean>({ what: "sendEvent", runId }, (tx) => appendEvent(this.#db, tx, runId, event));
+  }
+
+  /** The run's inbox from event `from` on, by seq (the events capability). */
+  async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    return this.#bounded({ what: "inbox", runId }, async () =>
+      readInbox(this.#db, await this.#db.client(), runId, from),
+    );
   }
 
   /** A page of runs of any status, newest first (the inspection capability: see `CheckpointStore.listRuns`). */

@@ -12,6 +12,7 @@ export interface Tables {
     readonly runs: string;
     readonly checkpoints: string;
     readonly calls: string;
+    readonly events: string;
     readonly migrations: string;
   };
   /** PostgreSQL: the schema of the tables; SQLite: `main`. */
@@ -58,6 +59,7 @@ export function tablesOf(
       runs: table("runs"),
       checkpoints: table("checkpoints"),
       calls: table("calls"),
+      events: table("events"),
       migrations: table("migrations"),
     },
     schema: schema ?? "main",
