@@ -195,7 +195,7 @@ const CAUGHT: Caught[] = [
   [
     events.ignoresEventsSeen,
     "events",
-    "a save for WAITING that saw fewer events than the inbox holds takes no lease: the run is claimable at once (save and commit)",
+    "a save for WAITING that saw fewer events than the inbox holds takes no lease: the run is claimable at once (save and commit, an event sent by another client too)",
     "save for WAITING with events: 0 over an inbox of 1: expected no lease: the run is claimable at once",
   ],
   [

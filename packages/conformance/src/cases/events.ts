@@ -241,7 +241,7 @@ const wakeCase: ConformanceCase = {
 };
 
 const missedCase: ConformanceCase = {
-  name: "a save for WAITING that saw fewer events than the inbox holds takes no lease: the run is claimable at once (save and commit)",
+  name: "a save for WAITING that saw fewer events than the inbox holds takes no lease: the run is claimable at once (save and commit, an event sent by another client too)",
   async run(h) {
     const flow = h.runId("events");
     const store = delivering(h);
@@ -261,6 +261,18 @@ const missedCase: ConformanceCase = {
     await store.sendEvent(seen, event(h, seen, 0, "paid"));
     await waiting(h, flow, seen, 1);
     await leaseHeldBy(h, seen, WAITING, "a save for WAITING with events: 1 over an inbox of 1");
+
+    // Sent by another client of the store's data: a store that remembers the run's head must not trust its copy.
+    if (h.init.capabilities?.connect !== undefined) {
+      const other = (await h.connect()) as Delivering;
+      const elsewhere = await working(h, flow);
+      await other.sendEvent(elsewhere, event(h, elsewhere, 0, "paid"));
+      await waiting(h, flow, elsewhere, 0);
+      expect(
+        await h.store.leaseOf(elsewhere),
+        eventRule("save for WAITING with events: 0 after another client sent an event", "no lease"),
+      ).toBeUndefined();
+    }
 
     if (h.store.commit === undefined) return;
     const batched = await working(h, flow);
