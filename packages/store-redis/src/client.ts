@@ -8,6 +8,7 @@ interface Commands {
   evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   hGetAll(key: string): Promise<Record<string, string>>;
+  lRange(key: string, start: number, stop: number): Promise<string[]>;
 }
 
 /** A client to one node: what `WAIT` runs on (see `replicas`). */

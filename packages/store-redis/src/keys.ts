@@ -30,6 +30,10 @@ export interface RunKeys {
   readonly cps: string;
   /** HASH: "segment:seq" → sealed call record. */
   readonly calls: string;
+  /** LIST: the run's inbox, JSON [key, sealed] of each event, its index its seq. */
+  readonly inbox: string;
+  /** HASH: an event's idempotency key → its seq, for each event of the inbox. */
+  readonly inboxByKey: string;
   /** ZSET of the bucket: "<hex flow>:<hex run id>" of every unfinished run. */
   readonly unfinished: string;
   /** ZSET of the bucket: the unfinished runs that expire, scored by when (ms since the epoch). */
@@ -66,7 +70,24 @@ function bucketBase(prefix: string, bucket: number): string {
 export function runKeys(prefix: string, runId: string): RunKeys {
   const bucket = bucketOf(runId);
   const run = `${bucketBase(prefix, bucket)}${hex(runId)}`;
-  return { meta: `${run}:meta`, cps: `${run}:cps`, calls: `${run}:calls`, ...indexKeys(prefix, bucket) };
+  return {
+    meta: `${run}:meta`,
+    cps: `${run}:cps`,
+    calls: `${run}:calls`,
+    inbox: `${run}:inbox`,
+    inboxByKey: `${run}:inbox-by-key`,
+    ...indexKeys(prefix, bucket),
+  };
+}
+
+/**
+ * The KEYS of the scripts that write a run (write, send, renew, delete), in
+ * the order they number them: meta cps calls unfinished expiring claimable
+ * claimable-of recent inbox inbox-by-key.
+ */
+export function scriptKeys(keys: RunKeys): string[] {
+  const { meta, cps, calls, unfinished, expiring, claimable, claimableOf, recent, inbox, inboxByKey } = keys;
+  return [meta, cps, calls, unfinished, expiring, claimable, claimableOf, recent, inbox, inboxByKey];
 }
 
 /** The index keys of a bucket. */

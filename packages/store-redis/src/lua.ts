@@ -1,3 +1,4 @@
+import type { RunHead, RunKind, RunStatus } from "@durable/core/store";
 import { EXPIRY_DIGITS } from "./keys.js";
 
 /**
@@ -21,19 +22,20 @@ local function hex(text)
 end`;
 
 /**
- * The run's keys (KEYS 1-3) expire ttl seconds from now once it ended (done
+ * The run's keys (KEYS 1-3: meta cps calls; 9-10: inbox inbox-by-key, see
+ * `scriptKeys`) expire ttl seconds from now once it ended (done
  * or failed; never with ttl 0), and never before: a running run may hold the
  * only evidence of a call in doubt (its worker died and nobody recovered it
  * yet), a paused one waits for a decision. An unfinished run that an earlier
  * version gave an expiry loses it, and its entry in expiring (KEYS[e]). A run
  * that is not to expire and whose keys never did (they are set together) is
- * left as it is: one command, not four that change nothing.
+ * left as it is: one command, not six that change nothing.
  */
 export const EXPIRY: string = `${NOW}
 local function expiry(status, ttl, member, e)
   local lasts = (status == 'done' or status == 'failed') and ttl > 0
   if not lasts and redis.call('PTTL', KEYS[1]) == -1 then return end
-  for i = 1, 3 do
+  for _, i in ipairs({1, 2, 3, 9, 10}) do
     if lasts then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
   end
   redis.call('ZREM', KEYS[e], member)
@@ -88,3 +90,19 @@ local function head()
   if m[7] and not whole(m[8]) then return m, bad('lease expiry', m[8]) end
   return m
 end`;
+
+/**
+ * The head a script returns with a refusal, {step, status, flow, kind,
+ * segment} as head() read them, for the protocol's own rule to name why
+ * (`renewRefusal`, `eventRefusal`).
+ */
+export function refusedHead(fields: readonly unknown[]): RunHead {
+  const [step, status, flow, kind, segment] = fields;
+  return {
+    step: Number(step),
+    status: status as RunStatus,
+    name: String(flow),
+    kind: kind as RunKind,
+    segment: Number(segment),
+  };
+}

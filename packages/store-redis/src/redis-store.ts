@@ -5,6 +5,7 @@ import {
   type CheckpointStore,
   checkBatch,
   checkedCall,
+  checkEvent,
   checkLeaseTerms,
   closedWhileUsed,
   DurableError,
@@ -16,14 +17,13 @@ import {
   type LeaseView,
   type ListOptions,
   renewRefusal,
-  type RunKind,
   type RunPage,
   type RunQuery,
-  type RunStatus,
   type RunWrite,
   type StoredCall,
   type CallPosition,
   type StoredCheckpoint,
+  type StoredEvent,
   type StoreOperation,
   StoreUnavailable,
 } from "@durable/core/store";
@@ -32,9 +32,11 @@ import type { RedisLike } from "./client.js";
 import { Connection } from "./connection.js";
 import { corruptOr, describe, isMalformedKeys, malformedKeys } from "./errors.js";
 import { DurabilityCheck } from "./durability.js";
-import { checkPrefix, hex, keyPattern, runKeys, type RunKeys } from "./keys.js";
+import { type EventToSend, checkInboxFrom, eventsOf, sendArgs, sentOrRefused } from "./inbox.js";
+import { checkPrefix, hex, keyPattern, runKeys, type RunKeys, scriptKeys } from "./keys.js";
 import { listRuns } from "./listing.js";
 import { listRecent } from "./inspect.js";
+import { refusedHead } from "./lua.js";
 import { REDIS_STORE_OPTIONS, type RedisStoreOptions } from "./options.js";
 import { ReplicaWait } from "./replication.js";
 import { untilRun } from "./retry.js";
@@ -105,17 +107,10 @@ export class RedisCheckpointStore implements CheckpointStore {
     if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
     if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
     // The script refused; the protocol's own rule names why, from what the script read.
-    const [, step, status, flow, kind, headSegment, owner, expiresAt] = reply;
-    const head = {
-      step: Number(step),
-      status: status as RunStatus,
-      name: String(flow),
-      kind: kind as RunKind,
-      segment: Number(headSegment),
-    };
+    const [owner, expiresAt] = reply.slice(6);
     const held = owner ? { owner, expiresAt: Number(expiresAt) } : undefined;
     throw (
-      renewRefusal(runId, segment, terms.owner, head, held) ??
+      renewRefusal(runId, segment, terms.owner, refusedHead(reply.slice(1)), held) ??
       new CheckpointConflict(runId, "the lease was not renewed.")
     );
   }
@@ -184,6 +179,22 @@ export class RedisCheckpointStore implements CheckpointStore {
   async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
     checkBatch(writes);
     await this.#write({ what: "commit", runId }, writes);
+  }
+
+  /** Appends an event to the run's inbox (the events capability): one script, which releases a wait's lease (inbox.ts). */
+  async sendEvent(runId: string, event: EventToSend): Promise<boolean> {
+    checkEvent(event);
+    const args = sendArgs(this.ttlSeconds, hex(runId), event);
+    const reply = await this.#eval({ what: "sendEvent", runId }, SCRIPTS.send, this.#all(runId), args);
+    return sentOrRefused(runId, event.seq, reply);
+  }
+
+  /** The run's inbox from event `from` on, by seq (the events capability): one `LRANGE` of its list. */
+  async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    checkInboxFrom(from);
+    const key = this.keysOf(runId).inbox;
+    const read = (client: RedisLike, deadline: number) => untilRun(() => client.lRange(key, from, -1), deadline);
+    return eventsOf(runId, from, await this.#call({ what: "inbox", runId }, read));
   }
 
   /**
@@ -267,20 +278,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   #all(runId: string): string[] {
-    if (this.#last?.runId !== runId) {
-      const keys = this.keysOf(runId);
-      const all = [
-        keys.meta,
-        keys.cps,
-        keys.calls,
-        keys.unfinished,
-        keys.expiring,
-        keys.claimable,
-        keys.claimableOf,
-        keys.recent,
-      ];
-      this.#last = { runId, keys: all };
-    }
+    if (this.#last?.runId !== runId) this.#last = { runId, keys: scriptKeys(this.keysOf(runId)) };
     return this.#last.keys;
   }
 

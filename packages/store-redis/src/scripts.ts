@@ -1,14 +1,16 @@
 import { createHash } from "node:crypto";
 import { EXPIRY_DIGITS, INDEX_VERSION } from "./keys.js";
 import { EXPIRY, HEAD, HEX, NOW, PLACE } from "./lua.js";
+import { SEND } from "./inbox.js";
 import { WRITE } from "./write-script.js";
 
 /**
  * The server-side scripts: each operation is one script, one round trip,
- * atomic; every write (save, recordCall, commit) is the write script. A script touches only the keys it is given (declared in KEYS), and
+ * atomic; every write (save, recordCall, commit) is the write script, and
+ * `sendEvent` the send script (inbox.ts). A script touches only the keys it is given (declared in KEYS), and
  * they all share one hash tag, so every script runs on one Redis Cluster
- * slot. The keys (see keys.ts): meta, cps, calls of a run; unfinished,
- * expiring, claimable, claimable-of and schema of its bucket. A refusal
+ * slot. The keys (see keys.ts): meta, cps, calls, inbox, inbox-by-key of a
+ * run; unfinished, expiring, claimable, claimable-of, recent and schema of its bucket. A refusal
  * returns {"conflict", reason}, {"notfound"} or {"leaseheld", ...}; success
  * returns {"ok"}. Times are ms since the epoch by the server's TIME, never
  * the client's clock.
@@ -88,7 +90,7 @@ for segment = first, last do
 end
 return out`;
 
-/** KEYS meta cps calls unfinished expiring claimable claimable-of recent; ARGV hex run id: removes every key of the run and its index entries. */
+/** KEYS as `scriptKeys` gives them; ARGV hex run id: removes every key of the run (its inbox too) and its index entries. */
 const DELETE = `${HEX}${PLACE}
 local flow = redis.call('HGET', KEYS[1], 'flow')
 if flow then
@@ -98,7 +100,7 @@ if flow then
   place(member, false, 6, 7)
 end
 redis.call('ZREM', KEYS[8], ARGV[1])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10])
 return {'ok'}`;
 
 /**
@@ -144,7 +146,7 @@ end
 return {'page', entries[#entries] or '', out, #entries, ms_text(now)}`;
 
 /**
- * KEYS meta cps calls unfinished expiring claimable claimable-of; ARGV segment
+ * KEYS as `scriptKeys` gives them (meta cps calls unfinished expiring claimable claimable-of …); ARGV segment
  * owner ms ttl hex-run-id. Extends the owner's lease (live or run out, not
  * released) of the running run's current segment to now + ms: {"ok", expiresAt}.
  * Otherwise {"notfound"}, {"corrupt", reason}, or {"refused", step, status,
@@ -214,6 +216,7 @@ export const script = (source: string, writes: boolean): Script => ({
 
 type ScriptName =
   | "write"
+  | "send"
   | "latest"
   | "history"
   | "callsFrom"
@@ -228,6 +231,7 @@ type ScriptName =
 
 export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
   write: script(WRITE, true),
+  send: script(SEND, true),
   latest: script(LATEST, false),
   history: script(HISTORY, false),
   callsFrom: script(CALLS_FROM, false),

@@ -5,6 +5,7 @@ import {
   SAVE_RENEWS_AFTER,
   type StoredCheckpoint,
   UNFINISHED,
+  WAITING,
 } from "@durable/core/store";
 import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
 
@@ -15,17 +16,19 @@ import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
  * before any write; then it applies them all. So a refused batch writes
  * nothing, and each rule is written once.
  *
- * KEYS meta cps calls unfinished expiring claimable claimable-of recent;
- * ARGV ttl hex-run-id, then each write: "r" segment seq sealed, or
- * "s" step status segment flow kind sealed owner ms takeover waits ("1": saved
- * waiting for a decision, left out of the claimable index).
+ * KEYS meta cps calls unfinished expiring claimable claimable-of recent
+ * inbox inbox-by-key (`scriptKeys`); ARGV ttl hex-run-id, then each write:
+ * "r" segment seq sealed, or "s" step status segment flow kind sealed owner
+ * ms takeover waits ("1": saved waiting for a decision, left out of the
+ * claimable index) events (how many events of the inbox a wait saw).
  * Returns {"ok"}, {"notfound"}, {"conflict", reason}, {"leaseheld", owner,
  * expiresAt, now}, or {"corrupt", reason} for a malformed head (nothing written).
  *
  * A record retried with the same envelope is accepted and not written again.
  * A claim of a run whose live lease another owner holds is refused unless
  * takeover is "1"; an accepted running save with ms > 0 sets the lease, any
- * other releases it. A batch holds one save at most, and records leave the
+ * other releases it, and so does a save for WAITING whose events are fewer
+ * than the inbox holds (leaseAfterSave). A batch holds one save at most, and records leave the
  * lease alone: the lease a save reads is the run's before the batch. A batch
  * with a save also drops up to 100 index entries of the bucket whose runs
  * expired: the only place stale entries are cleaned up (reads skip them).
@@ -60,7 +63,7 @@ while i <= #ARGV do
     end
   else
     s = i
-    i = i + 11
+    i = i + 12
     local new, seg = tonumber(ARGV[s + 1]), tonumber(ARGV[s + 3])
     if not step then
       if new ~= 0 then return {'conflict', 'nothing is stored, so the first step must be 0, not ' .. new .. '.'} end
@@ -97,6 +100,8 @@ else
   redis.call('ZADD', KEYS[8], ms_text(now), ARGV[2])
   if ${UNFINISHED.map((status) => `status == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, member) else redis.call('ZREM', KEYS[4], member) end
   local ms = tonumber(ARGV[s + 8])
+  -- A wait that saw fewer events than the inbox holds takes no lease: an event came meanwhile (leaseAfterSave).
+  if ARGV[s + 7] == '${WAITING}' and tonumber(ARGV[s + 11]) < redis.call('LLEN', KEYS[9]) then ms = 0 end
   if status == 'running' and ms > 0 then
     -- The owner's lease stays as it is while less than a third of it passed (leaseAfterSave).
     local held = m[7] == ARGV[s + 7] and tonumber(m[8])
@@ -151,6 +156,7 @@ export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly
       String(lease?.ms ?? 0),
       lease?.takeOver === true ? "1" : "",
       row.waitsForDecision === true ? "1" : "",
+      String(lease?.events ?? 0),
     );
   }
   return args;

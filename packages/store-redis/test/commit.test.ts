@@ -332,7 +332,10 @@ if (await redisAnswers()) {
       expect(sent!.mock.calls).toHaveLength(1);
       const [, { keys }] = sent!.mock.calls[0] as [string, { keys: string[] }];
       const k = s.keysOf("r");
-      expect(keys).toEqual([k.meta, k.cps, k.calls, k.unfinished, k.expiring, k.claimable, k.claimableOf, k.recent]);
+      expect(keys).toEqual([
+        ...[k.meta, k.cps, k.calls, k.unfinished, k.expiring, k.claimable, k.claimableOf, k.recent],
+        ...[k.inbox, k.inboxByKey],
+      ]);
       expect(new Set(keys.map((key) => key.slice(key.indexOf("{"), key.indexOf("}") + 1))).size).toBe(1);
     });
   });
