@@ -46,6 +46,7 @@ if (await redisAnswers()) {
         recordCall: outcome(store.recordCall("r", 0, 0, "sealed-0")),
         renew: outcome(store.renew("r", 0, { owner: "w", ms: 1_000 })),
         leaseOf: outcome(store.leaseOf("r")),
+        sendEvent: outcome(store.sendEvent("r", { seq: 0, key: "k", sealed: "sealed" })),
       });
       const corrupt = {
         latest: "corrupt",
@@ -53,6 +54,7 @@ if (await redisAnswers()) {
         recordCall: "corrupt",
         renew: "corrupt",
         leaseOf: "corrupt",
+        sendEvent: "corrupt",
       };
       try {
         const { meta, cps } = store.keysOf("r");
