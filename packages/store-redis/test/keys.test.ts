@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, StoreUnavailable } from "@durable/core/store";
+import { InvalidInput, StoreUnavailable, WAITING } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
@@ -89,7 +89,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
     return out.sort();
   }
 
-  it("writes only keys that start with the prefix through save, recordCall, commit, leases, listUnfinished, delete and ttl", async () => {
+  it("writes only keys that start with the prefix through save, recordCall, commit, leases, events, listUnfinished, delete and ttl", async () => {
     const stores = [
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-a" }),
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-b", ttlSeconds: 1 }),
@@ -103,6 +103,8 @@ describe("RedisCheckpointStore keys in Redis", () => {
         await store.renew(id, 0, { owner: "w", ms: 60_000 });
         if (i % 8 === 0) await store.release(id, 0, "w");
         await store.leaseOf(id);
+        await store.sendEvent(id, { seq: 0, key: "k", sealed: "sealed" });
+        await store.inbox(id);
         if (i % 4 === 1) await store.save(id, 1, row({ status: "paused" }));
         if (i % 4 === 2) await store.save(id, 1, row({ status: "done" }));
         if (i % 4 === 3) await store.delete(id);
@@ -191,9 +193,15 @@ describe("RedisCheckpointStore keys in Redis", () => {
     await store.save("r", 2, row({ status: "paused" }));
     await store.save("r", 3, row(), { owner: "w", ms: 60_000 });
     await store.release("r", 0, "w");
+    // An event (HEXISTS, LLEN, RPUSH) that releases a wait's lease, a resend, and the inbox read (LRANGE).
+    await store.save("r", 4, row(), { owner: WAITING, ms: 60_000, events: 0 });
+    expect(await store.sendEvent("r", { seq: 0, key: "k", sealed: "sealed" })).toBe(true);
+    expect(await store.sendEvent("r", { seq: 1, key: "k", sealed: "sealed" })).toBe(false);
+    expect(await store.leaseOf("r")).toBeUndefined();
+    expect(await store.inbox("r")).toHaveLength(1);
     expect(await collect(store.listUnfinished("f"))).toEqual(["r"]);
     expect(await collect(store.listUnfinished("f", { claimable: true }))).toEqual(["r"]);
-    expect((await store.latest("r")).step).toBe(3);
+    expect((await store.latest("r")).step).toBe(4);
     expect(await store.calls("r")).toHaveLength(2);
     await store.delete("r");
     const other = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a:x" });
