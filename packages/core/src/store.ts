@@ -34,6 +34,7 @@ export {
   isAsleepOwner,
   eventRefusal,
   checkEvent,
+  checkInboxFrom,
   MAX_EVENT_KEY_LENGTH,
   renewRefusal,
   isClaimable,

@@ -28,6 +28,7 @@ import {
   type StoreOperation,
   StoreUnavailable,
   UNFINISHED,
+  checkInboxFrom,
 } from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
 import {
@@ -232,6 +233,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   /** The run's inbox from event `from` on, by seq (the events capability). */
   async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    checkInboxFrom(from);
     return this.#bounded({ what: "inbox", runId }, async () =>
       readInbox(this.#db, await this.#db.client(), runId, from),
     );

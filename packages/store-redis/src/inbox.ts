@@ -3,7 +3,6 @@ import {
   CheckpointStoreCorrupt,
   checkedEvent,
   eventRefusal,
-  InvalidInput,
   type StoredEvent,
   WAITING,
 } from "@durable/core/store";
@@ -70,12 +69,6 @@ export function sentOrRefused(runId: string, seq: number, reply: unknown): boole
   const refused = eventRefusal(runId, seq, head, Number(fields[5] ?? 0), fields[6] === "1");
   if (refused === "duplicate") return false;
   throw refused ?? new CheckpointConflict(runId, "the event was not appended.");
-}
-
-/** Checks where an inbox read starts before the store reads anything: a whole number ≥ 0. */
-export function checkInboxFrom(from: number): void {
-  if (!Number.isSafeInteger(from) || from < 0)
-    throw new InvalidInput(`an inbox is read from a whole number ≥ 0, not ${String(from)}.`);
 }
 
 /** The events of an inbox list read from index `from` on: JSON [key, sealed] each; another shape is corrupt. */

@@ -26,13 +26,14 @@ import {
   type StoredEvent,
   type StoreOperation,
   StoreUnavailable,
+  checkInboxFrom,
 } from "@durable/core/store";
 import { checkOptions } from "@durable/core/runner";
 import type { RedisLike } from "./client.js";
 import { Connection } from "./connection.js";
 import { corruptOr, describe, isMalformedKeys, malformedKeys } from "./errors.js";
 import { DurabilityCheck } from "./durability.js";
-import { type EventToSend, checkInboxFrom, eventsOf, sendArgs, sentOrRefused } from "./inbox.js";
+import { type EventToSend, eventsOf, sendArgs, sentOrRefused } from "./inbox.js";
 import { checkPrefix, hex, keyPattern, runKeys, type RunKeys, scriptKeys } from "./keys.js";
 import { listRuns } from "./listing.js";
 import { listRecent } from "./inspect.js";

@@ -30,6 +30,7 @@ import {
   type StoredCheckpoint,
   type StoredEvent,
   type StoreOperation,
+  checkInboxFrom,
 } from "@durable/core/store";
 import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { commitWrites } from "./commit.js";
@@ -214,6 +215,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   /** The run's inbox from event `from` on, by seq (the events capability): a range of the events table's key. */
   async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    checkInboxFrom(from);
     const rows = this.#read({ what: "inbox", runId }, () => this.#sql.inbox.all(runId, from) as EventColumns[]);
     return rows.map((row) => checkedEvent(runId, row));
   }

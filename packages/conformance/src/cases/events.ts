@@ -69,6 +69,8 @@ const appendCase: ConformanceCase = {
     ).toEqual(["a", "b", "c"].map((key, seq) => ({ id: runId, seq, key, sealed: event(h, runId, seq, key).sealed })));
     expect(await inboxKeys(h, runId, 1), eventRule("inbox(runId, 1)", "events 1 and 2")).toEqual(["b", "c"]);
     expect(await inboxKeys(h, h.runId("unknown")), eventRule("inbox(unknown run)", "no event")).toEqual([]);
+    for (const from of [-1, 0.5])
+      await expectRejects(InvalidInput, eventRule(`inbox(runId, ${from})`, "InvalidInput"), store.inbox(runId, from));
   },
 };
 

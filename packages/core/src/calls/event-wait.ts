@@ -35,7 +35,7 @@ const roundTakes = new WeakMap<ReplayPlan, Map<number, string>>();
  * in the log (also of waits the code has not reached again yet), then each
  * new one. A wait never takes one of these.
  */
-export function takenInRound(plan: ReplayPlan): Map<number, string> {
+function takenInRound(plan: ReplayPlan): Map<number, string> {
   let takes = roundTakes.get(plan);
   if (takes === undefined) {
     takes = new Map();

@@ -268,7 +268,11 @@ export interface CheckpointStore {
     event: { readonly seq: number; readonly key: string; readonly sealed: string },
   ): Promise<boolean>;
 
-  /** Optional, the events capability: the run's inbox from event `from` (0 when not given) on, by seq; empty for an unknown run. */
+  /**
+   * Optional, the events capability: the run's inbox from event `from` (0
+   * when not given) on, by seq; empty for an unknown run. A `from` that is
+   * not a whole number ≥ 0 is `InvalidInput` (`checkInboxFrom`).
+   */
   inbox?(runId: string, from?: number): Promise<StoredEvent[]>;
 
   /**

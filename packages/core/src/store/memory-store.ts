@@ -3,6 +3,7 @@ import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import {
   checkBatch,
   checkEvent,
+  checkInboxFrom,
   checkLeaseTerms,
   eventRefusal,
   WAITING,
@@ -207,6 +208,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
   }
 
   async inbox(runId: string, from = 0): Promise<StoredEvent[]> {
+    checkInboxFrom(from);
     const rows = this.#runs.get(runId)?.inbox ?? [];
     return rows.filter((row) => row.seq >= from).map((row) => checkedEvent(runId, row));
   }

@@ -234,6 +234,12 @@ export function checkEvent(event: { readonly seq: number; readonly key: string; 
   if (typeof event.sealed !== "string") throw new InvalidInput("an event's sealed envelope must be a string.");
 }
 
+/** Checks where `inbox(runId, from)` reads from before a store reads anything: a whole number ≥ 0, or `InvalidInput`. */
+export function checkInboxFrom(from: number): void {
+  if (!Number.isSafeInteger(from) || from < 0)
+    throw new InvalidInput(`an inbox is read from a whole number ≥ 0, not ${String(from)}.`);
+}
+
 /** The most writes one `commit` takes. */
 export const MAX_BATCH_WRITES = 1_000;
 
