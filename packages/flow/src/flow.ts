@@ -176,6 +176,11 @@ export class Flow<S> {
     return this;
   }
 
+  /** The state a run starts from, given what `run` was given: the input itself (a `Workflow` wraps it). */
+  initialState(input: unknown): unknown {
+    return input;
+  }
+
   /** The checked graph. `FlowError` lists every problem of an invalid one. */
   get graph(): Graph<S> {
     this.#graph ??= this.#compile();

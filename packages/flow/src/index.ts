@@ -13,6 +13,7 @@ export {
   type Successors,
 } from "./flow.js";
 export { Call, type CallOptions } from "./call.js";
+export { workflow, Workflow, type WorkflowFn, type WorkflowOptions, type WorkflowState } from "./workflow.js";
 export { FlowError } from "./flow-error.js";
 export {
   FlowRunner,

@@ -109,7 +109,12 @@ export class FlowRunner {
   async run<S>(flow: Flow<S>, input: unknown, options: RunOptions = {}): Promise<FlowResult<S>> {
     checkOptions("FlowRunner.run", options, RUN_OPTIONS);
     const driver = this.#driver(flow);
-    const state = await settleState(flow.schema, this.#codec, input, `The input of flow ${flow.name}`);
+    const state = await settleState(
+      flow.schema,
+      this.#codec,
+      flow.initialState(input),
+      `The input of flow ${flow.name}`,
+    );
     return driver.start({ state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest }, options);
   }
 
