@@ -29,7 +29,8 @@ export type { ApprovalAnswer, ApprovalAnswers, ApprovalPort, ApprovalRequest } f
 export { idempotencyKey } from "./calls/idempotency.js";
 export { approveRun, decideInDoubt, retryRun, cancelRun } from "./operator/actions.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
-export { sendEvent, type SendEventOptions, type SentEvent } from "./operator/send-event.js";
+export { sendEvent, type SendEventOptions } from "./operator/send-event.js";
+export type { SentEvent } from "./log/inbox.js";
 export type { OperatorOptions } from "./operator/options.js";
 export type { InDoubtDecision, InDoubtDecisions } from "./run/in-doubt-decisions.js";
 export type { DurableEvent, EventOf, EventSink } from "./log/events.js";

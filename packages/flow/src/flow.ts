@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Identity, JsonValue } from "@durable/core";
 import type { EventWait, WaitOptions } from "@durable/core/runner";
+import type { ChildOptions } from "./children.js";
+import type { Workflow } from "./workflow.js";
 import { FlowError } from "./flow-error.js";
 import { assertStorableText, canonicalJson, checkOptions, type OptionTable } from "@durable/core/runner";
 import { Call } from "./call.js";
@@ -36,6 +38,24 @@ export interface NodeContext extends Identity {
    * calls and waits replayed.
    */
   waitForEvent(name: string, options?: WaitOptions): Promise<EventWait>;
+  /**
+   * Starts a child run of `flow` (a `Flow` or a `workflow`) from `input`,
+   * once however often this node runs again (its run id is derived from this
+   * run's and the start's call identity, unless `runId` names it), and waits
+   * for it durably: the run is saved waiting until the child ended, holding
+   * nothing. Gives a workflow's output or a flow's final state; a child that
+   * failed or was cancelled rejects with `ChildRunFailed`. A cancel of this
+   * run cancels the child. The child is driven by the workers that serve its
+   * flow. Fan out with `Promise.all`. With `detached: true` it gives
+   * `{ runId }` at once, and the child lives on its own.
+   */
+  startChild<C>(
+    flow: Flow<C>,
+    input: unknown,
+    options: ChildOptions & { readonly detached: true },
+  ): Promise<{ runId: string }>;
+  startChild<I, O>(flow: Workflow<I, O>, input: I, options?: ChildOptions & { readonly detached?: false }): Promise<O>;
+  startChild<C>(flow: Flow<C>, input: unknown, options?: ChildOptions & { readonly detached?: false }): Promise<C>;
 }
 
 /** A function node: reads the state, may call tools, returns the fields it changes. Must be deterministic. */

@@ -15,6 +15,7 @@ export {
 export { Call, type CallOptions } from "./call.js";
 export { workflow, Workflow, type WorkflowFn, type WorkflowOptions, type WorkflowState } from "./workflow.js";
 export { FlowError } from "./flow-error.js";
+export { ChildRunFailed, type ChildOptions } from "./children.js";
 export {
   FlowRunner,
   type FlowResult,

@@ -17,6 +17,7 @@ import {
   checkExecutor,
   checkOptions,
   checkRunnerOptions,
+  decodeValue,
   encodeValue,
   leaseTerms,
   PLAIN_JSON,
@@ -31,10 +32,12 @@ import {
   type JsonObject,
 } from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
-import type { Flow } from "./flow.js";
+import { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
 import { checkStoredState, settleState } from "./schema.js";
 import { runSuperstep } from "./superstep.js";
+import type { ChildRuns } from "./children.js";
+import { Workflow } from "./workflow.js";
 
 /** A flow run that is done: its final state. */
 export interface FlowDone<S> {
@@ -195,12 +198,48 @@ export class FlowRunner {
         );
       }
     }
-    return new RunDriver(flowProgram(flow, this.executor, this.#codec), this.#driverOptions);
+    return new RunDriver(flowProgram(flow, this.executor, this.#codec, this.#children), this.#driverOptions);
   }
+
+  /** How this runner's nodes start child runs: each on its own flow's driver, with this runner's codec. */
+  readonly #children: ChildRuns = {
+    prepare: async (child, input) => {
+      if (!(child instanceof Flow))
+        throw new FlowError("startChild takes a Flow or a workflow, and the child's input.");
+      const codec = this.#codec;
+      const state = await settleState(
+        child.schema,
+        codec,
+        child.initialState(input),
+        `The input of child flow ${child.name}`,
+      );
+      const driver = this.#driver(child);
+      const data = { state, frontier: [child.graph.entry], visits: {}, waiting: {}, digest: child.digest };
+      return {
+        name: child.name,
+        input: storedState(codec, state),
+        enqueue: (runId, parent) => driver.enqueue(data, { runId, parent }),
+      };
+    },
+    output: (child, output) => {
+      const state = decodeValue(this.#codec, output, `the state of a child run of ${child.name}`);
+      return child instanceof Workflow ? (state as { output?: unknown }).output : state;
+    },
+  };
+}
+
+/** A settled state as stored: its own form unless a codec encodes it. */
+function storedState(codec: ValueCodec, state: unknown): JsonValue {
+  return codec === PLAIN_JSON ? (state as JsonValue) : encodeValue(codec, state, "The state");
 }
 
 /** A flow as a program on the driver; its state is stored as `codec` encodes it. */
-function flowProgram<S>(flow: Flow<S>, executor: Executor, codec: ValueCodec): RunProgram<FlowData<S>, FlowDone<S>> {
+function flowProgram<S>(
+  flow: Flow<S>,
+  executor: Executor,
+  codec: ValueCodec,
+  children: ChildRuns,
+): RunProgram<FlowData<S>, FlowDone<S>> {
   return {
     kind: "flow",
     name: flow.name,
@@ -218,15 +257,13 @@ function flowProgram<S>(flow: Flow<S>, executor: Executor, codec: ValueCodec): R
       return { ...data, state };
     },
 
-    // A settled state is its own stored form unless a codec encodes it.
-    write: (data) =>
-      flowDataJson(
-        data,
-        codec === PLAIN_JSON ? (data.state as JsonValue) : encodeValue(codec, data.state, "The state"),
-      ),
+    write: (data) => flowDataJson(data, storedState(codec, data.state)),
+
+    // A child flow gives its parent its final state, as stored.
+    output: (data) => storedState(codec, data.state),
 
     async step(data: FlowData<S>, { runId, round, scope }: StepContext): Promise<StepOutcome<FlowData<S>>> {
-      const outcome = await runSuperstep(flow, executor, scope, data);
+      const outcome = await runSuperstep(flow, executor, scope, data, children);
       if (outcome.stop === "pause") return { next: "pause" };
       if (outcome.stop === "sleep") return { next: "sleep", until: outcome.until };
       const what = `The state after superstep ${round} of run ${runId}`;

@@ -1,13 +1,12 @@
-import { ApprovalDenied, type Executor, type JsonValue, ToolFailed } from "@durable/core";
+import type { Executor } from "@durable/core";
 import { FlowError } from "./flow-error.js";
-import { type CallScope, deepFreeze, type EventWait, type WaitOptions } from "@durable/core/runner";
+import { type CallScope, deepFreeze } from "@durable/core/runner";
+import type { ChildRuns } from "./children.js";
+import { nodeContext, Stopped } from "./node-context.js";
 import { Call } from "./call.js";
-import type { Flow, FlowNode, Graph, NodeContext } from "./flow.js";
+import type { Flow, FlowNode, Graph } from "./flow.js";
 import type { FlowData } from "./flow-data.js";
 import { mergeUpdates, own, put } from "./merge.js";
-
-/** Thrown inside a node when a call waits on an approval (the superstep pauses) or a sleep has not passed (it sleeps). */
-class Stopped extends Error {}
 
 /** What one superstep produced: the run moves on, pauses for approvals, or sleeps until the earliest wake time of its nodes. */
 export type SuperstepOutcome<S> =
@@ -31,6 +30,7 @@ export async function runSuperstep<S>(
   executor: Executor,
   scope: CallScope,
   data: FlowData<S>,
+  children: ChildRuns,
 ): Promise<SuperstepOutcome<S>> {
   const state = data.state;
   const graph = flow.graph;
@@ -47,7 +47,7 @@ export async function runSuperstep<S>(
   }
   const frozen = deepFreeze(structuredClone(state));
   const settled = await Promise.allSettled(
-    data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope)),
+    data.frontier.map((name) => runNode(nodeOf(graph, name), frozen, executor, scope, children)),
   );
   await scope.settled(); // calls a node left running (a sibling of one that threw in Promise.all) land before the superstep ends
   const failure = settled.find((s) => s.status === "rejected" && !(s.reason instanceof Stopped));
@@ -64,48 +64,18 @@ export async function runSuperstep<S>(
   return { state: merged, frontier, visits, waiting };
 }
 
-async function runNode<S>(node: FlowNode<S>, state: S, executor: Executor, scope: CallScope): Promise<Partial<S>> {
-  // Once a sleep stopped the node, its later calls stop it too, even where its code caught the stop: they wait for the wake.
-  let asleep = false;
-  const call = async <T = JsonValue>(tool: string, args: JsonValue): Promise<T> => {
-    if (asleep) throw new Stopped("the node sleeps");
-    const outcome = await executor.call(scope, node.name, tool, args);
-    switch (outcome.status) {
-      case "ok":
-        return outcome.value as T;
-      case "pending":
-        throw new Stopped("the call waits on an approval");
-      case "denied":
-        throw new ApprovalDenied(tool, outcome.reason);
-      case "error": // recorded: the node sees the same error on every worker, its cause only where it happened
-        throw new ToolFailed(tool, outcome.error, outcome.attempts, { cause: outcome.cause });
-    }
-  };
+async function runNode<S>(
+  node: FlowNode<S>,
+  state: S,
+  executor: Executor,
+  scope: CallScope,
+  children: ChildRuns,
+): Promise<Partial<S>> {
+  const { ctx, call } = nodeContext(node.name, executor, scope, children);
   if (node.body instanceof Call) {
     const value = await call(node.body.tool, node.body.args(state));
     return (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
   }
-  const sleep = async (wake: { ms: number } | { until: number | Date }): Promise<void> => {
-    if (asleep || !(await executor.sleep(scope, node.name, wake)).passed) {
-      asleep = true;
-      throw new Stopped("the node sleeps");
-    }
-  };
-  const waitForEvent = async (name: string, options?: WaitOptions): Promise<EventWait> => {
-    const got = asleep ? undefined : await executor.waitForEvent(scope, node.name, name, options);
-    if (got !== undefined) return got;
-    asleep = true;
-    throw new Stopped("the node waits for an event");
-  };
-  const identity = scope.init.identity;
-  const ctx: NodeContext = {
-    ...identity,
-    runId: scope.runId,
-    call,
-    sleep: (ms) => sleep({ ms }),
-    sleepUntil: (until) => sleep({ until }),
-    waitForEvent,
-  };
   return (await node.body(state, ctx)) ?? {};
 }
 

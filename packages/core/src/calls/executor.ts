@@ -10,6 +10,8 @@ import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.
 import type { CallOutcome, CallScope } from "./call-scope.js";
 import { MAX_SLEEP_MS, SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
 import { type EventWait, type WaitOptions, waitForEvent } from "./event-wait.js";
+import { awaitChild, type ChildStart, startChild } from "./child-runs.js";
+import type { ChildEnd } from "../run/parent.js";
 import { validateWith } from "../base/standard-schema.js";
 
 /** Options of an `Executor`. */
@@ -135,6 +137,23 @@ export class Executor {
     const waited = waitForEvent(scope, within, name, options);
     scope.track(waited);
     return waited;
+  }
+
+  /**
+   * Starts a child run `within` a part of the round, once however often the
+   * round runs again (see `startChild` in child-runs.ts): gives its run id.
+   */
+  startChild(scope: CallScope, within: string, child: ChildStart): Promise<string> {
+    const started = startChild(scope, within, child);
+    scope.track(started);
+    return started;
+  }
+
+  /** Waits for the end of child run `runId` (see `awaitChild`): how it ended, or undefined while the round must wait. */
+  awaitChild(scope: CallScope, within: string, runId: string): Promise<ChildEnd | undefined> {
+    const ended = awaitChild(scope, within, runId);
+    scope.track(ended);
+    return ended;
   }
 
   /** The answer for an approval call, or undefined when the run must pause for one. */

@@ -85,6 +85,12 @@ export const SLEEP_TOOL: string = `${RESERVED}sleep`;
 /** The longest sleep or wait, in ms: about 10,000 years, so a wake time and a store's lease expiry stay safe integers. */
 export const MAX_SLEEP_MS = 3e14;
 
+/** Event names the library sends itself (a child run's end): `sendEvent` refuses them. */
+export const RESERVED_EVENTS = "durable:";
+
+/** The tool of a child run's start: its `done` record, under the start's id + `:start`, holds the child's run id. */
+export const CHILD_TOOL: string = `${RESERVED}child`;
+
 /** The tool of a wait for an event (`waitForEvent`): its `done` record holds the event it took, or its timeout. */
 export const EVENT_TOOL: string = `${RESERVED}event`;
 

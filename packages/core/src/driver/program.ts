@@ -1,4 +1,4 @@
-import type { JsonObject } from "../base/json.js";
+import type { JsonObject, JsonValue } from "../base/json.js";
 import type { InDoubtDecisions } from "../run/in-doubt-decisions.js";
 import type { CallLog, CallRecord } from "../log/call-log.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
@@ -103,6 +103,8 @@ export interface RunProgram<D, R> {
   step(data: D, context: StepContext): Promise<StepOutcome<D>>;
   /** The result of a run that is done. */
   result(data: D, at: { readonly runId: string; readonly step: number }): R;
+  /** What a done child run gives its parent (`startChild`), as stored: a flow's state (default: its whole data as written). */
+  output?(data: D): JsonValue;
   /** What `checkpoint.saved` carries for it: a flow's name, a loop's stage. */
   saved(data: D): { readonly name?: string; readonly stage?: LoopStage };
 }

@@ -2,7 +2,7 @@ import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
-import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
+import { type ParentRef, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
@@ -95,6 +95,54 @@ export class RunDriver<D, R> {
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
     return this.#holding(run, undefined, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
+  }
+
+  /**
+   * Saves step 0 of a new run with `data` and leaves it to the fleet: its
+   * lease released at once, so a worker serving it claims it at its next poll.
+   * With `parent`, it is a child run, whose end is sent to its parent
+   * (`startChild`). A run id already taken by this child of this parent (its
+   * start's record did not land) is no error; by any other run, `CheckpointConflict`.
+   */
+  async enqueue(
+    data: D,
+    options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly parent?: ParentRef | undefined },
+  ): Promise<void> {
+    const { parent } = options;
+    const envelope: RunEnvelope<D> = {
+      round: 1,
+      pending: [],
+      answers: [],
+      ...(parent === undefined ? {} : { parent }),
+      program: data,
+    };
+    let started: Awaited<ReturnType<typeof DurableRun.start>>;
+    try {
+      started = await DurableRun.start({
+        store: this.#store,
+        sealer: this.#sealer,
+        runId: options.runId,
+        name: this.#program.name,
+        kind: this.#program.kind,
+        identity: identityOf(options.ctx),
+        data: this.#drive.json(envelope),
+        lease: this.#lease,
+        snapshotEvery: this.#snapshotEvery,
+      });
+    } catch (error) {
+      if (error instanceof CheckpointConflict && (await this.#startedAs(options.runId, parent))) return;
+      throw error;
+    }
+    await started.run.stopLease(true);
+    await this.#drive.saved(started.checkpoint, data);
+  }
+
+  /** True when run `runId` is this driver's, started with this `parent` (none for a detached child). */
+  async #startedAs(runId: string, parent: ParentRef | undefined): Promise<boolean> {
+    const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
+    const stored = readEnvelope(runId, latest.data).parent;
+    const same = stored?.runId === parent?.runId && stored?.event === parent?.event;
+    return latest.name === this.#program.name && latest.kind === this.#program.kind && same;
   }
 
   /**

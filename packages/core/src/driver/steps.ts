@@ -10,6 +10,7 @@ import { takenAfterRound } from "../calls/event-wait.js";
 import { MAX_SLEEP_MS } from "../calls/tools.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
+import { type ChildEnd, tellParent } from "../run/parent.js";
 import type {
   AsleepResult,
   DriveResult,
@@ -94,6 +95,7 @@ export class RunSteps<D, R> {
             pending: [],
             answers: [],
             ...(taken === undefined ? {} : { taken }),
+            ...(envelope.parent === undefined ? {} : { parent: envelope.parent }),
             program: outcome.data,
           }
         : { ...envelope, program: outcome.data };
@@ -102,8 +104,11 @@ export class RunSteps<D, R> {
       if (outcome.next === "wait") return this.#wait(run, next, unreplayed);
       let checkpoint: CheckpointBody;
       try {
-        if (outcome.next === "done") checkpoint = await run.save("done", this.json(next));
-        else {
+        if (outcome.next === "done") {
+          const output = this.#program.output?.(next.program) ?? this.#program.write(next.program);
+          await this.#tellParent(run, next, { status: "done", output });
+          checkpoint = await run.save("done", this.json(next));
+        } else {
           // A running step lands with the run's next commit: the next call's `started`, or a save that must land.
           const data = next.program;
           checkpoint = run.saveLater(this.json(next), () => void this.saved(checkpoint, data, unreplayed)).body;
@@ -222,6 +227,7 @@ export class RunSteps<D, R> {
     if (leavesRunForRecovery(error)) return error;
     const text = errorText(error);
     try {
+      await this.#tellParent(run, envelope, { status: "failed", error: text });
       const checkpoint = await run.save("failed", this.json({ ...envelope, pending: [], answers: [], error: text }));
       await this.saved(checkpoint, envelope.program);
       await emit(this.#events, {
@@ -235,6 +241,13 @@ export class RunSteps<D, R> {
       return saveError;
     }
     return error;
+  }
+
+  /** Tells a child run's parent how it ended, once its calls' records landed, before it is saved so. */
+  async #tellParent(run: DurableRun, envelope: RunEnvelope<D>, end: ChildEnd): Promise<void> {
+    if (envelope.parent === undefined) return;
+    await run.flush();
+    await tellParent(run.store, run.sealer, envelope.parent, run.runId, end);
   }
 
   claimed(run: DurableRun, envelope: RunEnvelope<D>, records: readonly CallRecord[]): RunEnvelope<D> {

@@ -1,4 +1,4 @@
-import { CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
+import { CheckpointConflict, CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
 import { isJsonObject, isString, type JsonValue } from "../base/json.js";
 import { assertStorableText, MAX_NAME_LENGTH } from "../base/names.js";
 import type { Sealer } from "../seal/sealer.js";
@@ -79,4 +79,41 @@ export async function readInbox(store: EventStore, sealer: Sealer, runId: string
       at: body["at"] as string,
     };
   });
+}
+
+/** What became of a sent event: `sent` into the run's inbox as event `seq`, or a `duplicate` of one already there. */
+export type SentEvent =
+  | { readonly status: "sent"; readonly runId: string; readonly key: string; readonly seq: number }
+  | { readonly status: "duplicate"; readonly runId: string; readonly key: string };
+
+/** How often a send is tried again when other senders took its place in the inbox first. */
+const SEND_ATTEMPTS = 20;
+
+/**
+ * Seals and appends one event to the run's inbox where it ends (read first),
+ * again when a racing sender took that place (`CheckpointConflict`), at most
+ * 20 times; a key the inbox holds is a `duplicate`. The store's refusals
+ * (`CheckpointNotFound`, `RunAlreadyEnded`) are thrown as they are.
+ */
+export async function deliverEvent(
+  store: EventStore,
+  sealer: Sealer,
+  runId: string,
+  event: { readonly name: string; readonly payload: JsonValue; readonly key: string },
+): Promise<SentEvent> {
+  const { name, payload, key } = event;
+  const at = new Date().toISOString();
+  for (let attempt = 1; ; attempt += 1) {
+    const held = await store.inbox(runId);
+    if (held.some((row) => row.key === key)) return { status: "duplicate", runId, key };
+    const seq = held.length;
+    const sealed = sealEvent(sealer, runId, { seq, key, name, payload, at });
+    try {
+      return (await store.sendEvent(runId, { seq, key, sealed }))
+        ? { status: "sent", runId, key, seq }
+        : { status: "duplicate", runId, key };
+    } catch (error) {
+      if (!(error instanceof CheckpointConflict) || attempt >= SEND_ATTEMPTS) throw error;
+    }
+  }
 }

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { canonicalCopy } from "../base/canonical.js";
-import { CheckpointConflict, InvalidInput } from "../base/errors.js";
+import { InvalidInput } from "../base/errors.js";
 import { assertRunId, assertStorableText } from "../base/names.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
-import { assertEventName, eventStore, sealEvent } from "../log/inbox.js";
+import { assertEventName, deliverEvent, eventStore, type SentEvent } from "../log/inbox.js";
 import { runStorage, STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
 import { MAX_EVENT_KEY_LENGTH } from "../store/rules.js";
+import { RESERVED_EVENTS } from "../calls/tools.js";
 
 /** What `sendEvent` delivers, and where: the workers' storage options (their key, and their `encryptionKey` when they use one). */
 export interface SendEventOptions extends StorageOptions {
@@ -30,14 +31,6 @@ const SEND_EVENT_OPTIONS: OptionTable<SendEventOptions> = {
   idempotencyKey: "string",
 };
 
-/** What became of a sent event: `sent` into the run's inbox as event `seq`, or a `duplicate` of one already there. */
-export type SentEvent =
-  | { readonly status: "sent"; readonly runId: string; readonly key: string; readonly seq: number }
-  | { readonly status: "duplicate"; readonly runId: string; readonly key: string };
-
-/** How often a send is tried again when other senders took its place in the inbox first. */
-const SEND_ATTEMPTS = 20;
-
 /**
  * Delivers an event to a run, from any process (see docs/protocol.md,
  * "Events"): sealed into the run's inbox, where its next `waitForEvent` of
@@ -52,25 +45,15 @@ export async function sendEvent(options: SendEventOptions): Promise<SentEvent> {
   checkOptions(where, options, SEND_EVENT_OPTIONS);
   const runId = assertRunId(options.runId);
   const name = assertEventName(where, options.name);
+  if (name.startsWith(RESERVED_EVENTS))
+    throw new InvalidInput(
+      `${where}: event names starting with ${RESERVED_EVENTS} are the library's own (a child run's end).`,
+    );
   const key = options.idempotencyKey ?? randomUUID();
   if (key.length === 0 || key.length > MAX_EVENT_KEY_LENGTH)
     throw new InvalidInput(`${where}: idempotencyKey must be a string of 1 to ${MAX_EVENT_KEY_LENGTH} characters.`);
   assertStorableText(key, `${where}: idempotencyKey`);
   const payload = canonicalCopy(options.payload ?? null, "the event's payload");
   const { store, sealer } = runStorage(where, options);
-  const events = eventStore(where, store);
-  const at = new Date().toISOString();
-  for (let attempt = 1; ; attempt += 1) {
-    const held = await events.inbox(runId);
-    if (held.some((row) => row.key === key)) return { status: "duplicate", runId, key };
-    const seq = held.length;
-    const sealed = sealEvent(sealer, runId, { seq, key, name, payload, at });
-    try {
-      return (await events.sendEvent(runId, { seq, key, sealed }))
-        ? { status: "sent", runId, key, seq }
-        : { status: "duplicate", runId, key };
-    } catch (error) {
-      if (!(error instanceof CheckpointConflict) || attempt >= SEND_ATTEMPTS) throw error;
-    }
-  }
+  return deliverEvent(eventStore(where, store), sealer, runId, { name, payload, key });
 }

@@ -5,7 +5,13 @@ import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { DurableRun } from "./durable-run.js";
 import { checkLeasesOf } from "./lease.js";
-import { envelopeJson, type RunEnvelope } from "./envelope.js";
+import { envelopeJson, readEnvelope, type RunEnvelope } from "./envelope.js";
+import { CheckpointNotFound } from "../base/errors.js";
+import { isJsonObject, isString } from "../base/json.js";
+import { CHILD_TOOL } from "../calls/tools.js";
+import { readCallLog } from "../log/call-log.js";
+import { isEnded } from "../store/contract.js";
+import { tellParent } from "./parent.js";
 import { cancelled } from "./run-changes.js";
 
 /** What `saveCancelled` needs: where the run is, who cancels, where events go. */
@@ -34,6 +40,12 @@ export async function saveCancelled(
   extra: JsonObject = {},
 ): Promise<number> {
   const ended = cancelled(latest, envelope, reason);
+  // A child run tells its parent first, as one that failed: the parent's wait for it rejects.
+  if (envelope.parent !== undefined)
+    await tellParent(at.store, at.sealer, envelope.parent, latest.runId, {
+      status: "failed",
+      error: ended.error ?? "",
+    });
   const { run } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, takeOver: true });
   let step: number;
   try {
@@ -46,5 +58,29 @@ export async function saveCancelled(
     checkLeasesOf(run.runId, `it was cancelled (${reason})`);
   }
   await emit(at.events, { type: "run.cancelled", runId: run.runId, kind: at.kind, step, reason });
+  await cancelChildren(at, latest, reason);
   return step;
+}
+
+/** Cancels the child runs a cancelled run started and waits for (not the detached ones), and theirs in turn. */
+async function cancelChildren(at: Cancelling, parent: CheckpointBody, reason: string): Promise<void> {
+  const records = await readCallLog(at.store, at.sealer, parent.runId, parent.calls);
+  for (const record of records) {
+    const { result, args } = record;
+    const started = record.tool === CHILD_TOOL && record.kind === "done" && isJsonObject(result);
+    if (!started || !isString(result["runId"]) || (isJsonObject(args) && args["detached"] === true)) continue;
+    let child: CheckpointBody;
+    try {
+      child = await DurableRun.latest(at.store, at.sealer, result["runId"]);
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) continue;
+      throw error;
+    }
+    if (isEnded(child.status)) continue;
+    // At most the 1,000 characters a reason may have, never half of a character.
+    const why = `its parent run ${JSON.stringify(parent.runId)} was cancelled: ${reason}`
+      .slice(0, 1_000)
+      .replace(/[\ud800-\udbff]$/, "");
+    await saveCancelled({ ...at, kind: child.kind }, child, readEnvelope(child.runId, child.data), why);
+  }
 }

@@ -55,8 +55,19 @@ export interface RunEnvelope<P = JsonObject> {
    * that many. Absent until a round took one.
    */
   readonly taken?: Readonly<Record<string, number>>;
+  /**
+   * On a child run (`startChild`): its parent's run id and the event its end
+   * is sent to the parent as, before the child is saved `done` or `failed`.
+   */
+  readonly parent?: ParentRef;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
+}
+
+/** A child run's parent: its run id, and the name of the event that tells it the child ended. */
+export interface ParentRef {
+  readonly runId: string;
+  readonly event: string;
 }
 
 /**
@@ -66,7 +77,19 @@ export interface RunEnvelope<P = JsonObject> {
  */
 export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
   const fields = isJsonObject(data) ? data : {};
-  const { round, roundStart, pending, decisions: answers, error, cancelled, asleep, waitsFor, taken, program } = fields;
+  const {
+    round,
+    roundStart,
+    pending,
+    decisions: answers,
+    error,
+    cancelled,
+    asleep,
+    waitsFor,
+    taken,
+    parent,
+    program,
+  } = fields;
   const ok =
     isCount(round) &&
     round >= 1 &&
@@ -78,6 +101,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (asleep === undefined || isCount(asleep)) &&
     (waitsFor === undefined || isArrayOf(waitsFor, isString)) &&
     (taken === undefined || isRecordOf(taken, isCount)) &&
+    (parent === undefined || isParent(parent)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -94,13 +118,14 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(asleep === undefined ? {} : { asleep }),
     ...(waitsFor === undefined ? {} : { waitsFor }),
     ...(taken === undefined ? {} : { taken }),
+    ...(parent === undefined ? {} : { parent }),
     program,
   };
 }
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, program } = envelope;
+  const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -116,8 +141,13 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(asleep === undefined ? {} : { asleep }),
     ...(waitsFor === undefined ? {} : { waitsFor: [...waitsFor] }),
     ...(taken === undefined ? {} : { taken: { ...taken } }),
+    ...(parent === undefined ? {} : { parent: { runId: parent.runId, event: parent.event } }),
     program,
   };
+}
+
+function isParent(value: JsonValue): value is JsonObject & ParentRef {
+  return isJsonObject(value) && isString(value["runId"]) && isString(value["event"]);
 }
 
 function isPosition(value: JsonValue): value is JsonObject & CallPosition {

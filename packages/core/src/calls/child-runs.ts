@@ -1,0 +1,86 @@
+import { createHash } from "node:crypto";
+import { canonicalJson } from "../base/canonical.js";
+import { CheckpointStoreCorrupt } from "../base/errors.js";
+import { isJsonObject, isString, type JsonValue } from "../base/json.js";
+import { MAX_RUN_ID_LENGTH } from "../base/names.js";
+import type { ParentRef } from "../run/envelope.js";
+import { type ChildEnd, childEndEvent } from "../run/parent.js";
+import type { CallScope } from "./call-scope.js";
+import { waitForEvent } from "./event-wait.js";
+import { CHILD_TOOL } from "./tools.js";
+
+/** A child run to start: what names it (its flow's name and its input, as stored), and how its step 0 is saved. */
+export interface ChildStart {
+  readonly name: string;
+  readonly input: JsonValue;
+  /** Its run id (default: derived from the parent's run id and the start's call identity). */
+  readonly runId?: string | undefined;
+  /** Not cancelled with its parent, and not waited for: its end is sent nowhere. */
+  readonly detached?: boolean | undefined;
+  /**
+   * Saves the child's step 0 and leaves it to the fleet, with `parent` when
+   * the parent waits for it; a run id already taken by this child (a start
+   * whose record did not land) is no error, by another run `CheckpointConflict`.
+   */
+  readonly enqueue: (runId: string, parent: ParentRef | undefined) => Promise<void>;
+}
+
+/**
+ * Starts a child run `within` a part of the round, once however often the
+ * round runs again: the start is recorded as the `done` record of a
+ * `CHILD_TOOL` call under its id + `:start`, holding the child's run id, after
+ * step 0 of the child was saved. Gives the child's run id.
+ */
+export async function startChild(scope: CallScope, within: string, child: ChildStart): Promise<string> {
+  const args = {
+    name: child.name,
+    input: child.input,
+    ...(child.runId === undefined ? {} : { runId: child.runId }),
+    ...(child.detached === true ? { detached: true } : {}),
+  };
+  const callId = scope.nameCall(within, CHILD_TOOL, canonicalJson(args, "a child run's input"));
+  const startId = `${callId}:start`;
+  const runId = child.runId ?? childRunId(scope.runId, callId);
+  const { plan, log } = scope.init;
+  scope.claim(startId);
+  const started = plan.finished.get(startId)?.outcome;
+  if (started !== undefined) {
+    const value = started.status === "ok" ? started.value : undefined;
+    if (isJsonObject(value) && value["runId"] === runId) return runId;
+    throw new CheckpointStoreCorrupt(
+      scope.runId,
+      `the start of child run ${JSON.stringify(runId)} is recorded as another run.`,
+    );
+  }
+  const parent = child.detached === true ? undefined : { runId: scope.runId, event: childEndEvent(runId) };
+  await child.enqueue(runId, parent);
+  await log.append({ round: plan.round, callId: startId, tool: CHILD_TOOL, kind: "done", args, result: { runId } });
+  return runId;
+}
+
+/**
+ * Waits `within` a part of the round for the end of child run `runId`: a
+ * wait for its end event (`childEndEvent`), which the child sends before it
+ * is saved ended. Gives how it ended, or undefined while the round must wait.
+ */
+export async function awaitChild(scope: CallScope, within: string, runId: string): Promise<ChildEnd | undefined> {
+  const wait = await waitForEvent(scope, within, childEndEvent(runId));
+  if (wait === undefined) return undefined;
+  const end = wait.status === "received" ? wait.payload : undefined;
+  if (isJsonObject(end) && end["status"] === "done" && end["output"] !== undefined)
+    return { status: "done", output: end["output"] };
+  if (isJsonObject(end) && end["status"] === "failed" && isString(end["error"]))
+    return { status: "failed", error: end["error"] };
+  throw new CheckpointStoreCorrupt(scope.runId, `the end of child run ${JSON.stringify(runId)} has another shape.`);
+}
+
+/**
+ * A child's run id, derived from its parent's and the start's call id: the
+ * same on every replay, and another for every other start. Readable as
+ * `<parent run id>.<16 characters>` while that fits a run id.
+ */
+export function childRunId(parentRunId: string, callId: string): string {
+  const digest = createHash("sha256").update(`${parentRunId}\n${callId}`).digest("base64url");
+  const readable = `${parentRunId}.${digest.slice(0, 16)}`;
+  return readable.length <= MAX_RUN_ID_LENGTH ? readable : `child-${digest}`;
+}
