@@ -26,7 +26,8 @@ export {
   type CallEntry,
 } from "./log/call-log.js";
 export { isSegmentCounts, type SegmentCounts } from "./store/contract.js";
-export { readInbox, sealEvent, eventStore, type InboxEvent, type EventStore } from "./log/inbox.js";
+export { readInbox, sealEvent, eventStore, assertEventName, type InboxEvent, type EventStore } from "./log/inbox.js";
+export { MAX_SLEEP_MS } from "./calls/tools.js";
 export { Sealer, type SealPurpose, type SealedColumns } from "./seal/sealer.js";
 export { runStorage } from "./run/storage.js";
 export { AnchoredStore, anchoredStore } from "./store/anchored-store.js";
