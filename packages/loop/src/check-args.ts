@@ -1,8 +1,9 @@
-import { InvalidInput } from "@durable/core";
+import { InvalidInput, type ToolRegistry } from "@durable/core";
 import { canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core/runner";
 import { LOOP_ENTRIES, type LoopEntry } from "./loop-options.js";
 import { readHistory } from "./loop-data.js";
 import type { Message } from "./message.js";
+import { checkWaitTools, type WaitToolOptions } from "./wait-tool.js";
 
 /**
  * Checks what `runToolLoop`, `recoverToolLoop` or `recoverAllToolLoops` is
@@ -22,13 +23,7 @@ export function checkLoopArgs(where: LoopEntry, model: unknown, registry: unknow
     );
   checkRegistry(where, registry);
   checkLoopOptions(where, options);
-  const { sleepTool } = options as { sleepTool?: string };
-  if (sleepTool !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(sleepTool))
-    throw new InvalidInput(
-      `${where}: sleepTool must be 1 to 64 letters, digits, _ or -, as a model's tool names are, not ${JSON.stringify(sleepTool)}.`,
-    );
-  if (sleepTool !== undefined && (registry as { has(name: string): boolean }).has(sleepTool))
-    throw new InvalidInput(`${where}: sleepTool ${JSON.stringify(sleepTool)} is the name of a registered tool.`);
+  checkWaitTools(where, registry as ToolRegistry, options as WaitToolOptions);
 }
 
 /** True for an AI SDK `ToolSet` (tools by name, each with an `inputSchema`) given where a registry belongs. */

@@ -1,16 +1,8 @@
-import {
-  type Executor,
-  InvalidInput,
-  InvalidToolArgs,
-  type JsonValue,
-  ToolFailed,
-  type ToolRegistry,
-} from "@durable/core";
+import { type Executor, InvalidInput, InvalidToolArgs, ToolFailed, type ToolRegistry } from "@durable/core";
 import { faultPoint } from "@durable/core/internal";
 import {
   type CallOutcome,
   type CallRecord,
-  type CallScope,
   canonicalCopy,
   isJsonObject,
   type RunProgram,
@@ -24,8 +16,9 @@ import { readMessage, type Message } from "./message.js";
 import type { LoopModel, ModelReply, ToolSpec } from "./model.js";
 import type { PartSink } from "./stream-parts.js";
 import { toolSpecs } from "./tool-specs.js";
-import { sleepToolSpec, sleepWake, sleptText } from "./sleep-tool.js";
+import { errorAnswer, type ToolAnswer, valueAnswer } from "./tool-answer.js";
 import { readUsage } from "./usage.js";
+import type { WaitTool } from "./wait-tool.js";
 
 /** What a stop condition reads of each step of the turn (a `LoopStepResult`, which has more). */
 export interface StopStep {
@@ -54,8 +47,8 @@ export interface LoopProgramInit {
   readonly executor: Executor;
   /** A tool's error goes to the model (`toolErrors: "model"`), or fails the run. */
   readonly errorsToModel: boolean;
-  /** The name of the tool that sleeps (`sleepTool`), if the model is given one. */
-  readonly sleepTool?: string | undefined;
+  /** The tools the loop makes itself, whose calls wait (`sleepTool`, `eventTools`), by name. */
+  readonly waitTools: ReadonlyMap<string, WaitTool>;
   readonly stopWhen: readonly LoopStopCondition[];
   /** Where stream parts go, and whether a claim of the run is a recovery (a resume is not). */
   readonly sink: PartSink;
@@ -64,7 +57,7 @@ export interface LoopProgramInit {
 
 /** The tool loop as a program on core's run driver: one step is a model reply, or the tool round of the last reply. */
 export function loopProgram(init: LoopProgramInit): RunProgram<LoopData, LoopDone | LoopAwaitingUser> {
-  const specs = [...toolSpecs(init.registry), ...(init.sleepTool === undefined ? [] : [sleepToolSpec(init.sleepTool)])];
+  const specs = [...toolSpecs(init.registry), ...[...init.waitTools.values()].map((tool) => tool.spec)];
   return {
     kind: "loop",
     name: init.name,
@@ -193,22 +186,25 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
   const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
   const round$ = Promise.all(
     calls.map(async (call, index): Promise<Message | undefined> => {
-      const reply = (content: string, extra: ToolMessageExtra = {}): Message => {
+      const reply = (answer: ToolAnswer): Message => {
         const message: Message = {
           role: "tool",
           toolCallId: call.id,
           name: call.name,
-          content,
-          ...extra,
+          ...answer,
           // The results of one round are one message to a provider that groups them (the AI SDK does).
           ...(index > 0 ? { joined: true } : {}),
         };
         sink?.({ type: "tool-result", runId, round, message });
         return message;
       };
-      if (call.name === init.sleepTool) return sleepCall(executor, scope, call, reply);
+      const waiting = init.waitTools.get(call.name);
+      if (waiting !== undefined) {
+        const answer = await waiting.answer(executor, scope, call);
+        return answer === undefined ? undefined : reply(answer);
+      }
       if (!executor.registry.has(call.name))
-        return reply(`error: there is no tool named ${JSON.stringify(call.name)}`, { isError: true });
+        return reply(errorAnswer(`there is no tool named ${JSON.stringify(call.name)}`));
       let outcome: CallOutcome;
       try {
         outcome = await withLoopCall({ toolCallId: call.id, messages: data.messages }, () =>
@@ -216,20 +212,20 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
         );
       } catch (error) {
         // Arguments the tool's schema refuses: nothing ran or was recorded, and the model is told why.
-        if (error instanceof InvalidToolArgs) return reply(`error: ${error.message}`, { isError: true });
+        if (error instanceof InvalidToolArgs) return reply(errorAnswer(error.message));
         throw error;
       }
       switch (outcome.status) {
         case "pending":
           return undefined;
         case "denied":
-          return reply(`denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}`);
+          return reply({ content: `denied${outcome.reason === undefined ? "" : `: ${outcome.reason}`}` });
         case "error":
           if (!errorsToModel)
             throw new ToolFailed(call.name, outcome.error, outcome.attempts, { cause: outcome.cause });
-          return reply(`error: ${outcome.error}`, { isError: true });
+          return reply(errorAnswer(outcome.error));
         case "ok":
-          return okReply(outcome.value, reply);
+          return reply(valueAnswer(outcome.value));
       }
     }),
   );
@@ -239,7 +235,7 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
   } finally {
     await scope.settled(); // a call left running when another threw lands first
   }
-  // A call waiting on an approval pauses the round; a sleep that has not passed (and no such call) sleeps it.
+  // A call waiting on an approval pauses the round; a wait not over (a sleep, an event; no such call) sleeps it.
   if (!results.every((result) => result !== undefined))
     return scope.pending.length === 0 && scope.asleep !== undefined
       ? { next: "sleep", until: scope.asleep }
@@ -249,41 +245,4 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
     data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" },
     roundOver: true,
   };
-}
-
-/**
- * A call of the sleep tool: its wait, made through the call log (recorded
- * once, replayed); the model is told when it slept, or why its arguments are
- * not a wait. Undefined while the wait has not passed: the round sleeps.
- */
-async function sleepCall(
-  executor: Executor,
-  scope: CallScope,
-  call: { readonly id: string; readonly name: string; readonly args: JsonValue },
-  reply: (content: string, extra?: ToolMessageExtra) => Message,
-): Promise<Message | undefined> {
-  const wake = sleepWake(call.args);
-  const asked = `error: ${call.name} takes { "seconds": <number ≥ 0> } or { "until": "<ISO 8601 time>" }`;
-  if (wake === undefined) return reply(asked, { isError: true });
-  try {
-    const { until, passed } = await executor.sleep(scope, call.id, wake);
-    return passed ? reply(sleptText(until)) : undefined;
-  } catch (error) {
-    // A wait further ahead than a sleep may be: nothing was recorded, and the model is told.
-    if (error instanceof InvalidInput) return reply(`error: ${error.message}`, { isError: true });
-    throw error;
-  }
-}
-
-interface ToolMessageExtra {
-  readonly isError?: true;
-  readonly result?: JsonValue;
-}
-
-/** A tool's result as the model gets it: a string as it is, anything else as JSON (kept as `result` too). */
-function okReply(value: unknown, reply: (content: string, extra?: ToolMessageExtra) => Message): Message {
-  if (typeof value === "string") return reply(value);
-  // A codec's decoded value (a Date, a Map) reaches the model as its JSON text, the same on replay.
-  const text = JSON.stringify(value === undefined ? null : value);
-  return reply(text, { result: JSON.parse(text) as JsonValue });
 }

@@ -10,6 +10,7 @@ import { leaseTerms, RunDriver, runStorage, type OpenedRun } from "@durable/core
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import type { LoopData } from "./loop-data.js";
 import { loopProgram } from "./loop-program.js";
+import { waitTools } from "./wait-tool.js";
 import type {
   LoopEntry,
   LoopStoreOptions,
@@ -210,7 +211,7 @@ export function loopDriver(
     registry,
     executor: new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals }),
     errorsToModel: (options.toolErrors ?? "model") === "model",
-    sleepTool: options.sleepTool,
+    waitTools: waitTools(options),
     stopWhen: typeof stopWhen === "function" ? [stopWhen] : stopWhen,
     sink,
     // A claim by runToolLoop resumes a pause or a conversation; any other claim recovers a cut-short run.
