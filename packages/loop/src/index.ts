@@ -12,6 +12,7 @@ export type {
   RecoverToolLoopOptions,
   RecoverAllToolLoopsOptions,
 } from "./loop-options.js";
+export type { EventToolOptions } from "./event-tool.js";
 export { readToolLoop, type LoopSnapshot } from "./read-tool-loop.js";
 export { streamToolLoop, streamRecoveredToolLoop, type LoopStream } from "./stream-tool-loop.js";
 export type { LoopResult, LoopDone, LoopAwaitingUser, LoopStepResult } from "./loop-result.js";

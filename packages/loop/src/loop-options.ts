@@ -8,6 +8,7 @@ import type {
   ValueCodec,
 } from "@durable/core";
 import { type OptionTable, RECOVER_OPTIONS, RUNNER_OPTIONS, type RunnerOptions } from "@durable/core/runner";
+import type { EventToolOptions } from "./event-tool.js";
 import type { LoopStopCondition } from "./loop-program.js";
 
 /** What every entry point takes. */
@@ -52,6 +53,18 @@ export interface LoopStoreOptions extends RunnerOptions {
    * Every worker serving the loop must be given the same name.
    */
   readonly sleepTool?: string;
+  /**
+   * Gives the model tools that wait, durably, for an event sent to the run
+   * (`sendEvent`), by tool name (as `sleepTool` is named, and no other
+   * tool's): `{ await_payment: { event: "paid", timeoutMs: 3_600_000 } }`
+   * waits for `paid`; `{ wait_for_event: { events: ["paid", "shipped"] } }`
+   * waits for the one the model names (`{ "event": "paid" }`). The loop is
+   * saved waiting with the call pinned, the event (or the timeout) wakes it,
+   * and the call's result is the event's payload, or `timed out after <n> s`.
+   * The store must take events. Every worker serving the loop must be given
+   * the same tools.
+   */
+  readonly eventTools?: Readonly<Record<string, EventToolOptions>>;
 }
 
 /** Options of `runToolLoop`. */
@@ -103,6 +116,7 @@ const LOOP_STORE_OPTIONS: OptionTable<LoopStoreOptions> = {
   toolErrors: true,
   stopWhen: true,
   sleepTool: "string",
+  eventTools: "object",
 };
 const TOOL_LOOP_OPTIONS: OptionTable<ToolLoopOptions> = {
   ...LOOP_STORE_OPTIONS,
