@@ -102,8 +102,15 @@ describe("the loop's event tools", () => {
     // Before an event a recovery claims nothing and asks the model nothing.
     expect(await recoverToolLoop(model, registry, "l", options)).toEqual(waiting);
     expect(told.calls).toBe(2);
+    // An event of another name leaves it waiting for `paid`, the model not asked again.
+    await send(store, "l", "shipped", {}, "ship-1");
+    expect(await recoverToolLoop(model, registry, "l", options)).toMatchObject({
+      status: "asleep",
+      waitsFor: ["paid"],
+    });
+    expect(told.calls).toBe(2);
 
-    expect(await send(store, "l", "paid", { amount: 5 }, "pay-1")).toMatchObject({ status: "sent", seq: 0 });
+    expect(await send(store, "l", "paid", { amount: 5 }, "pay-1")).toMatchObject({ status: "sent", seq: 1 });
     expect(await claimable(store, "payments")).toEqual(["l"]);
     // The webhook's resend is a no-op.
     expect(await send(store, "l", "paid", { amount: 5 }, "pay-1")).toMatchObject({ status: "duplicate" });
