@@ -21,7 +21,7 @@ a { color: #1d4fb8; } a:focus-visible, button:focus-visible, input:focus-visible
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #e2e5eb; color: #2d3544; margin-right: 2px; }
 .badge.done, .badge.ran, .badge.approved { background: #dcf1e2; color: #15592b; }
 .badge.running, .badge.retrying, .badge.to-run-again, .badge.awaits-a-worker { background: #fff0cc; color: #6e4700; }
-.badge.paused, .badge.needs-approval, .badge.waiting-on-approval, .badge.awaits-next-message, .badge.awaits-resume { background: #ebe0fa; color: #4a2390; }
+.badge.paused, .badge.needs-approval, .badge.waiting-on-approval, .badge.awaits-next-message, .badge.awaits-resume, .badge.awaits-event { background: #ebe0fa; color: #4a2390; }
 .badge.failed, .badge.unreadable, .badge.in-doubt, .badge.error, .badge.cancelled, .badge.needs-decision { background: #fbdede; color: #8f1b1b; }
 .badge.recovered, .badge.replayed, .badge.claim { background: #dbe7fc; color: #1a459b; }
 .badge.rerun, .badge.decided, .badge.reopened, .badge.operator { background: #ffe4d1; color: #853a09; }

@@ -1,6 +1,7 @@
 import type { RunStatus } from "@durable/core/store";
 import { badge, esc, type Frame, fromNow, href, isoTime, layout, runHref, time } from "./html.js";
 import { type ListedRun, noRunVerifies, type RunList } from "./list-view.js";
+import { waitingUntil } from "./waiting.js";
 
 /** The list's filters, as the page's form and links carry them. */
 export interface ListFilters {
@@ -48,6 +49,7 @@ export function listPage(frame: Frame, filters: ListFilters, list: RunList, now:
 
 function row(run: ListedRun, now: number): string {
   const marks = run.marks.map((mark) => badge(mark.replaceAll(" ", "-"), mark)).join("");
+  const until = run.waiting === undefined ? undefined : waitingUntil(run.waiting);
   const lease =
     run.lease === undefined
       ? "—"
@@ -57,7 +59,9 @@ function row(run: ListedRun, now: number): string {
   return `<tr data-run-id="${esc(run.runId)}" data-status="${esc(String(run.status))}">
     <th scope="row"><a href="${esc(runHref(run.runId))}">${esc(run.runId)}</a></th>
     <td>${esc(String(run.name))}</td><td>${esc(String(run.kind))}</td>
-    <td>${badge(String(run.status), String(run.status))}${marks}${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>
+    <td>${badge(String(run.status), String(run.status))}${marks}${
+      until === undefined ? "" : `<br><span class="meta until">${esc(until)}</span>`
+    }${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>
     <td class="num">${esc(String(run.step))}</td><td class="num">${esc(String(run.segment))}</td><td>${lease}</td>
     <td>${updated === undefined ? "—" : `<time datetime="${updated}">${esc(time(updated))}</time>`}</td>
   </tr>`;

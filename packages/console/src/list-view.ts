@@ -2,7 +2,7 @@ import type { RunSummary, RunQuery } from "@durable/core/store";
 import { type CheckpointStore, InvalidInput } from "@durable/core";
 import { classifyCalls, DurableRun, readCallLog, readEnvelope, type Sealer } from "@durable/core/runner";
 import { problemOf } from "./run-view.js";
-import { waitingFor, waitingLabel } from "./waiting.js";
+import { type Waiting, waitingFor, waitingLabel } from "./waiting.js";
 
 /** What a run's row marks, beside its status: what it waits for (`waitingLabel`), or that it was cancelled. */
 export type RunMark = ReturnType<typeof waitingLabel> | "cancelled";
@@ -10,6 +10,8 @@ export type RunMark = ReturnType<typeof waitingLabel> | "cancelled";
 /** A run as the list shows it: the store's summary, its marks, and why it could not be read, if it could not. */
 export interface ListedRun extends RunSummary {
   readonly marks: readonly RunMark[];
+  /** What it waits for (`waitingFor`), when something does hold it back. */
+  readonly waiting?: Waiting;
   readonly problem?: string;
   /**
    * The code of the @durable error behind `problem`: `CHECKPOINT_STORE_CORRUPT` when its seal does not verify,
@@ -63,9 +65,10 @@ async function marked(store: CheckpointStore, sealer: Sealer, listed: RunSummary
         ? classifyCalls(await readCallLog(store, sealer, run.runId, latest.calls, envelope.roundStart), envelope.round)
         : undefined;
     // The list reads leases as the store listed them, against this machine's clock (the store's is not read per row).
-    const leaseLive = listed.lease !== undefined && listed.lease.expiresAt > Date.now();
-    const waiting = waitingFor(latest, envelope, round, leaseLive);
-    return { ...run, marks: waiting === undefined ? [] : [waitingLabel(waiting)] };
+    const now = Date.now();
+    const leaseLive = listed.lease !== undefined && listed.lease.expiresAt > now;
+    const waiting = waitingFor(latest, envelope, round, leaseLive, now);
+    return waiting === undefined ? { ...run, marks: [] } : { ...run, marks: [waitingLabel(waiting)], waiting };
   } catch (error) {
     const { problem, code } = await problemOf(store, sealer, listed.runId, error);
     return { ...listed, marks: [], problem, ...(code === undefined ? {} : { problemCode: code }) };

@@ -6,7 +6,7 @@ import { badge, esc, type Frame, fromNow, href, json, layout, runHref, time } fr
 import { actionForms, type ActionContext } from "./action-forms.js";
 import { type RunDetail, type RunProblem, type StepView, TIMELINE_PAGE } from "./run-view.js";
 import { valueHref } from "./values.js";
-import { type Waiting, waitingLabel } from "./waiting.js";
+import { type Waiting, waitingLabel, waitingUntil } from "./waiting.js";
 
 /** What a run's page says besides the run: the outcome of an action just taken, or why it was refused. */
 export interface PageNotice {
@@ -160,9 +160,17 @@ function waitsText(run: RunDetail): string {
       return `Waits to retry a failed call: its next attempt starts ${esc(time(waiting.at))}.`;
     case "wake time":
       return `Asleep: it holds no worker, and a worker serving it wakes it ${esc(time(waiting.until))}.`;
+    case "event":
+      return `${esc(capitalized(waitingUntil(waiting) ?? ""))}: it holds no worker, and the next event sent releases it to one${
+        waiting.until === undefined ? "" : "; then its wait times out"
+      }.`;
     case "worker":
       return "Waits for a worker: nobody holds it, and the next worker serving it claims it.";
   }
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** What an operator's action at a step did, in words: an approval's answers say whether they approved or denied. */

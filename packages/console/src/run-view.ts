@@ -132,7 +132,8 @@ export async function readRun(
     const last = all.at(-1) as StepView;
     const round = classifyCalls(records, last.round);
     const envelope = readEnvelope(runId, latest.data);
-    const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > lease.now);
+    const now = lease?.now ?? Date.now();
+    const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > now, now);
     return {
       runId,
       name: latest.name,

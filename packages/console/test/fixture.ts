@@ -47,6 +47,16 @@ export const naps = new Flow("naps", { state: z.object({ note: z.string().defaul
   })
   .end("nap");
 
+/** One node that waits for the event `paid` (an hour, or with no timeout for `timeoutMs: null`) and keeps its payload. */
+export const payments = new Flow("payments", {
+  state: z.object({ timeoutMs: z.number().int().nullable().default(3_600_000), paid: z.string().default("") }),
+})
+  .node("pay", async (state, ctx) => {
+    const paid = await ctx.waitForEvent("paid", state.timeoutMs === null ? {} : { timeoutMs: state.timeoutMs });
+    return { paid: paid.status === "received" ? JSON.stringify(paid.payload) : "timeout" };
+  })
+  .end("pay");
+
 /**
  * The tools: hold (idempotent), charge (fails for `failingCharges`), email (a 100 ms timeout), refund (needs an
  * approval), remind (fails, its next attempt ten minutes later).
@@ -96,7 +106,7 @@ export function runner(store: CheckpointStore, events: string, sealing: Sealing 
 export function worker(store: CheckpointStore, events: string, sealing?: Sealing): RunWorker {
   const r = runner(store, events, sealing);
   return startWorker({
-    serve: [r.served(orders), r.served(refunds), r.served(reminders)],
+    serve: [r.served(orders), r.served(refunds), r.served(reminders), r.served(payments)],
     pollMs: 50,
     maxPollMs: 200,
     stopOnSignals: false,

@@ -159,6 +159,9 @@ describe("what a run waits for, in headless Chromium", () => {
     if (chromium.browser === undefined) return ctx.skip();
     expect(await runner(store, events).run(naps, {}, { runId: "w-nap" })).toMatchObject({ status: "asleep" });
     expect(await marksOf("w-nap")).toEqual(["running", "asleep"]);
+    expect(await page.locator('tr[data-run-id="w-nap"] .until').textContent()).toMatch(
+      /^asleep until \d{4}-\d\d-\d\d /,
+    );
     await open("w-nap");
     expect(await waitsFor()).toBe("wake time");
     expect(await page.locator(".waits").textContent()).toMatch(/Asleep: .* wakes it \d{4}-\d\d-\d\d/);
