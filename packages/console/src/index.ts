@@ -10,6 +10,7 @@ export {
   type TimelinePage,
 } from "./run-view.js";
 export type { Waiting } from "./waiting.js";
+export type { InboxView, InboxEventView } from "./inbox-view.js";
 export { readRunList, type KeyCheck, type RunList, type ListedRun, type RunMark } from "./list-view.js";
 export type { CallView, CallState, CallMark, DecisionView } from "./call-view.js";
 export type { Change } from "./diff.js";

@@ -6,6 +6,7 @@ import { badge, esc, type Frame, fromNow, href, json, layout, runHref, time } fr
 import { actionForms, type ActionContext } from "./action-forms.js";
 import { type RunDetail, type RunProblem, type StepView, TIMELINE_PAGE } from "./run-view.js";
 import { valueHref } from "./values.js";
+import type { InboxEventView, InboxView } from "./inbox-view.js";
 import { type Waiting, waitingLabel, waitingUntil } from "./waiting.js";
 
 /** What a run's page says besides the run: the outcome of an action just taken, or why it was refused. */
@@ -48,6 +49,7 @@ export function runPage(
     ${actionForms(run, actions)}
     <h2 id="calls">Calls</h2>
     ${run.calls.length === 0 ? "<p>No call recorded.</p>" : callTable(run.runId, callsShown(run), run.calls.length)}
+    ${run.inbox === undefined || (run.inbox.events.length === 0 && run.waiting?.for !== "event") ? "" : inboxTable(run.inbox)}
     ${run.messages === undefined ? "" : conversation(run.messages, valueHref(run.runId, { step: run.step }))}
     <h2 id="timeline">Timeline</h2>
     <p class="meta">Every checkpoint, oldest first, with what its step changed in the run's data.</p>
@@ -171,6 +173,25 @@ function waitsText(run: RunDetail): string {
 
 function capitalized(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** The events sent to the run, oldest first, and which a wait took. */
+function inboxTable(inbox: InboxView): string {
+  if (inbox.events.length === 0) return `<h2 id="inbox">Inbox</h2><p>No event sent yet.</p>`;
+  const rows = inbox.events.map(inboxRow);
+  const caption = inbox.withheld
+    ? "Events sent to it, oldest first: encrypted, and the console has no encryption key to show them"
+    : "Events sent to it, oldest first: a wait takes the earliest of its name that no wait took";
+  return `<h2 id="inbox">Inbox</h2><table class="inbox"><caption>${caption}</caption><thead><tr>
+    <th scope="col">seq</th><th scope="col">name</th><th scope="col">idempotency key</th><th scope="col">sent</th>
+    <th scope="col">taken by a wait</th><th scope="col">payload</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+function inboxRow(event: InboxEventView): string {
+  const { seq, name, key, at, taken, payload } = event;
+  return `<tr data-seq="${seq}"><td class="num">${seq}</td><td>${name === undefined ? "withheld" : `<code>${esc(name)}</code>`}</td>
+    <td><code>${esc(key)}</code></td><td>${at === undefined ? "—" : esc(time(at))}</td>
+    <td>${taken === undefined ? "—" : taken ? "taken" : "not yet"}</td><td>${payload === undefined ? "withheld" : json(payload)}</td></tr>`;
 }
 
 /** What an operator's action at a step did, in words: an approval's answers say whether they approved or denied. */

@@ -23,6 +23,7 @@ import {
 } from "@durable/core/runner";
 import { type CallView, callViews } from "./call-view.js";
 import { type Change, diffJson } from "./diff.js";
+import { type InboxView, readInboxView } from "./inbox-view.js";
 import { type Waiting, waitingFor } from "./waiting.js";
 
 /** One checkpoint of a run as its page shows it: what it sealed, and how its program's data changed since the step before. */
@@ -76,6 +77,8 @@ export interface RunDetail {
   readonly error?: string;
   readonly cancelled: boolean;
   readonly events: readonly DurableEvent[];
+  /** The events sent to it (`sendEvent`), oldest first; undefined for a store without the events capability. */
+  readonly inbox: InboxView | undefined;
   /** Lines of the event log that are not events, skipped (absent when there are none). */
   readonly skippedEventLines?: number;
 }
@@ -107,8 +110,8 @@ export interface RunProblem {
 
 /**
  * Reads one run: every checkpoint (`history`, or the latest alone for a
- * store without it) and the call log, each verified with the key; its steps
- * with their diffs, its calls marked. Reading changes nothing. A run that
+ * store without it), the call log and the inbox, each verified with the key;
+ * its steps with their diffs, its calls marked. Reading changes nothing. A run that
  * does not verify is a `RunProblem`, never shown unchecked.
  */
 export async function readRun(
@@ -134,6 +137,7 @@ export async function readRun(
     const envelope = readEnvelope(runId, latest.data);
     const now = lease?.now ?? Date.now();
     const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > now, now);
+    const inbox = await readInboxView(store, sealer, runId, envelope, round);
     return {
       runId,
       name: latest.name,
@@ -154,6 +158,7 @@ export async function readRun(
       ...(last.error === undefined ? {} : { error: last.error }),
       cancelled: last.cancelled,
       events,
+      inbox,
     };
   } catch (error) {
     if (error instanceof DurableError && error.code === "CHECKPOINT_NOT_FOUND") return undefined;
