@@ -1,3 +1,6 @@
+import { randomUUID } from "node:crypto";
+import { MAX_EVENT_KEY_LENGTH } from "@durable/core/store";
+import { MAX_NAME_LENGTH } from "@durable/core/runner";
 import { badge, esc, json, runHref } from "./html.js";
 import type { RunDetail } from "./run-view.js";
 import { valueHref } from "./values.js";
@@ -6,14 +9,18 @@ import { valueHref } from "./values.js";
 export interface ActionContext {
   readonly allowed: boolean;
   readonly csrf: string;
+  /** The form of a post just refused: its fields are filled in again, so nothing typed is lost. */
+  readonly posted?: URLSearchParams;
 }
 
 /**
  * The forms of the actions a run allows now, each bound to the step the page
  * shows (the action is refused once the run moved on): approve or deny its
  * pending calls, decide its calls in doubt (as `waitingFor` says), retry it
- * (failed, not cancelled, not on a denial), cancel it (not ended). Nothing when the
- * console was started without `--allow-actions`.
+ * (failed, not cancelled, not on a denial), cancel it (not ended), send it an
+ * event (not ended, on a store with the events capability: not bound to a
+ * step, a new idempotency key per page makes a second submit a no-op).
+ * Nothing when the console was started without `--allow-actions`.
  */
 export function actionForms(run: RunDetail, actions: ActionContext): string {
   if (!actions.allowed) return "";
@@ -67,6 +74,10 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
         <p>The worker serving <code>${esc(run.name)}</code> goes on with it: calls its tools' errors ended run again, finished calls replay.</p>
         <button type="submit">Retry the run</button></form></section>`,
     );
+  // Refused, the event's form stays, also for a run that ended meanwhile: what the operator typed is not lost.
+  const refusedEvent = actions.posted?.get("action") === "send-event" ? actions.posted : undefined;
+  if ((refusedEvent !== undefined || (run.status !== "done" && run.status !== "failed")) && run.inbox !== undefined)
+    sections.push(sendEventForm(run, start("send-event", "Send an event"), refusedEvent));
   if (run.status !== "done" && run.status !== "failed")
     sections.push(
       `<section class="action" aria-labelledby="act-cancel"><h3 id="act-cancel">Cancel</h3>${start("cancel", "Cancel")}
@@ -78,6 +89,19 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
         }</section>`,
     );
   return sections.length === 0 ? "" : `<h2 id="actions">Actions</h2>${sections.join("")}`;
+}
+
+/** The event form: its name is the first the run waits for, its key a new one, unless a refused post (`given`) gave them. */
+function sendEventForm(run: RunDetail, start: string, given: URLSearchParams | undefined): string {
+  const name = given?.get("name") ?? (run.waiting?.for === "event" ? (run.waiting.names[0] ?? "") : "");
+  const payload = given?.get("payload") ?? "null";
+  const key = given?.get("key") ?? randomUUID();
+  return `<section class="action" aria-labelledby="act-event"><h3 id="act-event">Send an event</h3>${start}
+      <label for="event-name">Event name<input id="event-name" name="name" type="text" required maxlength="${MAX_NAME_LENGTH}" value="${esc(name)}"></label>
+      <label for="event-payload">Payload (JSON)<textarea id="event-payload" name="payload" rows="3" cols="40">${esc(payload)}</textarea></label>
+      <label for="event-key">Idempotency key<input id="event-key" name="key" type="text" required maxlength="${MAX_EVENT_KEY_LENGTH}" size="38" value="${esc(key)}"></label>
+      <button type="submit">Send the event</button></form>
+      <p class="meta">Into its inbox, where its next wait for that name takes it. Sent again with the same key, it is a no-op.</p></section>`;
 }
 
 /** A run whose last round holds a denied call failed on the denial: a retry replays it and fails again. */

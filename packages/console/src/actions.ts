@@ -10,6 +10,7 @@ import {
   InvalidInput,
   type OperatorOptions,
   retryRun,
+  sendEvent,
 } from "@durable/core";
 
 /** Where the console records actions, and as whom. */
@@ -24,10 +25,12 @@ export interface Acting {
 /**
  * Records one action posted by a run's page, through core's operator API
  * (only the store and the key: the worker serving the run acts on it), bound
- * to the step the page showed. Returns what to tell the operator. A form it
+ * to the step the page showed; an event is sent whatever the step (its key
+ * makes a resend a no-op). Returns what to tell the operator. A form it
  * cannot read is `InvalidInput`; a run that moved on is `CheckpointConflict`.
  */
 export async function recordAction(at: Acting, runId: string, form: URLSearchParams): Promise<string> {
+  if (form.get("action") === "send-event") return sendTheEvent(at, runId, form);
   const step = Number(form.get("step"));
   if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput("The form names no step: reload the run's page.");
   const options: OperatorOptions = {
@@ -64,6 +67,35 @@ export async function recordAction(at: Acting, runId: string, form: URLSearchPar
   }
 }
 
+/** Sends the form's event with `sendEvent` (nothing else is recorded): says at which place of the inbox, or that it was there. */
+async function sendTheEvent(at: Acting, runId: string, form: URLSearchParams): Promise<string> {
+  const name = form.get("name") ?? "";
+  const sent = await sendEvent({
+    checkpoints: at.store,
+    checkpointKey: at.keys,
+    ...(at.encryptionKey === undefined ? {} : { encryptionKey: at.encryptionKey }),
+    runId,
+    name,
+    payload: jsonField(form, "payload"),
+    idempotencyKey: form.get("key") ?? "",
+  });
+  return sent.status === "sent"
+    ? `Sent event ${JSON.stringify(name)} as seq ${sent.seq}; the run's next wait for it takes it.`
+    : `Duplicate: the inbox holds an event with key ${JSON.stringify(sent.key)} already, and nothing was sent.`;
+}
+
+/** A form field that holds JSON, parsed: `InvalidInput` naming it when it is not JSON. */
+function jsonField(form: URLSearchParams, field: string): unknown {
+  const text = form.get(field) ?? "";
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new InvalidInput(
+      `The ${field} is not JSON: ${text.trim() === "" ? "it is empty (null for none)" : text.slice(0, 80)}`,
+    );
+  }
+}
+
 /** The approve/deny choices of the form: `call.<i>`, `approve.<i>` and `reason.<i>` for each pending call. */
 function approvals(form: URLSearchParams): ApprovalAnswers {
   const answers: Record<string, { approved: boolean; reason?: string }> = {};
@@ -86,14 +118,8 @@ function callDecision(form: URLSearchParams): InDoubtDecision {
       return "skip";
     case "error":
       return { error: form.get("error") ?? "" };
-    case "result": {
-      const text = form.get("result") ?? "";
-      try {
-        return { result: JSON.parse(text) as unknown };
-      } catch {
-        throw new InvalidInput(`The result is not JSON: ${text.slice(0, 80)}`);
-      }
-    }
+    case "result":
+      return { result: jsonField(form, "result") };
     default:
       throw new InvalidInput('A decision is "rerun", "result", "skip" or "error".');
   }

@@ -142,6 +142,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         : jsonReply("problem" in head ? 409 : 200, head);
     }
     let notice: PageNotice | undefined;
+    let refused: URLSearchParams | undefined;
     let status = 200;
     if (posted) {
       if (request.method !== "POST") return html(405, layout(frame, "Not allowed", "<h1>Actions are posted</h1>"));
@@ -163,6 +164,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       } catch (error) {
         if (!(error instanceof DurableError)) throw error;
         notice = { kind: "problem", text: `Refused: ${error.message}` };
+        refused = form;
         status = error.code === "INVALID_INPUT" ? 400 : 409;
       }
     } else if (request.method !== "GET") return html(405, layout(frame, "Not allowed", "<h1>Not allowed</h1>"));
@@ -184,7 +186,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
       };
     }
     if (api) return jsonReply(200, run);
-    const actions = { allowed: frame.actions, csrf: g.csrf };
+    const actions = { allowed: frame.actions, csrf: g.csrf, ...(refused === undefined ? {} : { posted: refused }) };
     return html(status, runPage(frame, run, actions, refreshMs, notice));
   };
 

@@ -7,6 +7,7 @@ import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Guard } from "../src/auth.js";
 import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
+import { act as actOn, detail as detailOf, formToken, get, post } from "./client.js";
 import { failingCharges, KEY, seed, type Seeded, worker } from "./fixture.js";
 
 const TOKEN = "console-test-token-0123456789";
@@ -17,13 +18,10 @@ let runs: Seeded;
 let reader: RunningConsole;
 let actor: RunningConsole;
 
-/** Where programs reach the console (with the bearer token). */
-const origin = (c: RunningConsole) => c.api;
 const auth = { authorization: `Bearer ${TOKEN}` };
-const get = (c: RunningConsole, path: string, headers: Record<string, string> = auth) =>
-  fetch(`${origin(c)}${path}`, { headers, redirect: "manual" });
-const detail = async (runId: string): Promise<RunDetail> =>
-  (await (await get(reader, `/api/runs/${encodeURIComponent(runId)}`)).json()) as RunDetail;
+const detail = (runId: string): Promise<RunDetail> => detailOf(reader, runId);
+/** Posts an action as a run's page would: its form token, the step it shows. */
+const act = (runId: string, fields: Record<string, string>, step?: number) => actOn(actor, runId, fields, step);
 
 /** A GET to the console's address naming `headers.host` (fetch may not set Host): as a browser on that name would. */
 function getAs(c: RunningConsole, path: string, headers: Record<string, string>) {
@@ -38,19 +36,6 @@ function getAs(c: RunningConsole, path: string, headers: Record<string, string>)
         .end();
     },
   );
-}
-
-/** Posts an action as a run's page would: its form token, the step it shows. */
-async function act(runId: string, fields: Record<string, string>, step?: number) {
-  const page = await (await get(actor, `/runs/${encodeURIComponent(runId)}`)).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "";
-  const body = new URLSearchParams({ csrf, step: String(step ?? (await detail(runId)).step), ...fields });
-  return fetch(`${origin(actor)}/runs/${encodeURIComponent(runId)}/actions`, {
-    method: "POST",
-    headers: { ...auth, "content-type": "application/x-www-form-urlencoded" },
-    body,
-    redirect: "manual",
-  });
 }
 
 /** Waits until the run's status is `status` (the worker acts on what an action recorded). */
@@ -103,8 +88,7 @@ describe("the console reads", () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `other.localhost:${port}`])
       expect((await getAs(reader, "/", { host, cookie: pair })).status, host).toBe(401);
     // Its form token is its own: not derived from the token a cookie carries.
-    const page = await (await get(actor, `/runs/${encodeURIComponent(runs.paused)}`)).text();
-    const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "";
+    const csrf = await formToken(actor, runs.paused);
     const other = await startConsole({
       store,
       checkpointKey: KEY,
@@ -114,10 +98,7 @@ describe("the console reads", () => {
       allowActions: true,
     });
     try {
-      const again = await (
-        await fetch(`${other.api}/runs/${encodeURIComponent(runs.paused)}`, { headers: auth })
-      ).text();
-      expect(/name="csrf" value="([^"]+)"/.exec(again)?.[1]).not.toBe(csrf);
+      expect(await formToken(other, runs.paused)).not.toBe(csrf);
     } finally {
       await other.close();
     }
@@ -192,22 +173,14 @@ describe("the console reads", () => {
   it("without --allow-actions shows no action and refuses a post", async () => {
     const page = await (await get(reader, `/runs/${encodeURIComponent(runs.paused)}`)).text();
     expect(page).not.toContain('action="approve"');
-    const refused = await fetch(`${origin(reader)}/runs/${encodeURIComponent(runs.paused)}/actions`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/x-www-form-urlencoded" },
-      body: "action=cancel&reason=x&step=1",
-    });
+    const refused = await post(reader, runs.paused, { action: "cancel", reason: "x", step: "1" });
     expect(refused.status).toBe(403);
   });
 });
 
 describe("the console acts (--allow-actions), and the worker serving the run acts on it", () => {
   it("refuses a post without the page's form token, and one for a step the run has left", async () => {
-    const forged = await fetch(`${origin(actor)}/runs/${encodeURIComponent(runs.paused)}/actions`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/x-www-form-urlencoded" },
-      body: "action=cancel&reason=x&step=1",
-    });
+    const forged = await post(actor, runs.paused, { action: "cancel", reason: "x", step: "1" });
     expect(forged.status).toBe(403);
     const stale = await act(runs.paused, { action: "cancel", reason: "stale" }, 0);
     expect(stale.status).toBe(409);

@@ -2,12 +2,12 @@ import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CheckpointStore, InvalidInput, RecoveryNeedsDecision } from "@durable/core";
+import { type CheckpointStore, InvalidInput, RecoveryNeedsDecision, sendEvent } from "@durable/core";
 import { readCallLog, Sealer } from "@durable/core/runner";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { type RunDetail, type RunList, type RunningConsole, startConsole } from "../src/index.js";
-import { hangingEmails, KEY, orders, refunds, runner, type Sealing, worker } from "./fixture.js";
+import { hangingEmails, KEY, orders, payments, refunds, runner, type Sealing, worker } from "./fixture.js";
 
 // The console reads what workers sealed the way security.md says readers do: encrypted runs with the workers'
 // encryption key, Ed25519-signed runs with the public key alone (reading, never acting).
@@ -165,6 +165,30 @@ describe("the console on encrypted runs", () => {
     }
     const log = await readCallLog(store, Sealer.withKeys(KEY, ENCRYPTION_KEY), "enc-doubt", []);
     expect(log.find((rec) => rec.tool === "email_tickets" && rec.kind === "decided")).toMatchObject({ by: "ops@test" });
+  });
+
+  it("sends an event sealed with the workers' encryption key, shown with it; read without it, events are withheld", async () => {
+    const store = new SQLiteCheckpointStore(join(dir, "enc-event.db"));
+    stores.push(store);
+    await runner(store, events, encrypted).run(payments, {}, { runId: "enc-pay" });
+    const actor = await serve({ ...common, store, ...encrypted, allowActions: true });
+    const fields = { action: "send-event", name: "paid", payload: '{"cents":7}', key: "enc-1" };
+    expect((await act(actor, "enc-pay", fields)).status).toBe(303);
+    expect((await actor.detail("enc-pay")).inbox?.events).toMatchObject([
+      { seq: 0, key: "enc-1", name: "paid", payload: { cents: 7 } },
+    ]);
+    const [row] = (await store.inbox?.("enc-pay")) ?? [];
+    expect(Sealer.withKeys(KEY).verifiesEncrypted("event", row?.sealed ?? "")).toBe(true);
+
+    // A plain run sent an event sealed encrypted (by a sender with the key), read without it: withheld, not corrupt.
+    await runner(store, events).run(payments, {}, { runId: "plain-pay" });
+    const sent = { runId: "plain-pay", name: "paid", payload: "a secret", idempotencyKey: "enc-2" };
+    await sendEvent({ checkpoints: store, ...encrypted, ...sent });
+    const keyless = await serve({ ...common, store, checkpointKey: KEY });
+    expect((await keyless.detail("plain-pay")).inbox).toEqual({ events: [{ seq: 0, key: "enc-2" }], withheld: true });
+    const page = await (await keyless.get("/runs/plain-pay")).text();
+    expect(page).toContain("encrypted, and the console has no encryption key to show them");
+    expect(page).not.toContain("a secret");
   });
 });
 

@@ -7,7 +7,8 @@ import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { describe, expect, it } from "vitest";
 import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
 import { headlessChromium } from "./chromium.js";
-import { KEY, seed } from "./fixture.js";
+import { detail } from "./client.js";
+import { KEY, payments, runner, seed } from "./fixture.js";
 
 /*
  * Another server on this machine (a dev server, a compromised package's
@@ -110,6 +111,46 @@ describe("a console beside another local server, in headless Chromium", () => {
     } finally {
       await page.close();
       await neighbour.close().catch(() => undefined);
+      await console_.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a page of another local server that posts to the console, in headless Chromium", () => {
+  it("its forged event form is refused, and the run waiting for that event gets nothing", async (ctx) => {
+    if (chromium.browser === undefined) return ctx.skip();
+    const dir = mkdtempSync(join(tmpdir(), "durable-console-forged-"));
+    const store = new SQLiteCheckpointStore(join(dir, "runs.db"));
+    await runner(store, join(dir, "events.jsonl")).run(payments, {}, { runId: "forged" });
+    const console_ = await startConsole({ store, checkpointKey: KEY, label: "sqlite", port: 0, allowActions: true });
+    // The worst case: the forger knows the console's own random name, and the operator is logged in.
+    const target = `${new URL(console_.url).origin}/runs/forged/actions`;
+    const fields = { action: "send-event", step: "1", name: "paid", payload: '"forged"', key: "forged-1" };
+    const inputs = Object.entries(fields).map(([name, value]) => `<input name="${name}" value='${value}'>`);
+    const forger = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/html" });
+      response.end(
+        `<form method="post" action="${target}">${inputs.join("")}</form><script>document.forms[0].submit()</script>`,
+      );
+    });
+    const page = await chromium.browser.newPage();
+    try {
+      const port = await new Promise<number>((resolve) =>
+        forger.listen(0, "127.0.0.1", () => resolve((forger.address() as AddressInfo).port)),
+      );
+      await page.goto(console_.url);
+      await page.locator("h1").waitFor();
+      const posted = page.waitForResponse((response) => response.url() === target);
+      await page.goto(`http://127.0.0.1:${port}/`);
+      // SameSite=Strict keeps the token's cookie off a post from another site: the console does not know it.
+      expect((await posted).status()).toBe(401);
+      expect((await detail(console_, "forged")).inbox?.events).toEqual([]);
+    } finally {
+      await page.close();
+      forger.closeAllConnections();
+      await new Promise((resolve) => forger.close(resolve));
       await console_.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
