@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { MAX_EVENT_KEY_LENGTH } from "@durable/core/store";
+import { isAsleepOwner, MAX_EVENT_KEY_LENGTH } from "@durable/core/store";
 import { MAX_NAME_LENGTH } from "@durable/core/runner";
 import { badge, esc, json, runHref } from "./html.js";
 import type { RunDetail } from "./run-view.js";
@@ -83,7 +83,7 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       `<section class="action" aria-labelledby="act-cancel"><h3 id="act-cancel">Cancel</h3>${start("cancel", "Cancel")}
         <label for="cancel-reason">Reason<input id="cancel-reason" name="reason" type="text" required maxlength="1000"></label>
         <button type="submit" class="danger">Cancel the run</button></form>${
-          run.lease !== undefined && run.lease.expiresAt > run.lease.now
+          run.lease !== undefined && run.lease.expiresAt > run.lease.now && !isAsleepOwner(run.lease.owner)
             ? `<p class="meta">A worker holds it (${esc(run.lease?.owner ?? "")}): it is fenced at its next write.</p>`
             : ""
         }</section>`,

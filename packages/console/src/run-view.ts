@@ -34,7 +34,7 @@ export interface StepView {
   readonly round: number;
   /** A claim: the first step of a new segment (a recovery, a resume, a retry, an operator's action). */
   readonly claim: boolean;
-  /** A recovery: a claim of a run its worker left running (it died, or lost its lease), not a resume or an operator's action. */
+  /** A recovery: a claim of a run its worker left running (it died, or lost its lease), not a resume, a wake or an operator's action. */
   readonly recovery: boolean;
   /** When it was saved, from the events (when an event log is given). */
   readonly at?: string;
@@ -222,6 +222,8 @@ function stepViews(
   let carried: OperatorMark | undefined;
   // Segments an operator's action claimed: a worker's claim after one goes on with the action, it recovers nothing.
   const acted = new Set<number>();
+  // A claim of a run saved asleep (or waiting for an event) wakes it: no worker left it running.
+  let slept = false;
   return bodies.map((body, index) => {
     const envelope = readEnvelope(runId, body.data);
     const at = savedAt.get(body.step);
@@ -237,7 +239,7 @@ function stepViews(
       segment: body.segment,
       round: envelope.round,
       claim,
-      recovery: claim && mark === undefined && before?.status === "running" && !acted.has(before.segment),
+      recovery: claim && mark === undefined && before?.status === "running" && !acted.has(before.segment) && !slept,
       ...(at === undefined ? {} : { at }),
       program: envelope.program,
       changes: index >= shown.from && index < shown.to ? diffJson(before?.program, envelope.program) : [],
@@ -248,6 +250,7 @@ function stepViews(
       ...(mark === undefined ? {} : { operator: mark }),
     };
     before = view;
+    slept = envelope.asleep !== undefined;
     return view;
   });
 }

@@ -217,6 +217,8 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
       'Sent event "paid" as seq 0; the run\'s next wait for it takes it.',
     );
     await untilStatus(runId, "done");
+    // The event woke it: no worker left it running, so nothing was recovered.
+    expect(await page.locator("h1 .badge").allTextContents()).toEqual(["done"]);
     expect(await page.locator('table.inbox tr[data-seq="0"]').textContent()).toContain(key);
     expect(await page.locator('table.inbox tr[data-seq="0"] td').nth(4).textContent()).toBe("taken");
   }, 60_000);

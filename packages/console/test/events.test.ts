@@ -74,6 +74,7 @@ describe("a run waiting for an event, in the console", () => {
     expect(shown).toContain('data-waits-for="event"');
     expect(shown).toMatch(/Waiting for event paid until \d{4}-.*: it holds no worker/);
     expect(shown).toContain("No event sent yet.");
+    expect(shown).not.toContain("A worker holds it");
     expect(field(shown, "name")).toBe("paid");
     expect(field(shown, "payload")).toBe("null");
     expect(field(shown, "key")).toMatch(/^[0-9a-f-]{36}$/);
@@ -149,6 +150,7 @@ describe("the operator sends an event (--allow-actions)", () => {
     }
     const after = await detail(actor, ids.forever);
     expect(after.inbox?.events.map((e) => [e.seq, e.taken])).toEqual([[0, true]]);
+    expect(after.recoveries).toBe(0);
     expect(after.steps.at(-1)?.program).toMatchObject({ state: { paid: '{"cents":500}' } });
     const shown = await page(ids.forever);
     expect(shown).toContain('<table class="inbox">');

@@ -165,6 +165,8 @@ describe("what a run waits for, in headless Chromium", () => {
     await open("w-nap");
     expect(await waitsFor()).toBe("wake time");
     expect(await page.locator(".waits").textContent()).toMatch(/Asleep: .* wakes it \d{4}-\d\d-\d\d/);
+    // Its lease is the sleep's, not a worker's: a cancel fences no one.
+    expect(await page.locator("#act-cancel").locator("..").textContent()).not.toContain("A worker holds it");
   });
 
   it("a run whose call waits between attempts is retrying, and says when", async (ctx) => {
