@@ -1,6 +1,7 @@
 import { type CheckpointStore, DurableError, type JsonValue } from "@durable/core";
 import {
   type Classification,
+  EVENT_TOOL,
   eventStore,
   isJsonObject,
   readInbox,
@@ -28,9 +29,6 @@ export interface InboxView {
   /** Its events are encrypted and the console has no encryption key: only their places and keys are shown. */
   readonly withheld: boolean;
 }
-
-/** The library's own tool a wait for an event is a call of (docs/protocol.md, "Events"). */
-const EVENT_TOOL = "durable:event";
 
 /**
  * Reads a run's inbox (every event verified, `readInbox`), each event marked
