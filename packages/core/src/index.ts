@@ -27,7 +27,7 @@ export type { RetryPolicy } from "./calls/retry.js";
 export { Executor, type ExecutorOptions } from "./calls/executor.js";
 export type { ApprovalAnswer, ApprovalAnswers, ApprovalPort, ApprovalRequest } from "./calls/approvals.js";
 export { idempotencyKey } from "./calls/idempotency.js";
-export { approveRun, decideInDoubt, retryRun, cancelRun } from "./operator/actions.js";
+export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun } from "./operator/actions.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export { sendEvent, type SendEventOptions } from "./operator/send-event.js";
 export type { SentEvent } from "./log/inbox.js";

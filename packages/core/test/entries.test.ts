@@ -82,6 +82,7 @@ describe("entry points", () => {
       "decideInDoubt",
       "retryRun",
       "cancelRun",
+      "wakeRun",
       "pruneRuns",
       "PruneOptions",
       "sendEvent",
@@ -98,10 +99,10 @@ describe("entry points", () => {
     ...["Identity", "newRunId", "JsonValue", "ValueCodec"],
   ];
 
-  // 66 since events: a webhook handler sends one (`sendEvent`), and branches on `RunAlreadyEnded`.
-  it(`the root exports what an application writes: these ${ROOT.length} names, at most 66`, () => {
+  // 67 since events: a webhook handler sends one (`sendEvent`) and branches on `RunAlreadyEnded`; an operator wakes a run (`wakeRun`).
+  it(`the root exports what an application writes: these ${ROOT.length} names, at most 67`, () => {
     expect([...exported("@durable/core")].sort()).toEqual([...ROOT].sort());
-    expect(ROOT.length).toBeLessThanOrEqual(66);
+    expect(ROOT.length).toBeLessThanOrEqual(67);
   });
 
   it("the store, runner and internal entries export these names", () => {

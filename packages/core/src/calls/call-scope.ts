@@ -4,7 +4,7 @@ import { InvalidInput } from "../base/errors.js";
 import type { CallLog } from "../log/call-log.js";
 import type { InboxEvent } from "../log/inbox.js";
 import type { CallRef, EventSink } from "../log/events.js";
-import type { RunKind } from "../store/contract.js";
+import { atOrAfter, type CallPosition, type RunKind } from "../store/contract.js";
 import type { BoundAnswer } from "./approvals.js";
 import { callSite } from "./call-id.js";
 import type { FinishedOutcome, PendingCall, ReplayPlan } from "./replay.js";
@@ -35,6 +35,8 @@ export interface CallScopeInit {
   readonly inbox?: (() => Promise<readonly InboxEvent[]>) | undefined;
   /** How many events of each name the run's earlier rounds took (`RunEnvelope.taken`). */
   readonly taken?: Readonly<Record<string, number>> | undefined;
+  /** An operator woke the run (`RunEnvelope.wokenBefore`): the sleeps and deadlines recorded before this place are over. */
+  readonly wokenBefore?: CallPosition | undefined;
 }
 
 /** What a round waits for: events of these names, having read this many events of the inbox. */
@@ -141,6 +143,12 @@ export class CallScope {
       );
     this.#inbox ??= read();
     return this.#inbox;
+  }
+
+  /** True when the sleep or deadline whose record is `at` is over because an operator woke the run after it was recorded. */
+  woken(at: CallPosition | undefined): boolean {
+    const before = this.init.wokenBefore;
+    return before !== undefined && at !== undefined && !atOrAfter(at, before);
   }
 
   /** Marks a finished call of the log as taken by a call of this round. */

@@ -91,8 +91,11 @@ export async function waitForEvent(
     return replayed(scope.runId, callId, name, finished.outcome);
   }
   let deadline: number | undefined;
+  let woken = false;
   if (args.timeoutMs !== undefined) {
-    const fixed = plan.finished.get(deadlineId)?.outcome;
+    const recorded = plan.finished.get(deadlineId);
+    woken = scope.woken(recorded?.at);
+    const fixed = recorded?.outcome;
     if (fixed === undefined) {
       deadline = Date.now() + args.timeoutMs;
       const entry = { round: plan.round, callId: deadlineId, tool: SLEEP_TOOL, kind: "done" } as const;
@@ -119,7 +122,7 @@ export async function waitForEvent(
     await log.append({ ...entry, result: { seq, key, payload } });
     return { status: "received", name, payload, key };
   }
-  if (deadline !== undefined && deadline <= Date.now()) {
+  if (deadline !== undefined && (woken || deadline <= Date.now())) {
     await log.append({ ...entry, result: { timeout: true } });
     return { status: "timeout", name };
   }

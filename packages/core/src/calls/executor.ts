@@ -111,6 +111,7 @@ export class Executor {
     const { plan } = scope.init;
     const finished = plan.finished.get(callId);
     let until: number;
+    let woken = false;
     if (finished === undefined) {
       until = "until" in args ? args.until : Date.now() + args.ms;
       await scope.init.log.append({ round: plan.round, callId, tool: SLEEP_TOOL, kind: "done", args, result: until });
@@ -120,8 +121,9 @@ export class Executor {
       if (outcome.status !== "ok" || !Number.isSafeInteger(outcome.value))
         throw new CheckpointStoreCorrupt(scope.runId, `the wake time of ${callId} in the call log is not a time.`);
       until = outcome.value as number;
+      woken = scope.woken(finished.at);
     }
-    if (until <= Date.now()) return { until, passed: true };
+    if (woken || until <= Date.now()) return { until, passed: true };
     scope.sleepUntil(until);
     return { until, passed: false };
   }

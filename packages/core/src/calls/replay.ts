@@ -5,6 +5,7 @@ import { RecoveryNeedsDecision, type InDoubtCall } from "../base/errors.js";
 import type { CallRef } from "../log/events.js";
 import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
+import type { CallPosition } from "../store/contract.js";
 
 /** What a finished call ended with: its result, the error its tool threw, or its approval's denial, as recorded. */
 export type FinishedOutcome =
@@ -31,6 +32,8 @@ export interface FinishedCall {
   /** Canonical JSON of the arguments it ran with. */
   readonly argsText: string;
   readonly outcome: FinishedOutcome;
+  /** Where the record of its outcome is in the log (absent for a call a drive finished itself). */
+  readonly at?: CallPosition;
 }
 
 /** A call waiting on an approval of a paused run. */
@@ -107,7 +110,13 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
     const doubt = (why: InDoubtCall["why"]) =>
       inDoubt.set(callId, { callId, tool, args, idempotencyKey: idempotencyKeyFor(record.runId, callId), why });
     const finish = (outcome: FinishedOutcome) =>
-      finished.set(callId, { callId, tool, argsText: canonicalJson(args), outcome });
+      finished.set(callId, {
+        callId,
+        tool,
+        argsText: canonicalJson(args),
+        outcome,
+        at: { segment: record.segment, seq: record.seq },
+      });
     switch (record.kind) {
       case "done":
         finish({ status: "ok", value: record.result ?? null });

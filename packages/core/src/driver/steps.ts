@@ -61,6 +61,7 @@ export class RunSteps<D, R> {
         codec: this.#codec,
         inbox: run.store.inbox === undefined ? undefined : () => run.inbox(),
         taken: envelope.taken,
+        wokenBefore: envelope.wokenBefore,
       });
       const context: StepContext = {
         runId: run.runId,

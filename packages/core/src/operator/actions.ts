@@ -16,7 +16,7 @@ import {
 } from "../run/in-doubt-decisions.js";
 import { leaseTerms } from "../run/lease.js";
 import { reopenFailed } from "../run/reopen.js";
-import { answered, goesOn, retried } from "../run/run-changes.js";
+import { answered, goesOn, retried, woken } from "../run/run-changes.js";
 import { runStorage } from "../run/storage.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
@@ -95,12 +95,14 @@ async function act<T>(
   at: Acting,
   runId: string,
   change: (latest: CheckpointBody, envelope: RunEnvelope) => Change<T> | Promise<Change<T>>,
+  takeOver = false,
 ): Promise<{ readonly step: number; readonly after: T | undefined }> {
   const latest = await latestSeen(at, runId);
   const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
   const data = { ...envelopeJson(envelope), ...mark(at) };
-  // No takeOver: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
-  const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, data });
+  // No takeOver but a wake's: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
+  const claim = { lease: at.lease, data, ...(takeOver ? { takeOver } : {}) };
+  const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, claim);
   try {
     if (after === undefined) return { step: checkpoint.step, after: undefined };
     const done = await after(run, records);
@@ -167,6 +169,21 @@ export async function retryRun(runId: string, options: OperatorOptions): Promise
 }
 
 /**
+ * Wakes a run asleep (`ctx.sleep`) or waiting for an event now: claims it
+ * from its sleep's lease (a claim of the step the operator read: a worker
+ * that woke it meanwhile makes it `CheckpointConflict`), saves it awake with
+ * `wokenBefore`, the place in its log after every record so far, and
+ * releases it. The worker serving it runs its round again: the sleeps and
+ * wait deadlines recorded before that place are over (a wait with no event
+ * times out), later ones are not. A run not asleep is `CheckpointConflict`.
+ * Returns the step saved.
+ */
+export async function wakeRun(runId: string, options: OperatorOptions): Promise<number> {
+  const at = acting("wake", "wakeRun", options);
+  return (await act(at, runId, (latest, envelope) => ({ envelope: woken(latest, envelope) }), true)).step;
+}
+
+/**
  * Cancels a run that has not ended, even one a worker drives (it is fenced):
  * saved `failed` with `Cancelled: <reason>`, which no retry goes on from.
  * Returns the step it was saved as.
@@ -185,6 +202,6 @@ export function operatorMark(data: JsonValue): OperatorMark | undefined {
   if (!isJsonObject(found)) return undefined;
   const { action, by, at, reason } = found;
   if (!isString(action) || !isString(by) || !isString(at)) return undefined;
-  if (!["approve", "decide", "retry", "cancel"].includes(action)) return undefined;
+  if (!["approve", "decide", "retry", "cancel", "wake"].includes(action)) return undefined;
   return { action: action as OperatorAction, by, at, ...(isString(reason) ? { reason } : {}) };
 }

@@ -60,6 +60,12 @@ export interface RunEnvelope<P = JsonObject> {
    * is sent to the parent as, before the child is saved `done` or `failed`.
    */
   readonly parent?: ParentRef;
+  /**
+   * Set by an operator's wake (`wakeRun`) on the claim that woke the run: the
+   * round's sleeps and wait deadlines recorded before this place in the log
+   * are over. Gone when the round is over.
+   */
+  readonly wokenBefore?: CallPosition;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -88,6 +94,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     waitsFor,
     taken,
     parent,
+    wokenBefore,
     program,
   } = fields;
   const ok =
@@ -102,6 +109,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (waitsFor === undefined || isArrayOf(waitsFor, isString)) &&
     (taken === undefined || isRecordOf(taken, isCount)) &&
     (parent === undefined || isParent(parent)) &&
+    (wokenBefore === undefined || isPosition(wokenBefore)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -119,13 +127,15 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(waitsFor === undefined ? {} : { waitsFor }),
     ...(taken === undefined ? {} : { taken }),
     ...(parent === undefined ? {} : { parent }),
+    ...(wokenBefore === undefined ? {} : { wokenBefore }),
     program,
   };
 }
 
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
-  const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent, program } = envelope;
+  const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent } = envelope;
+  const { wokenBefore, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -142,6 +152,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(waitsFor === undefined ? {} : { waitsFor: [...waitsFor] }),
     ...(taken === undefined ? {} : { taken: { ...taken } }),
     ...(parent === undefined ? {} : { parent: { runId: parent.runId, event: parent.event } }),
+    ...(wokenBefore === undefined ? {} : { wokenBefore: { segment: wokenBefore.segment, seq: wokenBefore.seq } }),
     program,
   };
 }

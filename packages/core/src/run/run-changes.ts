@@ -55,3 +55,17 @@ function refuseCancelled(latest: CheckpointBody, envelope: RunEnvelope<unknown>)
   if (envelope.cancelled === true)
     throw new CheckpointConflict(latest.runId, "the run was cancelled: it does not go on.");
 }
+
+/**
+ * A run asleep, woken by an operator: without its wake time and what it
+ * waits for, and with `wokenBefore`, the start of the segment its claim
+ * takes (after every record so far). `CheckpointConflict` for a run that
+ * ended, or is not asleep.
+ */
+export function woken<D>(latest: CheckpointBody, envelope: RunEnvelope<D>): RunEnvelope<D> {
+  goesOn(latest, envelope);
+  if (latest.status !== "running" || envelope.asleep === undefined)
+    throw new CheckpointConflict(latest.runId, "the run is not asleep: there is nothing to wake.");
+  const { asleep: _asleep, waitsFor: _waitsFor, ...awake } = envelope;
+  return { ...awake, wokenBefore: { segment: latest.segment + 1, seq: 0 } };
+}
