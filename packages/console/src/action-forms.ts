@@ -17,7 +17,8 @@ export interface ActionContext {
  * The forms of the actions a run allows now, each bound to the step the page
  * shows (the action is refused once the run moved on): approve or deny its
  * pending calls, decide its calls in doubt (as `waitingFor` says), retry it
- * (failed, not cancelled, not on a denial), cancel it (not ended), send it an
+ * (failed, not cancelled, not on a denial), wake it (asleep, or waiting for
+ * an event with a timeout), cancel it (not ended), send it an
  * event (not ended, on a store with the events capability: not bound to a
  * step, a new idempotency key per page makes a second submit a no-op).
  * Nothing when the console was started without `--allow-actions`.
@@ -73,6 +74,13 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
       `<section class="action" aria-labelledby="act-retry"><h3 id="act-retry">Retry</h3>${start("retry", "Retry")}
         <p>The worker serving <code>${esc(run.name)}</code> goes on with it: calls its tools' errors ended run again, finished calls replay.</p>
         <button type="submit">Retry the run</button></form></section>`,
+    );
+  const asleep = run.waiting?.for === "wake time" || (run.waiting?.for === "event" && run.waiting.until !== undefined);
+  if (asleep)
+    sections.push(
+      `<section class="action" aria-labelledby="act-wake"><h3 id="act-wake">Wake now</h3>${start("wake", "Wake now")}
+        <p>The worker serving <code>${esc(run.name)}</code> goes on with it now: its sleeps so far are over, and a wait for an event times out.</p>
+        <button type="submit">Wake the run</button></form></section>`,
     );
   // Refused, the event's form stays, also for a run that ended meanwhile: what the operator typed is not lost.
   const refusedEvent = actions.posted?.get("action") === "send-event" ? actions.posted : undefined;

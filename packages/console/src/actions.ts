@@ -11,6 +11,7 @@ import {
   type OperatorOptions,
   retryRun,
   sendEvent,
+  wakeRun,
 } from "@durable/core";
 
 /** Where the console records actions, and as whom. */
@@ -57,6 +58,10 @@ export async function recordAction(at: Acting, runId: string, form: URLSearchPar
     case "retry": {
       const saved = await retryRun(runId, options);
       return `Retry recorded at step ${saved}; the worker serving the run goes on with it.`;
+    }
+    case "wake": {
+      const saved = await wakeRun(runId, options);
+      return `Woken at step ${saved}; the worker serving the run goes on with it now.`;
     }
     case "cancel": {
       const saved = await cancelRun(runId, form.get("reason") ?? "", options);

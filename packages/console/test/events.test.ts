@@ -212,3 +212,29 @@ describe("the operator sends an event (--allow-actions)", () => {
     expect((await detail(actor, ids.waits)).inbox?.events).toEqual([]);
   });
 });
+
+describe("the operator wakes a run now (--allow-actions)", () => {
+  it("wakes a run waiting for an event with a timeout: its wait times out and the worker finishes it; no wake for a wait with none", async () => {
+    const r = runner(store, events);
+    await r.run(payments, {}, { runId: "e-wake" });
+    const shown = await page("e-wake");
+    expect(shown).toContain('value="wake"');
+    expect(await page(ids.forever)).not.toContain('value="wake"');
+    const woken = await act(actor, "e-wake", { action: "wake" });
+    expect(woken.status).toBe(303);
+    expect(await said(woken)).toMatch(/^Woken at step \d+; the worker serving the run goes on with it now\.$/);
+    expect((await detail(actor, "e-wake")).steps.at(-1)?.operator).toMatchObject({
+      action: "wake",
+      by: expect.any(String),
+    });
+    const w = worker(store, events);
+    try {
+      for (let i = 0; i < 100 && (await store.latest("e-wake")).status !== "done"; i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await w.stop();
+    }
+    expect((await detail(actor, "e-wake")).status).toBe("done");
+    expect(await page("e-wake")).not.toContain('value="wake"');
+  });
+});
