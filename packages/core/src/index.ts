@@ -38,6 +38,7 @@ export { jsonlEventSink, readJsonlEvents } from "./log/jsonl-events.js";
 export type { PausedResult, RecoverOptions } from "./driver/program.js";
 export type { PendingCall } from "./calls/replay.js";
 export { RunWorker, startWorker, type WorkerOptions, type WorkerStatus } from "./driver/worker.js";
+export { Schedule, type ScheduleOptions } from "./driver/schedule.js";
 export { workerId, type LeaseOptions } from "./run/lease.js";
 export { MemoryCheckpointStore } from "./store/memory-store.js";
 export type { CheckpointStore } from "./store/contract.js";

@@ -86,8 +86,8 @@ export type {
   RunAsleep,
   RunEnded,
 } from "./log/events.js";
-export type { AsleepResult, RecoverEachOptions, Recovered } from "./driver/program.js";
-export type { ServedRuns } from "./driver/worker.js";
+export type { AsleepResult, RecoverEachOptions, Recovered, ServedRuns } from "./driver/program.js";
+export type { ScheduleTarget } from "./driver/schedule.js";
 export type { JsonObject } from "./base/json.js";
 export { operatorMark } from "./operator/actions.js";
 export type { OperatorAction, OperatorMark } from "./operator/options.js";

@@ -149,6 +149,16 @@ export interface RecoverOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */
+export interface ServedRuns {
+  readonly kind: RunKind;
+  readonly name: string;
+  readonly store: CheckpointStore;
+  recover(runId: string, options: RecoverOptions): Promise<unknown>;
+  /** Whether recovering the run now would stop for a decision, claiming nothing (`RunDriver.needsDecision`). */
+  needsDecision?(runId: string, options: RecoverOptions): Promise<boolean>;
+}
+
 /** Options of `recoverEach` and `recoverAll`. */
 export interface RecoverEachOptions extends RecoverOptions {
   /** How many runs are recovered at once (default 8). */

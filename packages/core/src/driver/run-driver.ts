@@ -73,10 +73,18 @@ export class RunDriver<D, R> {
     return this.#store;
   }
 
-  /** Saves step 0 of a new run with `data`, then drives it until it is done or paused. */
+  /**
+   * Saves step 0 of a new run with `data`, then drives it until it is done or
+   * paused; a `signal` gives it up as it gives up a recovery. A run id that is
+   * taken is `CheckpointConflict` at the first commit, before any tool runs.
+   */
   async start(
     data: D,
-    options: { readonly runId?: string | undefined; readonly ctx?: Identity | undefined } = {},
+    options: {
+      readonly runId?: string | undefined;
+      readonly ctx?: Identity | undefined;
+      readonly signal?: AbortSignal | undefined;
+    } = {},
   ): Promise<DriveResult<R>> {
     const runId = options.runId ?? newRunId();
     const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
@@ -94,7 +102,7 @@ export class RunDriver<D, R> {
       },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
-    return this.#holding(run, undefined, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
+    return this.#holding(run, options.signal, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
   }
 
   /**

@@ -7,19 +7,9 @@ import {
   RecoveryNeedsDecision,
   StoreUnavailable,
 } from "../base/errors.js";
-import type { AsleepResult, RecoverOptions } from "./program.js";
+import type { AsleepResult, ServedRuns } from "./program.js";
 import { checkOptions, isObject, type OptionTable } from "../base/option-checks.js";
-import { isEnded, type CheckpointStore, type RunKind } from "../store/contract.js";
-
-/** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */
-export interface ServedRuns {
-  readonly kind: RunKind;
-  readonly name: string;
-  readonly store: CheckpointStore;
-  recover(runId: string, options: RecoverOptions): Promise<unknown>;
-  /** Whether recovering the run now would stop for a decision, claiming nothing (`RunDriver.needsDecision`). */
-  needsDecision?(runId: string, options: RecoverOptions): Promise<boolean>;
-}
+import { isEnded } from "../store/contract.js";
 
 /**
  * Why a worker left a run: it waits for a decision, it cannot go on here,
