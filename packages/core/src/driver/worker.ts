@@ -2,14 +2,15 @@ import { setMaxListeners } from "node:events";
 import {
   CheckpointConflict,
   CheckpointNotFound,
-  InvalidInput,
   LeaseHeld,
   RecoveryNeedsDecision,
   StoreUnavailable,
 } from "../base/errors.js";
 import type { AsleepResult, ServedRuns } from "./program.js";
-import { checkOptions, isObject, type OptionTable } from "../base/option-checks.js";
+import { isObject } from "../base/option-checks.js";
 import { isEnded } from "../store/contract.js";
+import { Ticker, type ScheduleStatus, type Slots, type TickRun } from "./ticker.js";
+import { checkWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from "./worker-options.js";
 
 /**
  * Why a worker left a run: it waits for a decision, it cannot go on here,
@@ -18,44 +19,6 @@ import { isEnded } from "../store/contract.js";
  * hot loop).
  */
 type Left = "decision" | "stuck" | "lost" | "unavailable" | "asleep";
-
-/** Options of `startWorker`. */
-export interface WorkerOptions {
-  readonly serve: readonly ServedRuns[];
-  /** How many runs it drives at once (default 8). */
-  readonly concurrency?: number;
-  /** How often it looks for claimable runs while it finds some, in ms (default 1,000); jittered, and doubled up to `maxPollMs` while it finds none. */
-  readonly pollMs?: number;
-  /** The longest wait between looks while idle (default 10,000). */
-  readonly maxPollMs?: number;
-  /** How long `stop()` lets the runs it drives go on before it gives them up (default 10,000). */
-  readonly stopDeadlineMs?: number;
-  /** Run calls in doubt again instead of waiting for a decision. */
-  readonly rerunInDoubt?: boolean;
-  /** Stop on SIGTERM and SIGINT, then let the signal end the process (default true). */
-  readonly stopOnSignals?: boolean;
-  /** Told once per run and step of each run it cannot go on with (a call in doubt, a changed graph, a corrupt row). */
-  readonly onStuck?: (runId: string, error: unknown) => void;
-  /**
-   * Told of each run it took over that then failed (a node, a tool or the
-   * model threw: the run is saved `failed` and ends), with the error that
-   * failed it. A failed run is not stuck: nothing is left to decide, but
-   * `retryRun` can go on from it once the cause is fixed.
-   */
-  readonly onFailed?: (runId: string, error: unknown) => void;
-}
-
-const WORKER_OPTIONS: OptionTable<WorkerOptions> = {
-  serve: true,
-  concurrency: true,
-  pollMs: true,
-  maxPollMs: true,
-  stopDeadlineMs: true,
-  rerunInDoubt: "boolean",
-  stopOnSignals: "boolean",
-  onStuck: "function",
-  onFailed: "function",
-};
 
 /** What a worker is doing. */
 export interface WorkerStatus {
@@ -70,6 +33,8 @@ export interface WorkerStatus {
   /** Claims it lost to another worker. */
   readonly lost: number;
   readonly stopping: boolean;
+  /** Each schedule it serves, with its next tick. */
+  readonly schedules: readonly ScheduleStatus[];
 }
 
 /**
@@ -81,11 +46,18 @@ export interface WorkerStatus {
  * drives go on until the deadline, then releases them for another worker.
  */
 export class RunWorker {
-  readonly #options: ResolvedOptions;
+  readonly #options: ResolvedWorkerOptions;
   readonly #running = new Map<string, Promise<void>>();
   /** Runs left at a step, by served name and run id: skipped until their latest step moves on (a lost one, at most a while). */
   readonly #left = new Map<string, { step: number; why: Left; until?: number }>();
   readonly #giveUp = new AbortController();
+  readonly #ticker: Ticker;
+  /** The slots its ticker starts ticks' runs in: the same as the runs it recovers. */
+  readonly #slots: Slots = {
+    free: () => !this.#stopping && this.#running.size < this.#options.concurrency,
+    drives: (runId) => this.#running.has(runId),
+    drive: (served, runId, tick) => void this.#running.set(runId, this.#drive(served, runId, tick)),
+  };
   #finished = 0;
   #lost = 0;
   #stopping = false;
@@ -95,6 +67,10 @@ export class RunWorker {
 
   constructor(options: WorkerOptions) {
     this.#options = checkWorkerOptions(options);
+    this.#ticker = new Ticker(this.#options.schedules, {
+      retryMs: this.#options.pollMs,
+      onStuck: this.#options.onStuck,
+    });
     // Each run it drives listens to the signal until its drive ends: as many as its concurrency, past Node's warning at 10.
     setMaxListeners(this.#options.concurrency + 10, this.#giveUp.signal);
   }
@@ -103,6 +79,7 @@ export class RunWorker {
   start(): this {
     if (this.#loop !== undefined) return this;
     if (this.#options.stopOnSignals) stopsOnSignals(this);
+    this.#ticker.arm(Date.now());
     this.#loop = this.#poll();
     return this;
   }
@@ -116,6 +93,7 @@ export class RunWorker {
       finished: this.#finished,
       lost: this.#lost,
       stopping: this.#stopping,
+      schedules: this.#ticker.status(),
     };
   }
 
@@ -149,15 +127,17 @@ export class RunWorker {
     while (!this.#stopping) {
       let took = 0;
       try {
+        took += await this.#ticker.startDue(this.#slots);
         for (const served of this.#options.serve) took += await this.#take(served);
         wait = took > 0 ? this.#options.pollMs : Math.min(wait * 2, this.#options.maxPollMs);
       } catch {
         // The listing failed (the store did not answer): look again later, as a worker with nothing to do would.
         wait = Math.min(wait * 2, this.#options.maxPollMs);
       }
-      // A full worker looks again as soon as a run ends; an idle one after the jittered wait.
+      // A full worker looks again as soon as a run ends; an idle one after the jittered wait, or at its next tick.
+      const tick = this.#slots.free() ? this.#ticker.wait(Date.now()) : undefined;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, jitter(wait));
+        const timer = setTimeout(resolve, Math.min(jitter(wait), tick ?? Number.POSITIVE_INFINITY));
         this.#wake = () => {
           clearTimeout(timer);
           resolve();
@@ -178,12 +158,13 @@ export class RunWorker {
     return took;
   }
 
-  async #drive(served: ServedRuns, runId: string): Promise<void> {
+  /** Recovers a run it listed, or starts a tick's run, and keeps what became of it. */
+  async #drive(served: ServedRuns, runId: string, tick?: TickRun): Promise<void> {
+    const { signal } = this.#giveUp;
     try {
-      const result = await served.recover(runId, {
-        rerunInDoubt: this.#options.rerunInDoubt,
-        signal: this.#giveUp.signal,
-      });
+      const options = { rerunInDoubt: this.#options.rerunInDoubt, signal };
+      const result = await (tick === undefined ? served.recover(runId, options) : tick.start(signal));
+      tick?.started();
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
       // Listed before its wake time by this worker's clock (a clock behind the store's, its sleep's lease released):
@@ -191,6 +172,7 @@ export class RunWorker {
       const wakesIn = isAsleep(result) && result.waitsFor === undefined ? result.until - Date.now() : 0;
       if (wakesIn > 0) this.#left.set(leftKey(served, runId), { step: -1, why: "asleep", until: this.#after(wakesIn) });
     } catch (error) {
+      if (tick !== undefined && (await tick.failed(error, signal))) return;
       if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
         // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
         if (error instanceof LeaseHeld) this.#lost += 1;
@@ -300,45 +282,6 @@ function stopAll(signal: NodeJS.Signals): void {
 
 function leftKey(served: ServedRuns, runId: string): string {
   return JSON.stringify([served.kind, served.name, runId]);
-}
-
-type ResolvedOptions = Required<Omit<WorkerOptions, "onStuck" | "onFailed">> &
-  Pick<WorkerOptions, "onStuck" | "onFailed">;
-
-/** The options with their defaults, checked: `InvalidInput` before the worker starts. */
-function checkWorkerOptions(options: WorkerOptions): ResolvedOptions {
-  checkOptions("startWorker", options, WORKER_OPTIONS);
-  const serve: unknown = options.serve;
-  if (!Array.isArray(serve) || serve.length === 0 || !serve.every(isServed))
-    throw new InvalidInput(
-      "startWorker: serve must list what it serves, each runner.served(flow) or servedToolLoops(…).",
-    );
-  const resolved: ResolvedOptions = {
-    serve: options.serve,
-    concurrency: options.concurrency ?? 8,
-    pollMs: options.pollMs ?? 1_000,
-    maxPollMs: options.maxPollMs ?? 10_000,
-    stopDeadlineMs: options.stopDeadlineMs ?? 10_000,
-    rerunInDoubt: options.rerunInDoubt ?? false,
-    stopOnSignals: options.stopOnSignals ?? true,
-    onStuck: options.onStuck,
-    onFailed: options.onFailed,
-  };
-  for (const name of ["concurrency", "pollMs", "maxPollMs", "stopDeadlineMs"] as const) {
-    const value = resolved[name];
-    if (!Number.isSafeInteger(value) || value < (name === "stopDeadlineMs" ? 0 : 1))
-      throw new InvalidInput(`startWorker: ${name} must be a whole number ≥ 1, not ${String(value)}.`);
-  }
-  return resolved;
-}
-
-function isServed(value: unknown): value is ServedRuns {
-  return (
-    isObject(value) &&
-    typeof value["name"] === "string" &&
-    typeof value["recover"] === "function" &&
-    isObject(value["store"])
-  );
 }
 
 /** True for the result of a recovery that left the run asleep (`AsleepResult`). */
