@@ -8,9 +8,11 @@ import type {
   LeaseOptions,
   PausedResult,
   RecoverOptions,
+  ScheduleOptions,
   StorageOptions,
   ValueCodec,
 } from "@durable/core";
+import { Schedule } from "@durable/core";
 import type { AsleepResult } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
 import {
@@ -111,14 +113,18 @@ export class FlowRunner {
   /** Starts a run from `input` (validated with the flow's schema) and runs it until it is done or paused. */
   async run<S>(flow: Flow<S>, input: unknown, options: RunOptions = {}): Promise<FlowResult<S>> {
     checkOptions("FlowRunner.run", options, RUN_OPTIONS);
+    return this.#start(flow, this.#driver(flow), input, options);
+  }
+
+  /**
+   * A schedule of the flow: one run per tick across the fleet, its input
+   * from `options.start(tick)`, its id `<name>@<tick>` (one worker's step 0
+   * wins). Serve it with `startWorker({ schedules: [schedule] })`, which
+   * serves the flow's runs too. Its options are checked now: `InvalidInput`.
+   */
+  schedule<S>(flow: Flow<S>, options: ScheduleOptions): Schedule {
     const driver = this.#driver(flow);
-    const state = await settleState(
-      flow.schema,
-      this.#codec,
-      flow.initialState(input),
-      `The input of flow ${flow.name}`,
-    );
-    return driver.start({ state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest }, options);
+    return new Schedule(options, { served: driver, start: (input, start) => this.#start(flow, driver, input, start) });
   }
 
   /**
@@ -186,6 +192,18 @@ export class FlowRunner {
     checkOptions("FlowRunner.resume", options, RECOVER_OPTIONS);
     const driver = this.#driver(flow);
     return driver.resume(await driver.open(runId, options.ctx), answers, options);
+  }
+
+  /** Starts a run of the flow from `input`, validated with its schema, and drives it until it is done, paused or asleep. */
+  async #start<S>(
+    flow: Flow<S>,
+    driver: RunDriver<FlowData<S>, FlowDone<S>>,
+    input: unknown,
+    options: RunOptions & { readonly signal?: AbortSignal },
+  ): Promise<FlowResult<S>> {
+    const what = `The input of flow ${flow.name}`;
+    const state = await settleState(flow.schema, this.#codec, flow.initialState(input), what);
+    return driver.start({ state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest }, options);
   }
 
   /** The driver of one flow; a node calling a tool that is not registered is `FlowError` before anything is read or written. */
