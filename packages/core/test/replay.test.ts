@@ -23,12 +23,15 @@ const registry = new ToolRegistry()
 
 describe("classifying the calls of a cut-short round", () => {
   it("replays a call with a done record", () => {
-    const { finished, inDoubt } = classifyCalls([rec("a", "started"), rec("a", "done", { result: { ok: 1 } })], 1);
+    const done = rec("a", "done", { result: { ok: 1 } });
+    const { finished, inDoubt } = classifyCalls([rec("a", "started"), done], 1);
     expect(finished.get("a")).toEqual({
       callId: "a",
       tool: "tool_a",
       argsText: '{"id":"a"}',
       outcome: { status: "ok", value: { ok: 1 } },
+      // Where the outcome is in the log: an operator's wake ends the sleeps recorded before a place.
+      at: { segment: 0, seq: done.seq },
     });
     expect(inDoubt.size).toBe(0);
   });
