@@ -5,10 +5,8 @@ export { leaseTerms, LeaseKeeper } from "./run/lease.js";
 export { eachConcurrently, type Settled } from "./base/concurrent.js";
 export { CallScope, type CallScopeInit, type CallOutcome, type RoundWait } from "./calls/call-scope.js";
 export type { EventWait, WaitOptions } from "./calls/event-wait.js";
-export { childRunId, type ChildStart } from "./calls/child-runs.js";
+export { childRunId, type ChildStart, type ChildEnd, type ParentRef } from "./calls/child-runs.js";
 export { SLEEP_TOOL, EVENT_TOOL, CHILD_TOOL } from "./calls/tools.js";
-export type { ChildEnd } from "./run/parent.js";
-export type { ParentRef } from "./run/envelope.js";
 export { bindAnswers, type BoundAnswer } from "./calls/approvals.js";
 export {
   classifyCalls,

@@ -3,17 +3,7 @@ import type { ChildStart } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
 import type { Flow } from "./flow.js";
 
-/** Options of `ctx.startChild`. */
-export interface ChildOptions {
-  /** The child's run id (default: derived from the parent's run id and the start's call identity). */
-  readonly runId?: string;
-  /**
-   * Start it and go on without waiting: `startChild` gives `{ runId }`, and
-   * the child is not cancelled with its parent (default: the node waits for
-   * the child's end, and a cancel of the parent cancels it).
-   */
-  readonly detached?: boolean;
-}
+export type { ChildOptions } from "./flow.js";
 
 /** How a flow runner starts the child runs of its nodes: each child flow's driver, and the runner's codec. */
 export interface ChildRuns {

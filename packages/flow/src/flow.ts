@@ -2,11 +2,30 @@ import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Identity, JsonValue } from "@durable/core";
 import type { EventWait, WaitOptions } from "@durable/core/runner";
-import type { ChildOptions } from "./children.js";
-import type { Workflow } from "./workflow.js";
 import { FlowError } from "./flow-error.js";
 import { assertStorableText, canonicalJson, checkOptions, type OptionTable } from "@durable/core/runner";
 import { Call } from "./call.js";
+
+/** Options of `ctx.startChild`. */
+export interface ChildOptions {
+  /** The child's run id (default: derived from the parent's run id and the start's call identity). */
+  readonly runId?: string;
+  /**
+   * Start it and go on without waiting: `startChild` gives `{ runId }`, and
+   * the child is not cancelled with its parent (default: the node waits for
+   * the child's end, and a cancel of the parent cancels it).
+   */
+  readonly detached?: boolean;
+}
+
+/** What a workflow's run holds: its input, and once its function returned, what it returned. */
+export interface WorkflowState<I, O> {
+  readonly input: I;
+  readonly output?: O;
+}
+
+/** A workflow (`workflow`), as the types that give its output know it. */
+export type WorkflowOf<I, O> = Flow<WorkflowState<I, O>> & { readonly workflow: true };
 
 /** What a function node gets besides the state. */
 export interface NodeContext extends Identity {
@@ -54,7 +73,11 @@ export interface NodeContext extends Identity {
     input: unknown,
     options: ChildOptions & { readonly detached: true },
   ): Promise<{ runId: string }>;
-  startChild<I, O>(flow: Workflow<I, O>, input: I, options?: ChildOptions & { readonly detached?: false }): Promise<O>;
+  startChild<I, O>(
+    flow: WorkflowOf<I, O>,
+    input: I,
+    options?: ChildOptions & { readonly detached?: false },
+  ): Promise<O>;
   startChild<C>(flow: Flow<C>, input: unknown, options?: ChildOptions & { readonly detached?: false }): Promise<C>;
 }
 

@@ -6,6 +6,7 @@ export {
   type FlowNode,
   type NodeFn,
   type NodeContext,
+  type WorkflowOf,
   type Router,
   type Reducers,
   type Graph,

@@ -1,13 +1,9 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { checkOptions, isStandardSchema, type OptionTable } from "@durable/core/runner";
-import { Flow, type NodeContext } from "./flow.js";
-import { FlowError } from "./flow-error.js";
+import { Flow, type NodeContext, type WorkflowState } from "./flow.js";
 
-/** What a workflow's run holds: its input, and once its function returned, what it returned. */
-export interface WorkflowState<I, O> {
-  readonly input: I;
-  readonly output?: O;
-}
+export type { WorkflowState } from "./flow.js";
+import { FlowError } from "./flow-error.js";
 
 /**
  * A workflow's body: ordinary async code over its context and input. Like a
@@ -37,6 +33,9 @@ const BODY = "body";
  * alone, and a done run's `state.output` is what the function returned.
  */
 export class Workflow<I, O> extends Flow<WorkflowState<I, O>> {
+  /** Marks a workflow, for the types that give its output rather than its state (`startChild`). */
+  readonly workflow = true as const;
+
   constructor(name: string, options: WorkflowOptions<I>, fn: WorkflowFn<I, O>) {
     checkOptions(`workflow ${JSON.stringify(name)}`, options, WORKFLOW_OPTIONS);
     if (!isStandardSchema(options.input))

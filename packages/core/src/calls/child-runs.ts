@@ -3,11 +3,25 @@ import { canonicalJson } from "../base/canonical.js";
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import { isJsonObject, isString, type JsonValue } from "../base/json.js";
 import { MAX_RUN_ID_LENGTH } from "../base/names.js";
-import type { ParentRef } from "../run/envelope.js";
-import { type ChildEnd, childEndEvent } from "../run/parent.js";
 import type { CallScope } from "./call-scope.js";
 import { waitForEvent } from "./event-wait.js";
-import { CHILD_TOOL } from "./tools.js";
+import { CHILD_TOOL, RESERVED_EVENTS } from "./tools.js";
+
+/** A child run's parent: its run id, and the name of the event that tells it the child ended. */
+export interface ParentRef {
+  readonly runId: string;
+  readonly event: string;
+}
+
+/** How a child run ended, as its parent's wait receives it. */
+export type ChildEnd =
+  | { readonly status: "done"; readonly output: JsonValue }
+  | { readonly status: "failed"; readonly error: string };
+
+/** The event a child run's end is sent to its parent as: one name per child, so a wait takes only its own child's. */
+function childEndEvent(childRunId: string): string {
+  return `${RESERVED_EVENTS}child:${createHash("sha256").update(childRunId).digest("base64url")}`;
+}
 
 /** A child run to start: what names it (its flow's name and its input, as stored), and how its step 0 is saved. */
 export interface ChildStart {

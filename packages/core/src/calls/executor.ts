@@ -10,8 +10,7 @@ import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.
 import type { CallOutcome, CallScope } from "./call-scope.js";
 import { MAX_SLEEP_MS, SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
 import { type EventWait, type WaitOptions, waitForEvent } from "./event-wait.js";
-import { awaitChild, type ChildStart, startChild } from "./child-runs.js";
-import type { ChildEnd } from "../run/parent.js";
+import { awaitChild, type ChildEnd, type ChildStart, startChild } from "./child-runs.js";
 import { validateWith } from "../base/standard-schema.js";
 
 /** Options of an `Executor`. */

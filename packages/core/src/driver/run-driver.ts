@@ -2,7 +2,8 @@ import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
-import { type ParentRef, readEnvelope, type RunEnvelope } from "../run/envelope.js";
+import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
+import type { ParentRef } from "../calls/child-runs.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";

@@ -10,7 +10,8 @@ import { takenAfterRound } from "../calls/event-wait.js";
 import { MAX_SLEEP_MS } from "../calls/tools.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
-import { type ChildEnd, tellParent } from "../run/parent.js";
+import { tellParent } from "../run/parent.js";
+import type { ChildEnd } from "../calls/child-runs.js";
 import type {
   AsleepResult,
   DriveResult,

@@ -1,3 +1,4 @@
+import type { ParentRef } from "../calls/child-runs.js";
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { BoundAnswer } from "../calls/approvals.js";
 import {
@@ -68,12 +69,6 @@ export interface RunEnvelope<P = JsonObject> {
   readonly wokenBefore?: CallPosition;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
-}
-
-/** A child run's parent: its run id, and the name of the event that tells it the child ended. */
-export interface ParentRef {
-  readonly runId: string;
-  readonly event: string;
 }
 
 /**
