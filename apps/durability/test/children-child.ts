@@ -1,9 +1,9 @@
 /**
  * A worker of the child-runs crash test, on the SQLite file `db`: it serves
  * the parent flow `report` (three child runs of the workflow `research`, one
- * per source, awaited together, then `publish`) and the child workflow
- * (`fetch`, a 1 s sleep, `summarize`, another 1 s sleep). With `start` it first starts the
- * parent run `runId`. It prints "serving" once it polls, "asleep <run id>"
+ * per source, awaited together, then `publish`) or the child workflow
+ * (`fetch`, a 3 s sleep, `summarize`: the test kills its worker while all three sleep), as `serves` says. With `start` it
+ * first starts the parent run `runId`. It prints "serving" once it polls, "asleep <run id>"
  * each time a run is saved asleep or waiting, and "done" once the parent is
  * done. Each tool appends to `effects` when it really runs: the verdict reads
  * that file, not the store.
@@ -14,7 +14,13 @@ import { Flow, FlowRunner, workflow } from "@durable/flow";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { z } from "zod";
 
-const [mode, db, effects, runId] = process.argv.slice(2) as ["start" | "serve", string, string, string];
+const [mode, db, effects, runId, serves] = process.argv.slice(2) as [
+  "start" | "serve",
+  string,
+  string,
+  string,
+  "report" | "research",
+];
 const KEY = "children-crash-test-key-0123456789abcdef";
 const POLL_MS = 100;
 
@@ -29,9 +35,8 @@ const registry = new ToolRegistry()
 
 const research = workflow("research", { input: z.object({ source: z.string() }) }, async (ctx, { source }) => {
   const text = await ctx.call<string>("fetch", { source });
-  await ctx.sleep(1_000);
+  await ctx.sleep(3_000);
   await ctx.call("summarize", { source });
-  await ctx.sleep(1_000);
   return { source, words: text.length };
 });
 const report = new Flow("report", { state: z.object({ sources: z.array(z.string()), words: z.number().default(0) }) })
@@ -54,7 +59,7 @@ const runner = new FlowRunner(new Executor(registry), {
 });
 if (mode === "start") await runner.run(report, { sources: ["alpha", "beta", "gamma"] }, { runId });
 const worker = startWorker({
-  serve: [runner.served(report), runner.served(research)],
+  serve: [serves === "report" ? runner.served(report) : runner.served(research)],
   pollMs: POLL_MS,
   maxPollMs: POLL_MS,
   stopOnSignals: false,

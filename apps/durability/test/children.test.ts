@@ -16,15 +16,24 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts a worker process of children-child.ts, with the lines it prints. */
-function worker(dir: string, mode: "start" | "serve") {
+/** Starts a worker process of children-child.ts serving the parent flow or the child workflow, with the lines it prints. */
+function worker(dir: string, mode: "start" | "serve", serves: "report" | "research") {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", CHILD, mode, join(dir, "runs.db"), join(dir, "effects"), RUN],
+    ["--import", "tsx", CHILD, mode, join(dir, "runs.db"), join(dir, "effects"), RUN, serves],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   children.push(child);
-  return { child, line: printedLines(child).line };
+  return { child, ...printedLines(child) };
+}
+
+/** Waits until the process printed `count` lines starting with `prefix`, each another. */
+async function printedTimes(process_: { readonly lines: readonly string[] }, prefix: string, count: number) {
+  for (let waited = 0; new Set(process_.lines.filter((l) => l.startsWith(prefix))).size < count; waited += 50) {
+    if (waited > 60_000)
+      throw new Error(`fewer than ${count} lines starting with ${JSON.stringify(prefix)} in a minute`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 async function killed(process_: ChildProcess): Promise<void> {
@@ -41,23 +50,24 @@ function effects(dir: string): Array<{ tool: string; args: Record<string, unknow
 }
 
 describe("child runs across processes (SQLite)", () => {
-  it("a parent with three children survives a SIGKILL of the parent's worker and then of a child's worker: each child runs once, the parent publishes once", {
+  it("a parent with three children survives a SIGKILL of the parent's worker and of its children's worker: each child runs once, the parent publishes once", {
     timeout: 90_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-children-"));
     dirs.push(dir);
-    const first = worker(dir, "start");
-    // The parent waits for its children, and a child sleeps in the first worker: it dies with both.
-    await first.line(`asleep ${RUN}`);
-    await first.line(`asleep ${RUN}.`);
-    const second = worker(dir, "serve");
-    await second.line("serving");
-    await killed(first.child);
-    // A child asleep again in the second worker (its second sleep): it dies too, and a third goes on.
-    await second.line(`asleep ${RUN}.`);
-    await killed(second.child);
-    const third = worker(dir, "serve");
-    await third.line("done");
+    // The parent's worker starts it: it waits for its three children, whose worker is the only one to serve them.
+    const parents = worker(dir, "start", "report");
+    await parents.line(`asleep ${RUN}`);
+    const childWorker = worker(dir, "serve", "research");
+    // All three children asleep in the children's worker (none inside a tool, which would leave its call in doubt):
+    // both workers die, the parent waiting, the children asleep.
+    await printedTimes(childWorker, `asleep ${RUN}.`, 3);
+    await killed(parents.child);
+    await killed(childWorker.child);
+    const parentsAgain = worker(dir, "serve", "report");
+    const childWorkerAgain = worker(dir, "serve", "research");
+    await parentsAgain.line("done");
+    await killed(childWorkerAgain.child);
 
     const made = effects(dir);
     const sources = (tool: string) =>
@@ -72,6 +82,11 @@ describe("child runs across processes (SQLite)", () => {
     expect(published[0]?.args).toEqual({
       words: "text of alpha".length + "text of beta".length + "text of gamma".length,
     });
-    expect(published[0]?.pid).toBe(third.child.pid);
+    expect(published[0]?.pid).toBe(parentsAgain.child.pid);
+    // Every fetch was the first children's worker's, every summary the second's: each child went on where it was.
+    expect(new Set(made.filter((e) => e.tool === "fetch").map((e) => e.pid))).toEqual(new Set([childWorker.child.pid]));
+    expect(new Set(made.filter((e) => e.tool === "summarize").map((e) => e.pid))).toEqual(
+      new Set([childWorkerAgain.child.pid]),
+    );
   });
 });
