@@ -1,9 +1,15 @@
-import { MemoryCheckpointStore, startWorker, ToolRegistry, type CheckpointStore } from "@durable/core";
+import {
+  type CheckpointStore,
+  MemoryCheckpointStore,
+  StoreUnavailable,
+  startWorker,
+  ToolRegistry,
+} from "@durable/core";
 import { until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, workflow } from "../src/index.js";
-import { runnerOn } from "./helpers.js";
+import { runnerOn, storeWith } from "./helpers.js";
 
 // Adversarial review of child runs: each verdict comes from what tools really did (counters), not from the records.
 
@@ -129,5 +135,105 @@ describe("child runs, adversarial", () => {
     await serve(store, registry, [parent, child] as never, async () => (await statusOf(store, "n")) !== "running");
     const status = await statusOf(store, "n");
     expect(status === "failed" || fetched.includes("night 1"), `parent ${status}, fetched ${fetched}`).toBe(true);
+  }, 15_000);
+
+  it("a parent cancelled while it starts a child (the child saved, its start not yet recorded): the child does not run", async () => {
+    const fetched: string[] = [];
+    const { registry, child } = research(fetched);
+    const parent = new Flow("starter", { state: Out })
+      .node("prep", async (_s, ctx) => ({ note: await ctx.call<string>("flaky", { fail: false }) }))
+      .node("spawn", async (_s, ctx) => {
+        const got = await ctx.startChild(child, { source: "expensive" });
+        return { words: got.words };
+      })
+      .edge("prep", "spawn")
+      .end("spawn");
+    const store = new MemoryCheckpointStore();
+    // The operator's cancel lands just after the child's step 0 was saved, before the parent records the start.
+    let cancelled: Promise<number> | undefined;
+    const racing = storeWith(store, {
+      save: async (runId, step, row, lease) => {
+        await store.save(runId, step, row, lease);
+        if (runId !== "s" && step === 0) {
+          cancelled = runnerOn(store, registry).cancel(parent, "s", "the customer withdrew");
+          await cancelled;
+        }
+      },
+      sendEvent: (runId, event) => store.sendEvent(runId, event),
+      inbox: (runId, from) => store.inbox(runId, from),
+    });
+    await runnerOn(racing, registry)
+      .run(parent, {}, { runId: "s" })
+      .catch(() => undefined);
+    expect(await cancelled).toBeGreaterThan(0);
+    expect(await statusOf(store, "s")).toBe("failed");
+    // The fleet serves the child's flow: a child of a cancelled parent must not do its work.
+    const [childId = ""] = (await store.listRuns({ runIdPrefix: "s." })).runs.map((r) => r.runId);
+    expect(childId).not.toBe("");
+    await serve(store, registry, [child] as never, async () => (await statusOf(store, childId)) !== "running", 1_500);
+    expect(fetched).toEqual([]);
+  }, 15_000);
+
+  it("a child that ends before its parent's first checkpoint landed: the parent still gets its end", async () => {
+    const fetched: string[] = [];
+    const { registry, child } = research(fetched);
+    const parent = new Flow("eager", { state: Out })
+      .node("spawn", async (_s, ctx) => {
+        const got = await ctx.startChild(child, { source: "quick" });
+        return { words: got.words };
+      })
+      .end("spawn");
+    const store = new MemoryCheckpointStore();
+    // Another process's worker picks the child up at once; the parent's first commit is slow (a network hop).
+    const slow = storeWith(store, {
+      save: async (runId, step, row, lease) => {
+        if (runId === "e" && step === 0) {
+          const [childId = ""] = (await store.listRuns({ runIdPrefix: "e." })).runs.map((r) => r.runId);
+          await serve(store, registry, [child] as never, async () => (await statusOf(store, childId)) === "done");
+        }
+        await store.save(runId, step, row, lease);
+      },
+      sendEvent: (runId, event) => store.sendEvent(runId, event),
+      inbox: (runId, from) => store.inbox(runId, from),
+    });
+    await runnerOn(slow, registry).run(parent, {}, { runId: "e" });
+    expect(fetched).toEqual(["quick"]);
+    await serve(store, registry, [parent, child] as never, async () => (await statusOf(store, "e")) !== "running");
+    expect(await statusOf(store, "e")).toBe("done");
+  }, 15_000);
+
+  it("a cancel whose cascade the store failed halfway: cancelling again reaches the children it left running", async () => {
+    const fetched: string[] = [];
+    const { registry, child } = research(fetched);
+    const parent = new Flow("fan", { state: Out })
+      .node("spawn", async (_s, ctx) => {
+        await Promise.all(["a", "b"].map((source) => ctx.startChild(child, { source })));
+        return {};
+      })
+      .end("spawn");
+    const store = new MemoryCheckpointStore();
+    await runnerOn(store, registry).run(parent, {}, { runId: "f" });
+    const children = (await store.listRuns({ runIdPrefix: "f." })).runs.map((r) => r.runId);
+    expect(children).toHaveLength(2);
+    // The store fails once, as the cascade reads the first child.
+    let failures = 1;
+    const flaky = storeWith(store, {
+      latest: async (runId) => {
+        if (children.includes(runId) && failures-- > 0) throw new StoreUnavailable(`connection reset reading ${runId}`);
+        return store.latest(runId);
+      },
+      sendEvent: (runId, event) => store.sendEvent(runId, event),
+      inbox: (runId, from) => store.inbox(runId, from),
+    });
+    await runnerOn(flaky, registry)
+      .cancel(parent, "f", "stop all")
+      .catch(() => undefined);
+    // The operator cancels again (or the parent's cancel is retried): the children must end cancelled.
+    await runnerOn(store, registry)
+      .cancel(parent, "f", "stop all")
+      .catch(() => undefined);
+    await serve(store, registry, [child] as never, async () => false, 500);
+    for (const id of children) expect(await statusOf(store, id)).toBe("failed");
+    expect(fetched).toEqual([]);
   }, 15_000);
 });
