@@ -23,6 +23,13 @@ export interface ChildStart {
    * whose record did not land) is no error, by another run `CheckpointConflict`.
    */
   readonly enqueue: (runId: string, parent: ParentRef | undefined) => Promise<void>;
+  /**
+   * Tells the parent again how child run `runId` ended, when it ended (its
+   * first telling may have been refused: its parent had failed and was
+   * retried since, or was not stored yet); true when it ended. A duplicate
+   * when the first telling landed.
+   */
+  readonly retell?: ((runId: string) => Promise<boolean>) | undefined;
 }
 
 /**
@@ -53,6 +60,9 @@ export async function startChild(scope: CallScope, within: string, child: ChildS
     );
   }
   const parent = child.detached === true ? undefined : { runId: scope.runId, event: childEndEvent(runId) };
+  // The parent is stored before its child (its step 0 and running steps land lazily): a child that ends at once
+  // finds its parent there to tell, and a parent that dies here leaves no child of a run that never was.
+  await log.flush();
   await child.enqueue(runId, parent);
   await log.append({ round: plan.round, callId: startId, tool: CHILD_TOOL, kind: "done", args, result: { runId } });
   return runId;
@@ -61,10 +71,18 @@ export async function startChild(scope: CallScope, within: string, child: ChildS
 /**
  * Waits `within` a part of the round for the end of child run `runId`: a
  * wait for its end event (`childEndEvent`), which the child sends before it
- * is saved ended. Gives how it ended, or undefined while the round must wait.
+ * is saved ended, and `retell` sends again when the wait finds none. Gives
+ * how it ended, or undefined while the round must wait.
  */
-export async function awaitChild(scope: CallScope, within: string, runId: string): Promise<ChildEnd | undefined> {
-  const wait = await waitForEvent(scope, within, childEndEvent(runId));
+export async function awaitChild(
+  scope: CallScope,
+  within: string,
+  runId: string,
+  retell?: (runId: string) => Promise<boolean>,
+): Promise<ChildEnd | undefined> {
+  // With no end in the inbox, a child that ended is asked to tell it again: a telling its parent refused is not lost.
+  const whenNone = retell === undefined ? undefined : () => retell(runId);
+  const wait = await waitForEvent(scope, within, childEndEvent(runId), {}, whenNone);
   if (wait === undefined) return undefined;
   const end = wait.status === "received" ? wait.payload : undefined;
   if (isJsonObject(end) && end["status"] === "done" && end["output"] !== undefined)

@@ -72,13 +72,15 @@ export function takenAfterRound(
  * wait's `done` (so it is taken once, however often the round runs again).
  * With none there, a passed deadline records the timeout; else the scope
  * notes the wait (the round stops, and the run is saved waiting) and this
- * gives undefined.
+ * gives undefined. `whenNone`, when the inbox holds none, may deliver one
+ * (true when it may have): the inbox is read again.
  */
 export async function waitForEvent(
   scope: CallScope,
   within: string,
   name: string,
   options: WaitOptions = {},
+  whenNone?: () => Promise<boolean>,
 ): Promise<EventWait | undefined> {
   const args = checkedWait(name, options);
   const callId = scope.nameCall(within, EVENT_TOOL, canonicalJson(args));
@@ -104,6 +106,11 @@ export async function waitForEvent(
   const takes = takenInRound(plan);
   let inbox = await scope.inbox();
   let event = earliestUntaken(scope, name, inbox, takes);
+  // Found none: `whenNone` may deliver one (a child's end told again), then the inbox is read again.
+  if (event === undefined && whenNone !== undefined && (await whenNone())) {
+    inbox = await scope.inbox(true);
+    event = earliestUntaken(scope, name, inbox, takes);
+  }
   const passed = deadline !== undefined && deadline <= Date.now();
   // The step's inbox may have been read before this wait looked (by an earlier wait of the step): an event sent
   // since wins over a deadline that passed, so the inbox is read again before the wait times out.

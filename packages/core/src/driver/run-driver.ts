@@ -3,7 +3,13 @@ import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
 import { type ParentRef, readEnvelope, type RunEnvelope } from "../run/envelope.js";
-import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  InvalidInput,
+  RecoveryNeedsDecision,
+  errorText,
+} from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
@@ -13,7 +19,8 @@ import { freshPlan, planReplay } from "../calls/replay.js";
 import { newRunId } from "../base/names.js";
 import { DurableRun } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
-import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "../store/contract.js";
+import { type ChildEnd, tellParent } from "../run/parent.js";
 import { WAITING } from "../store/rules.js";
 import { eachConcurrently } from "../base/concurrent.js";
 import type {
@@ -135,6 +142,38 @@ export class RunDriver<D, R> {
     }
     await started.run.stopLease(true);
     await this.#drive.saved(started.checkpoint, data);
+  }
+
+  /**
+   * Tells the parent of child run `runId` (this driver's) again how it
+   * ended, when it ended: true then (the telling is a duplicate when the
+   * first one landed). A parent that waits for a child's end and finds none
+   * asks it, so an end its parent refused (it had failed, and was retried
+   * since; it was not stored yet) is not lost. Reads one row while the child runs.
+   */
+  async retellEnd(runId: string): Promise<boolean> {
+    let row: Awaited<ReturnType<CheckpointStore["latest"]>>;
+    try {
+      row = await this.#store.latest(runId);
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) return false;
+      throw error;
+    }
+    // The plain column only says whether to read on: what is told is read verified.
+    if (!isEnded(row.status)) return false;
+    const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
+    const { kind, name } = this.#program;
+    if (!isEnded(latest.status) || latest.kind !== kind || latest.name !== name) return false;
+    const envelope = readEnvelope(runId, latest.data);
+    if (envelope.parent === undefined) return false;
+    let end: ChildEnd;
+    if (latest.status === "failed") end = { status: "failed", error: envelope.error ?? "" };
+    else {
+      const program = await this.#program.read(runId, envelope.program);
+      end = { status: "done", output: this.#program.output?.(program) ?? this.#program.write(program) };
+    }
+    await tellParent(this.#store, this.#sealer, envelope.parent, runId, end);
+    return true;
   }
 
   /** True when run `runId` is this driver's, started with this `parent` (none for a detached child). */
