@@ -174,7 +174,7 @@ describe("child runs, adversarial", () => {
     expect(fetched).toEqual([]);
   }, 15_000);
 
-  it("a child that ends before its parent's first checkpoint landed: the parent still gets its end", async () => {
+  it("a child that ends as soon as it is saved, before its parent's next write: the parent still gets its end", async () => {
     const fetched: string[] = [];
     const { registry, child } = research(fetched);
     const parent = new Flow("eager", { state: Out })
@@ -184,14 +184,17 @@ describe("child runs, adversarial", () => {
       })
       .end("spawn");
     const store = new MemoryCheckpointStore();
-    // Another process's worker picks the child up at once; the parent's first commit is slow (a network hop).
+    // Another process's worker picks the child up at once and ends it before the parent's process writes again
+    // (its saves are slow: a network hop).
     const slow = storeWith(store, {
       save: async (runId, step, row, lease) => {
-        if (runId === "e" && step === 0) {
-          const [childId = ""] = (await store.listRuns({ runIdPrefix: "e." })).runs.map((r) => r.runId);
-          await serve(store, registry, [child] as never, async () => (await statusOf(store, childId)) === "done");
-        }
+        if (runId === "e") await new Promise((resolve) => setTimeout(resolve, 200));
         await store.save(runId, step, row, lease);
+      },
+      release: async (runId, segment, owner) => {
+        await store.release(runId, segment, owner);
+        if (runId.startsWith("e.") && segment === 0)
+          await serve(store, registry, [child] as never, async () => (await statusOf(store, runId)) === "done");
       },
       sendEvent: (runId, event) => store.sendEvent(runId, event),
       inbox: (runId, from) => store.inbox(runId, from),
