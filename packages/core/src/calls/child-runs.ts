@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../base/canonical.js";
-import { CheckpointStoreCorrupt } from "../base/errors.js";
+import { CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
 import { isJsonObject, isString, type JsonValue } from "../base/json.js";
 import { MAX_RUN_ID_LENGTH } from "../base/names.js";
 import type { ParentRef } from "../run/envelope.js";
 import { type ChildEnd, childEndEvent } from "../run/parent.js";
 import type { CallScope } from "./call-scope.js";
 import { waitForEvent } from "./event-wait.js";
+import type { ReplayPlan } from "./replay.js";
 import { CHILD_TOOL } from "./tools.js";
 
 /** A child run to start: what names it (its flow's name and its input, as stored), and how its step 0 is saved. */
@@ -50,6 +51,16 @@ export async function startChild(scope: CallScope, within: string, child: ChildS
   const runId = child.runId ?? childRunId(scope.runId, callId);
   const { plan, log } = scope.init;
   scope.claim(startId);
+  // One child run per start: a run id another start of this run took (this round's, or a child whose end an
+  // earlier round took) would make two waits for one end, and the second would never get one.
+  const starts = startsInRound(plan);
+  const other = starts.get(runId);
+  const endTaken = child.detached !== true && Object.hasOwn(scope.init.taken ?? {}, childEndEvent(runId));
+  if ((other !== undefined && other !== startId) || (other === undefined && endTaken))
+    throw new InvalidInput(
+      `startChild: child run id ${JSON.stringify(runId)} was given to another start of run ${JSON.stringify(scope.runId)}: give each child run its own runId.`,
+    );
+  starts.set(runId, startId);
   const started = plan.finished.get(startId)?.outcome;
   if (started !== undefined) {
     const value = started.status === "ok" ? started.value : undefined;
@@ -66,6 +77,24 @@ export async function startChild(scope: CallScope, within: string, child: ChildS
   await child.enqueue(runId, parent);
   await log.append({ round: plan.round, callId: startId, tool: CHILD_TOOL, kind: "done", args, result: { runId } });
   return runId;
+}
+
+/** The child run ids each round's starts took, run id → start id: known once per plan, then kept as the round starts more. */
+const roundStarts = new WeakMap<ReplayPlan, Map<string, string>>();
+
+/** The child run ids the round of `plan` started: those of its `done` start records, then each new one. */
+function startsInRound(plan: ReplayPlan): Map<string, string> {
+  let starts = roundStarts.get(plan);
+  if (starts === undefined) {
+    starts = new Map();
+    for (const call of plan.finished.values()) {
+      const value = call.outcome.status === "ok" ? call.outcome.value : undefined;
+      if (call.tool === CHILD_TOOL && isJsonObject(value) && isString(value["runId"]))
+        starts.set(value["runId"], call.callId);
+    }
+    roundStarts.set(plan, starts);
+  }
+  return starts;
 }
 
 /**
