@@ -205,7 +205,7 @@ describe("child runs, adversarial", () => {
     expect(await statusOf(store, "e")).toBe("done");
   }, 15_000);
 
-  it("a cancel whose cascade the store failed halfway: cancelling again reaches the children it left running", async () => {
+  it("a cancel whose cascade the store failed halfway: the children it left are cancelled before they do any work", async () => {
     const fetched: string[] = [];
     const { registry, child } = research(fetched);
     const parent = new Flow("fan", { state: Out })

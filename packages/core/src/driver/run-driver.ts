@@ -176,6 +176,22 @@ export class RunDriver<D, R> {
     return true;
   }
 
+  /** The parent of a child run, when it was cancelled: its run id, and `cancelled: <reason>`. */
+  async #cancelledParent(parent: ParentRef | undefined): Promise<{ runId: string; why: string } | undefined> {
+    if (parent === undefined) return undefined;
+    let latest: Awaited<ReturnType<typeof DurableRun.latest>>;
+    try {
+      latest = await DurableRun.latest(this.#store, this.#sealer, parent.runId);
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) return undefined;
+      throw error;
+    }
+    if (latest.status !== "failed") return undefined;
+    const { cancelled, error } = readEnvelope(parent.runId, latest.data);
+    if (cancelled !== true) return undefined;
+    return { runId: parent.runId, why: `cancelled: ${(error ?? "").replace(/^Cancelled: /, "")}` };
+  }
+
   /** True when run `runId` is this driver's, started with this `parent` (none for a detached child). */
   async #startedAs(runId: string, parent: ParentRef | undefined): Promise<boolean> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
@@ -253,6 +269,19 @@ export class RunDriver<D, R> {
       // A run paused with no pending call waits for outside input (a conversation's next message): its result as it stands.
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
+    }
+    // A child run whose parent was cancelled is cancelled before it goes on: the parent's cascade reaches only the
+    // children its log records, not one whose start's record never landed (the cancel came first), nor the ones a
+    // cascade the store failed left.
+    const cancelledParent = retrying ? undefined : await this.#cancelledParent(opened.envelope.parent);
+    if (cancelledParent !== undefined) {
+      const why = `its parent run ${JSON.stringify(cancelledParent.runId)} was ${cancelledParent.why}`
+        .slice(0, 1_000)
+        .replace(/[\ud800-\udbff]$/, "");
+      const stored = { ...opened.envelope, program: this.#program.write(opened.envelope.program) };
+      const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
+      await saveCancelled({ ...at, events: this.#events }, latest, stored, why);
+      throw new CheckpointConflict(runId, `it was cancelled: ${why}.`);
     }
     // An asleep run is woken by the first claim after its wake time, or, waiting for events, once one was sent (it
     // released the wait's lease): until then it stays as it was saved. The claim that wakes it saves it awake.
