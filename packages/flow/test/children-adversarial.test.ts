@@ -239,4 +239,26 @@ describe("child runs, adversarial", () => {
     for (const id of children) expect(await statusOf(store, id)).toBe("failed");
     expect(fetched).toEqual([]);
   }, 15_000);
+
+  it("a detached child under a run id an unrelated run of its flow holds is refused, not taken for started", async () => {
+    const fetched: string[] = [];
+    const { registry, child } = research(fetched);
+    const store = new MemoryCheckpointStore();
+    // A standalone run of the child's flow, started by someone else, under the id the parent will ask for.
+    await runnerOn(store, registry).run(child, { source: "someone else's" }, { runId: "report-2024" });
+    const parent = new Flow("kicker", { state: Out })
+      .node("kick", async (_s, ctx) => {
+        await ctx.startChild(child, { source: "mine" }, { runId: "report-2024", detached: true });
+        return { note: "kicked" };
+      })
+      .end("kick");
+    const outcome = await runnerOn(store, registry)
+      .run(parent, {}, { runId: "k" })
+      .then(
+        (result) => result.status,
+        (error: Error) => error.name,
+      );
+    // The doc: a step 0 saved by another run is CheckpointConflict; the parent must not go on as if "mine" started.
+    expect(outcome, `fetched ${fetched}`).not.toBe("done");
+  });
 });
