@@ -1,8 +1,9 @@
-import { type CheckpointStore, MemoryCheckpointStore, sendEvent, ToolRegistry } from "@durable/core";
-import { describe, expect, it } from "vitest";
+import { type CheckpointStore, MemoryCheckpointStore, sendEvent, startWorker, ToolRegistry } from "@durable/core";
+import { sleep, until } from "@durable/test-utils/waiting";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { workflow } from "../src/index.js";
-import { KEY, runnerOn } from "./helpers.js";
+import { forever, KEY, runnerOn, storeWith } from "./helpers.js";
 
 // Adversarial review of events: each verdict comes from what tools really did (counters) and what waits gave.
 
@@ -40,5 +41,92 @@ describe("events, adversarial", () => {
     const done = await runner.recover(checkout, "c");
     expect(paid).toEqual(["c"]);
     expect(done).toMatchObject({ status: "done", state: { output: "received" } });
+  });
+
+  it("a deadline is recorded once: a rerun before it neither times out nor moves it; after it, an event present wins", async () => {
+    const store = new MemoryCheckpointStore();
+    const shipped: string[] = [];
+    const registry = new ToolRegistry().tool("ship", (args: { how: string }) => void shipped.push(args.how));
+    const pay = workflow("pay", { input: z.object({}) }, async (ctx) => {
+      const paid = await ctx.waitForEvent("paid", { timeoutMs: 400 });
+      await ctx.call("ship", { how: paid.status });
+      return paid.status;
+    });
+    const runner = runnerOn(store, registry);
+    const first = (await runner.run(pay, {}, { runId: "d" })) as { status: string; until: number };
+    expect(first.status).toBe("asleep");
+    // An event of another name wakes it before the deadline: the round runs again, and waits until the same time.
+    await send(store, "d", "noise", null);
+    const again = (await runner.recover(pay, "d")) as { status: string; until: number };
+    expect(again).toMatchObject({ status: "asleep", until: first.until });
+    expect(shipped).toEqual([]);
+    // Past the deadline, the event is there when the wait looks: it wins.
+    await sleep(Math.max(0, first.until - Date.now()) + 20);
+    await send(store, "d", "paid", "card");
+    expect(await runner.recover(pay, "d")).toMatchObject({ status: "done", state: { output: "received" } });
+    expect(shipped).toEqual(["received"]);
+  });
+
+  it("a worker dying between the deadline's record and the waiting save: the recovery keeps the first deadline", async () => {
+    const inner = new MemoryCheckpointStore();
+    const registry = new ToolRegistry();
+    const pay = workflow(
+      "pay2",
+      { input: z.object({}) },
+      async (ctx) => (await ctx.waitForEvent("paid", { timeoutMs: 300 })).status,
+    );
+    // The first worker dies as it saves the run waiting: its step 0 and the deadline's record landed before.
+    let dead = false;
+    const dying = storeWith(inner, {
+      save: async (runId, step, row, lease) => {
+        if (dead || lease?.owner === "(waiting)") {
+          dead = true;
+          return forever();
+        }
+        await inner.save(runId, step, row, lease);
+      },
+      sendEvent: (runId, event) => inner.sendEvent(runId, event),
+      inbox: (runId, from) => inner.inbox(runId, from),
+    });
+    const started = Date.now();
+    void runnerOn(dying, registry).run(pay, {}, { runId: "x" });
+    await until(() => dead, 2_000);
+    await sleep(100);
+    // A later worker takes the run over (its drive's lease would run out) and reruns the round.
+    const later = (await runnerOn(inner, registry).recover(pay, "x", { takeOver: true })) as {
+      status: string;
+      until?: number;
+    };
+    expect((await inner.calls("x")).length).toBeGreaterThan(0); // the deadline's record landed before the crash
+    expect(later.status).toBe("asleep");
+    expect((later.until ?? 0) - started).toBeLessThanOrEqual(320);
+  });
+
+  it("a worker whose clock is 10 s behind the store's wakes a waiting run within a poll of its event", async () => {
+    const store = new MemoryCheckpointStore();
+    const shipped: string[] = [];
+    const registry = new ToolRegistry().tool("ship", (args: { how: string }) => void shipped.push(args.how));
+    const pay = workflow("pay3", { input: z.object({}) }, async (ctx) => {
+      const paid = await ctx.waitForEvent("paid", { timeoutMs: 60_000 });
+      await ctx.call("ship", { how: paid.status });
+    });
+    await runnerOn(store, registry).run(pay, {}, { runId: "w" });
+    const real = Date.now.bind(Date);
+    const behind = vi.spyOn(Date, "now").mockImplementation(() => real() - 10_000);
+    const worker = startWorker({
+      serve: [runnerOn(store, registry).served(pay)],
+      pollMs: 30,
+      maxPollMs: 30,
+      stopOnSignals: false,
+    });
+    try {
+      await sleep(100);
+      await send(store, "w", "paid", "card");
+      await until(async () => (await store.latest("w")).status === "done", 2_000);
+      expect(shipped).toEqual(["received"]);
+    } finally {
+      await worker.stop();
+      behind.mockRestore();
+    }
   });
 });
