@@ -129,4 +129,32 @@ describe("events, adversarial", () => {
       behind.mockRestore();
     }
   });
+
+  it("resends under one key racing the first send (and other senders) add one event, which one wait takes", async () => {
+    const store = new MemoryCheckpointStore();
+    const handled: string[] = [];
+    const registry = new ToolRegistry().tool(
+      "handle",
+      (args: { what: unknown }) => void handled.push(String(args.what)),
+    );
+    const hook = workflow("hook", { input: z.object({}) }, async (ctx) => {
+      for (let i = 0; i < 3; i++) {
+        const got = await ctx.waitForEvent("paid", { timeoutMs: 300 });
+        await ctx.call("handle", { what: got.status === "received" ? got.payload : "timeout" });
+      }
+    });
+    await runnerOn(store, registry).run(hook, {}, { runId: "h" });
+    const sends = await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => send(store, "h", "paid", `webhook try ${i}`, "pay-1")),
+      send(store, "h", "paid", "other", "pay-2"),
+    ]);
+    expect(sends.filter((sent) => sent.status === "sent")).toHaveLength(2);
+    const done = await runnerOn(store, registry).recover(hook, "h");
+    expect(done.status === "asleep" || done.status === "done").toBe(true);
+    await until(async () => (await runnerOn(store, registry).recover(hook, "h")).status === "done", 3_000);
+    expect(handled).toHaveLength(3);
+    expect(handled.filter((what) => what.startsWith("webhook try"))).toHaveLength(1);
+    expect(handled.filter((what) => what === "other")).toHaveLength(1);
+    expect(handled[2]).toBe("timeout");
+  });
 });
