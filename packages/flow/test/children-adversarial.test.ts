@@ -9,7 +9,7 @@ import { until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, workflow } from "../src/index.js";
-import { runnerOn, storeWith } from "./helpers.js";
+import { forever, runnerOn, storeWith } from "./helpers.js";
 
 // Adversarial review of child runs: each verdict comes from what tools really did (counters), not from the records.
 
@@ -260,5 +260,42 @@ describe("child runs, adversarial", () => {
       );
     // The doc: a step 0 saved by another run is CheckpointConflict; the parent must not go on as if "mine" started.
     expect(outcome, `fetched ${fetched}`).not.toBe("done");
+  });
+
+  it("a detached child whose start's record did not land (its parent's worker died): the recovery takes it for started", async () => {
+    const fetched: string[] = [];
+    const { registry, child } = research(fetched);
+    const parent = new Flow("kicker2", { state: Out })
+      .node("kick", async (_s, ctx) => {
+        await ctx.startChild(child, { source: "mine" }, { runId: "report-2025", detached: true });
+        return { note: "kicked" };
+      })
+      .end("kick");
+    const store = new MemoryCheckpointStore();
+    let dead = false;
+    const dying = storeWith(store, {
+      save: async (runId, step, row, lease) => {
+        if (dead) return forever();
+        await store.save(runId, step, row, lease);
+        if (runId === "report-2025") {
+          dead = true;
+          // The lease its dead worker took with the child's step 0 runs out (as a real one does after its length).
+          await store.release(runId, row.segment, lease?.owner ?? "");
+        }
+      },
+      recordCall: async (runId, segment, seq, sealed) => {
+        if (dead) return forever();
+        return store.recordCall(runId, segment, seq, sealed);
+      },
+      release: async (runId, segment, owner) => (dead ? forever() : store.release(runId, segment, owner)),
+      sendEvent: (runId, event) => store.sendEvent(runId, event),
+      inbox: (runId, from) => store.inbox(runId, from),
+    });
+    void runnerOn(dying, registry).run(parent, {}, { runId: "k2" });
+    await until(() => dead, 2_000);
+    const done = await runnerOn(store, registry).recover(parent, "k2", { takeOver: true });
+    expect(done).toMatchObject({ status: "done", state: { note: "kicked" } });
+    await serve(store, registry, [child] as never, async () => (await statusOf(store, "report-2025")) === "done");
+    expect(fetched).toEqual(["mine"]);
   });
 });

@@ -1,6 +1,8 @@
 import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from "../run/in-doubt-decisions.js";
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
+import { canonicalJson } from "../base/canonical.js";
+import { openCheckpoint } from "../seal/checkpoint.js";
 import { readCallLog } from "../log/call-log.js";
 import { type ParentRef, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import {
@@ -137,7 +139,7 @@ export class RunDriver<D, R> {
         snapshotEvery: this.#snapshotEvery,
       });
     } catch (error) {
-      if (error instanceof CheckpointConflict && (await this.#startedAs(options.runId, parent))) return;
+      if (error instanceof CheckpointConflict && (await this.#startedAs(options.runId, parent, envelope))) return;
       throw error;
     }
     await started.run.stopLease(true);
@@ -192,12 +194,24 @@ export class RunDriver<D, R> {
     return { runId: parent.runId, why: `cancelled: ${(error ?? "").replace(/^Cancelled: /, "")}` };
   }
 
-  /** True when run `runId` is this driver's, started with this `parent` (none for a detached child). */
-  async #startedAs(runId: string, parent: ParentRef | undefined): Promise<boolean> {
+  /**
+   * True when run `runId` is this driver's, started with this `parent`; a
+   * detached child (no parent) also with this step 0 (`envelope`: its input),
+   * when the store keeps its history: a run of its flow that someone else
+   * started under that id is not taken for it.
+   */
+  async #startedAs(runId: string, parent: ParentRef | undefined, envelope: RunEnvelope<D>): Promise<boolean> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
     const stored = readEnvelope(runId, latest.data).parent;
     const same = stored?.runId === parent?.runId && stored?.event === parent?.event;
-    return latest.name === this.#program.name && latest.kind === this.#program.kind && same;
+    if (!(latest.name === this.#program.name && latest.kind === this.#program.kind && same)) return false;
+    if (parent !== undefined || this.#store.history === undefined) return true;
+    const [first] = await this.#store.history(runId, 0);
+    if (first === undefined) return false;
+    const step0 = openCheckpoint(this.#sealer, first);
+    return (
+      step0.step === 0 && "data" in step0 && canonicalJson(step0.data) === canonicalJson(this.#drive.json(envelope))
+    );
   }
 
   /**
