@@ -56,7 +56,8 @@ export function nodeContext(
       detached: options.detached,
     });
     if (options.detached === true) return { runId };
-    const end = (await executor.awaitChild(scope, within, runId)) ?? stop("the node waits for a child run");
+    const end =
+      (await executor.awaitChild(scope, within, runId, start.retell)) ?? stop("the node waits for a child run");
     if (end.status === "failed") throw new ChildRunFailed(runId, end.error);
     return children.output(flow, end.output);
   };

@@ -237,6 +237,7 @@ export class FlowRunner {
         name: child.name,
         input: storedState(codec, state),
         enqueue: (runId, parent) => driver.enqueue(data, { runId, parent }),
+        retell: (runId) => driver.retellEnd(runId),
       };
     },
     output: (child, output) => {

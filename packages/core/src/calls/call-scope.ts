@@ -134,14 +134,17 @@ export class CallScope {
     this.sleepUntil(until);
   }
 
-  /** The run's inbox, read once per scope: `InvalidInput` when the store has no events capability. */
-  inbox(): Promise<readonly InboxEvent[]> {
+  /**
+   * The run's inbox, read once per scope (with `fresh`, read again, and kept
+   * for the scope's later waits): `InvalidInput` when the store has no events capability.
+   */
+  inbox(fresh = false): Promise<readonly InboxEvent[]> {
     const read = this.init.inbox;
     if (read === undefined)
       return Promise.reject(
         new InvalidInput("waitForEvent: this run's store has no events capability (sendEvent and inbox)."),
       );
-    this.#inbox ??= read();
+    if (fresh || this.#inbox === undefined) this.#inbox = read();
     return this.#inbox;
   }
 

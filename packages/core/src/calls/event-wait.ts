@@ -2,7 +2,7 @@ import { canonicalJson } from "../base/canonical.js";
 import { CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
 import { isCount, isJsonObject, isString, type JsonValue } from "../base/json.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
-import { assertEventName } from "../log/inbox.js";
+import { assertEventName, type InboxEvent } from "../log/inbox.js";
 import type { CallScope } from "./call-scope.js";
 import type { FinishedOutcome, ReplayPlan } from "./replay.js";
 import { EVENT_TOOL, MAX_SLEEP_MS, SLEEP_TOOL } from "./tools.js";
@@ -72,13 +72,15 @@ export function takenAfterRound(
  * wait's `done` (so it is taken once, however often the round runs again).
  * With none there, a passed deadline records the timeout; else the scope
  * notes the wait (the round stops, and the run is saved waiting) and this
- * gives undefined.
+ * gives undefined. `whenNone`, when the inbox holds none, may deliver one
+ * (true when it may have): the inbox is read again.
  */
 export async function waitForEvent(
   scope: CallScope,
   within: string,
   name: string,
   options: WaitOptions = {},
+  whenNone?: () => Promise<boolean>,
 ): Promise<EventWait | undefined> {
   const args = checkedWait(name, options);
   const callId = scope.nameCall(within, EVENT_TOOL, canonicalJson(args));
@@ -104,7 +106,49 @@ export async function waitForEvent(
     else throw new CheckpointStoreCorrupt(scope.runId, `the deadline of ${callId} in the call log is not a time.`);
   }
 
-  const inbox = await scope.inbox();
+  const takes = takenInRound(plan);
+  let inbox = await scope.inbox();
+  let event = earliestUntaken(scope, name, inbox, takes);
+  // Found none: `whenNone` may deliver one (a child's end told again), then the inbox is read again.
+  if (event === undefined && whenNone !== undefined && (await whenNone())) {
+    inbox = await scope.inbox(true);
+    event = earliestUntaken(scope, name, inbox, takes);
+  }
+  const passed = deadline !== undefined && (woken || deadline <= Date.now());
+  // The step's inbox may have been read before this wait looked (by an earlier wait of the step): an event sent
+  // since wins over a deadline that passed, so the inbox is read again before the wait times out.
+  if (event === undefined && passed) {
+    inbox = await scope.inbox(true);
+    event = earliestUntaken(scope, name, inbox, takes);
+  }
+  const entry = { round: plan.round, callId, tool: EVENT_TOOL, kind: "done", args } as const;
+  if (event !== undefined) {
+    // Marked taken with no await since it was found: a sibling wait of the round never takes the same event.
+    takes.set(event.seq, name);
+    const { seq, key, payload } = event;
+    await log.append({ ...entry, result: { seq, key, payload } });
+    return { status: "received", name, payload, key };
+  }
+  if (passed) {
+    await log.append({ ...entry, result: { timeout: true } });
+    return { status: "timeout", name };
+  }
+  scope.waitForEvent(name, inbox.length, deadline ?? Date.now() + MAX_SLEEP_MS);
+  return undefined;
+}
+
+/**
+ * The earliest event named `name` in `inbox` that no wait took: past the
+ * first `taken[name]` (the run's earlier rounds), and not one of `takes`
+ * (this round's). `CheckpointStoreCorrupt` when the inbox holds fewer of that
+ * name than the run took.
+ */
+function earliestUntaken(
+  scope: CallScope,
+  name: string,
+  inbox: readonly InboxEvent[],
+  takes: ReadonlyMap<number, string>,
+): InboxEvent | undefined {
   const named = inbox.filter((event) => event.name === name);
   const before = Object.hasOwn(scope.init.taken ?? {}, name) ? (scope.init.taken?.[name] ?? 0) : 0;
   if (named.length < before)
@@ -112,22 +156,7 @@ export async function waitForEvent(
       scope.runId,
       `its inbox holds ${named.length} events named ${JSON.stringify(name)}, and the run took ${before}: events were deleted.`,
     );
-  const takes = takenInRound(plan);
-  // Found and marked taken with no await between: a sibling wait of the round never takes the same event.
-  const event = named.slice(before).find((candidate) => !takes.has(candidate.seq));
-  const entry = { round: plan.round, callId, tool: EVENT_TOOL, kind: "done", args } as const;
-  if (event !== undefined) {
-    takes.set(event.seq, name);
-    const { seq, key, payload } = event;
-    await log.append({ ...entry, result: { seq, key, payload } });
-    return { status: "received", name, payload, key };
-  }
-  if (deadline !== undefined && (woken || deadline <= Date.now())) {
-    await log.append({ ...entry, result: { timeout: true } });
-    return { status: "timeout", name };
-  }
-  scope.waitForEvent(name, inbox.length, deadline ?? Date.now() + MAX_SLEEP_MS);
-  return undefined;
+  return named.slice(before).find((candidate) => !takes.has(candidate.seq));
 }
 
 /** A finished wait's outcome as its `done` record holds it. */

@@ -151,8 +151,13 @@ export class Executor {
   }
 
   /** Waits for the end of child run `runId` (see `awaitChild`): how it ended, or undefined while the round must wait. */
-  awaitChild(scope: CallScope, within: string, runId: string): Promise<ChildEnd | undefined> {
-    const ended = awaitChild(scope, within, runId);
+  awaitChild(
+    scope: CallScope,
+    within: string,
+    runId: string,
+    retell?: (runId: string) => Promise<boolean>,
+  ): Promise<ChildEnd | undefined> {
+    const ended = awaitChild(scope, within, runId, retell);
     scope.track(ended);
     return ended;
   }

@@ -1,10 +1,18 @@
 import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from "../run/in-doubt-decisions.js";
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
+import { canonicalJson } from "../base/canonical.js";
+import { openCheckpoint } from "../seal/checkpoint.js";
 import { readCallLog } from "../log/call-log.js";
 import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import type { ParentRef } from "../calls/child-runs.js";
-import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
+import {
+  CheckpointConflict,
+  CheckpointNotFound,
+  InvalidInput,
+  RecoveryNeedsDecision,
+  errorText,
+} from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
@@ -14,7 +22,9 @@ import { freshPlan, planReplay } from "../calls/replay.js";
 import { newRunId } from "../base/names.js";
 import { DurableRun } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
-import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "../store/contract.js";
+import { tellParent } from "../run/parent.js";
+import type { ChildEnd } from "../calls/child-runs.js";
 import { WAITING } from "../store/rules.js";
 import { eachConcurrently } from "../base/concurrent.js";
 import type {
@@ -139,19 +149,79 @@ export class RunDriver<D, R> {
         snapshotEvery: this.#snapshotEvery,
       });
     } catch (error) {
-      if (error instanceof CheckpointConflict && (await this.#startedAs(options.runId, parent))) return;
+      if (error instanceof CheckpointConflict && (await this.#startedAs(options.runId, parent, envelope))) return;
       throw error;
     }
     await started.run.stopLease(true);
     await this.#drive.saved(started.checkpoint, data);
   }
 
-  /** True when run `runId` is this driver's, started with this `parent` (none for a detached child). */
-  async #startedAs(runId: string, parent: ParentRef | undefined): Promise<boolean> {
+  /**
+   * Tells the parent of child run `runId` (this driver's) again how it
+   * ended, when it ended: true then (the telling is a duplicate when the
+   * first one landed). A parent that waits for a child's end and finds none
+   * asks it, so an end its parent refused (it had failed, and was retried
+   * since; it was not stored yet) is not lost. Reads one row while the child runs.
+   */
+  async retellEnd(runId: string): Promise<boolean> {
+    let row: Awaited<ReturnType<CheckpointStore["latest"]>>;
+    try {
+      row = await this.#store.latest(runId);
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) return false;
+      throw error;
+    }
+    // The plain column only says whether to read on: what is told is read verified.
+    if (!isEnded(row.status)) return false;
+    const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
+    const { kind, name } = this.#program;
+    if (!isEnded(latest.status) || latest.kind !== kind || latest.name !== name) return false;
+    const envelope = readEnvelope(runId, latest.data);
+    if (envelope.parent === undefined) return false;
+    let end: ChildEnd;
+    if (latest.status === "failed") end = { status: "failed", error: envelope.error ?? "" };
+    else {
+      const program = await this.#program.read(runId, envelope.program);
+      end = { status: "done", output: this.#program.output?.(program) ?? this.#program.write(program) };
+    }
+    await tellParent(this.#store, this.#sealer, envelope.parent, runId, end);
+    return true;
+  }
+
+  /** The parent of a child run, when it was cancelled: its run id, and `cancelled: <reason>`. */
+  async #cancelledParent(parent: ParentRef | undefined): Promise<{ runId: string; why: string } | undefined> {
+    if (parent === undefined) return undefined;
+    let latest: Awaited<ReturnType<typeof DurableRun.latest>>;
+    try {
+      latest = await DurableRun.latest(this.#store, this.#sealer, parent.runId);
+    } catch (error) {
+      if (error instanceof CheckpointNotFound) return undefined;
+      throw error;
+    }
+    if (latest.status !== "failed") return undefined;
+    const { cancelled, error } = readEnvelope(parent.runId, latest.data);
+    if (cancelled !== true) return undefined;
+    return { runId: parent.runId, why: `cancelled: ${(error ?? "").replace(/^Cancelled: /, "")}` };
+  }
+
+  /**
+   * True when run `runId` is this driver's, started with this `parent`; a
+   * detached child (no parent) also with this step 0 (`envelope`: its input),
+   * when the store keeps its history: a run of its flow that someone else
+   * started under that id is not taken for it.
+   */
+  async #startedAs(runId: string, parent: ParentRef | undefined, envelope: RunEnvelope<D>): Promise<boolean> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
     const stored = readEnvelope(runId, latest.data).parent;
     const same = stored?.runId === parent?.runId && stored?.event === parent?.event;
-    return latest.name === this.#program.name && latest.kind === this.#program.kind && same;
+    if (!(latest.name === this.#program.name && latest.kind === this.#program.kind && same)) return false;
+    if (parent !== undefined || this.#store.history === undefined) return true;
+    const [first] = await this.#store.history(runId, 0);
+    if (first === undefined) return false;
+    const step0 = openCheckpoint(this.#sealer, first);
+    return (
+      step0.step === 0 && "data" in step0 && canonicalJson(step0.data) === canonicalJson(this.#drive.json(envelope))
+    );
   }
 
   /**
@@ -223,6 +293,19 @@ export class RunDriver<D, R> {
       // A run paused with no pending call waits for outside input (a conversation's next message): its result as it stands.
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
+    }
+    // A child run whose parent was cancelled is cancelled before it goes on: the parent's cascade reaches only the
+    // children its log records, not one whose start's record never landed (the cancel came first), nor the ones a
+    // cascade the store failed left.
+    const cancelledParent = retrying ? undefined : await this.#cancelledParent(opened.envelope.parent);
+    if (cancelledParent !== undefined) {
+      const why = `its parent run ${JSON.stringify(cancelledParent.runId)} was ${cancelledParent.why}`
+        .slice(0, 1_000)
+        .replace(/[\ud800-\udbff]$/, "");
+      const stored = { ...opened.envelope, program: this.#program.write(opened.envelope.program) };
+      const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
+      await saveCancelled({ ...at, events: this.#events }, latest, stored, why);
+      throw new CheckpointConflict(runId, `it was cancelled: ${why}.`);
     }
     // An asleep run is woken by the first claim after its wake time, or, waiting for events, once one was sent (it
     // released the wait's lease): until then it stays as it was saved. The claim that wakes it saves it awake.

@@ -139,6 +139,11 @@ export class CallLog {
     }
   }
 
+  /** Resolves once every write queued so far (records, a running step, the run's step 0) landed. */
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
   /**
    * Seals the entry (an `InvalidInput` if it is not plain JSON: nothing is then
    * queued) and resolves once the store holds it; an outcome (`done`, `error`)
