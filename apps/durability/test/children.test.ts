@@ -36,9 +36,12 @@ async function printedTimes(process_: { readonly lines: readonly string[] }, pre
   }
 }
 
+/** SIGKILLs a process and waits for its end (at once when it ended already: a worker ends once the run is done). */
 async function killed(process_: ChildProcess): Promise<void> {
+  if (process_.exitCode !== null || process_.signalCode !== null) return;
+  const exited = new Promise((resolve) => process_.once("exit", resolve));
   process_.kill("SIGKILL");
-  await new Promise((resolve) => process_.once("exit", resolve));
+  await exited;
 }
 
 /** What the tools really did: the verdict comes from here, not from the store. */
