@@ -1,18 +1,10 @@
 import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from "../run/in-doubt-decisions.js";
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
-import { canonicalJson } from "../base/canonical.js";
-import { openCheckpoint } from "../seal/checkpoint.js";
 import { readCallLog } from "../log/call-log.js";
 import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import type { ParentRef } from "../calls/child-runs.js";
-import {
-  CheckpointConflict,
-  CheckpointNotFound,
-  InvalidInput,
-  RecoveryNeedsDecision,
-  errorText,
-} from "../base/errors.js";
+import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
@@ -20,10 +12,10 @@ import { faultPoint } from "../base/fault-points.js";
 import { identityOf, resumeIdentity, type Identity } from "../base/identity.js";
 import { freshPlan, planReplay } from "../calls/replay.js";
 import { newRunId } from "../base/names.js";
-import { DurableRun } from "../run/durable-run.js";
+import { DurableRun, type RunStart } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
-import { isEnded, type CheckpointStore, type LeaseTerms, type RunKind } from "../store/contract.js";
-import { tellParent } from "../run/parent.js";
+import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import { endedChild, startedAs, tellParent } from "../run/parent.js";
 import type { ChildEnd } from "../calls/child-runs.js";
 import { WAITING } from "../store/rules.js";
 import { eachConcurrently } from "../base/concurrent.js";
@@ -39,7 +31,7 @@ import type {
 import { leaseTerms } from "../run/lease.js";
 import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
-import { saveCancelled } from "../run/cancel.js";
+import { cancelOrphan, saveCancelled } from "../run/cancel.js";
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it
@@ -97,23 +89,27 @@ export class RunDriver<D, R> {
       readonly signal?: AbortSignal | undefined;
     } = {},
   ): Promise<DriveResult<R>> {
-    const runId = options.runId ?? newRunId();
     const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
     const { run } = DurableRun.startLater(
-      {
-        store: this.#store,
-        sealer: this.#sealer,
-        runId,
-        name: this.#program.name,
-        kind: this.#program.kind,
-        identity: identityOf(options.ctx),
-        data: this.#drive.json(envelope),
-        lease: this.#lease,
-        snapshotEvery: this.#snapshotEvery,
-      },
+      this.#newRun(options.runId ?? newRunId(), options.ctx, envelope),
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
     return this.#holding(run, options.signal, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
+  }
+
+  /** What step 0 of a new run of this driver's is saved from. */
+  #newRun(runId: string, ctx: Identity | undefined, envelope: RunEnvelope<D>): RunStart {
+    return {
+      store: this.#store,
+      sealer: this.#sealer,
+      runId,
+      name: this.#program.name,
+      kind: this.#program.kind,
+      identity: identityOf(ctx),
+      data: this.#drive.json(envelope),
+      lease: this.#lease,
+      snapshotEvery: this.#snapshotEvery,
+    };
   }
 
   /**
@@ -137,19 +133,14 @@ export class RunDriver<D, R> {
     };
     let started: Awaited<ReturnType<typeof DurableRun.start>>;
     try {
-      started = await DurableRun.start({
-        store: this.#store,
-        sealer: this.#sealer,
-        runId: options.runId,
-        name: this.#program.name,
-        kind: this.#program.kind,
-        identity: identityOf(options.ctx),
-        data: this.#drive.json(envelope),
-        lease: this.#lease,
-        snapshotEvery: this.#snapshotEvery,
-      });
+      started = await DurableRun.start(this.#newRun(options.runId, options.ctx, envelope));
     } catch (error) {
-      if (error instanceof CheckpointConflict && (await this.#startedAs(options.runId, parent, envelope))) return;
+      const run = { runId: options.runId, name: this.#program.name, kind: this.#program.kind };
+      if (
+        error instanceof CheckpointConflict &&
+        (await startedAs(this.#store, this.#sealer, run, parent, this.#drive.json(envelope)))
+      )
+        return;
       throw error;
     }
     await started.run.stopLease(true);
@@ -164,64 +155,18 @@ export class RunDriver<D, R> {
    * since; it was not stored yet) is not lost. Reads one row while the child runs.
    */
   async retellEnd(runId: string): Promise<boolean> {
-    let row: Awaited<ReturnType<CheckpointStore["latest"]>>;
-    try {
-      row = await this.#store.latest(runId);
-    } catch (error) {
-      if (error instanceof CheckpointNotFound) return false;
-      throw error;
-    }
-    // The plain column only says whether to read on: what is told is read verified.
-    if (!isEnded(row.status)) return false;
-    const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
     const { kind, name } = this.#program;
-    if (!isEnded(latest.status) || latest.kind !== kind || latest.name !== name) return false;
-    const envelope = readEnvelope(runId, latest.data);
-    if (envelope.parent === undefined) return false;
+    const ended = await endedChild(this.#store, this.#sealer, runId, { kind, name });
+    if (ended === undefined) return false;
+    const { latest, envelope, parent } = ended;
     let end: ChildEnd;
     if (latest.status === "failed") end = { status: "failed", error: envelope.error ?? "" };
     else {
       const program = await this.#program.read(runId, envelope.program);
       end = { status: "done", output: this.#program.output?.(program) ?? this.#program.write(program) };
     }
-    await tellParent(this.#store, this.#sealer, envelope.parent, runId, end);
+    await tellParent(this.#store, this.#sealer, parent, runId, end);
     return true;
-  }
-
-  /** The parent of a child run, when it was cancelled: its run id, and `cancelled: <reason>`. */
-  async #cancelledParent(parent: ParentRef | undefined): Promise<{ runId: string; why: string } | undefined> {
-    if (parent === undefined) return undefined;
-    let latest: Awaited<ReturnType<typeof DurableRun.latest>>;
-    try {
-      latest = await DurableRun.latest(this.#store, this.#sealer, parent.runId);
-    } catch (error) {
-      if (error instanceof CheckpointNotFound) return undefined;
-      throw error;
-    }
-    if (latest.status !== "failed") return undefined;
-    const { cancelled, error } = readEnvelope(parent.runId, latest.data);
-    if (cancelled !== true) return undefined;
-    return { runId: parent.runId, why: `cancelled: ${(error ?? "").replace(/^Cancelled: /, "")}` };
-  }
-
-  /**
-   * True when run `runId` is this driver's, started with this `parent`; a
-   * detached child (no parent) also with this step 0 (`envelope`: its input),
-   * when the store keeps its history: a run of its flow that someone else
-   * started under that id is not taken for it.
-   */
-  async #startedAs(runId: string, parent: ParentRef | undefined, envelope: RunEnvelope<D>): Promise<boolean> {
-    const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
-    const stored = readEnvelope(runId, latest.data).parent;
-    const same = stored?.runId === parent?.runId && stored?.event === parent?.event;
-    if (!(latest.name === this.#program.name && latest.kind === this.#program.kind && same)) return false;
-    if (parent !== undefined || this.#store.history === undefined) return true;
-    const [first] = await this.#store.history(runId, 0);
-    if (first === undefined) return false;
-    const step0 = openCheckpoint(this.#sealer, first);
-    return (
-      step0.step === 0 && "data" in step0 && canonicalJson(step0.data) === canonicalJson(this.#drive.json(envelope))
-    );
   }
 
   /**
@@ -294,18 +239,11 @@ export class RunDriver<D, R> {
       if (pending.length === 0) return this.#program.result(program, { runId, step: latest.step });
       return { status: "paused", runId, step: latest.step, approvals: pending };
     }
-    // A child run whose parent was cancelled is cancelled before it goes on: the parent's cascade reaches only the
-    // children its log records, not one whose start's record never landed (the cancel came first), nor the ones a
-    // cascade the store failed left.
-    const cancelledParent = retrying ? undefined : await this.#cancelledParent(opened.envelope.parent);
-    if (cancelledParent !== undefined) {
-      const why = `its parent run ${JSON.stringify(cancelledParent.runId)} was ${cancelledParent.why}`
-        .slice(0, 1_000)
-        .replace(/[\ud800-\udbff]$/, "");
+    if (!retrying) {
       const stored = { ...opened.envelope, program: this.#program.write(opened.envelope.program) };
       const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
-      await saveCancelled({ ...at, events: this.#events }, latest, stored, why);
-      throw new CheckpointConflict(runId, `it was cancelled: ${why}.`);
+      const why = await cancelOrphan({ ...at, events: this.#events }, latest, stored);
+      if (why !== undefined) throw new CheckpointConflict(runId, `it was cancelled: ${why}.`);
     }
     // An asleep run is woken by the first claim after its wake time, or, waiting for events, once one was sent (it
     // released the wait's lease): until then it stays as it was saved. The claim that wakes it saves it awake.

@@ -11,7 +11,7 @@ import { isJsonObject, isString } from "../base/json.js";
 import { CHILD_TOOL } from "../calls/tools.js";
 import { readCallLog } from "../log/call-log.js";
 import { isEnded } from "../store/contract.js";
-import { tellParent } from "./parent.js";
+import { cancelledParent, tellParent } from "./parent.js";
 import { cancelled } from "./run-changes.js";
 
 /** What `saveCancelled` needs: where the run is, who cancels, where events go. */
@@ -77,10 +77,31 @@ async function cancelChildren(at: Cancelling, parent: CheckpointBody, reason: st
       throw error;
     }
     if (isEnded(child.status)) continue;
-    // At most the 1,000 characters a reason may have, never half of a character.
-    const why = `its parent run ${JSON.stringify(parent.runId)} was cancelled: ${reason}`
-      .slice(0, 1_000)
-      .replace(/[\ud800-\udbff]$/, "");
+    const why = orphanReason(parent.runId, `cancelled: ${reason}`);
     await saveCancelled({ ...at, kind: child.kind }, child, readEnvelope(child.runId, child.data), why);
   }
+}
+
+/**
+ * Cancels child run `latest` when its parent was cancelled, before it goes
+ * on: a parent's cascade reaches only the children its log records, not one
+ * whose start's record never landed (the cancel came first), nor those a
+ * cascade the store failed left. Returns the reason it was cancelled with, or
+ * undefined when its parent was not cancelled.
+ */
+export async function cancelOrphan(
+  at: Cancelling,
+  latest: CheckpointBody,
+  envelope: RunEnvelope,
+): Promise<string | undefined> {
+  const parent = await cancelledParent(at.store, at.sealer, envelope.parent);
+  if (parent === undefined) return undefined;
+  const why = orphanReason(parent.runId, parent.why);
+  await saveCancelled(at, latest, envelope, why);
+  return why;
+}
+
+/** Why a child is cancelled with its parent: at most the 1,000 characters a reason may have, never half of one. */
+function orphanReason(parentRunId: string, what: string): string {
+  return `its parent run ${JSON.stringify(parentRunId)} was ${what}`.slice(0, 1_000).replace(/[\ud800-\udbff]$/, "");
 }
