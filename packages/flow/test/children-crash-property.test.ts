@@ -1,10 +1,11 @@
-import { type CheckpointStore, MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import { MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
 import { readLatest, Sealer } from "@durable/core/runner";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, workflow } from "../src/index.js";
-import { forever, KEY, runnerOn } from "./helpers.js";
+import { KEY, runnerOn } from "./helpers.js";
+import { doneCalls, mortal } from "./mortal-store.js";
 
 // A parent fanning out to child runs (two with equal inputs among them, in Promise.all), with the worker of the
 // parent or of a child dying before or after any write of its drive, in any order: each child run is started once,
@@ -12,37 +13,6 @@ import { forever, KEY, runnerOn } from "./helpers.js";
 // child's output. The verdict is the tool's own count and the store's list of runs.
 
 /** A worker's view of `inner` that dies at its `crashAt`-th write (before or after it lands): then every call hangs. */
-function mortal(inner: MemoryCheckpointStore, crashAt: number | undefined, after: boolean) {
-  let writes = 0;
-  const state = { dead: false };
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== "function") return value;
-      if (prop === "listUnfinished") return value.bind(target);
-      return async (...args: unknown[]) => {
-        if (state.dead) return forever();
-        const writing = prop === "save" || prop === "recordCall" || prop === "commit" || prop === "sendEvent";
-        if (writing && crashAt !== undefined && ++writes >= crashAt) {
-          if (after) await value.apply(target, args);
-          state.dead = true;
-          return forever();
-        }
-        return value.apply(target, args);
-      };
-    },
-  }) as CheckpointStore;
-  return { store, state };
-}
-
-async function doneCalls(store: MemoryCheckpointStore, runId: string): Promise<Set<string>> {
-  const done = new Set<string>();
-  for (const row of await store.calls(runId)) {
-    const body = JSON.parse(row.sealed.slice(row.sealed.indexOf(".", 3) + 1)) as { kind: string; callId: string };
-    if (body.kind === "done") done.add(body.callId);
-  }
-  return done;
-}
 
 const Sum = z.object({ sources: z.array(z.string()), total: z.number().default(0) });
 

@@ -1,15 +1,10 @@
-import {
-  type CheckpointStore,
-  MemoryCheckpointStore,
-  RecoveryNeedsDecision,
-  sendEvent,
-  ToolRegistry,
-} from "@durable/core";
+import { MemoryCheckpointStore, RecoveryNeedsDecision, sendEvent, ToolRegistry } from "@durable/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type EventWait, Flow, type NodeContext } from "../src/index.js";
-import { forever, KEY, runnerOn } from "./helpers.js";
+import { KEY, runnerOn } from "./helpers.js";
+import { doneCalls, mortal } from "./mortal-store.js";
 
 // For any order of sends (resends among them) and of workers that die before or after any write, with parallel
 // nodes waiting for the same name across rounds (names that are Object.prototype's own among them), each event is
@@ -19,38 +14,8 @@ import { forever, KEY, runnerOn } from "./helpers.js";
 const NAMES = ["job", "__proto__", "constructor"] as const;
 
 /** A worker's view of `inner` that dies at its `crashAt`-th write (before or after it lands): then every call hangs. */
-function mortal(inner: MemoryCheckpointStore, crashAt: number | undefined, after: boolean) {
-  let writes = 0;
-  const state = { dead: false };
-  const writesOf = new Set(["save", "recordCall", "commit"]);
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== "function") return value;
-      if (prop === "listUnfinished") return value.bind(target);
-      return async (...args: unknown[]) => {
-        if (state.dead) return forever();
-        if (typeof prop === "string" && writesOf.has(prop) && crashAt !== undefined && ++writes >= crashAt) {
-          if (after) await value.apply(target, args);
-          state.dead = true;
-          return forever();
-        }
-        return value.apply(target, args);
-      };
-    },
-  }) as CheckpointStore;
-  return { store, state };
-}
 
 /** The raw `done` records of a run, by call id: what a store holds, read under the runner. */
-async function doneCalls(store: MemoryCheckpointStore, runId: string): Promise<Set<string>> {
-  const done = new Set<string>();
-  for (const row of await store.calls(runId)) {
-    const body = JSON.parse(row.sealed.slice(row.sealed.indexOf(".", 3) + 1)) as { kind: string; callId: string };
-    if (body.kind === "done") done.add(body.callId);
-  }
-  return done;
-}
 
 const State = z.object({ a: z.number().default(0), b: z.number().default(0) });
 

@@ -1,55 +1,18 @@
-import {
-  type CheckpointStore,
-  MemoryCheckpointStore,
-  RecoveryNeedsDecision,
-  sendEvent,
-  ToolRegistry,
-} from "@durable/core";
+import { MemoryCheckpointStore, RecoveryNeedsDecision, sendEvent, ToolRegistry } from "@durable/core";
 import { sleep } from "@durable/test-utils/waiting";
 import { readLatest, Sealer } from "@durable/core/runner";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { workflow } from "../src/index.js";
-import { forever, KEY, runnerOn } from "./helpers.js";
+import { KEY, runnerOn } from "./helpers.js";
+import { doneCalls, mortal } from "./mortal-store.js";
 
 // A workflow runs again from its top on every wake and recovery. For any script of calls, sleeps and waits (some in
 // Promise.all), any order of sends, and workers dying before or after any write: each call of the script runs under
 // one call id (its tool never runs again after its `done` record), each wait takes its own event, and the run ends.
 
 type Op = { call: number } | { sleep: number } | { wait: string } | { both: [number, string] };
-
-function mortal(inner: MemoryCheckpointStore, crashAt: number | undefined, after: boolean) {
-  let writes = 0;
-  const state = { dead: false };
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== "function") return value;
-      if (prop === "listUnfinished") return value.bind(target);
-      return async (...args: unknown[]) => {
-        if (state.dead) return forever();
-        const writing = prop === "save" || prop === "recordCall" || prop === "commit";
-        if (writing && crashAt !== undefined && ++writes >= crashAt) {
-          if (after) await value.apply(target, args);
-          state.dead = true;
-          return forever();
-        }
-        return value.apply(target, args);
-      };
-    },
-  }) as CheckpointStore;
-  return { store, state };
-}
-
-async function doneCalls(store: MemoryCheckpointStore, runId: string): Promise<Set<string>> {
-  const done = new Set<string>();
-  for (const row of await store.calls(runId)) {
-    const body = JSON.parse(row.sealed.slice(row.sealed.indexOf(".", 3) + 1)) as { kind: string; callId: string };
-    if (body.kind === "done") done.add(body.callId);
-  }
-  return done;
-}
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ call: fc.integer({ min: 0, max: 3 }) }),
