@@ -218,10 +218,17 @@ describe("events", () => {
     await expect(send(store, "r", "paid", {}, "")).rejects.toBeInstanceOf(InvalidInput);
 
     const registry = new ToolRegistry();
-    for (const options of [{ timeoutMs: -1 }, { timeoutMs: 1.5 }, { timeout: 5 }]) {
+    const waits: Array<[string, unknown]> = [
+      ["paid", { timeoutMs: -1 }],
+      ["paid", { timeoutMs: 1.5 }],
+      ["paid", { timeout: 5 }],
+      // A child run's end is the library's to wait for: user code cannot take it.
+      ["durable:child:abc", {}],
+    ];
+    for (const [name, options] of waits) {
       const flow = new Flow("bad", { state: State })
         .node("wait", async (_state, ctx) => {
-          await ctx.waitForEvent("paid", options as never);
+          await ctx.waitForEvent(name, options as never);
         })
         .end("wait");
       const failed = runnerOn(new MemoryCheckpointStore(), registry).run(flow, {});

@@ -173,7 +173,8 @@ local m, bad = head()
 if bad then return {'corrupt', bad} end
 if m[7] and m[7] == ARGV[2] and tonumber(m[5]) == tonumber(ARGV[1]) then
   redis.call('HDEL', KEYS[1], 'owner', 'expires')
-  place(hex(m[1]) .. ':' .. ARGV[3], 0, 2, 3)
+  -- Released: claimable at once, unless its latest save waits for a decision (the memory store's rule too).
+  place(hex(m[1]) .. ':' .. ARGV[3], m[4] == 'running' and not m[9] and 0, 2, 3)
 end
 return {'ok'}`;
 

@@ -148,6 +148,17 @@ if (await redisAnswers()) {
       await s.save("r", 1, row({ segment: 1 }), B);
     });
 
+    it("a release leaves a run whose latest save waits for a decision out of the claimable listing, as the memory store does", async () => {
+      const stores = [store(), new MemoryCheckpointStore()];
+      for (const s of stores) {
+        await s.save("r", 0, row(), A);
+        await s.save("r", 1, row({ waitsForDecision: true }), A);
+        await s.release("r", 0, "worker-a");
+        expect(await s.leaseOf("r")).toBeUndefined();
+        expect(await collect(s.listUnfinished("f", { claimable: true }))).toEqual([]);
+      }
+    });
+
     it.each(["paused", "done", "failed"] as const)("releases the lease on a %s save", async (status) => {
       const s = store();
       await s.save("r", 0, row(), A);

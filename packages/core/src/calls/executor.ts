@@ -8,7 +8,7 @@ import type { FinishedOutcome } from "./replay.js";
 import { checkOptions, describeType, isObject, type OptionTable } from "../base/option-checks.js";
 import { readAnswer, type ApprovalAnswer, type ApprovalPort } from "./approvals.js";
 import type { CallOutcome, CallScope } from "./call-scope.js";
-import { MAX_SLEEP_MS, SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
+import { MAX_SLEEP_MS, RESERVED_EVENTS, SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
 import { type EventWait, type WaitOptions, waitForEvent } from "./event-wait.js";
 import { awaitChild, type ChildEnd, type ChildStart, startChild } from "./child-runs.js";
 import { validateWith } from "../base/standard-schema.js";
@@ -135,7 +135,13 @@ export class Executor {
    * again when an event comes or the timeout passes).
    */
   waitForEvent(scope: CallScope, within: string, name: string, options?: WaitOptions): Promise<EventWait | undefined> {
-    const waited = waitForEvent(scope, within, name, options);
+    // The library's own events (a child run's end) are waited for by the library only.
+    const waited =
+      typeof name === "string" && name.startsWith(RESERVED_EVENTS)
+        ? Promise.reject(
+            new InvalidInput(`waitForEvent: event names starting with ${RESERVED_EVENTS} are the library's own.`),
+          )
+        : waitForEvent(scope, within, name, options);
     scope.track(waited);
     return waited;
   }
