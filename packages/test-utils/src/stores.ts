@@ -8,6 +8,7 @@ import type {
   LeaseView,
   ListOptions,
   StoredCall,
+  StoredEvent,
   StoredCheckpoint,
 } from "@durable/core/store";
 
@@ -86,6 +87,15 @@ export class DyingStore implements CheckpointStore {
     if (this.dead) await forever();
     return this.inner.calls(runId, from);
   }
+  /** Events go through as they are (a sender is not the dying worker), and a dead worker reads no inbox. */
+  async sendEvent(runId: string, event: { seq: number; key: string; sealed: string }): Promise<boolean> {
+    if (this.inner.sendEvent === undefined) throw new Error("the store under this DyingStore has no events capability");
+    return this.inner.sendEvent(runId, event);
+  }
+  async inbox(runId: string, from?: number): Promise<StoredEvent[]> {
+    if (this.dead) await forever();
+    return this.inner.inbox?.(runId, from) ?? [];
+  }
   async close(): Promise<void> {}
 
   async #gate(hit: boolean, write: () => Promise<void>): Promise<void> {
@@ -131,6 +141,8 @@ export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointS
     leaseOf: (runId) => store.leaseOf(runId),
     close: () => store.close(),
     ...(store.history === undefined ? {} : { history: (runId, from) => store.history!(runId, from) }),
+    ...(store.sendEvent === undefined ? {} : { sendEvent: (runId, event) => store.sendEvent!(runId, event) }),
+    ...(store.inbox === undefined ? {} : { inbox: (runId, from) => store.inbox!(runId, from) }),
     ...overrides,
   };
 }
