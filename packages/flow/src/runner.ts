@@ -155,7 +155,7 @@ export class FlowRunner {
   /** A handle on a run of the flow (`RunHandle`): its status, its final state once done, its cancel. */
   handle<S>(flow: Flow<S>, runId: string): RunHandle<S> {
     const program = this.#program(flow);
-    return new RunHandle(this.#storage, runId, async (stored, id) => (await program.read(id, stored)).state);
+    return new RunHandle(this.#storage, runId, async (stored, { runId: id }) => (await program.read(id, stored)).state);
   }
 
   /**

@@ -35,7 +35,10 @@ export interface RunHandleOptions extends StorageOptions {
 }
 
 /** How a done run's program data (as its runner stored it) is read as the handle's result. */
-export type ReadOutput<R> = (program: JsonObject, runId: string) => R | Promise<R>;
+export type ReadOutput<R> = (
+  program: JsonObject,
+  at: { readonly runId: string; readonly step: number },
+) => R | Promise<R>;
 
 const RUN_HANDLE_OPTIONS: OptionTable<RunHandleOptions> = { ...STORAGE_OPTIONS, by: "string" };
 
@@ -84,7 +87,7 @@ export class RunHandle<R = JsonObject> {
     const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
     for (let wait = FIRST_WAIT_MS; ; wait = Math.min(wait * 2, MAX_WAIT_MS)) {
       const { status, program } = await this.#read();
-      if (status.status === "done") return this.#output(program, this.runId);
+      if (status.status === "done") return this.#output(program, { runId: this.runId, step: status.step });
       if (status.status === "failed") throw new RunFailed(this.runId, status.error ?? "");
       const left = deadline - Date.now();
       if (left <= 0) throw new ResultTimedOut(this.runId, timeoutMs ?? 0, status.status);
