@@ -16,6 +16,8 @@ export {
   StoreNotReady,
   LeaseHeld,
   RunAlreadyEnded,
+  RunFailed,
+  ResultTimedOut,
   ToolFailed,
   ToolTimedOut,
   NonRetryable,
@@ -28,6 +30,7 @@ export { Executor, type ExecutorOptions } from "./calls/executor.js";
 export type { ApprovalAnswer, ApprovalAnswers, ApprovalPort, ApprovalRequest } from "./calls/approvals.js";
 export { idempotencyKey } from "./calls/idempotency.js";
 export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun } from "./operator/actions.js";
+export { RunHandle, runHandle, type RunHandleOptions, type RunHandleStatus } from "./operator/run-handle.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export { sendEvent, type SendEventOptions } from "./operator/send-event.js";
 export type { SentEvent } from "./log/inbox.js";

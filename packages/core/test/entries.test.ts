@@ -73,7 +73,7 @@ describe("entry points", () => {
     ...["DurableError", "CheckpointNotFound", "CheckpointConflict", "CheckpointStoreCorrupt", "RecoveryNeedsDecision"],
     ...["IdentityMismatch", "InvalidInput", "InvalidToolArgs", "UnrecordableResult", "ApprovalDenied"],
     ...["StoreUnavailable", "StoreNotReady", "LeaseHeld", "RunAlreadyEnded", "ToolFailed", "ToolTimedOut"],
-    ...["NonRetryable"],
+    ...["NonRetryable", "RunFailed", "ResultTimedOut"],
     ...["DurableErrorCode", "InDoubtCall"],
     ...["ToolRegistry", "ToolFn", "ToolOptions", "ToolContext", "RetryPolicy", "Executor", "ExecutorOptions"],
     ...["ApprovalAnswer", "ApprovalAnswers", "ApprovalPort", "ApprovalRequest", "idempotencyKey"],
@@ -96,15 +96,18 @@ describe("entry points", () => {
     ...["PausedResult", "RecoverOptions", "PendingCall"],
     ...["RunWorker", "startWorker", "WorkerOptions", "WorkerStatus", "workerId", "LeaseOptions"],
     ...["Schedule", "ScheduleOptions"],
+    ...["RunHandle", "runHandle", "RunHandleOptions", "RunHandleStatus"],
     ...["MemoryCheckpointStore", "CheckpointStore", "StorageOptions", "CheckpointKeys", "EncryptionKeys"],
     ...["Identity", "newRunId", "JsonValue", "ValueCodec"],
   ];
 
   // 69 since events and schedules: a webhook handler sends an event (`sendEvent`) and branches on `RunAlreadyEnded`;
   // an operator wakes a run (`wakeRun`); an application passes a `Schedule` to its worker and may write its `ScheduleOptions` apart.
-  it(`the root exports what an application writes: these ${ROOT.length} names, at most 69`, () => {
+  // 75 since handles: a web server keeps a `RunHandle` (or rebuilds one, `runHandle`, with its options and the status it
+  // reads) and branches on how its `result()` rejects (`RunFailed`, `ResultTimedOut`).
+  it(`the root exports what an application writes: these ${ROOT.length} names, at most 75`, () => {
     expect([...exported("@durable/core")].sort()).toEqual([...ROOT].sort());
-    expect(ROOT.length).toBeLessThanOrEqual(69);
+    expect(ROOT.length).toBeLessThanOrEqual(75);
   });
 
   it("the store, runner and internal entries export these names", () => {

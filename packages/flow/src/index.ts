@@ -23,8 +23,9 @@ export {
   type FlowDone,
   type FlowRunnerOptions,
   type RunOptions,
+  type StartOptions,
   type CancelOptions,
 } from "./runner.js";
-export type { ApprovalAnswers, PendingCall, PausedResult, RecoverOptions } from "@durable/core";
+export type { ApprovalAnswers, PendingCall, PausedResult, RecoverOptions, RunHandle } from "@durable/core";
 export type { AsleepResult, EventWait, WaitOptions } from "@durable/core/runner";
 export type { FlowData } from "./flow-data.js";

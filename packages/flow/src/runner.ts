@@ -8,11 +8,12 @@ import type {
   LeaseOptions,
   PausedResult,
   RecoverOptions,
+  RunHandleOptions,
   ScheduleOptions,
   StorageOptions,
   ValueCodec,
 } from "@durable/core";
-import { Schedule } from "@durable/core";
+import { InvalidInput, newRunId, RunHandle, Schedule } from "@durable/core";
 import type { AsleepResult } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
 import {
@@ -74,6 +75,16 @@ export interface RunOptions {
   readonly ctx?: Identity;
 }
 
+/** Options of `start`. */
+export interface StartOptions extends RunOptions {
+  /**
+   * What a run id that exists already gives: its handle when it is a run of
+   * this flow (`"handle"`, the default: a retried start starts nothing new),
+   * or `CheckpointConflict` always (`"error"`).
+   */
+  readonly ifExists?: "handle" | "error";
+}
+
 /** Options of `cancel`. */
 export interface CancelOptions {
   /** Must name the run's own identity. */
@@ -82,6 +93,7 @@ export interface CancelOptions {
 
 const FLOW_RUNNER_OPTIONS: OptionTable<FlowRunnerOptions> = RUNNER_OPTIONS;
 const RUN_OPTIONS: OptionTable<RunOptions> = { runId: "string", ctx: true };
+const START_OPTIONS: OptionTable<StartOptions> = { ...RUN_OPTIONS, ifExists: "string" };
 const CANCEL_OPTIONS: OptionTable<CancelOptions> = { ctx: true };
 
 /**
@@ -94,6 +106,8 @@ export class FlowRunner {
   readonly store: CheckpointStore;
   readonly #driverOptions: DriverOptions;
   readonly #codec: ValueCodec;
+  /** What a handle reads its runs with: this runner's storage options. */
+  readonly #storage: RunHandleOptions;
 
   constructor(executor: Executor, options: FlowRunnerOptions) {
     checkExecutor("FlowRunner", executor);
@@ -101,6 +115,8 @@ export class FlowRunner {
     this.executor = executor;
     this.store = options.checkpoints;
     this.#codec = options.codec ?? PLAIN_JSON;
+    const { checkpoints, checkpointKey, encryptionKey, anchor } = options;
+    this.#storage = { checkpoints, checkpointKey, encryptionKey, anchor };
     this.#driverOptions = {
       ...runStorage("FlowRunner", options),
       events: options.events,
@@ -114,6 +130,32 @@ export class FlowRunner {
   async run<S>(flow: Flow<S>, input: unknown, options: RunOptions = {}): Promise<FlowResult<S>> {
     checkOptions("FlowRunner.run", options, RUN_OPTIONS);
     return this.#start(flow, this.#driver(flow), input, options);
+  }
+
+  /**
+   * Starts a run from `input` (validated with the flow's schema) without
+   * driving it: saves it queued and returns its handle at once; a worker
+   * serving the flow (`startWorker({ serve: [runner.served(flow)] })`) claims
+   * it. A run id that exists already gives that run's handle when it is a run
+   * of this flow (see `ifExists`), else `CheckpointConflict`.
+   */
+  async start<S>(flow: Flow<S>, input: unknown, options: StartOptions = {}): Promise<RunHandle<S>> {
+    checkOptions("FlowRunner.start", options, START_OPTIONS);
+    const { ifExists, ctx } = options;
+    if (ifExists !== undefined && ifExists !== "handle" && ifExists !== "error")
+      throw new InvalidInput(
+        `FlowRunner.start: ifExists must be "handle" or "error", not ${JSON.stringify(ifExists)}.`,
+      );
+    const runId = options.runId ?? newRunId();
+    const driver = this.#driver(flow);
+    await driver.submit(await this.#firstData(flow, input, `The input of flow ${flow.name}`), { runId, ctx, ifExists });
+    return this.handle(flow, runId);
+  }
+
+  /** A handle on a run of the flow (`RunHandle`): its status, its final state once done, its cancel. */
+  handle<S>(flow: Flow<S>, runId: string): RunHandle<S> {
+    const program = this.#program(flow);
+    return new RunHandle(this.#storage, runId, async (stored, { runId: id }) => (await program.read(id, stored)).state);
   }
 
   /**
@@ -201,13 +243,22 @@ export class FlowRunner {
     input: unknown,
     options: RunOptions & { readonly signal?: AbortSignal },
   ): Promise<FlowResult<S>> {
-    const what = `The input of flow ${flow.name}`;
-    const state = await settleState(flow.schema, this.#codec, flow.initialState(input), what);
-    return driver.start({ state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest }, options);
+    return driver.start(await this.#firstData(flow, input, `The input of flow ${flow.name}`), options);
   }
 
-  /** The driver of one flow; a node calling a tool that is not registered is `FlowError` before anything is read or written. */
+  /** What step 0 of a run of the flow holds: its state from `input`, validated with its schema (`what` names it in errors). */
+  async #firstData<S>(flow: Flow<S>, input: unknown, what: string): Promise<FlowData<S>> {
+    const state = await settleState(flow.schema, this.#codec, flow.initialState(input), what);
+    return { state, frontier: [flow.graph.entry], visits: {}, waiting: {}, digest: flow.digest };
+  }
+
+  /** The driver of one flow. */
   #driver<S>(flow: Flow<S>): RunDriver<FlowData<S>, FlowDone<S>> {
+    return new RunDriver(this.#program(flow), this.#driverOptions);
+  }
+
+  /** One flow as a program; a node calling a tool that is not registered is `FlowError` before anything is read or written. */
+  #program<S>(flow: Flow<S>): RunProgram<FlowData<S>, FlowDone<S>> {
     for (const node of flow.graph.nodes.values()) {
       const tool = (node.body as { tool?: unknown }).tool;
       if (typeof tool === "string" && !this.executor.registry.has(tool)) {
@@ -216,7 +267,7 @@ export class FlowRunner {
         );
       }
     }
-    return new RunDriver(flowProgram(flow, this.executor, this.#codec, this.#children), this.#driverOptions);
+    return flowProgram(flow, this.executor, this.#codec, this.#children);
   }
 
   /** How this runner's nodes start child runs: each on its own flow's driver, with this runner's codec. */
@@ -224,18 +275,11 @@ export class FlowRunner {
     prepare: async (child, input) => {
       if (!(child instanceof Flow))
         throw new FlowError("startChild takes a Flow or a workflow, and the child's input.");
-      const codec = this.#codec;
-      const state = await settleState(
-        child.schema,
-        codec,
-        child.initialState(input),
-        `The input of child flow ${child.name}`,
-      );
+      const data = await this.#firstData(child, input, `The input of child flow ${child.name}`);
       const driver = this.#driver(child);
-      const data = { state, frontier: [child.graph.entry], visits: {}, waiting: {}, digest: child.digest };
       return {
         name: child.name,
-        input: storedState(codec, state),
+        input: storedState(this.#codec, data.state),
         enqueue: (runId, parent) => driver.enqueue(data, { runId, parent }),
         retell: (runId) => driver.retellEnd(runId),
       };

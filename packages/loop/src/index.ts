@@ -6,8 +6,10 @@ export {
   recoverAllToolLoops,
   servedToolLoops,
 } from "./tool-loop.js";
+export { startToolLoop, toolLoopHandle } from "./start-tool-loop.js";
 export type {
   ToolLoopOptions,
+  StartToolLoopOptions,
   LoopStoreOptions,
   RecoverToolLoopOptions,
   RecoverAllToolLoopsOptions,

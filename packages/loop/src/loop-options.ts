@@ -86,6 +86,22 @@ export interface ToolLoopOptions extends LoopStoreOptions {
   readonly conversation?: boolean;
 }
 
+/** Options of `startToolLoop`. */
+export interface StartToolLoopOptions extends LoopStoreOptions {
+  /** Default `newRunId()`. */
+  readonly runId?: string;
+  /** Model calls allowed per turn, across recoveries; default 20. */
+  readonly maxSteps?: number;
+  /** A conversation (`ToolLoopOptions.conversation`): its handle's `result()` waits until the run ends, not for a turn. */
+  readonly conversation?: boolean;
+  /**
+   * What a run id that exists already gives: its handle when it is a loop of
+   * this name (`"handle"`, the default: a retried start starts nothing new),
+   * or `CheckpointConflict` always (`"error"`).
+   */
+  readonly ifExists?: "handle" | "error";
+}
+
 /** Options of `recoverToolLoop`, `retryToolLoop` and `streamRecoveredToolLoop`. */
 export interface RecoverToolLoopOptions extends LoopStoreOptions {
   /**
@@ -125,6 +141,13 @@ const TOOL_LOOP_OPTIONS: OptionTable<ToolLoopOptions> = {
   answers: "object",
   conversation: "boolean",
 };
+const START_TOOL_LOOP_OPTIONS: OptionTable<StartToolLoopOptions> = {
+  ...LOOP_STORE_OPTIONS,
+  runId: "string",
+  maxSteps: true,
+  conversation: "boolean",
+  ifExists: "string",
+};
 const RECOVER_TOOL_LOOP_OPTIONS: OptionTable<RecoverToolLoopOptions> = { ...LOOP_STORE_OPTIONS, ...RECOVER_OPTIONS };
 const RECOVER_ALL_OPTIONS: OptionTable<RecoverAllToolLoopsOptions> = { ...LOOP_STORE_OPTIONS, concurrency: true };
 
@@ -132,6 +155,7 @@ const RECOVER_ALL_OPTIONS: OptionTable<RecoverAllToolLoopsOptions> = { ...LOOP_S
 export type LoopEntry =
   | "runToolLoop"
   | "streamToolLoop"
+  | "startToolLoop"
   | "recoverToolLoop"
   | "retryToolLoop"
   | "streamRecoveredToolLoop"
@@ -144,6 +168,7 @@ export type LoopEntry =
 export const LOOP_ENTRIES: Readonly<Record<LoopEntry, OptionTable<LoopStoreOptions>>> = {
   runToolLoop: TOOL_LOOP_OPTIONS,
   streamToolLoop: TOOL_LOOP_OPTIONS,
+  startToolLoop: START_TOOL_LOOP_OPTIONS,
   recoverToolLoop: RECOVER_TOOL_LOOP_OPTIONS,
   retryToolLoop: RECOVER_TOOL_LOOP_OPTIONS,
   streamRecoveredToolLoop: RECOVER_TOOL_LOOP_OPTIONS,

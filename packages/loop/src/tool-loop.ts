@@ -62,7 +62,12 @@ export async function startOrContinue(
   if (stored !== undefined) return goOn(where, driver, stored, history, maxSteps, options);
   const runId = options.runId ?? newRunId();
   sink?.({ type: "run-start", runId, recovered: false, messages: history });
-  const data: LoopData = {
+  return driver.start(firstLoopData(history, maxSteps, options.conversation), { ...options, runId });
+}
+
+/** What step 0 of a new loop holds: its first messages, and the turn's model calls allowed (default 20). */
+export function firstLoopData(history: Message[], maxSteps: number | undefined, conversation?: boolean): LoopData {
+  return {
     messages: history,
     stage: "start",
     modelCalls: 0,
@@ -70,9 +75,8 @@ export async function startOrContinue(
     steps: [],
     turn: 1,
     turnStart: 0,
-    conversation: options.conversation === true,
+    conversation: conversation === true,
   };
-  return driver.start(data, { ...options, runId });
 }
 
 /** A stored loop goes on: a paused one with answers, a conversation that awaits the user with its next messages. */
@@ -112,7 +116,7 @@ function goOn(
   return driver.resume(stored, {}, options, next);
 }
 
-function readMaxSteps(where: string, maxSteps: unknown): number | undefined {
+export function readMaxSteps(where: string, maxSteps: unknown): number | undefined {
   if (maxSteps === undefined) return undefined;
   if (typeof maxSteps !== "number" || !Number.isSafeInteger(maxSteps) || maxSteps < 1)
     throw new InvalidInput(`${where}: maxSteps must be a whole number ≥ 1, not ${String(maxSteps)}.`);

@@ -15,6 +15,8 @@ export type DurableErrorCode =
   | "UNRECORDABLE_RESULT"
   | "LEASE_HELD"
   | "RUN_ALREADY_ENDED"
+  | "RUN_FAILED"
+  | "RESULT_TIMED_OUT"
   | "TOOL_FAILED"
   | "TOOL_TIMED_OUT"
   | "NON_RETRYABLE";
@@ -121,6 +123,31 @@ export class RunAlreadyEnded extends DurableError {
     super("RUN_ALREADY_ENDED", `Run ${JSON.stringify(runId)} ended (${status}): it takes no more events.`);
     this.runId = runId;
     this.status = status;
+  }
+}
+
+/** A run that a handle waited for (`RunHandle.result`) ended `failed`: `error` is its error text (`Cancelled: …` for a cancel). */
+export class RunFailed extends DurableError {
+  readonly runId: string;
+  readonly error: string;
+
+  constructor(runId: string, error: string) {
+    super("RUN_FAILED", `Run ${JSON.stringify(runId)} failed: ${error}`);
+    this.runId = runId;
+    this.error = error;
+  }
+}
+
+/** `RunHandle.result({ timeoutMs })` saw the run not done yet when `timeoutMs` passed: the run goes on. */
+export class ResultTimedOut extends DurableError {
+  readonly runId: string;
+
+  constructor(runId: string, timeoutMs: number, status: string) {
+    super(
+      "RESULT_TIMED_OUT",
+      `Run ${JSON.stringify(runId)} was not done within ${timeoutMs} ms (it is ${status}); it goes on: ask its handle again later.`,
+    );
+    this.runId = runId;
   }
 }
 

@@ -14,6 +14,7 @@ import { freshPlan, planReplay } from "../calls/replay.js";
 import { newRunId } from "../base/names.js";
 import { DurableRun, type RunStart } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
+import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { endedChild, startedAs, tellParent } from "../run/parent.js";
 import type { ChildEnd } from "../calls/child-runs.js";
@@ -131,9 +132,8 @@ export class RunDriver<D, R> {
       ...(parent === undefined ? {} : { parent }),
       program: data,
     };
-    let started: Awaited<ReturnType<typeof DurableRun.start>>;
     try {
-      started = await DurableRun.start(this.#newRun(options.runId, options.ctx, envelope));
+      await this.#queued(envelope, options.runId, options.ctx);
     } catch (error) {
       const run = { runId: options.runId, name: this.#program.name, kind: this.#program.kind };
       if (
@@ -143,8 +143,33 @@ export class RunDriver<D, R> {
         return;
       throw error;
     }
-    await started.run.stopLease(true);
-    await this.#drive.saved(started.checkpoint, data);
+  }
+
+  /**
+   * `enqueue` for a start from outside (`FlowRunner.start`): a run id already
+   * taken by a run of this driver's that `ctx` may see is no error (a retried
+   * start starts nothing new), unless `ifExists` is `"error"`; taken by any
+   * other run, `CheckpointConflict`. True when this call started the run.
+   */
+  async submit(
+    data: D,
+    options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly ifExists?: "handle" | "error" },
+  ): Promise<boolean> {
+    try {
+      await this.#queued({ round: 1, pending: [], answers: [], program: data }, options.runId, options.ctx);
+      return true;
+    } catch (error) {
+      if (!(error instanceof CheckpointConflict) || options.ifExists === "error") throw error;
+      await this.#latestOwn(options.runId, options.ctx);
+      return false;
+    }
+  }
+
+  /** Saves step 0 of a new run and releases its lease at once: a worker serving it claims it. */
+  async #queued(envelope: RunEnvelope<D>, runId: string, ctx: Identity | undefined): Promise<void> {
+    const { run, checkpoint } = await DurableRun.start(this.#newRun(runId, ctx, envelope));
+    await run.stopLease(true);
+    await this.#drive.saved(checkpoint, envelope.program);
   }
 
   /**
@@ -177,6 +202,15 @@ export class RunDriver<D, R> {
    * the error). `CheckpointNotFound` when nothing is stored.
    */
   async open(runId: string, ctx: Identity | undefined, retrying = false): Promise<OpenedRun<D>> {
+    const latest = await this.#latestOwn(runId, ctx);
+    const stored = readEnvelope(runId, latest.data);
+    if (!retrying) goesOn(latest, stored);
+    const going = retrying ? retried(latest, stored) : stored;
+    return { latest, envelope: { ...going, program: await this.#program.read(runId, going.program) } };
+  }
+
+  /** The run's latest checkpoint, verified, once `ctx` may see it (`IdentityMismatch`) and it is a run of this driver's (`CheckpointConflict`). */
+  async #latestOwn(runId: string, ctx: Identity | undefined): Promise<CheckpointBody> {
     const latest = await DurableRun.latest(this.#store, this.#sealer, runId);
     resumeIdentity(runId, latest.identity, ctx);
     const { kind, name } = this.#program;
@@ -186,10 +220,7 @@ export class RunDriver<D, R> {
         `the run belongs to ${latest.kind} ${JSON.stringify(latest.name)}, not ${kind} ${JSON.stringify(name)}.`,
       );
     }
-    const stored = readEnvelope(runId, latest.data);
-    if (!retrying) goesOn(latest, stored);
-    const going = retrying ? retried(latest, stored) : stored;
-    return { latest, envelope: { ...going, program: await this.#program.read(runId, going.program) } };
+    return latest;
   }
 
   /**

@@ -1,0 +1,59 @@
+import { CheckpointConflict, MemoryCheckpointStore, startWorker, ToolRegistry } from "@durable/core";
+import { describe, expect, it } from "vitest";
+import {
+  type LoopModel,
+  type Message,
+  type ModelReply,
+  servedToolLoops,
+  startToolLoop,
+  toolLoopHandle,
+} from "../src/index.js";
+
+// startToolLoop: a tool loop saved queued for the fleet, its handle returned at once; a worker serving the loops of
+// its name drives it, and the handle's result is the loop's result.
+
+const KEY = "start-loop-tests-key-0123456789abcdef";
+
+/** Asks for the weather once, then answers with what the tool said; the tool counts its runs. */
+function weather() {
+  const ran = { weather: 0 };
+  const registry = new ToolRegistry().tool("weather", () => `sunny ${++ran.weather}`);
+  const model: LoopModel = {
+    async reply(messages: readonly Message[]): Promise<ModelReply> {
+      const told = messages.find((m) => m.role === "tool");
+      return told === undefined
+        ? { text: "", toolCalls: [{ id: "w1", name: "weather", args: {} }] }
+        : { text: `it is ${told.content}`, toolCalls: [] };
+    },
+  };
+  return { ran, registry, model };
+}
+
+describe("startToolLoop", () => {
+  it("returns a queued loop's handle at once; a worker drives it; a start again starts nothing new", async () => {
+    const { ran, registry, model } = weather();
+    const checkpoints = new MemoryCheckpointStore();
+    const options = { checkpoints, checkpointKey: KEY, name: "weather" };
+    const ask: Message[] = [{ role: "user", content: "weather?" }];
+    const handle = await startToolLoop(model, registry, ask, { ...options, runId: "w" });
+    expect(await handle.status()).toEqual({ status: "queued", step: 0 });
+    expect((await startToolLoop(model, registry, ask, { ...options, runId: "w" })).runId).toBe("w");
+    await expect(startToolLoop(model, registry, ask, { ...options, runId: "w", ifExists: "error" })).rejects.toThrow(
+      CheckpointConflict,
+    );
+    const worker = startWorker({
+      serve: [servedToolLoops(model, registry, options)],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+    });
+    try {
+      expect(await handle.result({ timeoutMs: 5_000 })).toMatchObject({ status: "done", text: "it is sunny 1" });
+      const far = toolLoopHandle({ checkpoints, checkpointKey: KEY }, "w");
+      expect(await far.result()).toMatchObject({ status: "done", runId: "w", text: "it is sunny 1" });
+    } finally {
+      await worker.stop();
+    }
+    expect(ran.weather).toBe(1);
+  });
+});
