@@ -2,7 +2,7 @@ import { checkBeforeClaim, decideAtClaim, decidedBy, readInDoubtDecisions } from
 import { answered, goesOn, retried } from "../run/run-changes.js";
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
-import { readEnvelope, type RunEnvelope } from "../run/envelope.js";
+import { firstEnvelope, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import type { ParentRef } from "../calls/child-runs.js";
 import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
@@ -16,8 +16,7 @@ import { DurableRun, type RunStart } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
-import { endedChild, startedAs, tellParent } from "../run/parent.js";
-import type { ChildEnd } from "../calls/child-runs.js";
+import { startedAs } from "../run/parent.js";
 import { WAITING } from "../store/rules.js";
 import { eachConcurrently } from "../base/concurrent.js";
 import type {
@@ -90,7 +89,7 @@ export class RunDriver<D, R> {
       readonly signal?: AbortSignal | undefined;
     } = {},
   ): Promise<DriveResult<R>> {
-    const envelope: RunEnvelope<D> = { round: 1, pending: [], answers: [], program: data };
+    const envelope = firstEnvelope(data);
     const { run } = DurableRun.startLater(
       this.#newRun(options.runId ?? newRunId(), options.ctx, envelope),
       (checkpoint) => void this.#drive.saved(checkpoint, data),
@@ -124,24 +123,14 @@ export class RunDriver<D, R> {
     data: D,
     options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly parent?: ParentRef | undefined },
   ): Promise<void> {
-    const { parent } = options;
-    const envelope: RunEnvelope<D> = {
-      round: 1,
-      pending: [],
-      answers: [],
-      ...(parent === undefined ? {} : { parent }),
-      program: data,
-    };
+    const { parent, runId } = options;
+    const envelope = firstEnvelope(data, parent);
     try {
-      await this.#queued(envelope, options.runId, options.ctx);
+      await this.#queued(envelope, runId, options.ctx);
     } catch (error) {
-      const run = { runId: options.runId, name: this.#program.name, kind: this.#program.kind };
-      if (
-        error instanceof CheckpointConflict &&
-        (await startedAs(this.#store, this.#sealer, run, parent, this.#drive.json(envelope)))
-      )
-        return;
-      throw error;
+      if (!(error instanceof CheckpointConflict)) throw error;
+      const run = { runId, name: this.#program.name, kind: this.#program.kind };
+      if (!(await startedAs(this.#store, this.#sealer, run, parent, this.#drive.json(envelope)))) throw error;
     }
   }
 
@@ -156,7 +145,7 @@ export class RunDriver<D, R> {
     options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly ifExists?: "handle" | "error" },
   ): Promise<boolean> {
     try {
-      await this.#queued({ round: 1, pending: [], answers: [], program: data }, options.runId, options.ctx);
+      await this.#queued(firstEnvelope(data), options.runId, options.ctx);
       return true;
     } catch (error) {
       if (!(error instanceof CheckpointConflict) || options.ifExists === "error") throw error;
@@ -179,19 +168,8 @@ export class RunDriver<D, R> {
    * asks it, so an end its parent refused (it had failed, and was retried
    * since; it was not stored yet) is not lost. Reads one row while the child runs.
    */
-  async retellEnd(runId: string): Promise<boolean> {
-    const { kind, name } = this.#program;
-    const ended = await endedChild(this.#store, this.#sealer, runId, { kind, name });
-    if (ended === undefined) return false;
-    const { latest, envelope, parent } = ended;
-    let end: ChildEnd;
-    if (latest.status === "failed") end = { status: "failed", error: envelope.error ?? "" };
-    else {
-      const program = await this.#program.read(runId, envelope.program);
-      end = { status: "done", output: this.#program.output?.(program) ?? this.#program.write(program) };
-    }
-    await tellParent(this.#store, this.#sealer, parent, runId, end);
-    return true;
+  retellEnd(runId: string): Promise<boolean> {
+    return this.#drive.retellEnd(this.#store, this.#sealer, runId);
   }
 
   /**

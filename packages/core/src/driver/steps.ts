@@ -10,7 +10,9 @@ import { takenAfterRound } from "../calls/event-wait.js";
 import { MAX_SLEEP_MS } from "../calls/tools.js";
 import { freshPlan, planReplay, type ReplayPlan } from "../calls/replay.js";
 import type { DurableRun } from "../run/durable-run.js";
-import { tellParent } from "../run/parent.js";
+import { endedChild, tellParent } from "../run/parent.js";
+import type { Sealer } from "../seal/sealer.js";
+import type { CheckpointStore } from "../store/contract.js";
 import type { ChildEnd } from "../calls/child-runs.js";
 import type {
   AsleepResult,
@@ -107,8 +109,7 @@ export class RunSteps<D, R> {
       let checkpoint: CheckpointBody;
       try {
         if (outcome.next === "done") {
-          const output = this.#program.output?.(next.program) ?? this.#program.write(next.program);
-          await this.#tellParent(run, next, { status: "done", output });
+          await this.#tellParent(run, next, { status: "done", output: this.#output(next.program) });
           checkpoint = await run.save("done", this.json(next));
         } else {
           // A running step lands with the run's next commit: the next call's `started`, or a save that must land.
@@ -243,6 +244,28 @@ export class RunSteps<D, R> {
       return saveError;
     }
     return error;
+  }
+
+  /** What a done child gives its parent: the program's output (a flow's state), or its whole data as written. */
+  #output(data: D): JsonValue {
+    return this.#program.output?.(data) ?? this.#program.write(data);
+  }
+
+  /**
+   * Tells the parent of ended child run `runId` again how it ended (see
+   * `RunDriver.retellEnd`): true when it ended with a parent to tell.
+   */
+  async retellEnd(store: CheckpointStore, sealer: Sealer, runId: string): Promise<boolean> {
+    const { kind, name } = this.#program;
+    const ended = await endedChild(store, sealer, runId, { kind, name });
+    if (ended === undefined) return false;
+    const { latest, envelope, parent } = ended;
+    const end: ChildEnd =
+      latest.status === "failed"
+        ? { status: "failed", error: envelope.error ?? "" }
+        : { status: "done", output: this.#output(await this.#program.read(runId, envelope.program)) };
+    await tellParent(store, sealer, parent, runId, end);
+    return true;
   }
 
   /** Tells a child run's parent how it ended, once its calls' records landed, before it is saved so. */

@@ -173,3 +173,8 @@ function isBoundAnswer(value: JsonValue): value is JsonObject & BoundAnswer {
     (value["reason"] === undefined || isString(value["reason"]))
   );
 }
+
+/** The envelope of a new run's step 0: round 1, nothing pending or answered, a child's `parent` when given. */
+export function firstEnvelope<P>(program: P, parent?: ParentRef): RunEnvelope<P> {
+  return { round: 1, pending: [], answers: [], ...(parent === undefined ? {} : { parent }), program };
+}
