@@ -208,7 +208,7 @@ const CAUGHT: Caught[] = [
     leases.dropsListOptions,
     "lease",
     "a claim after a lease ran out succeeds, and until then the run is not claimable",
-    "listUnfinished(flow, { claimable: true }) right after a 300 ms lease: expected not the run",
+    "listUnfinished(flow, { claimable: true }) right after a 1500 ms lease: expected not the run",
   ],
   [
     broken.runsOldestFirst,

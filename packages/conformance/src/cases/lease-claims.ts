@@ -17,6 +17,9 @@ import {
 } from "./lease-checks.js";
 import { expectRejects, expectResolves } from "./rule.js";
 
+/** The lease of the listing case: long enough that a listing right after its save finds it live under load. */
+const LISTING_LEASE_MS = 1_500;
+
 const HOUR_MS = 3_600_000;
 /** The lease taken with a drifted worker clock: long enough that a claim right after it is surely within it. */
 const DRIFT_LEASE_MS = 1_000;
@@ -138,15 +141,17 @@ export const leaseClaimCases: readonly ConformanceCase[] = [
     async run(h) {
       const flow = h.runId("flow");
       const runId = h.runId();
-      await startHeld(h, runId, SHORT_MS, flow);
+      // Longer than the kit's short lease: the listing right after the save must find it live on a loaded machine too.
+      const lease = LISTING_LEASE_MS;
+      await startHeld(h, runId, lease, flow);
       const listed = (when: string, expected: boolean) =>
         leaseRule(
           `listUnfinished(flow, { claimable: true }) ${when}`,
           expected ? "the run's id: its lease ran out" : "not the run: its lease is live",
         );
-      expect(await listedClaimable(h, flow, runId), listed(`right after a ${SHORT_MS} ms lease`, false)).toBe(false);
-      await sleep(SHORT_MS + PAST_MS);
-      const after = `${SHORT_MS + PAST_MS} ms after a ${SHORT_MS} ms lease for A`;
+      expect(await listedClaimable(h, flow, runId), listed(`right after a ${lease} ms lease`, false)).toBe(false);
+      await sleep(lease + PAST_MS);
+      const after = `${lease + PAST_MS} ms after a ${lease} ms lease for A`;
       expect(await listedClaimable(h, flow, runId), listed(after, true)).toBe(true);
       await expectResolves(
         leaseRule(`save(runId, 1) from segment 1 by B ${after}`, "accepted: the lease ran out"),
