@@ -47,6 +47,8 @@ const SUITES = {
   "@durable/flow": { load: 1, minutes: 0.5 },
   "@durable/loop": { load: 1, minutes: 0.5 },
   "@durable-apps/release": { load: 0.5, minutes: 0.3 },
+  // A server and a worker process on a SQLite file, a few seconds each test.
+  "@durable-apps/http-example": { load: 0.5, minutes: 0.3 },
   "@durable-apps/viewer": { load: 0.5, minutes: 0.3 },
   "@durable-apps/shared": { load: 0.5, minutes: 0.2 },
   "@durable/store-memory": { load: 0.5, minutes: 0.2 },

@@ -41,6 +41,7 @@ export { jsonlEventSink, readJsonlEvents } from "./log/jsonl-events.js";
 export type { PausedResult, RecoverOptions } from "./driver/program.js";
 export type { PendingCall } from "./calls/replay.js";
 export { RunWorker, startWorker, type WorkerStatus } from "./driver/worker.js";
+export { drain, type DrainOptions, type DrainResult } from "./driver/drain.js";
 export type { WorkerOptions } from "./driver/worker-options.js";
 export { Schedule, type ScheduleOptions } from "./driver/schedule.js";
 export { workerId, type LeaseOptions } from "./run/lease.js";

@@ -96,6 +96,7 @@ describe("entry points", () => {
     ...["PausedResult", "RecoverOptions", "PendingCall"],
     ...["RunWorker", "startWorker", "WorkerOptions", "WorkerStatus", "workerId", "LeaseOptions"],
     ...["Schedule", "ScheduleOptions"],
+    ...["drain", "DrainOptions", "DrainResult"],
     ...["RunHandle", "runHandle", "RunHandleOptions", "RunHandleStatus"],
     ...["MemoryCheckpointStore", "CheckpointStore", "StorageOptions", "CheckpointKeys", "EncryptionKeys"],
     ...["Identity", "newRunId", "JsonValue", "ValueCodec"],
@@ -105,9 +106,10 @@ describe("entry points", () => {
   // an operator wakes a run (`wakeRun`); an application passes a `Schedule` to its worker and may write its `ScheduleOptions` apart.
   // 75 since handles: a web server keeps a `RunHandle` (or rebuilds one, `runHandle`, with its options and the status it
   // reads) and branches on how its `result()` rejects (`RunFailed`, `ResultTimedOut`).
-  it(`the root exports what an application writes: these ${ROOT.length} names, at most 75`, () => {
+  // 78 since drains: a serverless route handler calls `drain` with its options and reads what it did.
+  it(`the root exports what an application writes: these ${ROOT.length} names, at most 78`, () => {
     expect([...exported("@durable/core")].sort()).toEqual([...ROOT].sort());
-    expect(ROOT.length).toBeLessThanOrEqual(75);
+    expect(ROOT.length).toBeLessThanOrEqual(78);
   });
 
   it("the store, runner and internal entries export these names", () => {

@@ -57,25 +57,23 @@ const WORKER_OPTIONS: OptionTable<WorkerOptions> = {
 export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, "onStuck" | "onFailed">> &
   Pick<WorkerOptions, "onStuck" | "onFailed">;
 
-/** The options with their defaults, checked: `InvalidInput` before the worker starts. */
-export function checkWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
-  checkOptions("startWorker", options, WORKER_OPTIONS);
+/** The options with their defaults, checked: `InvalidInput` (its message naming `where`) before the worker starts. */
+export function checkWorkerOptions(options: WorkerOptions, where = "startWorker"): ResolvedWorkerOptions {
+  checkOptions(where, options, WORKER_OPTIONS);
   const { serve = [], schedules = [] } = options;
   if (!Array.isArray(serve) || !serve.every(isServed))
-    throw new InvalidInput(
-      "startWorker: serve must list what it serves, each runner.served(flow) or servedToolLoops(…).",
-    );
+    throw new InvalidInput(`${where}: serve must list what it serves, each runner.served(flow) or servedToolLoops(…).`);
   if (!Array.isArray(schedules) || !schedules.every((each) => each instanceof Schedule))
-    throw new InvalidInput("startWorker: schedules must list schedules, each runner.schedule(flow, …).");
+    throw new InvalidInput(`${where}: schedules must list schedules, each runner.schedule(flow, …).`);
   if (serve.length === 0 && schedules.length === 0)
     throw new InvalidInput(
-      "startWorker: give it something to serve: serve (runner.served(flow), servedToolLoops(…)) or schedules (runner.schedule(flow, …)).",
+      `${where}: give it something to serve: serve (runner.served(flow), servedToolLoops(…)) or schedules (runner.schedule(flow, …)).`,
     );
   const names = schedules.map((each) => each.name);
   const twice = names.find((name, index) => names.indexOf(name) !== index);
   if (twice !== undefined)
     throw new InvalidInput(
-      `startWorker: two schedules are named ${JSON.stringify(twice)}; a name makes its runs' ids, so each must be its own.`,
+      `${where}: two schedules are named ${JSON.stringify(twice)}; a name makes its runs' ids, so each must be its own.`,
     );
   const resolved: ResolvedWorkerOptions = {
     serve: withScheduled(serve, schedules),
@@ -92,7 +90,7 @@ export function checkWorkerOptions(options: WorkerOptions): ResolvedWorkerOption
   for (const name of ["concurrency", "pollMs", "maxPollMs", "stopDeadlineMs"] as const) {
     const value = resolved[name];
     if (!Number.isSafeInteger(value) || value < (name === "stopDeadlineMs" ? 0 : 1))
-      throw new InvalidInput(`startWorker: ${name} must be a whole number ≥ 1, not ${String(value)}.`);
+      throw new InvalidInput(`${where}: ${name} must be a whole number ≥ 1, not ${String(value)}.`);
   }
   return resolved;
 }

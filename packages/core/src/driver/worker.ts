@@ -32,6 +32,8 @@ export interface WorkerStatus {
   readonly finished: number;
   /** Claims it lost to another worker. */
   readonly lost: number;
+  /** Runs it gave up at its stop deadline: released for another worker. */
+  readonly gaveUp: number;
   readonly stopping: boolean;
   /** Each schedule it serves, with its next tick. */
   readonly schedules: readonly ScheduleStatus[];
@@ -60,7 +62,10 @@ export class RunWorker {
   };
   #finished = 0;
   #lost = 0;
+  #gaveUp = 0;
   #stopping = false;
+  /** Told after each look that took nothing while nothing runs (a drain then ends). */
+  #onIdle: (() => void) | undefined;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #stopped: Promise<void> | undefined;
@@ -92,6 +97,7 @@ export class RunWorker {
       stuck: left.filter((entry) => entry.why === "stuck").length,
       finished: this.#finished,
       lost: this.#lost,
+      gaveUp: this.#gaveUp,
       stopping: this.#stopping,
       schedules: this.#ticker.status(),
     };
@@ -105,6 +111,14 @@ export class RunWorker {
   stop(): Promise<void> {
     this.#stopped ??= this.#stop();
     return this.#stopped;
+  }
+
+  /** Resolves at the first look that takes nothing while nothing runs: no claimable work is left for it. */
+  idle(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#onIdle = resolve;
+      this.#wake?.();
+    });
   }
 
   async #stop(): Promise<void> {
@@ -130,6 +144,7 @@ export class RunWorker {
         took += await this.#ticker.startDue(this.#slots);
         for (const served of this.#options.serve) took += await this.#take(served);
         wait = took > 0 ? this.#options.pollMs : Math.min(wait * 2, this.#options.maxPollMs);
+        if (took === 0 && this.#running.size === 0) this.#onIdle?.();
       } catch {
         // The listing failed (the store did not answer): look again later, as a worker with nothing to do would.
         wait = Math.min(wait * 2, this.#options.maxPollMs);
@@ -152,6 +167,8 @@ export class RunWorker {
     for await (const runId of served.store.listUnfinished(served.name, { claimable: true })) {
       if (this.#stopping || this.#running.size >= this.#options.concurrency) break;
       if (this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
+      // Stopped while it read the run's latest step: a run taken now would be given up at once.
+      if (this.#stopping) break;
       this.#running.set(runId, this.#drive(served, runId));
       took += 1;
     }
@@ -173,7 +190,9 @@ export class RunWorker {
       if (wakesIn > 0) this.#left.set(leftKey(served, runId), { step: -1, why: "asleep", until: this.#after(wakesIn) });
     } catch (error) {
       if (tick !== undefined && (await tick.failed(error, signal))) return;
-      if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
+      // Given up at the stop deadline, whatever the drive threw on its way out: released, not stuck.
+      if (signal.aborted) this.#gaveUp += 1;
+      else if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
         // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
         if (error instanceof LeaseHeld) this.#lost += 1;
         this.#left.set(leftKey(served, runId), {
@@ -185,8 +204,7 @@ export class RunWorker {
         // Another worker won the race, or it is another kind of run under the same name: not again until it moves on.
         this.#lost += 1;
         await this.#leave(served, runId, error, "lost");
-      } else if (!this.#giveUp.signal.aborted)
-        await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
+      } else await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
     } finally {
       this.#running.delete(runId);
       this.#wake?.();

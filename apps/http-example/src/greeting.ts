@@ -1,0 +1,27 @@
+import { appendFileSync } from "node:fs";
+import { Executor, ToolRegistry } from "@durable/core";
+import { Flow, FlowRunner } from "@durable/flow";
+import { SQLiteCheckpointStore } from "@durable/store-sqlite";
+import { z } from "zod";
+
+/** The flow the server starts and the workers run: one tool call. */
+export const greeting = new Flow("greeting", {
+  state: z.object({ name: z.string().min(1), message: z.string().default("") }),
+})
+  .node("greet", async (state, ctx) => ({ message: await ctx.call<string>("send_greeting", { name: state.name }) }))
+  .end("greet");
+
+/** Replace it: every process of the fleet seals and reads checkpoints with the same key. */
+const KEY = process.env["DURABLE_KEY"] ?? "http-example-key-replace-with-32-random-bytes";
+
+/**
+ * A runner on the SQLite file every process shares (server and workers).
+ * The tool's effect is a line in `outbox`, as an email sent would be.
+ */
+export function greetingRunner(db: string, outbox: string): FlowRunner {
+  const tools = new ToolRegistry().tool("send_greeting", (args: { name: string }, ctx) => {
+    appendFileSync(outbox, `${JSON.stringify({ runId: ctx.runId, name: args.name })}\n`);
+    return `hello ${args.name}`;
+  });
+  return new FlowRunner(new Executor(tools), { checkpoints: new SQLiteCheckpointStore(db), checkpointKey: KEY });
+}
