@@ -13,7 +13,6 @@ import {
   OWNER_A,
   OWNER_B,
   PAST_MS,
-  SHORT_MS,
 } from "./lease-checks.js";
 import { expectRejects, expectResolves } from "./rule.js";
 
