@@ -23,11 +23,21 @@ export function isoTime(ms: number): string | undefined {
   return typeof ms === "number" && ms > 0 && Number.isFinite(date.getTime()) ? date.toISOString() : undefined;
 }
 
-/** How far `ms` is from now, as `in 12 s` or `3 min ago`. */
+/** Spans of time a page names, each used up to twice its size in the unit below: `90 s`, `2 h`, `3 days`, `12 years`. */
+const SPANS: ReadonlyArray<readonly [seconds: number, unit: string]> = [
+  [1, "s"],
+  [60, "min"],
+  [3_600, "h"],
+  [86_400, "days"],
+  [31_557_600, "years"],
+];
+
+/** How far `ms` is from now, as `in 12 s`, `3 min ago` or `in 10 days` (a wait with no timeout: thousands of years). */
 export function fromNow(ms: number, now: number): string {
   const delta = Math.round((ms - now) / 1000);
   const size = Math.abs(delta);
-  const span = size < 120 ? `${size} s` : size < 7200 ? `${Math.round(size / 60)} min` : `${Math.round(size / 3600)} h`;
+  const [seconds, unit] = SPANS.findLast(([each], i) => i === 0 || size >= each * 2) ?? [1, "s"];
+  const span = `${Math.round(size / seconds).toLocaleString("en-US")} ${unit}`;
   return delta >= 0 ? `in ${span}` : `${span} ago`;
 }
 
