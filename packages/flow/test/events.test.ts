@@ -77,8 +77,11 @@ describe("events", () => {
     expect(await claimable(store, "payment")).toEqual(["r"]);
     // A resend of the webhook is a no-op.
     expect(await send(store, "r", "paid", { amount: 5 }, "pay-1")).toMatchObject({ status: "duplicate" });
-    const done = await runnerOn(store, registry).recover(flow, "r");
+    const woke: DurableEvent[] = [];
+    const done = await runnerOn(store, registry, woke).recover(flow, "r");
     expect(done).toMatchObject({ status: "done", state: { note: 'shipped {"amount":5}' } });
+    // The claim woke the run: no worker died.
+    expect(woke.find((e) => e.type === "run.recovered")).toMatchObject({ woke: true });
     expect(shipped).toEqual(['{"amount":5}']);
     await expect(send(store, "r", "paid", {}, "pay-2")).rejects.toBeInstanceOf(RunAlreadyEnded);
     expect(await send(store, "r", "paid", {}, "pay-1")).toMatchObject({ status: "duplicate" });

@@ -294,6 +294,7 @@ export class RunDriver<D, R> {
         replayed: refs(plan.finished.values()),
         rerun: refs(plan.inDoubt.values()),
         decided: refs(plan.decided.values()),
+        ...(asleep === undefined ? {} : { woke: true }),
       });
       return this.#drive.steps(run, this.#drive.claimed(run, envelope, records), plan);
     });

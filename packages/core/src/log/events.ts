@@ -52,6 +52,8 @@ export interface RunRecovered extends EventBase {
   readonly replayed: readonly CallRef[];
   /** Calls in doubt that the round runs again: of idempotent tools, or every one with `rerunInDoubt`. */
   readonly rerun: readonly CallRef[];
+  /** The claim woke a run asleep or waiting for an event: no worker died, the run's time came (or its event). */
+  readonly woke?: true;
   /** Calls of the round an operator decided on (`decide`, `decideCalls`): run again, or given an outcome. */
   readonly decided: readonly CallRef[];
 }
