@@ -38,7 +38,8 @@ describe("RedisCheckpointStore behind a connection that goes silent", () => {
     proxy.restore();
     await expectWorksAgain(store);
     await store.close();
-  }, 30_000);
+    // One operation after another, each its whole timeout: 15 of them with the events capability.
+  }, 60_000);
   it("operations in flight together when the connection goes silent each fail with StoreUnavailable within the timeout, saying why", async () => {
     const store = new RedisCheckpointStore(() => createClient({ url: `redis://127.0.0.1:${proxy.port}` }), {
       prefix: "blackhole-together",

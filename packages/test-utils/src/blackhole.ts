@@ -115,13 +115,25 @@ export function everyOperation(store: CheckpointStore): Record<string, () => Pro
     renew: () => store.renew("r", 0, { owner: "w", ms: 1_000 }),
     release: () => store.release("r", 0, "w"),
     leaseOf: () => store.leaseOf("r"),
+    // The events capability, where the store has it.
+    ...(store.sendEvent === undefined
+      ? {}
+      : { sendEvent: () => store.sendEvent!("r", { seq: 0, key: "k", sealed: "d1.-.{}" }) }),
+    ...(store.inbox === undefined ? {} : { inbox: () => store.inbox!("r") }),
   };
 }
 
 /** The writes of `everyOperation`: what a store whose file another connection keeps locked must fail. */
 export function writeOperations(store: CheckpointStore): Record<string, () => Promise<unknown>> {
-  const { save, recordCall, delete: remove, renew, release } = everyOperation(store);
-  return { save: save!, recordCall: recordCall!, delete: remove!, renew: renew!, release: release! };
+  const { save, recordCall, delete: remove, renew, release, sendEvent } = everyOperation(store);
+  return {
+    save: save!,
+    recordCall: recordCall!,
+    delete: remove!,
+    renew: renew!,
+    release: release!,
+    ...(sendEvent === undefined ? {} : { sendEvent }),
+  };
 }
 
 /** Checks the store works again once the fault is gone: run "r" still at step 0, running, and it takes step 1. */
