@@ -4,7 +4,7 @@ import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
 import { firstEnvelope, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import type { ParentRef } from "../calls/child-runs.js";
-import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision, errorText } from "../base/errors.js";
+import { CheckpointConflict, RecoveryNeedsDecision } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
@@ -18,7 +18,7 @@ import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { startedAs } from "../run/parent.js";
 import { WAITING } from "../store/rules.js";
-import { eachConcurrently } from "../base/concurrent.js";
+import { recoverAll, recoverEach } from "./recover-each.js";
 import type {
   DriverOptions,
   OpenedRun,
@@ -319,27 +319,14 @@ export class RunDriver<D, R> {
     }
   }
 
-  /**
-   * Recovers the program's claimable runs (running, with no live lease: never
-   * one another worker holds; with `takeOver`, every unfinished run), several
-   * at once, and yields each outcome as it settles. Reads the store's listing
-   * as it goes, so memory stays flat.
-   */
+  /** Recovers the program's claimable runs, several at once, yielding each outcome as it settles (`recoverEach`). */
   recoverEach(options: RecoverEachOptions = {}): AsyncGenerator<Recovered<R>> {
-    const { concurrency = 8, ...recover } = options;
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1)
-      throw new InvalidInput(`recoverEach: concurrency must be a whole number ≥ 1, not ${String(concurrency)}.`);
-    // An operator's takeover goes on with every unfinished run, held or not, paused ones as their paused results.
-    const listing = this.#store.listUnfinished(this.#program.name, { claimable: recover.takeOver !== true });
-    return eachConcurrently(listing, concurrency, (runId) => this.recover(runId, recover));
+    return recoverEach(this, options);
   }
 
-  /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. For small numbers of runs. */
-  async recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, DriveResult<R> | Error>> {
-    const results = new Map<string, DriveResult<R> | Error>();
-    for await (const settled of this.recoverEach(options))
-      results.set(settled.item, settled.ok ? settled.value : asError(settled.error));
-    return results;
+  /** `recoverEach`, collected: each claimable run's id mapped to its result or to the error that stopped it. */
+  recoverAll(options: RecoverEachOptions = {}): Promise<Map<string, DriveResult<R> | Error>> {
+    return recoverAll(this, options);
   }
 
   /**
@@ -403,10 +390,6 @@ export class RunDriver<D, R> {
       signal?.removeEventListener("abort", giveUp);
     }
   }
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(errorText(error));
 }
 
 function refs(calls: Iterable<CallRef>): CallRef[] {
