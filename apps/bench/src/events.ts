@@ -3,6 +3,7 @@ import { Flow, FlowRunner } from "@durable/flow";
 import { z } from "zod";
 import { latencyOf, round } from "./stats.js";
 import { KEY } from "./workload.js";
+import { orDash, textTable } from "./table.js";
 
 /** What delivering events costs one store. */
 export interface EventFigures {
@@ -115,21 +116,13 @@ export async function measureEvents(
 
 /** The figures as a table: what one `sendEvent` costs, and how soon the run it wakes goes on. */
 export function eventsTable(figures: readonly EventFigures[]): string[] {
-  const head =
-    "store                    sends  calls/send  trips/send  send ms p50  send ms p99  wake lag p50 ms  wake lag p99 ms";
-  return [
-    head,
-    ...figures.map((f) =>
-      [
-        f.store.padEnd(24),
-        String(f.sends).padStart(6),
-        String(f.callsPerSend).padStart(11),
-        (f.tripsPerSend === undefined ? "-" : String(f.tripsPerSend)).padStart(11),
-        f.sendMsP50.toFixed(2).padStart(12),
-        f.sendMsP99.toFixed(2).padStart(12),
-        String(f.wakeLagP50Ms).padStart(16),
-        String(f.wakeLagP99Ms).padStart(16),
-      ].join(" "),
-    ),
-  ];
+  return textTable(figures, (f) => f.store, [
+    ["sends", (f) => String(f.sends)],
+    ["calls/send", (f) => String(f.callsPerSend)],
+    ["trips/send", (f) => orDash(f.tripsPerSend)],
+    ["send ms p50", (f) => f.sendMsP50.toFixed(2)],
+    ["send ms p99", (f) => f.sendMsP99.toFixed(2)],
+    ["wake lag p50 ms", (f) => String(f.wakeLagP50Ms)],
+    ["wake lag p99 ms", (f) => String(f.wakeLagP99Ms)],
+  ]);
 }

@@ -5,6 +5,7 @@ import { canonicalJson, DurableRun, openHistory, Sealer } from "@durable/core/ru
 import { type LoopModel, type Message, recoverToolLoop, runToolLoop } from "@durable/loop";
 import { round } from "./stats.js";
 import { cutAtSave, KEY } from "./workload.js";
+import { orDash, textTable } from "./table.js";
 
 /** What one store did on a long tool loop. */
 export interface LongFigures {
@@ -153,27 +154,19 @@ async function storedBytes(store: CheckpointStore, runId: string): Promise<numbe
  * step's new content + 1 KB, recovery at the last step ≤ 2 × at step 10.
  */
 export function longTable(figures: readonly LongFigures[]): string[] {
-  const head =
-    "store                    steps  early ms  late ms  late÷early  bytes/step  new bytes/step  recover@10 ms  recover@last ms  last÷10  read alone ms  targets";
-  return [
-    head,
-    ...figures.map((f) =>
-      [
-        f.store.padEnd(24),
-        String(f.steps).padStart(5),
-        f.earlyStepMs.toFixed(2).padStart(9),
-        f.lateStepMs.toFixed(2).padStart(8),
-        (f.lateStepMs / f.earlyStepMs).toFixed(2).padStart(10),
-        String(f.bytesPerStep).padStart(11),
-        String(f.newBytesPerStep).padStart(15),
-        f.recoverEarlyMs.toFixed(1).padStart(14),
-        f.recoverLateMs.toFixed(1).padStart(16),
-        (f.recoverLateMs / f.recoverEarlyMs).toFixed(2).padStart(8),
-        (f.readAloneMs === undefined ? "-" : f.readAloneMs.toFixed(1)).padStart(13),
-        targets(f).padStart(8),
-      ].join(" "),
-    ),
-  ];
+  return textTable(figures, (f) => f.store, [
+    ["steps", (f) => String(f.steps)],
+    ["early ms", (f) => f.earlyStepMs.toFixed(2)],
+    ["late ms", (f) => f.lateStepMs.toFixed(2)],
+    ["late÷early", (f) => (f.lateStepMs / f.earlyStepMs).toFixed(2)],
+    ["bytes/step", (f) => String(f.bytesPerStep)],
+    ["new bytes/step", (f) => String(f.newBytesPerStep)],
+    ["recover@10 ms", (f) => f.recoverEarlyMs.toFixed(1)],
+    ["recover@last ms", (f) => f.recoverLateMs.toFixed(1)],
+    ["last÷10", (f) => (f.recoverLateMs / f.recoverEarlyMs).toFixed(2)],
+    ["read alone ms", (f) => orDash(f.readAloneMs, 1)],
+    ["targets", targets],
+  ]);
 }
 
 /** Which of the three targets a row meets, as three marks (time, bytes, recovery): ✓ or ✗. */

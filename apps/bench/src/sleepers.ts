@@ -3,6 +3,7 @@ import { Flow, FlowRunner } from "@durable/flow";
 import { z } from "zod";
 import { latencyOf, round } from "./stats.js";
 import { KEY } from "./workload.js";
+import { orDash, textTable } from "./table.js";
 
 /** What sleeping runs cost one store. */
 export interface SleeperFigures {
@@ -131,23 +132,15 @@ export async function measureSleepers(
 
 /** The figures as a table: a poll's cost with none and with every run asleep (should be alike), and the wake-up lag. */
 export function sleepersTable(figures: readonly SleeperFigures[]): string[] {
-  const head =
-    "store                    asleep  poll ms (none)  poll ms (asleep)  cpu ms (none)  cpu ms (asleep)  trips/poll  due at once  lag p50 ms  lag p99 ms";
-  return [
-    head,
-    ...figures.map((f) =>
-      [
-        f.store.padEnd(24),
-        String(f.sleepers).padStart(6),
-        f.pollMsEmpty.toFixed(2).padStart(15),
-        f.pollMsAsleep.toFixed(2).padStart(17),
-        f.pollCpuMsEmpty.toFixed(2).padStart(14),
-        f.pollCpuMsAsleep.toFixed(2).padStart(16),
-        (f.pollTrips === undefined ? "-" : String(f.pollTrips)).padStart(11),
-        String(f.due).padStart(12),
-        String(f.lagP50Ms).padStart(11),
-        String(f.lagP99Ms).padStart(11),
-      ].join(" "),
-    ),
-  ];
+  return textTable(figures, (f) => f.store, [
+    ["asleep", (f) => String(f.sleepers)],
+    ["poll ms (none)", (f) => f.pollMsEmpty.toFixed(2)],
+    ["poll ms (asleep)", (f) => f.pollMsAsleep.toFixed(2)],
+    ["cpu ms (none)", (f) => f.pollCpuMsEmpty.toFixed(2)],
+    ["cpu ms (asleep)", (f) => f.pollCpuMsAsleep.toFixed(2)],
+    ["trips/poll", (f) => orDash(f.pollTrips)],
+    ["due at once", (f) => String(f.due)],
+    ["lag p50 ms", (f) => String(f.lagP50Ms)],
+    ["lag p99 ms", (f) => String(f.lagP99Ms)],
+  ]);
 }
