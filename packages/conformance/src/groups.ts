@@ -15,6 +15,7 @@ import { anchorGroup } from "./cases/anchor.js";
 import { ttlGroup } from "./cases/ttl.js";
 import { timersGroup } from "./cases/timers.js";
 import { eventsGroup } from "./cases/events.js";
+import { queueGroup } from "./cases/queue.js";
 
 /** Every group of the kit, in the order they run. */
 export const GROUPS: readonly ConformanceGroup[] = [
@@ -25,6 +26,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   leaseGroup,
   timersGroup,
   eventsGroup,
+  queueGroup,
   inspectGroup,
   integrityGroup,
   tamperGroup,

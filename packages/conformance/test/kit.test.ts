@@ -11,6 +11,7 @@ import * as broken from "./broken-stores.js";
 import { expiringMemory, ttlOnPaused, ttlOnRunning } from "./expiring-stores.js";
 import * as leases from "./lease-stores.js";
 import * as events from "./event-stores.js";
+import * as queues from "./queue-stores.js";
 
 const { memory } = broken;
 
@@ -37,6 +38,16 @@ const TTL =
   "an ended run's checkpoints and records are gone after the TTL; a running run's (its worker died mid-call) and a paused run's stay, until each ends";
 const BATCH_AFTER_DONE =
   "refuses a record after the batch's own checkpoint ended the run with CheckpointConflict, and writes nothing of the batch";
+const ORDER =
+  "listQueued gives a queue's claimable runs highest priority first, FIFO within a priority, once each and no other queue's; the claimable listing leaves queued runs out";
+const CONCURRENCY =
+  "a take beyond the queue's concurrency is QueueFull and writes nothing; a run that ends, sleeps, waits, pauses or lets its lease run out frees its slot, and renewing a lease that ran out is a take";
+const PER_KEY =
+  "a take beyond the per-key limit of the run's concurrency key is QueueFull (key); runs of other keys and of none go on";
+const RATE =
+  "a queue starts at most its rate limit of runs in any window by the store's clock (QueueFull rate, with when to try again); later takes of a started run are not starts";
+const QUEUE_RACE =
+  "8 racing workers take a queue's 24 runs: never more than its concurrency (3) hold one at once, and every run ends";
 const CAUGHT: Caught[] = [
   [
     broken.batchOneByOne,
@@ -198,6 +209,30 @@ const CAUGHT: Caught[] = [
     "a save for WAITING that saw fewer events than the inbox holds takes no lease: the run is claimable at once (save and commit, an event sent by another client too)",
     "save for WAITING with events: 0 over an inbox of 1: expected no lease: the run is claimable at once",
   ],
+  [queues.ignoresConcurrency, "queue", QUEUE_RACE, "at most 3 runs held at once"],
+  [
+    queues.ignoresConcurrency,
+    "queue",
+    CONCURRENCY,
+    "a third take with concurrency 2: expected QueueFull (concurrency)",
+  ],
+  [queues.ignoresPerKey, "queue", PER_KEY, "a second take of key alice with perKey 1: expected QueueFull (key)"],
+  [queues.ignoresRate, "queue", RATE, "a third start within the window: expected QueueFull (rate)"],
+  [queues.ignoresPriority, "queue", ORDER, "listQueued(queue): expected b, d (priority 5), a, c (0), e (-1)"],
+  [queues.listsNewestFirst, "queue", ORDER, "listQueued(queue): expected b, d (priority 5), a, c (0), e (-1)"],
+  [
+    queues.listsQueuedAsClaimable,
+    "queue",
+    ORDER,
+    "listUnfinished(flow, { claimable: true }): expected the run started on no queue only",
+  ],
+  [
+    queues.renewsWithoutTaking,
+    "queue",
+    CONCURRENCY,
+    "renew(runId) of a lease that ran out while the queue filled up: expected QueueFull",
+  ],
+  [queues.commitsWithoutTaking, "queue", CONCURRENCY, "a take by commit while the queue is full: expected QueueFull"],
   [
     leases.dropsSaveLease,
     "lease",
@@ -288,6 +323,7 @@ describe("the kit catches broken stores", () => {
       "lease",
       "timers",
       "events",
+      "queue",
       "inspect",
       "integrity",
       "tamper",

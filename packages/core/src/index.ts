@@ -16,6 +16,7 @@ export {
   StoreNotReady,
   LeaseHeld,
   RunAlreadyEnded,
+  QueueFull,
   RunFailed,
   ResultTimedOut,
   ToolFailed,
@@ -42,6 +43,7 @@ export type { PausedResult, RecoverOptions } from "./driver/program.js";
 export type { PendingCall } from "./calls/replay.js";
 export { RunWorker, startWorker, type WorkerStatus } from "./driver/worker.js";
 export { drain, type DrainOptions, type DrainResult } from "./driver/drain.js";
+export { defineQueue, type Queue, type QueueOptions } from "./driver/queue.js";
 export type { WorkerOptions } from "./driver/worker-options.js";
 export { Schedule, type ScheduleOptions } from "./driver/schedule.js";
 export { workerId, type LeaseOptions } from "./run/lease.js";

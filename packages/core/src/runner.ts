@@ -90,3 +90,4 @@ export type { JsonObject } from "./base/json.js";
 export { operatorMark } from "./operator/actions.js";
 export type { OperatorAction, OperatorMark } from "./operator/options.js";
 export { eventOfLine } from "./log/jsonl-events.js";
+export { queuePlace, type QueueStart } from "./driver/queue.js";

@@ -20,7 +20,21 @@ export {
   type RunQuery,
   type RunSummary,
   type RunPage,
+  type QueuePlace,
+  type QueuedRun,
 } from "./store/contract.js";
+export {
+  checkQueuePlace,
+  holdsSlot,
+  isTake,
+  isStart,
+  queueRefusal,
+  queueOrder,
+  MAX_QUEUE_NAME_LENGTH,
+  MAX_QUEUE_KEY_LENGTH,
+  MAX_RATE_WINDOW_MS,
+  type QueueCounts,
+} from "./store/queues.js";
 export { closedWhileUsed, type StoreOperation } from "./store/store-closed.js";
 export { mergeHeads, isAnchoredHead, MemoryRunAnchor, type AnchoredHead, type RunAnchor } from "./store/anchor.js";
 export {
@@ -52,6 +66,7 @@ export {
   CheckpointStoreCorrupt,
   LeaseHeld,
   RunAlreadyEnded,
+  QueueFull,
   InvalidInput,
   StoreUnavailable,
   StoreNotReady,

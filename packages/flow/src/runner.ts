@@ -24,6 +24,8 @@ import {
   encodeValue,
   leaseTerms,
   PLAIN_JSON,
+  queuePlace,
+  type QueueStart,
   RECOVER_EACH_OPTIONS,
   RECOVER_OPTIONS,
   RUNNER_OPTIONS,
@@ -76,7 +78,7 @@ export interface RunOptions {
 }
 
 /** Options of `start`. */
-export interface StartOptions extends RunOptions {
+export interface StartOptions extends RunOptions, QueueStart {
   /**
    * What a run id that exists already gives: its handle when it is a run of
    * this flow (`"handle"`, the default: a retried start starts nothing new),
@@ -93,7 +95,13 @@ export interface CancelOptions {
 
 const FLOW_RUNNER_OPTIONS: OptionTable<FlowRunnerOptions> = RUNNER_OPTIONS;
 const RUN_OPTIONS: OptionTable<RunOptions> = { runId: "string", ctx: true };
-const START_OPTIONS: OptionTable<StartOptions> = { ...RUN_OPTIONS, ifExists: "string" };
+const START_OPTIONS: OptionTable<StartOptions> = {
+  ...RUN_OPTIONS,
+  ifExists: "string",
+  queue: "object",
+  priority: true,
+  concurrencyKey: true,
+};
 const CANCEL_OPTIONS: OptionTable<CancelOptions> = { ctx: true };
 
 /**
@@ -146,9 +154,11 @@ export class FlowRunner {
       throw new InvalidInput(
         `FlowRunner.start: ifExists must be "handle" or "error", not ${JSON.stringify(ifExists)}.`,
       );
+    const queue = queuePlace("FlowRunner.start", options);
     const runId = options.runId ?? newRunId();
     const driver = this.#driver(flow);
-    await driver.submit(await this.#firstData(flow, input, `The input of flow ${flow.name}`), { runId, ctx, ifExists });
+    const data = await this.#firstData(flow, input, `The input of flow ${flow.name}`);
+    await driver.submit(data, { runId, ctx, ifExists, queue });
     return this.handle(flow, runId);
   }
 

@@ -11,6 +11,7 @@ export type GroupName =
   | "lease"
   | "timers"
   | "events"
+  | "queue"
   | "inspect"
   | "integrity"
   | "tamper"

@@ -6,6 +6,7 @@ export type ProtocolSection =
   | "the-store-rules"
   | "leases"
   | "events"
+  | "queues"
   | "inspection"
   | "call-records"
   | "what-each-read-verifies"

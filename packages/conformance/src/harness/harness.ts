@@ -1,5 +1,5 @@
 import { type JsonValue, newRunId } from "@durable/core";
-import type { CheckpointRow, CheckpointStore, RunKind, RunStatus } from "@durable/core/store";
+import type { CheckpointRow, CheckpointStore, QueuePlace, RunKind, RunStatus } from "@durable/core/store";
 import { type CallRecord, sealCheckpoint, Sealer, type SegmentCounts } from "@durable/core/runner";
 import type { ConformanceInitializer, RawAccess } from "./initializer.js";
 
@@ -26,6 +26,8 @@ export interface RowOptions {
   readonly data?: JsonValue;
   /** How many call records the checkpoint counts in each segment (default none). */
   readonly calls?: SegmentCounts;
+  /** The run's queue place, as a queued run's rows carry it. */
+  readonly queue?: QueuePlace;
 }
 
 /**
@@ -126,7 +128,7 @@ export class Harness {
 
 /** A checkpoint row of the kit's, sealed as core seals it. */
 export function kitRow(sealer: Sealer, runId: string, step: number, options: RowOptions = {}): CheckpointRow {
-  return sealCheckpoint(sealer, {
+  const row = sealCheckpoint(sealer, {
     runId,
     step,
     status: options.status ?? "running",
@@ -137,6 +139,7 @@ export function kitRow(sealer: Sealer, runId: string, step: number, options: Row
     calls: Array.from({ length: (options.segment ?? 0) + 1 }, (_, s) => options.calls?.[s] ?? 0),
     data: options.data ?? { step },
   });
+  return options.queue === undefined ? row : { ...row, queue: options.queue };
 }
 
 /** A call record of the kit's, sealed as core seals it. */

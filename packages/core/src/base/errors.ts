@@ -15,6 +15,7 @@ export type DurableErrorCode =
   | "UNRECORDABLE_RESULT"
   | "LEASE_HELD"
   | "RUN_ALREADY_ENDED"
+  | "QUEUE_FULL"
   | "RUN_FAILED"
   | "RESULT_TIMED_OUT"
   | "TOOL_FAILED"
@@ -123,6 +124,34 @@ export class RunAlreadyEnded extends DurableError {
     super("RUN_ALREADY_ENDED", `Run ${JSON.stringify(runId)} ended (${status}): it takes no more events.`);
     this.runId = runId;
     this.status = status;
+  }
+}
+
+/**
+ * A take of a queued run that its queue's limits refuse, by the store's clock
+ * (see docs/protocol.md, "Queues"): `concurrency` (the queue's other runs
+ * holding a lease number its limit), `key` (those of its concurrency key do),
+ * or `rate` (the queue started its limit of runs in the window; try again in
+ * `retryAfterMs`). Nothing was written: the run stays queued.
+ */
+export class QueueFull extends DurableError {
+  readonly runId: string;
+  readonly queue: string;
+  readonly limit: "concurrency" | "key" | "rate";
+  /** For `rate`: in how many ms, by the store's clock, the window has room again. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(runId: string, queue: string, limit: "concurrency" | "key" | "rate", retryAfterMs?: number) {
+    const why = {
+      concurrency: "holds as many runs as its concurrency limit",
+      key: "holds as many runs of this run's concurrency key as its per-key limit",
+      rate: `started as many runs as its rate limit allows in the window (room again in ${Math.max(0, Math.ceil(retryAfterMs ?? 0))} ms)`,
+    }[limit];
+    super("QUEUE_FULL", `Run ${JSON.stringify(runId)} waits its turn: queue ${JSON.stringify(queue)} ${why}.`);
+    this.runId = runId;
+    this.queue = queue;
+    this.limit = limit;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -1,6 +1,7 @@
 import { InvalidInput } from "../base/errors.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import type { ServedRuns } from "./program.js";
+import type { Queue } from "./queue.js";
 import { RunWorker } from "./worker.js";
 import { checkWorkerOptions, type WorkerOptions } from "./worker-options.js";
 
@@ -8,6 +9,8 @@ import { checkWorkerOptions, type WorkerOptions } from "./worker-options.js";
 export interface DrainOptions {
   /** What it serves: `runner.served(flow)`, `servedToolLoops(…)`. */
   readonly serve: readonly ServedRuns[];
+  /** Queues whose runs it takes first, in their order and within their limits (as `startWorker`'s `queues`). */
+  readonly queues?: readonly Queue[];
   /**
    * When it gives up what it still drives, in ms from the call. Give it a
    * few seconds less than the function's own time limit: a tool that ignores
@@ -48,6 +51,7 @@ export interface DrainResult {
 
 const DRAIN_OPTIONS: OptionTable<DrainOptions> = {
   serve: true,
+  queues: true,
   deadlineMs: true,
   concurrency: true,
   pollMs: true,
@@ -97,16 +101,20 @@ export async function drain(options: DrainOptions): Promise<DrainResult> {
     gaveUp: status.gaveUp + status.running,
     stuck: status.stuck + status.waitingForDecision,
     lost: status.lost,
-    left: await anyClaimable(options.serve),
+    left: await anyClaimable(options.serve, options.queues ?? []),
     tookMs: Math.round(performance.now() - started),
   };
 }
 
-/** True when a served name has a claimable run, or the store did not answer in time. */
-async function anyClaimable(serve: readonly ServedRuns[]): Promise<boolean> {
+/** True when a served name or queue has a claimable run, or the store did not answer in time. */
+async function anyClaimable(serve: readonly ServedRuns[], queues: readonly Queue[]): Promise<boolean> {
   const look = async (): Promise<boolean> => {
-    for (const served of serve)
+    for (const served of serve) {
       for await (const _ of served.store.listUnfinished(served.name, { claimable: true })) return true;
+      for (const queue of queues)
+        for await (const run of served.store.listQueued?.(queue.name) ?? [])
+          if (run.name === served.name) return true;
+    }
     return false;
   };
   let timer: NodeJS.Timeout | undefined;

@@ -147,6 +147,8 @@ export interface RecoverOptions {
    * worker aborts so when its stop deadline passes.
    */
   readonly signal?: AbortSignal;
+  /** Told once the claim landed, before anything runs: a worker takes a queue's runs one claim at a time by it. */
+  readonly onClaimed?: () => void;
 }
 
 /** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */

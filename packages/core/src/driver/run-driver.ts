@@ -4,7 +4,7 @@ import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
 import { firstEnvelope, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import type { ParentRef } from "../calls/child-runs.js";
-import { CheckpointConflict, RecoveryNeedsDecision } from "../base/errors.js";
+import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
@@ -15,7 +15,7 @@ import { newRunId } from "../base/names.js";
 import { DurableRun, type RunStart } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
-import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import type { CheckpointStore, LeaseTerms, QueuePlace, RunKind } from "../store/contract.js";
 import { startedAs } from "../run/parent.js";
 import { WAITING } from "../store/rules.js";
 import { recoverAll, recoverEach } from "./recover-each.js";
@@ -100,6 +100,7 @@ export class RunDriver<D, R> {
   /** What step 0 of a new run of this driver's is saved from. */
   #newRun(runId: string, ctx: Identity | undefined, envelope: RunEnvelope<D>): RunStart {
     return {
+      queue: envelope.queue,
       store: this.#store,
       sealer: this.#sealer,
       runId,
@@ -142,10 +143,19 @@ export class RunDriver<D, R> {
    */
   async submit(
     data: D,
-    options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly ifExists?: "handle" | "error" },
+    options: {
+      readonly runId: string;
+      readonly ctx?: Identity | undefined;
+      readonly ifExists?: "handle" | "error";
+      readonly queue?: QueuePlace | undefined;
+    },
   ): Promise<boolean> {
+    if (options.queue !== undefined && this.#store.listQueued === undefined)
+      throw new InvalidInput(
+        `${this.#program.name}: its store has no queues capability (listQueued), so it cannot keep queue ${JSON.stringify(options.queue.queue)}'s limits; start the run without a queue, or on a store that has it.`,
+      );
     try {
-      await this.#queued(firstEnvelope(data), options.runId, options.ctx);
+      await this.#queued(firstEnvelope(data, undefined, options.queue), options.runId, options.ctx);
       return true;
     } catch (error) {
       if (!(error instanceof CheckpointConflict) || options.ifExists === "error") throw error;
@@ -154,10 +164,9 @@ export class RunDriver<D, R> {
     }
   }
 
-  /** Saves step 0 of a new run and releases its lease at once: a worker serving it claims it. */
+  /** Saves step 0 of a new run with no lease: a worker serving it claims it at once. */
   async #queued(envelope: RunEnvelope<D>, runId: string, ctx: Identity | undefined): Promise<void> {
-    const { run, checkpoint } = await DurableRun.start(this.#newRun(runId, ctx, envelope));
-    await run.stopLease(true);
+    const { checkpoint } = await DurableRun.start({ ...this.#newRun(runId, ctx, envelope), leased: false });
     await this.#drive.saved(checkpoint, envelope.program);
   }
 
@@ -277,6 +286,7 @@ export class RunDriver<D, R> {
       ...(retrying || asleep !== undefined ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    options.onClaimed?.();
     const { run, checkpoint } = claimed;
     return this.#holding(run, options.signal, async () => {
       await this.#drive.saved(checkpoint, envelope.program);

@@ -42,6 +42,7 @@ export const RECOVER_OPTIONS: OptionTable<RecoverOptions> = {
   decide: "object",
   by: "string",
   takeOver: "boolean",
+  onClaimed: "function",
   signal: "object",
 };
 

@@ -2,6 +2,7 @@ import { InvalidInput } from "../base/errors.js";
 import { checkOptions, isObject, type OptionTable } from "../base/option-checks.js";
 import type { ServedRuns } from "./program.js";
 import { Schedule } from "./schedule.js";
+import { isQueue, type Queue } from "./queue.js";
 
 /** Options of `startWorker`. */
 export interface WorkerOptions {
@@ -13,6 +14,12 @@ export interface WorkerOptions {
    * docs/protocol.md, "Schedules").
    */
   readonly schedules?: readonly Schedule[];
+  /**
+   * Queues whose runs it takes (`defineQueue`), in their order (priority,
+   * then FIFO) and within their limits, before any other claimable run; the
+   * runs' flows and tool loops must be among those it serves.
+   */
+  readonly queues?: readonly Queue[];
   /** How many runs it drives at once (default 8). */
   readonly concurrency?: number;
   /** How often it looks for claimable runs while it finds some, in ms (default 1,000); jittered, and doubled up to `maxPollMs` while it finds none. */
@@ -43,6 +50,7 @@ export interface WorkerOptions {
 const WORKER_OPTIONS: OptionTable<WorkerOptions> = {
   serve: true,
   schedules: true,
+  queues: true,
   concurrency: true,
   pollMs: true,
   maxPollMs: true,
@@ -60,7 +68,13 @@ export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, "onStuck" | "on
 /** The options with their defaults, checked: `InvalidInput` (its message naming `where`) before the worker starts. */
 export function checkWorkerOptions(options: WorkerOptions, where = "startWorker"): ResolvedWorkerOptions {
   checkOptions(where, options, WORKER_OPTIONS);
-  const { serve = [], schedules = [] } = options;
+  const { serve = [], schedules = [], queues = [] } = options;
+  if (!Array.isArray(queues) || !queues.every(isQueue))
+    throw new InvalidInput(`${where}: queues must list queues, each made by defineQueue(name, limits).`);
+  if (queues.length > 0 && serve.length === 0)
+    throw new InvalidInput(
+      `${where}: a worker that serves queues must serve their runs' flows and tool loops too (serve).`,
+    );
   if (!Array.isArray(serve) || !serve.every(isServed))
     throw new InvalidInput(`${where}: serve must list what it serves, each runner.served(flow) or servedToolLoops(…).`);
   if (!Array.isArray(schedules) || !schedules.every((each) => each instanceof Schedule))
@@ -78,6 +92,7 @@ export function checkWorkerOptions(options: WorkerOptions, where = "startWorker"
   const resolved: ResolvedWorkerOptions = {
     serve: withScheduled(serve, schedules),
     schedules,
+    queues,
     concurrency: options.concurrency ?? 8,
     pollMs: options.pollMs ?? 1_000,
     maxPollMs: options.maxPollMs ?? 10_000,

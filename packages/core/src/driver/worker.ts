@@ -3,6 +3,7 @@ import {
   CheckpointConflict,
   CheckpointNotFound,
   LeaseHeld,
+  QueueFull,
   RecoveryNeedsDecision,
   StoreUnavailable,
 } from "../base/errors.js";
@@ -60,6 +61,8 @@ export class RunWorker {
     drives: (runId) => this.#running.has(runId),
     drive: (served, runId, tick) => void this.#running.set(runId, this.#drive(served, runId, tick)),
   };
+  /** Queues not looked at again until then (`performance.now()`): one refused a claim for its concurrency or its rate. */
+  readonly #queueFull = new Map<string, { until: number; why: QueueFull["limit"] }>();
   #finished = 0;
   #lost = 0;
   #gaveUp = 0;
@@ -142,6 +145,7 @@ export class RunWorker {
       let took = 0;
       try {
         took += await this.#ticker.startDue(this.#slots);
+        for (const queue of this.#options.queues) took += await this.#takeQueue(queue.name);
         for (const served of this.#options.serve) took += await this.#take(served);
         wait = took > 0 ? this.#options.pollMs : Math.min(wait * 2, this.#options.maxPollMs);
         if (took === 0 && this.#running.size === 0) this.#onIdle?.();
@@ -175,11 +179,49 @@ export class RunWorker {
     return took;
   }
 
+  /**
+   * Takes a queue's claimable runs in its order while it has free slots, one
+   * claim at a time (each a take the store may refuse), from every store it
+   * serves; returns how many it took. A refusal for the queue's concurrency
+   * or rate ends the look (`#queueFull`); one for a run's key skips the run.
+   */
+  async #takeQueue(queue: string): Promise<number> {
+    const full = this.#queueFull.get(queue);
+    if (full !== undefined && full.until > performance.now()) return 0;
+    let took = 0;
+    for (const store of new Set(this.#options.serve.map((served) => served.store))) {
+      for await (const { runId, name } of store.listQueued?.(queue) ?? []) {
+        if (this.#stopping || this.#running.size >= this.#options.concurrency) return took;
+        const served = this.#options.serve.find((each) => each.store === store && each.name === name);
+        if (served === undefined || this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
+        if (this.#stopping) return took;
+        let claimed = false;
+        let onClaimed = (): void => undefined;
+        const landed = new Promise<void>((resolve) => {
+          onClaimed = () => {
+            claimed = true;
+            resolve();
+          };
+        });
+        const drive = this.#drive(served, runId, undefined, onClaimed);
+        this.#running.set(runId, drive);
+        await Promise.race([drive, landed]);
+        if (claimed) took += 1;
+        if (this.#queueFull.has(queue)) return took;
+      }
+    }
+    return took;
+  }
+
   /** Recovers a run it listed, or starts a tick's run, and keeps what became of it. */
-  async #drive(served: ServedRuns, runId: string, tick?: TickRun): Promise<void> {
+  async #drive(served: ServedRuns, runId: string, tick?: TickRun, onClaimed?: () => void): Promise<void> {
     const { signal } = this.#giveUp;
     try {
-      const options = { rerunInDoubt: this.#options.rerunInDoubt, signal };
+      const options = {
+        rerunInDoubt: this.#options.rerunInDoubt,
+        signal,
+        ...(onClaimed === undefined ? {} : { onClaimed }),
+      };
       const result = await (tick === undefined ? served.recover(runId, options) : tick.start(signal));
       tick?.started();
       this.#finished += 1;
@@ -192,6 +234,7 @@ export class RunWorker {
       if (tick !== undefined && (await tick.failed(error, signal))) return;
       // Given up at the stop deadline, whatever the drive threw on its way out: released, not stuck.
       if (signal.aborted) this.#gaveUp += 1;
+      else if (error instanceof QueueFull) this.#queueRefused(served, runId, error);
       else if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
         // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
         if (error instanceof LeaseHeld) this.#lost += 1;
@@ -207,8 +250,22 @@ export class RunWorker {
       } else await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
     } finally {
       this.#running.delete(runId);
+      // A run that ended, slept or failed here may have freed a slot of its queue: look at the full ones again.
+      for (const [queue, full] of this.#queueFull) if (full.why === "concurrency") this.#queueFull.delete(queue);
       this.#wake?.();
     }
+  }
+
+  /**
+   * A claim its queue refused: the queue is full (not looked at again until a
+   * run of its own ends, or a poll passed), or its rate has no room (until
+   * the store says), or the run's key is full (the run is skipped for a poll).
+   */
+  #queueRefused(served: ServedRuns, runId: string, error: QueueFull): void {
+    const wait = error.limit === "rate" ? (error.retryAfterMs ?? this.#options.pollMs) : this.#options.pollMs;
+    if (error.limit === "key")
+      this.#left.set(leftKey(served, runId), { step: -1, why: "unavailable", until: this.#after(wait) });
+    else this.#queueFull.set(error.queue, { until: this.#after(wait), why: error.limit });
   }
 
   /** Remembers a run it cannot go on with at its latest step, and reports it once. */

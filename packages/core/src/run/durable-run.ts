@@ -19,6 +19,7 @@ import type {
   CheckpointStore,
   LeaseClaim,
   LeaseTerms,
+  QueuePlace,
   RunKind,
   RunStatus,
 } from "../store/contract.js";
@@ -39,6 +40,10 @@ export interface RunStart {
   readonly lease?: LeaseTerms | undefined;
   /** At most this many changes between two snapshots (default: by size alone). */
   readonly snapshotEvery?: number | undefined;
+  /** A run started on a queue: its step-0 row gives the store its place (`CheckpointRow.queue`). */
+  readonly queue?: QueuePlace | undefined;
+  /** False for a run left to the fleet (`RunDriver.enqueue`): step 0 is saved with no lease, so a worker claims it at once. */
+  readonly leased?: boolean;
 }
 
 /** What a claim is given besides the latest checkpoint. */
@@ -75,6 +80,8 @@ export class DurableRun {
   readonly #stop = new AbortController();
   /** Rows are sealed as changes of the one before when the store reads ranged history; a snapshot after at most `snapshotEvery`. */
   readonly #changes: { readonly on: boolean; readonly snapshotEvery?: number | undefined };
+  /** What step 0 gives the store besides its row: the run's queue place, and whether it takes a lease. */
+  readonly #first: { readonly queue?: QueuePlace | undefined; readonly leased: boolean };
   #step: number;
   /** The body this drive sealed last (or claimed from): the next row follows it in the chain. */
   #last: CheckpointBody | undefined;
@@ -99,6 +106,7 @@ export class DurableRun {
     this.#step = step;
     this.#last = last;
     this.#changes = { on: init.store.history !== undefined, snapshotEvery: init.snapshotEvery };
+    this.#first = { queue: init.queue, leased: init.leased !== false };
   }
 
   /** The step of the checkpoint this worker saved last. */
@@ -292,21 +300,27 @@ export class DurableRun {
     // The next row holds what changed since this one, found by reference: what is sealed must not change in place.
     deepFreeze(body.data);
     this.#last = body;
-    const row = waitsForDecision ? { ...sealed, waitsForDecision } : sealed;
+    const { queue, leased } = step === 0 ? this.#first : { queue: undefined, leased: true };
+    const row = waitsForDecision
+      ? { ...sealed, waitsForDecision }
+      : queue === undefined
+        ? sealed
+        : { ...sealed, queue };
     faultPoint("checkpoint.before-save");
     const queuedAt = performance.now();
     // A run saved waiting for a decision is saved without a lease: it is released with the save. An asleep one
     // is saved with the sleep's.
-    const lease = waitsForDecision
-      ? { owner: this.lease.owner, ms: 0 }
-      : hold !== undefined
-        ? hold
-        : takeOver
-          ? { ...this.lease, takeOver }
-          : this.lease;
+    const lease =
+      waitsForDecision || !leased
+        ? { owner: this.lease.owner, ms: 0 }
+        : hold !== undefined
+          ? hold
+          : takeOver
+            ? { ...this.lease, takeOver }
+            : this.lease;
     this.#step = step;
     const landedNow = (): void => {
-      if (status === "running" && hold === undefined) this.#keeper.saved(queuedAt);
+      if (status === "running" && hold === undefined && leased) this.#keeper.saved(queuedAt);
       else void this.#keeper.stop(false);
       onLanded?.();
     };

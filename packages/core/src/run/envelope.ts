@@ -11,7 +11,8 @@ import {
   type JsonValue,
 } from "../base/json.js";
 import type { PendingCall } from "../calls/replay.js";
-import type { CallPosition } from "../store/contract.js";
+import type { CallPosition, QueuePlace } from "../store/contract.js";
+import { checkQueuePlace, queuePlaceJson } from "../store/queues.js";
 
 /**
  * What every checkpoint of a flow or a tool loop seals as its `data`: the
@@ -67,6 +68,8 @@ export interface RunEnvelope<P = JsonObject> {
    * are over. Gone when the round is over.
    */
   readonly wokenBefore?: CallPosition;
+  /** On a run started on a queue: its place and its queue's limits, as its step-0 row gave them to the store. */
+  readonly queue?: QueuePlace;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -90,6 +93,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     taken,
     parent,
     wokenBefore,
+    queue,
     program,
   } = fields;
   const ok =
@@ -105,6 +109,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (taken === undefined || isRecordOf(taken, isCount)) &&
     (parent === undefined || isParent(parent)) &&
     (wokenBefore === undefined || isPosition(wokenBefore)) &&
+    (queue === undefined || isQueuePlace(queue)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -123,6 +128,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(taken === undefined ? {} : { taken }),
     ...(parent === undefined ? {} : { parent }),
     ...(wokenBefore === undefined ? {} : { wokenBefore }),
+    ...(queue === undefined ? {} : { queue }),
     program,
   };
 }
@@ -130,7 +136,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
   const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent } = envelope;
-  const { wokenBefore, program } = envelope;
+  const { wokenBefore, queue, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -148,8 +154,18 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(taken === undefined ? {} : { taken: { ...taken } }),
     ...(parent === undefined ? {} : { parent: { runId: parent.runId, event: parent.event } }),
     ...(wokenBefore === undefined ? {} : { wokenBefore: { segment: wokenBefore.segment, seq: wokenBefore.seq } }),
+    ...(queue === undefined ? {} : { queue: queuePlaceJson(queue) }),
     program,
   };
+}
+
+function isQueuePlace(value: JsonValue): value is JsonObject & QueuePlace {
+  try {
+    checkQueuePlace(value as unknown as QueuePlace);
+    return isJsonObject(value);
+  } catch {
+    return false;
+  }
 }
 
 function isParent(value: JsonValue): value is JsonObject & ParentRef {
@@ -174,7 +190,14 @@ function isBoundAnswer(value: JsonValue): value is JsonObject & BoundAnswer {
   );
 }
 
-/** The envelope of a new run's step 0: round 1, nothing pending or answered, a child's `parent` when given. */
-export function firstEnvelope<P>(program: P, parent?: ParentRef): RunEnvelope<P> {
-  return { round: 1, pending: [], answers: [], ...(parent === undefined ? {} : { parent }), program };
+/** The envelope of a new run's step 0: round 1, nothing pending or answered, a child's `parent` and a queued run's `queue` when given. */
+export function firstEnvelope<P>(program: P, parent?: ParentRef, queue?: QueuePlace): RunEnvelope<P> {
+  return {
+    round: 1,
+    pending: [],
+    answers: [],
+    ...(parent === undefined ? {} : { parent }),
+    ...(queue === undefined ? {} : { queue }),
+    program,
+  };
 }

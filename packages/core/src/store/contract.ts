@@ -44,6 +44,40 @@ export interface CheckpointRow {
    * A mark for the store's index, not a column `latest` gives back.
    */
   readonly waitsForDecision?: boolean;
+  /**
+   * Set on every checkpoint of a run started on a queue (`runner.start` with
+   * a `queue`): its place and its queue's limits, sealed in its envelope too.
+   * The store keeps the one step 0 gives for the run's life, and enforces it
+   * on every take of the run (see docs/protocol.md, "Queues"). A mark for the
+   * store's index, not a column `latest` gives back.
+   */
+  readonly queue?: QueuePlace;
+}
+
+/**
+ * A queued run's place and its queue's limits, as a store keeps them from
+ * its step 0. Every run of a queue carries the queue's limits.
+ */
+export interface QueuePlace {
+  /** The queue's name: 1 to 128 characters. */
+  readonly queue: string;
+  /** Higher goes first; FIFO within a priority. A whole number (default 0). */
+  readonly priority: number;
+  /** The run's concurrency key (a customer, a tenant): `perKey` limits the runs of one key. */
+  readonly key?: string;
+  /** At most this many runs of the queue hold a lease at once, fleet-wide. */
+  readonly concurrency?: number;
+  /** At most this many runs of one concurrency key hold a lease at once. */
+  readonly perKey?: number;
+  /** At most `limit` runs of the queue start (are first taken) in any `windowMs`, by the store's clock. */
+  readonly rate?: { readonly limit: number; readonly windowMs: number };
+}
+
+/** A claimable run of a queue, as `listQueued` gives it. */
+export interface QueuedRun {
+  readonly runId: string;
+  /** The run's name: which flow or tool loop serves it. */
+  readonly name: string;
 }
 
 /** A checkpoint row read back, with its key. */
@@ -134,7 +168,8 @@ export interface ListOptions {
   /**
    * Only runs a worker may claim now: `running`, with no lease or one that ran
    * out by the store's clock, and not waiting for a decision. Paused runs wait
-   * for a resume.
+   * for a resume. Queued runs are left out: `listQueued` gives them, in
+   * their queue's order.
    */
   readonly claimable?: boolean;
 }
@@ -251,6 +286,17 @@ export interface CheckpointStore {
    * the round it goes on with, not the run's whole log. Empty for an unknown run.
    */
   calls(runId: string, from?: CallPosition): Promise<StoredCall[]>;
+
+  /**
+   * Optional, the queues capability: the claimable runs of `queue` (as
+   * `listUnfinished`'s `claimable` says, of runs whose step 0 named this
+   * queue), highest priority first, then in the order their step 0 was
+   * accepted, then by run id; streamed a page at a time from an index. A
+   * store with it keeps `CheckpointRow.queue` and enforces its limits on
+   * every take (see docs/protocol.md, "Queues"); a runner refuses to start a
+   * queued run on a store without it.
+   */
+  listQueued?(queue: string): AsyncIterable<QueuedRun>;
 
   /**
    * Optional, the events capability (with `inbox`): appends one event to the

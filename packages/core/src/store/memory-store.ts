@@ -26,6 +26,8 @@ import {
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
+  type QueuedRun,
+  type QueuePlace,
   type RunPage,
   type RunQuery,
   type RunSummary,
@@ -35,6 +37,7 @@ import {
   type StoredEvent,
 } from "./contract.js";
 import { checkRunQuery, matchesRunQuery, newestFirst, runPage } from "./listing.js";
+import { checkQueuePlace, holdsSlot, isStart, isTake, queueOrder, queueRefusal } from "./queues.js";
 import { checkedCall, checkedCheckpoint, checkedEvent, checkedHead } from "./rows.js";
 
 /** One run's rows as the memory store keeps them. */
@@ -51,6 +54,8 @@ export interface MemoryRun {
   waitsForDecision?: boolean;
   /** Events sent to it, by seq (absent: none yet). */
   inbox?: StoredEvent[];
+  /** Its queue place, from its step 0 (absent: not queued), and when step 0 was accepted, in the store's order. */
+  queue?: { readonly place: QueuePlace; readonly queuedAt: number };
 }
 
 /** Everything a memory store holds, by run id. */
@@ -92,6 +97,8 @@ export class MemoryCheckpointStore implements CheckpointStore {
       saveRefusal(runId, step, checkpoint, head) ?? claimRefusal(runId, checkpoint, head, entry?.lease, lease, now);
     if (refused !== undefined) throw refused;
     const held = leaseAfterSave(checkpoint, lease, now, entry?.lease, entry?.inbox?.length);
+    const queue = entry === undefined ? this.#queued(checkpoint.queue) : entry.queue;
+    this.#takeSlot(runId, queue?.place, entry?.lease, held, step, now);
     const waitsForDecision = checkpoint.waitsForDecision === true;
     if (entry === undefined)
       this.#runs.set(runId, {
@@ -101,6 +108,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
         lease: held,
         savedAt: now,
         waitsForDecision,
+        ...(queue === undefined ? {} : { queue }),
       });
     else {
       entry.checkpoints.push(stored(runId, step, checkpoint));
@@ -115,8 +123,11 @@ export class MemoryCheckpointStore implements CheckpointStore {
     const entry = this.#runs.get(runId);
     const refused = renewRefusal(runId, segment, terms.owner, headOf(runId, entry), entry?.lease);
     if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
-    entry.lease = { owner: terms.owner, expiresAt: storeClock() + terms.ms };
-    return entry.lease;
+    const now = storeClock();
+    const lease = { owner: terms.owner, expiresAt: now + terms.ms };
+    this.#takeSlot(runId, entry.queue?.place, entry.lease, lease, -1, now);
+    entry.lease = lease;
+    return lease;
   }
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
@@ -139,9 +150,67 @@ export class MemoryCheckpointStore implements CheckpointStore {
     for (const [runId, entry] of [...this.#runs]) {
       const latest = entry.checkpoints.at(-1);
       if (latest === undefined || latest.name !== name || isEnded(latest.status)) continue;
-      if (options.claimable !== true || isClaimable(latest.status, entry.lease, storeClock(), entry.waitsForDecision))
+      if (options.claimable !== true) yield runId;
+      else if (
+        entry.queue === undefined &&
+        isClaimable(latest.status, entry.lease, storeClock(), entry.waitsForDecision)
+      )
         yield runId;
     }
+  }
+
+  async *listQueued(queue: string): AsyncIterable<QueuedRun> {
+    const now = storeClock();
+    const claimable = [];
+    for (const [runId, entry] of this.#runs) {
+      const latest = entry.checkpoints.at(-1);
+      if (entry.queue?.place.queue !== queue || latest === undefined) continue;
+      if (isClaimable(latest.status, entry.lease, now, entry.waitsForDecision))
+        claimable.push({
+          runId,
+          name: latest.name,
+          priority: entry.queue.place.priority,
+          queuedAt: entry.queue.queuedAt,
+        });
+    }
+    for (const { runId, name } of claimable.sort(queueOrder)) yield { runId, name };
+  }
+
+  /** A run's queue place at its step 0, with its place in the store's order. */
+  #queued(place: QueuePlace | undefined): MemoryRun["queue"] {
+    queuedSoFar += 1;
+    return place === undefined ? undefined : { place, queuedAt: queuedSoFar };
+  }
+
+  /**
+   * Refuses (`QueueFull`) a write that takes a slot of the run's queue
+   * (`isTake`) beyond its limits, counting every other run of the queue; a
+   * start it allows is kept in the queue's starts.
+   */
+  #takeSlot(
+    runId: string,
+    place: QueuePlace | undefined,
+    before: Lease | undefined,
+    after: Lease | undefined,
+    step: number,
+    now: number,
+  ): void {
+    if (place === undefined || !isTake(before, after, now)) return;
+    let held = 0;
+    let heldByKey = 0;
+    for (const [id, entry] of this.#runs) {
+      const latest = entry.checkpoints.at(-1);
+      if (id === runId || entry.queue?.place.queue !== place.queue || latest === undefined) continue;
+      if (!holdsSlot(latest.status, entry.lease, now)) continue;
+      held += 1;
+      if (place.key !== undefined && entry.queue.place.key === place.key) heldByKey += 1;
+    }
+    const starts = (startsOf(this.#runs).get(place.queue) ?? []).filter((at) => at > now - (place.rate?.windowMs ?? 0));
+    const start = step >= 0 && isStart(step);
+    const counts = { held, heldByKey, starts: starts.length, earliestStart: starts[0] };
+    const refused = queueRefusal(runId, place, counts, start, now);
+    if (refused !== undefined) throw refused;
+    if (start && place.rate !== undefined) startsOf(this.#runs).set(place.queue, [...starts, now]);
   }
 
   async delete(runId: string): Promise<void> {
@@ -172,8 +241,17 @@ export class MemoryCheckpointStore implements CheckpointStore {
       entry?.inbox?.length,
     );
     if ("refused" in verdict) throw verdict.refused;
+    const save = writes.find((write) => write.kind === "save");
+    const queue = entry === undefined && save !== undefined ? this.#queued(save.row.queue) : entry?.queue;
+    if (save !== undefined) this.#takeSlot(runId, queue?.place, entry?.lease, verdict.lease, save.step, now);
     // Accepted as a whole: nothing below can be refused, so the writes land together.
-    const run = entry ?? { checkpoints: [], calls: [], counts: new Map<number, number>(), lease: undefined };
+    const run: MemoryRun = entry ?? {
+      checkpoints: [],
+      calls: [],
+      counts: new Map<number, number>(),
+      lease: undefined,
+      ...(queue === undefined ? {} : { queue }),
+    };
     for (const write of writes) {
       if (write.kind === "record") {
         run.calls.push(Object.freeze({ runId, segment: write.segment, seq: write.seq, sealed: write.sealed }));
@@ -240,6 +318,19 @@ export class MemoryCheckpointStore implements CheckpointStore {
   async close(): Promise<void> {}
 }
 
+/** Incremented at each new run: the order in which the memory stores of this process accepted step 0s. */
+let queuedSoFar = 0;
+
+/** The starts of each queue (when, by the store's clock), per shared map of rows: two stores of one map count them together. */
+const startsByData = new WeakMap<MemoryData, Map<string, number[]>>();
+
+/** The starts of each queue kept for `data`. */
+function startsOf(data: MemoryData): Map<string, number[]> {
+  const byQueue = startsByData.get(data) ?? new Map<string, number[]>();
+  startsByData.set(data, byQueue);
+  return byQueue;
+}
+
 /**
  * The memory store's clock: this process's monotonic clock on the epoch's
  * scale. It ignores changes to `Date.now`, as another store's server clock would.
@@ -260,6 +351,7 @@ function stored(runId: string, step: number, row: CheckpointRow): StoredCheckpoi
 }
 
 function checkRow(step: number, row: CheckpointRow): void {
+  checkQueuePlace(row.queue);
   if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput(`step must be a whole number ≥ 0, not ${step}.`);
   if (!Number.isSafeInteger(row.segment) || row.segment < 0) {
     throw new InvalidInput(`segment must be a whole number ≥ 0, not ${row.segment}.`);

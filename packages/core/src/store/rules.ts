@@ -9,6 +9,10 @@ import {
   type RunStatus,
   type RunWrite,
 } from "./contract.js";
+import { WAITING } from "./owners.js";
+import { checkQueuePlace } from "./queues.js";
+
+export { ASLEEP, isAsleepOwner, WAITING } from "./owners.js";
 
 /** Where a run stands, as a store's latest row for it says: what the protocol's rules read. */
 export interface RunHead {
@@ -78,26 +82,6 @@ export function recordRefusal(
   if (seq !== next)
     return new CheckpointConflict(runId, `call record ${seq} of segment ${segment} is not the next one (${next}).`);
   return undefined;
-}
-
-/**
- * The lease owner of a run asleep (`ctx.sleep`): the store holds the lease
- * until the wake time for no drive (a drive's owner ends with `#` and 8
- * characters), so every worker's claim before then is `LeaseHeld`.
- */
-export const ASLEEP = "(asleep)";
-
-/**
- * The lease owner of a run waiting for an event (`ctx.waitForEvent`), until
- * its timeout: held as `ASLEEP` is, except that an event sent to the run
- * releases it (`sendEvent`), and a save for it that has not seen every event
- * of the inbox takes none (`LeaseClaim.events`).
- */
-export const WAITING = "(waiting)";
-
-/** True for the owner of a lease that no drive holds: a sleep's or a wait's. */
-export function isAsleepOwner(owner: string | undefined): boolean {
-  return owner === ASLEEP || owner === WAITING;
 }
 
 /** The longest lease owner a store must keep, in UTF-16 code units. */
@@ -261,6 +245,7 @@ export function checkBatch(writes: readonly RunWrite[]): void {
       saves += 1;
       wholeNumber("step", write.step);
       wholeNumber("segment", write.row?.segment);
+      checkQueuePlace(write.row?.queue);
       checkLeaseTerms(write.lease);
     } else {
       throw new InvalidInput('each write of a batch is of kind "record" or "save".');

@@ -1,0 +1,146 @@
+import { MemoryCheckpointStore } from "@durable/core";
+import type { MemoryData } from "@durable/core/internal";
+import type { CheckpointRow, LeaseClaim, LeaseTerms, QueuedRun, QueuePlace, RunWrite } from "@durable/core/store";
+import type { ConformanceInitializer } from "../src/index.js";
+import { broken } from "./broken-stores.js";
+
+/**
+ * Stores that each break one rule of the queues capability, as a store
+ * author could by mistake: forks of the memory store with ONE bug each, for
+ * the kit's queue group to catch.
+ */
+
+/** The memory store with its rows in reach, keeping each queued run's place as `forget` leaves it. */
+class QueueFork extends MemoryCheckpointStore {
+  protected readonly data: MemoryData;
+  constructor(data: MemoryData = new Map()) {
+    super({ data });
+    this.data = data;
+  }
+  /** What the fork keeps of a place: all of it, unless a fork forgets a part. */
+  protected forget(place: QueuePlace): QueuePlace {
+    return place;
+  }
+  override save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    return super.save(runId, step, this.#kept(row), lease);
+  }
+  override commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    return super.commit(
+      runId,
+      writes.map((write) => (write.kind === "save" ? { ...write, row: this.#kept(write.row) } : write)),
+    );
+  }
+  #kept(row: CheckpointRow): CheckpointRow {
+    return row.queue === undefined ? row : { ...row, queue: this.forget(row.queue) };
+  }
+}
+
+/** Keeps no concurrency limit: every take of a queue is accepted. */
+class IgnoresConcurrency extends QueueFork {
+  protected override forget({ concurrency: _, ...place }: QueuePlace): QueuePlace {
+    return place;
+  }
+}
+
+/** Keeps no per-key limit. */
+class IgnoresPerKey extends QueueFork {
+  protected override forget({ perKey: _, ...place }: QueuePlace): QueuePlace {
+    return place;
+  }
+}
+
+/** Keeps no rate limit. */
+class IgnoresRate extends QueueFork {
+  protected override forget({ rate: _, ...place }: QueuePlace): QueuePlace {
+    return place;
+  }
+}
+
+/** Keeps every run at priority 0: the queue is FIFO only. */
+class IgnoresPriority extends QueueFork {
+  protected override forget(place: QueuePlace): QueuePlace {
+    return { ...place, priority: 0 };
+  }
+}
+
+/** Lists a queue newest first within a priority. */
+class ListsNewestFirst extends QueueFork {
+  override async *listQueued(queue: string): AsyncIterable<QueuedRun> {
+    const runs: QueuedRun[] = [];
+    for await (const run of super.listQueued(queue)) runs.push(run);
+    const place = (run: QueuedRun) => this.data.get(run.runId)?.queue;
+    runs.sort(
+      (a, b) =>
+        (place(b)?.place.priority ?? 0) - (place(a)?.place.priority ?? 0) ||
+        (place(b)?.queuedAt ?? 0) - (place(a)?.queuedAt ?? 0),
+    );
+    yield* runs;
+  }
+}
+
+/** Lists queued runs in the claimable listing too: a worker serving the flow takes them out of the queue's order. */
+class ListsQueuedAsClaimable extends QueueFork {
+  override async *listUnfinished(name: string, options?: { claimable?: boolean }): AsyncIterable<string> {
+    yield* super.listUnfinished(name, options);
+    if (options?.claimable !== true) return;
+    const queues = new Set(
+      [...this.data.values()].flatMap((entry) => (entry.queue === undefined ? [] : [entry.queue.place.queue])),
+    );
+    for (const queue of queues) for await (const run of this.listQueued(queue)) if (run.name === name) yield run.runId;
+  }
+}
+
+/** Renews a lease that ran out without counting the queue: a worker back from a pause holds a slot over the limit. */
+class RenewsWithoutTaking extends QueueFork {
+  override async renew(runId: string, segment: number, terms: LeaseTerms) {
+    const entry = this.data.get(runId);
+    const queue = entry?.queue;
+    if (entry !== undefined) delete entry.queue;
+    try {
+      return await super.renew(runId, segment, terms);
+    } finally {
+      if (entry !== undefined && queue !== undefined) entry.queue = queue;
+    }
+  }
+}
+
+/** Checks the limits on `save` only: a take by `commit` is never refused. */
+class CommitsWithoutTaking extends QueueFork {
+  override async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    const entry = this.data.get(runId);
+    const queue = entry?.queue;
+    if (entry !== undefined) delete entry.queue;
+    try {
+      await super.commit(runId, writes);
+    } finally {
+      if (entry !== undefined && queue !== undefined) entry.queue = queue;
+    }
+  }
+}
+
+export const ignoresConcurrency: ConformanceInitializer = broken(
+  "ignores a queue's concurrency",
+  () => new IgnoresConcurrency(),
+);
+export const ignoresPerKey: ConformanceInitializer = broken(
+  "ignores a queue's per-key limit",
+  () => new IgnoresPerKey(),
+);
+export const ignoresRate: ConformanceInitializer = broken("ignores a queue's rate limit", () => new IgnoresRate());
+export const ignoresPriority: ConformanceInitializer = broken("ignores queue priorities", () => new IgnoresPriority());
+export const listsNewestFirst: ConformanceInitializer = broken(
+  "lists a queue newest first",
+  () => new ListsNewestFirst(),
+);
+export const listsQueuedAsClaimable: ConformanceInitializer = broken(
+  "lists queued runs as claimable",
+  () => new ListsQueuedAsClaimable(),
+);
+export const renewsWithoutTaking: ConformanceInitializer = broken(
+  "renews a lease that ran out without counting its queue",
+  () => new RenewsWithoutTaking(),
+);
+export const commitsWithoutTaking: ConformanceInitializer = broken(
+  "checks queue limits on save only",
+  () => new CommitsWithoutTaking(),
+);
