@@ -7,7 +7,13 @@ import type {
   LeaseOptions,
   ValueCodec,
 } from "@durable/core";
-import { type OptionTable, RECOVER_OPTIONS, RUNNER_OPTIONS, type RunnerOptions } from "@durable/core/runner";
+import {
+  type OptionTable,
+  type QueueStart,
+  RECOVER_OPTIONS,
+  RUNNER_OPTIONS,
+  type RunnerOptions,
+} from "@durable/core/runner";
 import type { EventToolOptions } from "./event-tool.js";
 import type { LoopStopCondition } from "./loop-program.js";
 
@@ -87,7 +93,7 @@ export interface ToolLoopOptions extends LoopStoreOptions {
 }
 
 /** Options of `startToolLoop`. */
-export interface StartToolLoopOptions extends LoopStoreOptions {
+export interface StartToolLoopOptions extends LoopStoreOptions, QueueStart {
   /** Default `newRunId()`. */
   readonly runId?: string;
   /** Model calls allowed per turn, across recoveries; default 20. */
@@ -147,6 +153,9 @@ const START_TOOL_LOOP_OPTIONS: OptionTable<StartToolLoopOptions> = {
   maxSteps: true,
   conversation: "boolean",
   ifExists: "string",
+  queue: "object",
+  priority: true,
+  concurrencyKey: true,
 };
 const RECOVER_TOOL_LOOP_OPTIONS: OptionTable<RecoverToolLoopOptions> = { ...LOOP_STORE_OPTIONS, ...RECOVER_OPTIONS };
 const RECOVER_ALL_OPTIONS: OptionTable<RecoverAllToolLoopsOptions> = { ...LOOP_STORE_OPTIONS, concurrency: true };

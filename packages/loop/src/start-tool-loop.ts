@@ -1,4 +1,5 @@
 import { InvalidInput, newRunId, RunHandle, type RunHandleOptions, type ToolRegistry } from "@durable/core";
+import { queuePlace } from "@durable/core/runner";
 import { readInputMessages } from "./check-args.js";
 import { readLoopData } from "./loop-data.js";
 import type { StartToolLoopOptions } from "./loop-options.js";
@@ -27,8 +28,9 @@ export async function startToolLoop(
   const { ifExists, ctx } = options;
   if (ifExists !== undefined && ifExists !== "handle" && ifExists !== "error")
     throw new InvalidInput(`${where}: ifExists must be "handle" or "error", not ${JSON.stringify(ifExists)}.`);
+  const queue = queuePlace(where, options);
   const runId = options.runId ?? newRunId();
-  await driver.submit(firstLoopData(history, maxSteps, options.conversation), { runId, ctx, ifExists });
+  await driver.submit(firstLoopData(history, maxSteps, options.conversation), { runId, ctx, ifExists, queue });
   const { checkpoints, checkpointKey, encryptionKey, anchor } = options;
   return toolLoopHandle({ checkpoints, checkpointKey, encryptionKey, anchor }, runId);
 }

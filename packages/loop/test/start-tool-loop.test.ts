@@ -1,4 +1,4 @@
-import { CheckpointConflict, MemoryCheckpointStore, startWorker, ToolRegistry } from "@durable/core";
+import { CheckpointConflict, defineQueue, MemoryCheckpointStore, startWorker, ToolRegistry } from "@durable/core";
 import { describe, expect, it } from "vitest";
 import {
   type LoopModel,
@@ -55,5 +55,28 @@ describe("startToolLoop", () => {
       await worker.stop();
     }
     expect(ran.weather).toBe(1);
+  });
+
+  it("a loop started on a queue is taken by a worker serving the queue, by priority", async () => {
+    const { registry, model } = weather();
+    const checkpoints = new MemoryCheckpointStore();
+    const options = { checkpoints, checkpointKey: KEY, name: "weather" };
+    const ask: Message[] = [{ role: "user", content: "weather?" }];
+    const chat = defineQueue("chat", { concurrency: 1 });
+    const low = await startToolLoop(model, registry, ask, { ...options, runId: "low", queue: chat });
+    const high = await startToolLoop(model, registry, ask, { ...options, runId: "high", queue: chat, priority: 1 });
+    const worker = startWorker({
+      serve: [servedToolLoops(model, registry, options)],
+      queues: [chat],
+      concurrency: 1,
+      pollMs: 20,
+      stopOnSignals: false,
+    });
+    try {
+      expect(await high.result({ timeoutMs: 5_000 })).toMatchObject({ text: "it is sunny 1" });
+      expect(await low.result({ timeoutMs: 5_000 })).toMatchObject({ text: "it is sunny 2" });
+    } finally {
+      await worker.stop();
+    }
   });
 });
