@@ -13,6 +13,7 @@ import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from 
 import { clusterFaultSoak } from "./cluster-faults.js";
 import { FAULT_DEFAULTS, type FaultSoakReport, faultSoak, faultTable } from "./faults.js";
 import { SOAK_DEFAULTS, soak, soakSummary } from "./soak.js";
+import { QUEUE_SOAK_DEFAULTS } from "./queue.js";
 import { soakStoreKind } from "./store.js";
 import { vacuousSoak } from "./verdict.js";
 
@@ -73,6 +74,12 @@ const SOAK_COMMAND = {
         "while the workers take the runs, SIGKILLs the master holding most of them (its replica takes over, then it rejoins as a replica) and reshards slots holding runs to another master " +
         "(redis-cli --cluster reshard), again until the runs are done; prints a table per fault",
     },
+    queue: {
+      type: "boolean",
+      about:
+        `the queue soak: a fifth process starts the runs on one queue (concurrency ${QUEUE_SOAK_DEFAULTS.concurrency}, one run per customer at a time, ${QUEUE_SOAK_DEFAULTS.customers} customers) and the workers serve the queue while they are killed and restarted; ` +
+        "the verdict adds, from the tools' ledger, the most runs inside a tool at once and the most of one customer",
+    },
     freeze: {
       type: "string",
       default: String(FAULT_DEFAULTS.freezeMs / 1000),
@@ -90,8 +97,8 @@ const SOAK_COMMAND = {
 
 await runCommand(SOAK_COMMAND, async (values) => {
   if (values.cluster === true) {
-    if (values.store !== undefined || values.faults === true)
-      throw new CommandLineError("--cluster starts its own Redis Cluster: it takes no --store or --faults.");
+    if (values.store !== undefined || values.faults === true || values.queue === true)
+      throw new CommandLineError("--cluster starts its own Redis Cluster: it takes no --store, --faults or --queue.");
     return soakCluster(
       wholeNumber("runs", values.runs),
       wholeNumber("workers", values.workers),
@@ -99,8 +106,8 @@ await runCommand(SOAK_COMMAND, async (values) => {
     );
   }
   if (values.faults === true) {
-    if (values.store !== undefined)
-      throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store.");
+    if (values.store !== undefined || values.queue === true)
+      throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store or --queue.");
     return soakUnderFaults(
       wholeNumber("runs", values.runs),
       wholeNumber("workers", values.workers),
@@ -126,6 +133,8 @@ await runCommand(SOAK_COMMAND, async (values) => {
       workers,
       deadlineSeconds,
       leaseMs,
+      // Queued runs wait their turn 5 at a time: shorter tools keep a soak of thousands within minutes.
+      ...(values.queue === true ? { queue: QUEUE_SOAK_DEFAULTS, toolMs: 20, saveDelayMs: 0 } : {}),
       log: (line) => console.log(`  ${line}`),
     });
     for (const line of soakSummary(report)) console.log(`  ${line}`);

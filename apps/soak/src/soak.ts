@@ -11,6 +11,8 @@ import { readLedger } from "./ledger.js";
 import { type Death, newProgress, type Progress, WorkerSlot } from "./slot.js";
 import { clusterRootNodes, openSoakStore, soakStoreKind } from "./store.js";
 import { type Findings, verify } from "./verify.js";
+import { customerOf, type QueueFigures, type QueueSoak, queueFigures, queueViolations } from "./queue.js";
+import { startStarter } from "./starter.js";
 
 export type { Progress } from "./slot.js";
 
@@ -35,6 +37,12 @@ export interface SoakOptions {
   readonly toolMs?: number;
   /** How long each checkpoint save waits before it is sent, as if checkpoints were slow to write (default 0). */
   readonly saveDelayMs?: number;
+  /**
+   * The queue soak: a starter process starts every run on one queue with these
+   * limits (each run's customer its concurrency key) and the workers serve the
+   * queue; the verdict adds the limits as the tools' ledger saw them.
+   */
+  readonly queue?: QueueSoak;
   readonly log?: (line: string) => void;
 }
 
@@ -51,6 +59,8 @@ export interface SoakReport extends Findings {
   /** Store operations that failed with `StoreUnavailable` (each retried), and the longest one a worker timed (ms, 0 if none took over 50 ms). */
   readonly unavailable: number;
   readonly maxOpMs: number;
+  /** The queue soak: the most runs inside a tool at once, and the most of one customer. */
+  readonly queue?: QueueFigures;
 }
 
 export const SOAK_DEFAULTS = {
@@ -77,6 +87,11 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const started = Date.now();
   const progress = newProgress();
   const deaths: Death[] = [];
+  const startedFile = join(dir, "started");
+  const starter =
+    options.queue === undefined
+      ? undefined
+      : startStarter({ startedFile, url: target.url, prefix: target.prefix, runs: options.runs, queue: options.queue });
   const slots = Array.from(
     { length: options.workers },
     (_, slot) =>
@@ -92,6 +107,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
           stopDeadlineMs: options.stopDeadlineMs,
           toolMs: options.toolMs,
           saveDelayMs: options.saveDelayMs,
+          ...(options.queue === undefined ? {} : { queue: { limits: options.queue, startedFile } }),
         },
         process.env,
         progress,
@@ -105,6 +121,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     const deadline = started + options.deadlineSeconds * 1000;
     const waitFor = (): void => {
       for (const w of slots) w.check();
+      starter?.check();
       if (Date.now() > deadline)
         throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
     };
@@ -143,6 +160,8 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         leaseMs: options.leaseMs,
         inDoubtOnlyAfterDeaths: disturbance === undefined,
       });
+      const queue = options.queue === undefined ? undefined : queueVerdict(options.queue, readLedger(ledger), deaths);
+      if (queue !== undefined) (findings.violations as string[]).push(...queue.violations);
       // The ledger of a soak that found violations stays, for whoever looks into them.
       keepLedger = findings.violations.length > 0;
       if (keepLedger) (options.log ?? console.error)(`the ledger is kept at ${ledger}`);
@@ -156,6 +175,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         unavailable: progress.unavailable,
         maxOpMs: progress.maxOpMs,
         ...findings,
+        ...(queue === undefined ? {} : { queue: queue.figures }),
       };
     } finally {
       await store.close();
@@ -163,6 +183,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     // A soak that failed leaves no worker behind, and no fault going on while it cleans up.
     for (const w of slots) w.stop();
+    starter?.stop();
     progress.over = true;
     await disturbance?.catch(() => {});
     await Promise.allSettled(restarting);
@@ -171,9 +192,28 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   }
 }
 
+/** The queue's limits as the tools saw them (`queueFigures`), and what broke them. */
+function queueVerdict(
+  limits: QueueSoak,
+  ledger: ReturnType<typeof readLedger>,
+  deaths: readonly Death[],
+): { figures: QueueFigures; violations: string[] } {
+  const figures = queueFigures(ledger.executions, deaths, (runId) =>
+    customerOf(Number(runId.slice("soak-".length)), limits),
+  );
+  return { figures, violations: queueViolations(figures, limits) };
+}
+
 /** The report in a few lines: what happened to the workers, what recovery did, and the violations. */
 export function soakSummary(report: SoakReport): string[] {
+  const queue =
+    report.queue === undefined
+      ? []
+      : [
+          `queue: at most ${report.queue.mostInside} runs inside a tool at once, at most ${report.queue.mostOfOneCustomer} of one customer`,
+        ];
   return [
+    ...queue,
     `${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} SIGKILLs (${report.killsInsideTools} inside a tool) ` +
       `and ${report.restarts} SIGTERM restarts (${report.gaveUp} gave runs up at their deadline)`,
     `${report.recovered} runs taken over by a worker; ${report.takeOvers} claims with takeOver; ${report.leaseHeld} claims refused for a live lease (LeaseHeld); ${report.lapsedLeases} leases of a live, starved worker ran out and the run was taken over`,

@@ -11,15 +11,39 @@ export const SOAK_FLOW: ReturnType<typeof checkoutFlow> = checkoutFlow("soak");
 /** Tools whose second execution would be a second effect: each one past the first must have been reported in doubt. */
 export const NON_IDEMPOTENT: ReadonlySet<string> = new Set(["charge_card", "email_tickets"]);
 
-/** Tools that write each execution, its worker, its times and its idempotency key to the ledger. `toolMs`: how long each takes (default a random 0–4 ms). */
-export function soakTools(ledger: LedgerWriter, toolMs?: number): ToolRegistry {
-  const tool = (name: string) => async (_args: unknown, ctx: { runId: string; callId: string }) => {
-    const ended = ledger.execution(ctx.runId, ctx.callId, name, idempotencyKey());
-    // A wait inside the tool, so kills land inside tools, and between a tool's effect and its stored result.
-    await new Promise((resolve) => setTimeout(resolve, toolMs ?? Math.random() * 4));
-    ended();
-    return `${name} done`;
-  };
+/**
+ * Tools that write each execution, its worker, its times and its idempotency
+ * key to the ledger. `toolMs`: how long each takes (default a random 0–4 ms).
+ * `hearSignal`: each stops at once when its run is given up (a stopping
+ * worker's deadline), as a well-behaved tool does, so its end is written
+ * before the run's lease is released: the queue soak counts who is inside a tool.
+ */
+export function soakTools(ledger: LedgerWriter, toolMs?: number, hearSignal = false): ToolRegistry {
+  const tool =
+    (name: string) => async (_args: unknown, ctx: { runId: string; callId: string; signal: AbortSignal }) => {
+      const write = ledger.execution(ctx.runId, ctx.callId, name, idempotencyKey());
+      let over = false;
+      const ended = (): void => {
+        if (!over) write();
+        over = true;
+      };
+      // A wait inside the tool, so kills land inside tools, and between a tool's effect and its stored result.
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, toolMs ?? Math.random() * 4);
+        if (!hearSignal) return;
+        ctx.signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            ended();
+            reject(ctx.signal.reason);
+          },
+          { once: true },
+        );
+      });
+      ended();
+      return `${name} done`;
+    };
   return new ToolRegistry()
     .tool("hold_seats", tool("hold_seats"), { idempotent: true })
     .tool("charge_card", tool("charge_card"))

@@ -31,7 +31,9 @@ import {
   startWorker,
 } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
+import { existsSync } from "node:fs";
 import { LedgerWriter } from "./ledger.js";
+import { type QueueSoak, soakQueue } from "./queue.js";
 import { KEY, openSoakStore } from "./store.js";
 import { order, runIdOf, SOAK_FLOW, soakTools } from "./tickets.js";
 import { watchedStore } from "./watched-store.js";
@@ -52,6 +54,11 @@ export interface WorkerConfig {
   readonly toolMs?: number;
   /** How long each checkpoint save waits before it is sent (default 0). */
   readonly saveDelayMs?: number;
+  /**
+   * The queue soak: it starts no run; it serves the soak's queue, whose runs
+   * a starter process starts, and finishes only once `startedFile` exists.
+   */
+  readonly queue?: { readonly limits: QueueSoak; readonly startedFile: string };
 }
 
 /** Runs a worker started itself at once (its lanes), and runs its worker drives at once. */
@@ -103,7 +110,7 @@ const events: EventSink = (event) => {
     say(`done ${event.runId}`);
   }
 };
-const executor = new Executor(soakTools(ledger, config.toolMs));
+const executor = new Executor(soakTools(ledger, config.toolMs, config.queue !== undefined));
 const runner = new FlowRunner(executor, {
   checkpoints: store,
   checkpointKey: KEY,
@@ -114,6 +121,7 @@ const served = runner.served(SOAK_FLOW);
 const giveUp = new AbortController();
 const worker = startWorker({
   serve: [served],
+  ...(config.queue === undefined ? {} : { queues: [soakQueue(config.queue.limits)] }),
   concurrency: LANES,
   pollMs: 250,
   maxPollMs: 1_000,
@@ -135,6 +143,8 @@ const worker = startWorker({
 async function decideWaiting(): Promise<void> {
   const claimable = new Set<string>();
   for await (const runId of store.listUnfinished(SOAK_FLOW.name, { claimable: true })) claimable.add(runId);
+  if (config.queue !== undefined)
+    for await (const { runId } of store.listQueued?.(soakQueue(config.queue.limits).name) ?? []) claimable.add(runId);
   for await (const runId of store.listUnfinished(SOAK_FLOW.name)) {
     if (stopping) return;
     // A claimable run is the workers' to take: one that stops for a decision is reported through onStuck.
@@ -206,6 +216,7 @@ const exists = (runId: string): Promise<boolean> =>
 /** True once no run of the flow is left unfinished and this process drives none. */
 async function allDone(): Promise<boolean> {
   if (worker.status().running > 0 || deciding.size > 0) return false;
+  if (config.queue !== undefined && !existsSync(config.queue.startedFile)) return false;
   try {
     for await (const _ of store.listUnfinished(SOAK_FLOW.name)) return false;
     return true;
@@ -245,7 +256,7 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-const starting = startMine().catch(fail);
+const starting = config.queue === undefined ? startMine().catch(fail) : Promise.resolve();
 // Until here a SIGTERM ends the process at once: it holds no run yet.
 process.once("SIGTERM", () => void stop());
 await starting;

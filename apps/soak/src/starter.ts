@@ -1,0 +1,29 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { StarterConfig } from "./queue-starter.js";
+
+const STARTER = fileURLToPath(new URL("./queue-starter.ts", import.meta.url));
+
+/** The queue soak's starter process: it starts every run on the queue, then exits. */
+export interface Starter {
+  /** Throws when the starter failed: the soak cannot go on without its runs. */
+  check(): void;
+  stop(): void;
+}
+
+export function startStarter(config: StarterConfig): Starter {
+  let stderr = "";
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", STARTER, JSON.stringify(config)], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return {
+    check() {
+      if (child.exitCode !== null && child.exitCode !== 0)
+        throw new Error(`the starter failed (exit ${child.exitCode}): ${stderr}`);
+    },
+    stop() {
+      child.kill("SIGKILL");
+    },
+  };
+}
