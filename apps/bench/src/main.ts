@@ -17,6 +17,7 @@ import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
 import { measureTickets } from "./runs.js";
 import { measureScale, scaleTable } from "./scale/measure.js";
+import { measureQueued, queuedTable } from "./queued/measure.js";
 import { FULL_SIZES, sweep, type SweepSizes } from "./sweeps.js";
 import { memoryTarget, postgresTarget, prismaSqliteTarget, redisTarget, sqliteTarget, type Target } from "./targets.js";
 
@@ -52,6 +53,19 @@ const BENCH_COMMAND = {
       about:
         "instead of the rest: runs/s with 1, 2, 4 and 8 worker processes (16 runs at once each) on a Redis of its own and on a Redis Cluster of its own " +
         "(3 masters, a replica each; then again with replicas: 1), AOF appendfsync always on every node; --budget-ms per point",
+    },
+    queued: {
+      type: "boolean",
+      default: false,
+      about:
+        "instead of the rest: runs started on a queue (runner.start) and served by 1, 2 and 4 worker processes (16 runs at once each, polling every 100 ms) on SQLite, Redis and PostgreSQL, " +
+        "and the same flow on a DBOS queue on PostgreSQL alike: runs/s working off a backlog of --backlog runs, and the start-to-claim latency p50/p99 of 40 runs started one every 25 ms",
+    },
+    backlog: {
+      type: "string",
+      value: "<n>",
+      defaultText: "400, or 60 with --quick",
+      about: "with --queued: the runs started before the workers",
     },
     console: {
       type: "boolean",
@@ -184,6 +198,15 @@ await runCommand(BENCH_COMMAND, async (values) => {
     console.log(`\n${sleepersTable(figures).join("\n")}`);
     console.log(`\n${eventsTable(events).join("\n")}`);
     writeResults(values.out, "sleepers", machine.at, { machine, figures, events });
+    return;
+  }
+  if (values.queued) {
+    const backlog = wholeNumber("backlog", values.backlog ?? (values.quick ? "60" : "400"));
+    const curves = await measureQueued(values.quick ? [1, 2] : [1, 2, 4], backlog, values.quick ? 10 : 40, (line) =>
+      console.log(line),
+    );
+    console.log(`\n${queuedTable(curves).join("\n")}`);
+    writeResults(values.out, "queued", machine.at, { machine, backlog, curves });
     return;
   }
   if (values.scale) {

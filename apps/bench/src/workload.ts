@@ -1,6 +1,6 @@
-import { Executor, type StorageOptions, ToolRegistry } from "@durable/core";
+import { Executor, ToolRegistry } from "@durable/core";
 import { type CheckpointRow, type CheckpointStore, StoreUnavailable } from "@durable/core/store";
-import { Flow, FlowRunner } from "@durable/flow";
+import { Flow, FlowRunner, type FlowRunnerOptions } from "@durable/flow";
 import { ticketsFlow } from "@durable-apps/shared/tickets";
 import { z } from "zod";
 
@@ -33,7 +33,7 @@ export async function plainTickets(): Promise<void> {
 }
 
 /** A runner of the tickets flow on `store`, signed with HMAC under `KEY` unless `storage` says otherwise. */
-export function runner(store: CheckpointStore, storage: Omit<StorageOptions, "checkpoints"> = {}): FlowRunner {
+export function runner(store: CheckpointStore, storage: Omit<FlowRunnerOptions, "checkpoints"> = {}): FlowRunner {
   return new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY, ...storage });
 }
 
