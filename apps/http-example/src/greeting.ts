@@ -1,5 +1,5 @@
 import { appendFileSync } from "node:fs";
-import { Executor, ToolRegistry } from "@durable/core";
+import { defineQueue, Executor, ToolRegistry } from "@durable/core";
 import { Flow, FlowRunner } from "@durable/flow";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { z } from "zod";
@@ -10,6 +10,13 @@ export const greeting = new Flow("greeting", {
 })
   .node("greet", async (state, ctx) => ({ message: await ctx.call<string>("send_greeting", { name: state.name }) }))
   .end("greet");
+
+/**
+ * The queue greeting runs wait on: at most 4 run at once across the fleet,
+ * and one per name at a time (the run's concurrency key), whatever the
+ * number of workers. The store keeps these limits.
+ */
+export const greetings = defineQueue("greetings", { concurrency: 4, perKey: 1 });
 
 /** Replace it: every process of the fleet seals and reads checkpoints with the same key. */
 const KEY = process.env["DURABLE_KEY"] ?? "http-example-key-replace-with-32-random-bytes";

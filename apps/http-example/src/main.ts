@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { type CommandLineSpec, type OptionSpecs, runCommand, wholeNumber } from "@durable-apps/shared/command-line";
 import { startWorker } from "@durable/core";
-import { greeting, greetingRunner } from "./greeting.js";
+import { greeting, greetingRunner, greetings } from "./greeting.js";
 import { greetingServer } from "./server.js";
 
 const FOLDER = join(tmpdir(), "durable-http-example");
@@ -17,7 +17,7 @@ const FOLDER = join(tmpdir(), "durable-http-example");
 const COMMAND = {
   command: "pnpm http-example",
   about:
-    "a plain node:http server whose POST /runs starts a run on the fleet and answers 202 { runId } at once (an Idempotency-Key header " +
+    "a plain node:http server whose POST /runs starts a run on the fleet's greetings queue (4 at once, one per name) and answers 202 { runId } at once (an Idempotency-Key header " +
     "is the run id), whose GET /runs/:id answers its status and result, and whose POST /drain drives queued runs for 10 s; " +
     "workers in other processes run them, on one SQLite file.",
   options: {
@@ -49,7 +49,7 @@ await runCommand(COMMAND, async (values) => {
   const runner = greetingRunner(db, outbox);
   if (role === "worker") {
     // Looks at least once a second while idle: a started run waits for a worker at most that long.
-    startWorker({ serve: [runner.served(greeting)], pollMs: 200, maxPollMs: 1_000 });
+    startWorker({ serve: [runner.served(greeting)], queues: [greetings], pollMs: 200, maxPollMs: 1_000 });
     console.log(`worker: running greeting runs from ${db}`);
     return;
   }

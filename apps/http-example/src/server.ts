@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { CheckpointConflict, CheckpointNotFound, drain, InvalidInput } from "@durable/core";
 import type { FlowRunner } from "@durable/flow";
-import { greeting } from "./greeting.js";
+import { greeting, greetings } from "./greeting.js";
 
 /**
  * `POST /runs` starts a run on the fleet and answers 202 at once; `GET /runs/:id`
@@ -23,7 +23,14 @@ async function route(runner: FlowRunner, request: IncomingMessage, response: Ser
   if (request.method === "POST" && pathname === "/runs") {
     // The client's Idempotency-Key is the run id: a retried POST gets the same run and starts nothing new.
     const key = request.headers["idempotency-key"];
-    const handle = await runner.start(greeting, await jsonBody(request), typeof key === "string" ? { runId: key } : {});
+    const body = await jsonBody(request);
+    // One greeting per name at a time: the name is the run's concurrency key on the queue.
+    const name = typeof body === "object" && body !== null ? (body as { name?: unknown }).name : undefined;
+    const handle = await runner.start(greeting, body, {
+      ...(typeof key === "string" ? { runId: key } : {}),
+      queue: greetings,
+      ...(typeof name === "string" && name !== "" ? { concurrencyKey: name.slice(0, 200) } : {}),
+    });
     reply(response, 202, { runId: handle.runId });
   } else if (request.method === "GET" && runId !== undefined) {
     const handle = runner.handle(greeting, decodeURIComponent(runId));
@@ -32,7 +39,7 @@ async function route(runner: FlowRunner, request: IncomingMessage, response: Ser
     reply(response, 200, { runId: handle.runId, ...status, ...result });
   } else if (request.method === "POST" && pathname === "/drain") {
     // Drives what is queued for up to 10 s, gives up the rest for the next call, and says what it did.
-    reply(response, 200, await drain({ serve: [runner.served(greeting)], deadlineMs: 10_000 }));
+    reply(response, 200, await drain({ serve: [runner.served(greeting)], queues: [greetings], deadlineMs: 10_000 }));
   } else reply(response, 404, { error: "POST /runs, GET /runs/:id or POST /drain" });
 }
 
