@@ -90,31 +90,29 @@ class ListsQueuedAsClaimable extends QueueFork {
   }
 }
 
+/** Does `write` with the run's queue place out of sight: the store takes the run for one started on no queue. */
+async function unqueued<T>(data: MemoryData, runId: string, write: () => Promise<T>): Promise<T> {
+  const entry = data.get(runId);
+  const queue = entry?.queue;
+  if (entry !== undefined) delete entry.queue;
+  try {
+    return await write();
+  } finally {
+    if (entry !== undefined && queue !== undefined) entry.queue = queue;
+  }
+}
+
 /** Renews a lease that ran out without counting the queue: a worker back from a pause holds a slot over the limit. */
 class RenewsWithoutTaking extends QueueFork {
-  override async renew(runId: string, segment: number, terms: LeaseTerms) {
-    const entry = this.data.get(runId);
-    const queue = entry?.queue;
-    if (entry !== undefined) delete entry.queue;
-    try {
-      return await super.renew(runId, segment, terms);
-    } finally {
-      if (entry !== undefined && queue !== undefined) entry.queue = queue;
-    }
+  override renew(runId: string, segment: number, terms: LeaseTerms) {
+    return unqueued(this.data, runId, () => super.renew(runId, segment, terms));
   }
 }
 
 /** Checks the limits on `save` only: a take by `commit` is never refused. */
 class CommitsWithoutTaking extends QueueFork {
-  override async commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
-    const entry = this.data.get(runId);
-    const queue = entry?.queue;
-    if (entry !== undefined) delete entry.queue;
-    try {
-      await super.commit(runId, writes);
-    } finally {
-      if (entry !== undefined && queue !== undefined) entry.queue = queue;
-    }
+  override commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    return unqueued(this.data, runId, () => super.commit(runId, writes));
   }
 }
 
