@@ -188,6 +188,7 @@ export class RunWorker {
   async #takeQueue(queue: string): Promise<number> {
     const full = this.#queueFull.get(queue);
     if (full !== undefined && full.until > performance.now()) return 0;
+    this.#queueFull.delete(queue);
     let took = 0;
     for (const store of new Set(this.#options.serve.map((served) => served.store))) {
       for await (const { runId, name } of store.listQueued?.(queue) ?? []) {
