@@ -233,6 +233,11 @@ const perKeyCase: ConformanceCase = {
     const alice = [await queued(h, flow, place, { key: "alice" }), await queued(h, flow, place, { key: "alice" })];
     const bob = await queued(h, flow, place, { key: "bob" });
     const none = await queued(h, flow, place);
+    const keys: (string | undefined)[] = [];
+    for await (const run of (h.store as Queueing).listQueued(place.queue)) keys.push(run.key);
+    expect(keys, queueRule("listQueued(queue) over runs of keys alice, alice, bob and none", "each run's key")).toEqual(
+      ["alice", "alice", "bob", undefined],
+    );
     const alicePlace = { ...place, key: "alice" };
     await take(h, flow, alicePlace, alice[0] as string, "worker-a");
     await expectFull(h, alice[1] as string, "key", "a second take of key alice with perKey 1", () =>

@@ -190,9 +190,12 @@ export class RunWorker {
     if (full !== undefined && full.until > performance.now()) return 0;
     this.#queueFull.delete(queue);
     let took = 0;
+    // Keys one of whose runs this look found full: their other runs wait for the next look.
+    const fullKeys = new Set<string>();
     for (const store of new Set(this.#options.serve.map((served) => served.store))) {
-      for await (const { runId, name } of store.listQueued?.(queue) ?? []) {
+      for await (const { runId, name, key } of store.listQueued?.(queue) ?? []) {
         if (this.#stopping || this.#running.size >= this.#options.concurrency) return took;
+        if (key !== undefined && fullKeys.has(key)) continue;
         const served = this.#options.serve.find((each) => each.store === store && each.name === name);
         if (served === undefined || this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
         if (this.#stopping) return took;
@@ -208,6 +211,8 @@ export class RunWorker {
         this.#running.set(runId, drive);
         await Promise.race([drive, landed]);
         if (claimed) took += 1;
+        // Refused for its key (or lost for now): the key's other runs would be too.
+        else if (key !== undefined && this.#left.get(leftKey(served, runId))?.why === "unavailable") fullKeys.add(key);
         if (this.#queueFull.has(queue)) return took;
       }
     }

@@ -79,6 +79,8 @@ export interface QueuedRun {
   readonly runId: string;
   /** The run's name: which flow or tool loop serves it. */
   readonly name: string;
+  /** The run's concurrency key, when it has one: a worker whose claim of one run of a key was refused skips the key's others. */
+  readonly key?: string;
 }
 
 /** A checkpoint row read back, with its key. */
@@ -291,7 +293,7 @@ export interface CheckpointStore {
   /**
    * Optional, the queues capability: the claimable runs of `queue` (as
    * `listUnfinished`'s `claimable` says, of runs whose step 0 named this
-   * queue), highest priority first, then in the order their step 0 was
+   * queue), each with its name and concurrency key, highest priority first, then in the order their step 0 was
    * accepted, then by run id; streamed a page at a time from an index. A
    * store with it keeps `CheckpointRow.queue` and enforces its limits on
    * every take (see docs/protocol.md, "Queues"); a runner refuses to start a
