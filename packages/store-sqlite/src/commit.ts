@@ -1,4 +1,5 @@
-import { commitRefusal, type RunWrite } from "@durable/core/store";
+import { commitRefusal, isStart, type RunWrite } from "@durable/core/store";
+import { placeValues, takeSlot } from "./queues.js";
 import { heldLease, readHead, type Statements } from "./statements.js";
 
 type SaveWrite = Extract<RunWrite, { kind: "save" }>;
@@ -6,9 +7,10 @@ type SaveWrite = Extract<RunWrite, { kind: "save" }>;
 /**
  * Applies a batch the caller checked (`checkBatch`), inside its savepoint of
  * a `BEGIN IMMEDIATE` transaction (`GroupCommit`): reads the run's head once,
- * judges every write by the protocol's rules (`commitRefusal`) before writing
- * any, then inserts the rows and writes the head once. `save` and
- * `recordCall` are batches of one, so the rules have one path. A refusal is
+ * judges every write by the protocol's rules (`commitRefusal`), and a take of
+ * a queued run by its queue's limits (`takeSlot`), before writing any, then
+ * inserts the rows and writes the head once (a new run's with its queue
+ * place). `save` and `recordCall` are batches of one, so the rules have one path. A refusal is
  * thrown before anything is written; the savepoint rolls back whatever a
  * failing statement left.
  */
@@ -23,6 +25,8 @@ export function commitWrites(sql: Statements, runId: string, writes: readonly Ru
   // The inbox's count is on the head read above: a wait's save that missed an event takes no lease, at no extra read.
   const verdict = commitRefusal(runId, writes, run, stored, heldLease(run), now, run?.events);
   if ("refused" in verdict) throw verdict.refused;
+  // A save that takes the run counts its queue's holders in this transaction: no other writer comes between.
+  if (save !== undefined) takeSlot(sql, runId, run, save.row.queue, verdict.lease, isStart(save.step), now);
 
   // Accepted: the segment the run ends in (a record-only batch needs a run, so `run` is there without a save).
   const segment = save?.row.segment ?? run?.segment ?? 0;
@@ -53,5 +57,6 @@ export function commitWrites(sql: Statements, runId: string, writes: readonly Ru
     lease?.owner ?? null,
     lease?.expiresAt ?? null,
     save.row.waitsForDecision === true ? 1 : 0,
+    ...placeValues(sql, run === undefined ? save.row.queue : undefined),
   );
 }

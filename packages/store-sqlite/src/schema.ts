@@ -1,17 +1,35 @@
 import type Database from "better-sqlite3";
-import { InvalidInput, UNFINISHED } from "@durable/core/store";
+import { ASLEEP, InvalidInput, UNFINISHED, WAITING } from "@durable/core/store";
 
 /** The schema version this code writes. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
 export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
 
 /**
  * What a run a worker may claim is: running and not waiting for a decision.
- * The claimable index's condition, which a query must repeat to use it.
+ * The claimable index's condition up to version 5, and the queued index's
+ * with the queue: a query must repeat it to use them.
  */
 export const CLAIMABLE_RUN = "status = 'running' AND waits_for_decision = 0";
+
+/**
+ * A claimable run on no queue (numbered 0 in the queues' order): what
+ * `listUnfinished(flow, { claimable })` lists (from version 6, queued runs
+ * are `listQueued`'s). The claimable index's condition from then on. SQLite
+ * takes the columns that an index's condition fixes by equalities from the
+ * condition, not the table, only down the right of its ANDs: nested so, the
+ * listing reads the index alone.
+ */
+export const CLAIMABLE_UNQUEUED = "status = 'running' AND (waits_for_decision = 0 AND queued = 0)";
+
+/**
+ * A queued run that may hold a slot of its queue: running, its lease a
+ * drive's (not a sleep's or a wait's; released is NULL, so never). The
+ * holders index's condition; whether the lease is live is its range.
+ */
+export const QUEUE_HOLDER: string = `queue IS NOT NULL AND status = 'running' AND lease_owner NOT IN ('${ASLEEP}', '${WAITING}')`;
 
 /** Marks the tables as ours, so a database holding another application's tables of the same names is refused. */
 const OWNER = "@durable/store-sqlite";
@@ -23,6 +41,7 @@ export interface Tables {
   readonly checkpoints: string;
   readonly calls: string;
   readonly events: string;
+  readonly queueStarts: string;
 }
 
 export function tablesFor(prefix: string): Tables {
@@ -37,6 +56,7 @@ export function tablesFor(prefix: string): Tables {
     checkpoints: `${prefix}checkpoints`,
     calls: `${prefix}calls`,
     events: `${prefix}events`,
+    queueStarts: `${prefix}queue_starts`,
   };
 }
 
@@ -44,7 +64,7 @@ export function tablesFor(prefix: string): Tables {
  * Each migration takes the schema from the version before it to its own.
  * `runs` holds one row per run (its latest step, status, segment, how many
  * records its current segment has and, from version 5, how many events its
- * inbox holds) so compare-and-set reads one row.
+ * inbox holds; from version 6, its queue place) so compare-and-set reads one row.
  * Exported for tests that build a database of an older version.
  */
 export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
@@ -107,6 +127,27 @@ export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
       PRIMARY KEY (run_id, seq)
     ) WITHOUT ROWID;
     CREATE UNIQUE INDEX ${t.events}_key ON ${t.events} (run_id, key);`,
+  // Version 6, the queues capability: a queued run's place and its queue's limits as its step 0 gave them, kept on
+  // its head for its life (NULL: on no queue, as every run saved before), and `queued`, the order in which step 0s
+  // were accepted, from a counter in the meta table (0: on no queue). The claimable index leaves queued runs out; a
+  // queue's claimable runs are ranges of `queued` in the queue's order, and its runs holding a slot a range of
+  // `holders` by lease expiry. A queue's starts within its rate window are rows of their own, by (queue, at).
+  (t) => `
+    ALTER TABLE ${t.runs} ADD COLUMN queue TEXT;
+    ALTER TABLE ${t.runs} ADD COLUMN queue_priority INTEGER;
+    ALTER TABLE ${t.runs} ADD COLUMN queue_key TEXT;
+    ALTER TABLE ${t.runs} ADD COLUMN queue_concurrency INTEGER;
+    ALTER TABLE ${t.runs} ADD COLUMN queue_per_key INTEGER;
+    ALTER TABLE ${t.runs} ADD COLUMN queue_rate_limit INTEGER;
+    ALTER TABLE ${t.runs} ADD COLUMN queue_rate_window INTEGER;
+    ALTER TABLE ${t.runs} ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+    DROP INDEX ${t.runs}_claimable;
+    CREATE INDEX ${t.runs}_claimable ON ${t.runs} (flow, lease_expires, run_id) WHERE ${CLAIMABLE_UNQUEUED};
+    CREATE INDEX ${t.runs}_queued ON ${t.runs} (queue, queue_priority DESC, queued) WHERE queue IS NOT NULL AND ${CLAIMABLE_RUN};
+    CREATE INDEX ${t.runs}_holders ON ${t.runs} (queue, lease_expires) WHERE ${QUEUE_HOLDER};
+    CREATE TABLE ${t.queueStarts} (queue TEXT NOT NULL, at INTEGER NOT NULL);
+    CREATE INDEX ${t.queueStarts}_at ON ${t.queueStarts} (queue, at);
+    INSERT INTO ${t.meta} (key, value) VALUES ('queued', '0');`,
 ];
 
 /**
@@ -119,6 +160,7 @@ const CREATED_IN: ReadonlyArray<readonly [keyof Tables, number]> = [
   ["checkpoints", 1],
   ["calls", 1],
   ["events", 5],
+  ["queueStarts", 6],
 ];
 
 /**

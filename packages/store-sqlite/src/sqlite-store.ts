@@ -19,6 +19,7 @@ import {
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
+  type QueuedRun,
   renewRefusal,
   wholeNumber,
   type RunPage,
@@ -38,6 +39,7 @@ import { storeError } from "./errors.js";
 import { appendEvent } from "./events.js";
 import { GroupCommit } from "./group-commit.js";
 import { history, listRuns } from "./inspect.js";
+import { type QueuedRow, queuedPage, takeSlot } from "./queues.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 import { heldLease, type ListedRow, prepare, readHead, type RunRow, type Statements } from "./statements.js";
 
@@ -69,8 +71,8 @@ const PAGE = 500;
  * process on one host. The writes called in one turn of the event loop share
  * one `BEGIN IMMEDIATE` transaction (group commit), each operation, and each
  * `commit` batch, atomic under its own savepoint, so compare-and-set, claims,
- * fencing and leases hold across processes; a write is durable before its
- * promise resolves. Leases run by SQLite's clock.
+ * fencing, leases and queues' limits hold across processes; a write is
+ * durable before its promise resolves. Leases run by SQLite's clock.
  */
 export class SQLiteCheckpointStore implements CheckpointStore {
   readonly path: string;
@@ -115,7 +117,10 @@ export class SQLiteCheckpointStore implements CheckpointStore {
       const run = this.#head(runId);
       const refused = renewRefusal(runId, segment, terms.owner, run, heldLease(run));
       if (refused !== undefined) throw refused;
-      const lease = { owner: terms.owner, expiresAt: this.#now() + terms.ms };
+      const now = this.#now();
+      const lease = { owner: terms.owner, expiresAt: now + terms.ms };
+      // Renewing a lease that ran out takes the run again: its queue's limits are counted in this transaction.
+      takeSlot(this.#sql, runId, run, undefined, lease, false, now);
       this.#sql.setLease.run(lease.owner, lease.expiresAt, runId);
       return lease;
     });
@@ -154,6 +159,21 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     yield* this.#pages((last) =>
       this.#sql.claimableRunOut.all(flow, last?.lease_expires ?? Number.MIN_SAFE_INTEGER, last?.run_id ?? "", PAGE),
     );
+  }
+
+  /**
+   * The claimable runs of `queue` in its order (the queues capability: see
+   * `CheckpointStore.listQueued`): highest priority first, then in the order
+   * their step 0s were accepted; read by keyset pages of the queued index.
+   */
+  async *listQueued(queue: string): AsyncIterable<QueuedRun> {
+    let last: QueuedRow | undefined;
+    for (;;) {
+      const rows = this.#read({ what: "listQueued" }, () => queuedPage(this.#sql, queue, last, PAGE));
+      for (const row of rows) yield { runId: row.run_id, name: row.name };
+      last = rows.at(-1);
+      if (rows.length < PAGE || last === undefined) return;
+    }
   }
 
   async delete(runId: string): Promise<void> {

@@ -7,7 +7,7 @@ import {
   type RunStatus,
   wholeNumber,
 } from "@durable/core/store";
-import { CLAIMABLE_RUN, type Tables, UNFINISHED_IN } from "./schema.js";
+import { CLAIMABLE_RUN, CLAIMABLE_UNQUEUED, QUEUE_HOLDER, type Tables, UNFINISHED_IN } from "./schema.js";
 
 /**
  * The store's clock: SQLite's, in ms since the epoch, read by the statement
@@ -83,7 +83,15 @@ export type StatementName =
   | "eventKey"
   | "insertEvent"
   | "setEvents"
-  | "inbox";
+  | "inbox"
+  | "nextQueued"
+  | "queuePlace"
+  | "queueHolders"
+  | "queueStarts"
+  | "insertStart"
+  | "pruneStarts"
+  | "queuedSamePriority"
+  | "queuedLowerPriority";
 
 /** The statements of one connection, by name. */
 export type Statements = Readonly<Record<StatementName, Database.Statement>>;
@@ -101,8 +109,10 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     run: `SELECT flow AS name, kind, step, status, segment, segment_calls, events, lease_owner, lease_expires FROM ${t.runs} WHERE run_id = ?`,
     now: `SELECT ${STORE_NOW} AS now`,
     insertCheckpoint: `INSERT INTO ${t.checkpoints} (run_id, step, status, segment, flow, kind, sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, waits_for_decision, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${STORE_NOW})
+    // A run's queue place is written by its first save (step 0) only: a later save's conflict leaves it as it is.
+    upsertRun: `INSERT INTO ${t.runs} (run_id, flow, kind, step, status, segment, segment_calls, lease_owner, lease_expires, waits_for_decision,
+         queue, queue_priority, queue_key, queue_concurrency, queue_per_key, queue_rate_limit, queue_rate_window, queued, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${STORE_NOW})
        ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, status = excluded.status,
          segment = excluded.segment, segment_calls = excluded.segment_calls,
          lease_owner = excluded.lease_owner, lease_expires = excluded.lease_expires,
@@ -115,11 +125,12 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     // Listings page by key (flow, then past the last row), so each page is one range of an index.
     unfinished: `SELECT run_id FROM ${t.runs}
        WHERE flow = ? AND status IN ${UNFINISHED_IN} AND run_id > ? ORDER BY run_id LIMIT ?`,
-    // Claimable runs are two ranges of the claimable index: released (NULL expiry), then run out by now.
+    // Claimable runs are two ranges of the claimable index: released (NULL expiry), then run out by now. Queued runs
+    // are not in it: `listQueued` gives them.
     claimableReleased: `SELECT run_id, lease_expires FROM ${t.runs}
-       WHERE flow = ? AND ${CLAIMABLE_RUN} AND lease_expires IS NULL AND run_id > ? ORDER BY run_id LIMIT ?`,
+       WHERE flow = ? AND ${CLAIMABLE_UNQUEUED} AND lease_expires IS NULL AND run_id > ? ORDER BY run_id LIMIT ?`,
     claimableRunOut: `SELECT run_id, lease_expires FROM ${t.runs}
-       WHERE flow = ? AND ${CLAIMABLE_RUN} AND lease_expires <= ${STORE_NOW} AND (lease_expires, run_id) > (?, ?)
+       WHERE flow = ? AND ${CLAIMABLE_UNQUEUED} AND lease_expires <= ${STORE_NOW} AND (lease_expires, run_id) > (?, ?)
        ORDER BY lease_expires, run_id LIMIT ?`,
     deleteCalls: `DELETE FROM ${t.calls} WHERE run_id = ?`,
     deleteCheckpoints: `DELETE FROM ${t.checkpoints} WHERE run_id = ?`,
@@ -137,5 +148,25 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     // Under the group's write lock, as setCalls: the count and the lease written over the head read before.
     setEvents: `UPDATE ${t.runs} SET events = ?, lease_owner = ?, lease_expires = ? WHERE run_id = ?`,
     inbox: `SELECT run_id AS runId, seq, key, sealed FROM ${t.events} WHERE run_id = ? AND seq >= ? ORDER BY seq`,
+    // The order in which queued runs' step 0s were accepted: a counter of the meta table, raised under the write lock.
+    nextQueued: `UPDATE ${t.meta} SET value = CAST(value AS INTEGER) + 1 WHERE key = 'queued' RETURNING CAST(value AS INTEGER) AS queued`,
+    queuePlace: `SELECT queue, queue_priority, queue_key, queue_concurrency, queue_per_key, queue_rate_limit, queue_rate_window
+       FROM ${t.runs} WHERE run_id = ?`,
+    // The runs of @queue other than @runId holding a slot at @now (the store's clock, read by the take's
+    // transaction), and those of them with key @key: one range of the holders index.
+    queueHolders: `SELECT count(*) AS held, count(CASE WHEN queue_key = @key THEN 1 END) AS heldByKey FROM ${t.runs}
+       WHERE queue = @queue AND ${QUEUE_HOLDER} AND lease_expires > @now AND run_id <> @runId`,
+    // A queue's starts after the window's beginning: how many, and the earliest.
+    queueStarts: `SELECT count(*) AS starts, min(at) AS earliest FROM ${t.queueStarts} WHERE queue = ? AND at > ?`,
+    insertStart: `INSERT INTO ${t.queueStarts} (queue, at) VALUES (?, ?)`,
+    pruneStarts: `DELETE FROM ${t.queueStarts} WHERE queue = ? AND at <= ?`,
+    // A queue's claimable runs in its order, by keyset pages past the last one listed (@priority, @queued): the rest
+    // of its priority, then the lower ones; each a range of the queued index.
+    queuedSamePriority: `SELECT run_id, flow AS name, queue_priority AS priority, queued FROM ${t.runs}
+       WHERE queue = @queue AND ${CLAIMABLE_RUN} AND (lease_expires IS NULL OR lease_expires <= ${STORE_NOW})
+         AND queue_priority = @priority AND queued > @queued ORDER BY queued LIMIT @limit`,
+    queuedLowerPriority: `SELECT run_id, flow AS name, queue_priority AS priority, queued FROM ${t.runs}
+       WHERE queue = @queue AND ${CLAIMABLE_RUN} AND (lease_expires IS NULL OR lease_expires <= ${STORE_NOW})
+         AND queue_priority < @priority ORDER BY queue_priority DESC, queued LIMIT @limit`,
   };
 }
