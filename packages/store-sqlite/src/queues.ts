@@ -126,6 +126,7 @@ export function takeSlot(
 export interface QueuedRow {
   readonly run_id: string;
   readonly name: string;
+  readonly key: string | null;
   readonly priority: number;
   readonly queued: number;
 }

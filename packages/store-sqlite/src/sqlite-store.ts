@@ -170,7 +170,8 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     let last: QueuedRow | undefined;
     for (;;) {
       const rows = this.#read({ what: "listQueued" }, () => queuedPage(this.#sql, queue, last, PAGE));
-      for (const row of rows) yield { runId: row.run_id, name: row.name };
+      for (const row of rows)
+        yield { runId: row.run_id, name: row.name, ...(row.key === null ? {} : { key: row.key }) };
       last = rows.at(-1);
       if (rows.length < PAGE || last === undefined) return;
     }
