@@ -118,7 +118,10 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
   it("a store whose tables were never made says to migrate, on one line, and not to wait for the database", async () => {
     const store = new PrismaCheckpointStore(url(), { tablePrefix: "never_" });
     const commit = () => store.commit("r", [{ kind: "record", segment: 0, seq: 0, sealed: "d1.-.{}" }]);
-    const attempts = Object.entries({ ...everyOperation(store), commit });
+    const listQueued = async () => {
+      for await (const run of store.listQueued("q")) void run;
+    };
+    const attempts = Object.entries({ ...everyOperation(store), commit, listQueued });
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
         () => undefined,
