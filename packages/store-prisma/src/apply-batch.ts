@@ -1,4 +1,4 @@
-import type { DurableError, RunWrite } from "@durable/core/store";
+import { CheckpointConflict, type DurableError, type RunWrite } from "@durable/core/store";
 import {
   type BatchTransaction,
   type BatchWrites,
@@ -12,6 +12,7 @@ import type { Client, Sql } from "./client.js";
 import type { Connection } from "./connection.js";
 import type { KnownRuns } from "./known-runs.js";
 import { lockRun, readRun } from "./locked-run.js";
+import { keepStart, lockQueue, takeRefusal } from "./queues.js";
 
 /** Interactive transactions are short: they hold a lock only while the store's own statements run. */
 export const TRANSACTION = { maxWait: 10_000, timeout: 10_000 };
@@ -25,7 +26,8 @@ export const TRANSACTION = { maxWait: 10_000, timeout: 10_000 };
  * written, and a refusal on a guess is not trusted), PostgreSQL reads
  * without a lock, then writes in one statement: no transaction held open.
  * When the row changed again, it is done under the row's lock (SQLite
- * always: its lock is the database's, held in this process).
+ * always: its lock is the database's, held in this process). So is a take
+ * of a queued run (see `lockedBatch`).
  */
 export async function applyBatch(
   db: Connection,
@@ -36,22 +38,65 @@ export async function applyBatch(
   const client = await db.client();
   const written = (sql: Sql, batch: BatchWrites, transaction?: BatchTransaction) =>
     writtenAndKnown(db, known, sql, runId, batch, transaction);
-  const unlocked = (batch: BatchWrites) => unlockedWrite(db, client, batch, written);
+  // A take of a queued run is never written unlocked: its queue's limits are counted first.
+  const unlocked = async (batch: BatchWrites) =>
+    batch.queue?.kind !== "take" && (await unlockedWrite(db, client, batch, written));
   const guess = known.get(runId) ?? (startsRun(writes) ? { head: undefined, lease: undefined } : undefined);
   const planned = guess === undefined ? undefined : planBatch(db, runId, writes, guess);
   if (planned !== undefined && "writes" in planned && (await unlocked(planned.writes))) return undefined;
   const records = planRecords(db, runId, writes);
   if (records !== undefined && (await unlocked(records))) return undefined;
+  let queue = planned !== undefined && "writes" in planned ? planned.writes.queue?.place.queue : undefined;
   if (db.provider === "postgresql") {
     const plan = planBatch(db, runId, writes, await readRun(db, client, runId));
     if (plan !== undefined && "refused" in plan) return plan.refused;
     if (plan !== undefined && (await unlocked(plan.writes))) return undefined;
+    queue = plan?.writes.queue?.place.queue;
   }
-  return client.$transaction(async (tx) => {
+  for (let attempt = 0; ; attempt++) {
+    const outcome = await client.$transaction((tx) => lockedBatch(db, tx, runId, writes, queue, written), TRANSACTION);
+    if (typeof outcome !== "string") return outcome;
+    // The run's queue was not the one locked (the run was made again meanwhile): again, with its queue's lock.
+    if (attempt >= 2)
+      return new CheckpointConflict(runId, "its queue changed while the store waited for the queue's lock.");
+    queue = outcome;
+  }
+}
+
+/**
+ * A batch under the run's lock, in `tx`, after the lock of `queue` (the
+ * queue its run was found on, if a write leaves it a drive's lease; on
+ * PostgreSQL, taken before the run's lock and the clock are, as every take
+ * of the queue takes them). A take is counted against the queue's limits
+ * (`takeRefusal`) before it is written. Returns the refusal, undefined once
+ * written, or the queue to lock when the run turned out to be on another.
+ */
+async function lockedBatch(
+  db: Connection,
+  tx: Sql,
+  runId: string,
+  writes: readonly RunWrite[],
+  queue: string | undefined,
+  written: (sql: Sql, batch: BatchWrites) => Promise<boolean>,
+): Promise<DurableError | undefined | string> {
+  if (queue !== undefined) await lockQueue(db, tx, queue);
+  // A holder's save misses when its lease ran out between the clock's read and the write: it is then decided as a take.
+  for (let tries = 0; tries < 3; tries++) {
     const plan = planBatch(db, runId, writes, await lockRun(db, tx, runId));
     if (plan === undefined || "refused" in plan) return plan?.refused ?? taken(runId, writes);
-    return (await written(tx, plan.writes)) ? undefined : taken(runId, writes);
-  }, TRANSACTION);
+    const check = plan.writes.queue;
+    if (check?.kind === "take") {
+      if (db.provider === "postgresql" && check.place.queue !== queue) return check.place.queue;
+      const counted = await takeRefusal(db, tx, runId, check);
+      if (typeof counted !== "number") return counted;
+      if (!(await written(tx, plan.writes))) break;
+      await keepStart(db, tx, runId, check, counted);
+      return undefined;
+    }
+    if (await written(tx, plan.writes)) return undefined;
+    if (check?.kind !== "holder") break;
+  }
+  return taken(runId, writes);
 }
 
 /**

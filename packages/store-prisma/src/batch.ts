@@ -14,6 +14,7 @@ import { sqlList } from "./claimable.js";
 import type { Client, Sql, TransactionOptions } from "./client.js";
 import type { RunState } from "./known-runs.js";
 import { type LeaseColumns, leaseFrom, leaseValues } from "./locked-run.js";
+import { placeInsert, type QueueCheck, queueCheck, sharedLock } from "./queues.js";
 import type { Tables } from "./tables.js";
 
 /** A call record of a batch. */
@@ -38,6 +39,13 @@ export interface BatchWrites {
   readonly inserts: readonly Statement[];
   /** Undefined where the plan did not know the run's row (records alone, written with no read). */
   readonly after: RunState | undefined;
+  /**
+   * What the batch asks of the queued run's queue (`queueCheck`): a take is
+   * written only once `takeRefusal` allowed it, under the queue's lock.
+   */
+  readonly queue?: QueueCheck | undefined;
+  /** PostgreSQL: the CTE that takes the queue's lock shared before the write reads the clock (a holder's save). */
+  readonly lock?: Statement | undefined;
 }
 
 /** A batch's first refusal by the protocol's rules, or the writes that apply it. */
@@ -79,6 +87,9 @@ export function planBatch(
   if ("refused" in verdict) return verdict;
   // Whether the batch leaves a lease is the rules' (a save for WAITING that missed an event takes none).
   const claim = claimOf(save, verdict.lease);
+  // The queue place is step 0's, kept for the run's life: a later row's is not read.
+  const place = before === undefined ? save?.row.queue : before.queue;
+  const check = queueCheck(place, run.lease, claim?.owner, save?.step ?? -1, run.now);
   // The row the accepted writes leave: each save moves the head, each record counts in its (current) segment.
   let head: RunHead | undefined = before;
   let segmentCalls = before?.segmentCalls ?? 0;
@@ -102,16 +113,16 @@ export function planBatch(
   // Unreachable once the rules accepted (a batch of an unknown run starts with its step 0), but the types cannot tell.
   if (head === undefined) return { refused: new CheckpointConflict(runId, "the batch has no checkpoint to start it.") };
   if (records.length > 0) inserts.push(insertRecords(db, runId, records));
-  const after = { ...head, segmentCalls, events: before?.events ?? 0 };
-  const clock = `(SELECT ${db.now} AS "ms") AS "clock"`;
+  const after = { ...head, segmentCalls, events: before?.events ?? 0, queue: place };
   if (before === undefined) {
     const lease = leaseOfNewRun(claim);
+    const queued = placeInsert(db, place);
     return {
       writes: {
         run: {
-          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "waits_for_decision", "lease_owner", "lease_expires_at", "updated_at")
-                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), ${lease.sql}, "clock"."ms"
-                FROM ${clock} WHERE true ON CONFLICT ("run_id") DO NOTHING`,
+          sql: `INSERT INTO ${db.tables.runs} ("step", "status", "segment", "segment_calls", "run_id", "flow", "kind", "waits_for_decision", "lease_owner", "lease_expires_at", "updated_at"${queued.columns})
+                SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), ${lease.sql}, "clock"."ms"${queued.select.sql}
+                FROM (SELECT ${db.now} AS "ms") AS "clock" WHERE true ON CONFLICT ("run_id") DO NOTHING`,
           values: [
             head.step,
             head.status,
@@ -122,21 +133,28 @@ export function planBatch(
             head.kind,
             waits(save),
             ...lease.values,
+            ...queued.select.values,
           ],
         },
         inserts,
         after,
+        queue: check,
       },
     };
   }
   const lease = leaseSet(save, claim);
   const mark = markSet(save);
+  // A holder's save: written only while its lease is live by the clock the write reads (after the queue's lock, on PostgreSQL).
+  const holder = check?.kind === "holder";
+  const lock = holder && check.shared && db.provider === "postgresql" ? sharedLock(db, check.place.queue) : undefined;
+  const clock = `(SELECT ${db.now} AS "ms"${lock === undefined ? "" : ` FROM "queue_lock"`}) AS "clock"`;
+  const live = holder ? ` AND "lease_expires_at" > "clock"."ms"` : "";
   return {
     writes: {
       run: {
         sql: `UPDATE ${db.tables.runs} SET "step" = ?, "status" = ?, "segment" = ?, "segment_calls" = ?, "updated_at" = "clock"."ms"${mark.sql}${lease.sql} FROM ${clock}
               WHERE "run_id" = ? AND "flow" = ? AND "kind" = ? AND "step" = ? AND "status" = ? AND "segment" = ? AND "segment_calls" = ? AND "events" = ?
-              AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)`,
+              AND "lease_owner" IS NOT DISTINCT FROM CAST(? AS TEXT) AND "lease_expires_at" IS NOT DISTINCT FROM CAST(? AS BIGINT)${live}`,
         values: [
           head.step,
           head.status,
@@ -157,6 +175,8 @@ export function planBatch(
       },
       inserts,
       after,
+      queue: check,
+      lock,
     },
   };
 }
@@ -298,10 +318,13 @@ export async function writeBatch(
     return { lease: leaseFrom(moved) };
   }
   const ctes = [
+    ...(writes.lock === undefined ? [] : [writes.lock.sql]),
     `"moved" AS (${writes.run.sql} ${returning})`,
     ...writes.inserts.map((insert, i) => `"insert${i}" AS (${insert.sql} WHERE EXISTS (SELECT 1 FROM "moved"))`),
   ];
-  const values = [writes.run, ...writes.inserts].flatMap((statement) => statement.values);
+  const values = [...(writes.lock === undefined ? [] : [writes.lock]), writes.run, ...writes.inserts].flatMap(
+    (statement) => statement.values,
+  );
   const [moved] = await sql.$queryRawUnsafe<LeaseColumns[]>(
     db.sql(`WITH ${ctes.join(", ")} SELECT "lease_owner", "lease_expires_at" FROM "moved"`),
     ...values,

@@ -11,9 +11,10 @@ const CLAIMABLE_IN = sqlList(UNFINISHED.filter((status) => isClaimable(status, u
 
 /**
  * Where a claimable listing stands. It walks the claimable index (flow,
- * status, waiting for a decision, lease expiry, run id), past runs that wait
- * for a decision, in two ranges: first the released leases
- * (NULL expiry) by run id, then the leases that ran out by expiry and run id.
+ * status, waiting for a decision, queue, lease expiry, run id), past runs
+ * that wait for a decision and queued runs (`listQueued` gives those), in
+ * two ranges: first the released leases (NULL expiry) by run id, then the
+ * leases that ran out by expiry and run id.
  * Every page reads a range of claimable rows only, however many leases are
  * live. The store's clock is read by the first page and kept: a run claimed
  * during the listing holds a lease that runs out after it, so no run is
@@ -52,7 +53,7 @@ export function claimableQuery(
   const query = `WITH "clock" AS (SELECT COALESCE(CAST(? AS BIGINT), ${db.now}) AS "now")
     SELECT "r"."run_id", "r"."status", "r"."lease_owner", "r"."lease_expires_at", (SELECT "now" FROM "clock") AS "now"
     FROM ${db.tables.runs} AS "r"
-    WHERE "r"."flow" = ? AND "r"."status" IN ${CLAIMABLE_IN} AND "r"."waits_for_decision" = 0 AND ${range}
+    WHERE "r"."flow" = ? AND "r"."status" IN ${CLAIMABLE_IN} AND "r"."waits_for_decision" = 0 AND "r"."queue" = '' AND ${range}
     ORDER BY ${released ? "" : `"r"."lease_expires_at", `}"r"."run_id" LIMIT ${limit}`;
   const after = released ? [cursor.afterRun] : [cursor.afterExpiry, cursor.afterRun];
   return { query, values: [cursor.now ?? null, flow, ...after] };

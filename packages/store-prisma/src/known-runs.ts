@@ -1,9 +1,14 @@
-import type { Lease, RunHead } from "@durable/core/store";
+import type { Lease, QueuePlace, RunHead } from "@durable/core/store";
 
-/** A run's row as the protocol's rules read it, with how many records its current segment holds and how many events its inbox holds. */
+/**
+ * A run's row as the protocol's rules read it, with how many records its
+ * current segment holds, how many events its inbox holds, and the queue
+ * place its step 0 gave (undefined for a run on no queue).
+ */
 export interface RunState extends RunHead {
   readonly segmentCalls: number;
   readonly events: number;
+  readonly queue?: QueuePlace | undefined;
 }
 
 /** A run's row and lease as this store last wrote or read them. */

@@ -1,9 +1,10 @@
 import { checkedHead, type Lease, malformedColumn, StoreUnavailable, wholeNumber } from "@durable/core/store";
 import type { Sql } from "./client.js";
 import type { RunState } from "./known-runs.js";
+import { placeFrom, QUEUE_COLUMNS, type QueueColumns } from "./queues.js";
 import type { Tables } from "./tables.js";
 
-/** What the store reads of one run, under its lock or not: its row (undefined for an unknown run), its lease, the store's clock. */
+/** What the store reads of one run, under its lock or not: its row (undefined for an unknown run) with its queue place, its lease, the store's clock. */
 export interface RunSnapshot {
   readonly head: RunState | undefined;
   readonly lease: Lease | undefined;
@@ -29,7 +30,7 @@ export function leaseValues(lease: Lease | undefined): [string | null, number | 
   return lease === undefined ? [null, null] : [lease.owner, lease.expiresAt];
 }
 
-interface LockedRow extends LeaseColumns {
+interface LockedRow extends LeaseColumns, QueueColumns {
   readonly now: number | bigint;
   readonly flow: unknown;
   readonly kind: unknown;
@@ -76,7 +77,7 @@ export async function readRun(db: Tables, sql: Sql, runId: string, lock = false)
   const rows = await sql.$queryRawUnsafe<LockedRow[]>(
     db.sql(
       `SELECT ${db.now} AS "now", "h".* FROM (SELECT 1 AS "one") AS "clock" LEFT JOIN (
-         SELECT "flow", "kind", "step", "status", "segment", "segment_calls", "events", "lease_owner", "lease_expires_at"
+         SELECT "flow", "kind", "step", "status", "segment", "segment_calls", "events", "lease_owner", "lease_expires_at", ${QUEUE_COLUMNS}
          FROM ${db.tables.runs} WHERE "run_id" = ?${forUpdate}
        ) AS "h" ON true`,
     ),
@@ -93,6 +94,7 @@ export async function readRun(db: Tables, sql: Sql, runId: string, lock = false)
         ...checkedHead(runId, { name: flow, kind, step, status, segment }),
         segmentCalls: wholeNumber(runId, "head", "segment_calls", segment_calls),
         events: wholeNumber(runId, "head", "events", events),
+        queue: placeFrom(runId, row),
       };
   return { head, lease: checkedLease(runId, row), now: Number(row.now) };
 }

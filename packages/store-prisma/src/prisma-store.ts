@@ -17,10 +17,10 @@ import {
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
+  type QueuedRun,
   type RunPage,
   type RunQuery,
   type RunWrite,
-  renewRefusal,
   type StoredCall,
   type CallPosition,
   type StoredCheckpoint,
@@ -42,9 +42,11 @@ import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlL
 import { wrap } from "./failures.js";
 import { applyBatch, TRANSACTION } from "./apply-batch.js";
 import { appendEvent, type EventWrite, readInbox } from "./inbox.js";
-import { checkedLease, type LeaseColumns, leaseValues, lockRun } from "./locked-run.js";
+import { checkedLease, type LeaseColumns } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
 import { migrate } from "./migrate.js";
+import { type QueuedCursor, queuedPage, type Reader } from "./queued.js";
+import { renewLease } from "./renew.js";
 import { runListing } from "./inspect.js";
 import type { Tables } from "./tables.js";
 
@@ -111,20 +113,9 @@ export class PrismaCheckpointStore implements CheckpointStore {
 
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
-    return this.#tx<Lease>({ what: "renew", runId }, async (tx) => {
-      const run = await lockRun(this.#db, tx, runId);
-      const refused = renewRefusal(runId, segment, terms.owner, run.head, run.lease);
-      if (refused !== undefined) return refused;
-      const lease = { owner: terms.owner, expiresAt: run.now + terms.ms };
-      await this.#exec(
-        tx,
-        `UPDATE ${this.#db.tables.runs} SET "lease_owner" = ?, "lease_expires_at" = ? WHERE "run_id" = ?`,
-        ...leaseValues(lease),
-        runId,
-      );
-      this.#known.set(runId, run.head === undefined ? undefined : { head: run.head, lease });
-      return lease;
-    });
+    return this.#tx<Lease>({ what: "renew", runId }, (tx) =>
+      renewLease(this.#db, this.#known, tx, runId, segment, terms),
+    );
   }
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
@@ -190,6 +181,23 @@ export class PrismaCheckpointStore implements CheckpointStore {
       const last = rows.at(-1);
       if (rows.length < PAGE || last === undefined) return;
       after = last.run_id;
+    }
+  }
+
+  /**
+   * The claimable runs of `queue`, highest priority first, then in the order
+   * their step 0 was accepted, a page at a time from the queued index (the
+   * queues capability: see `CheckpointStore.listQueued`).
+   */
+  async *listQueued(queue: string): AsyncIterable<QueuedRun> {
+    // '' is the "queue" column of the runs on no queue: never a queue's name (1 to 128 characters).
+    if (queue === "") return;
+    const read: Reader = (query, ...values) => this.#query({ what: "listQueued" }, query, ...values);
+    for (let cursor: QueuedCursor | undefined; ; ) {
+      const page = await queuedPage(this.#db, read, queue, cursor, PAGE);
+      yield* page.runs;
+      if (page.next === undefined) return;
+      cursor = page.next;
     }
   }
 

@@ -13,6 +13,7 @@ export interface Tables {
     readonly checkpoints: string;
     readonly calls: string;
     readonly events: string;
+    readonly queueStarts: string;
     readonly migrations: string;
   };
   /** PostgreSQL: the schema of the tables; SQLite: `main`. */
@@ -60,6 +61,7 @@ export function tablesOf(
       checkpoints: table("checkpoints"),
       calls: table("calls"),
       events: table("events"),
+      queueStarts: table("queue_starts"),
       migrations: table("migrations"),
     },
     schema: schema ?? "main",

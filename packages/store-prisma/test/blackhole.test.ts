@@ -60,6 +60,9 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connec
     const operations = {
       ...everyOperation(store),
       commit: () => store.commit("r", batch()),
+      listQueued: async () => {
+        for await (const run of store.listQueued("q")) void run;
+      },
       migrate: () => store.migrate(),
     };
     await expectEachTimesOut(

@@ -275,7 +275,13 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
     await old.release();
 
     const store = new PrismaCheckpointStore(target, { tablePrefix });
-    expect(await store.migrate()).toEqual(["0002_leases", "0003_inspect", "0004_decisions", "0005_events"]);
+    expect(await store.migrate()).toEqual([
+      "0002_leases",
+      "0003_inspect",
+      "0004_decisions",
+      "0005_events",
+      "0006_queues",
+    ]);
     expect(await store.migrate()).toEqual([]);
     expect((await store.latest("old-running")).status).toBe("running");
     expect((await list(store, "old", false)).sort()).toEqual(["old-paused", "old-running"]);
@@ -288,6 +294,7 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
       "flow",
       "status",
       "waits_for_decision",
+      "queue",
       "lease_expires_at",
       "run_id",
     ]);
@@ -299,12 +306,12 @@ describe("the claimable index", () => {
   it("is declared in the Prisma models as the migrations make it", () => {
     const models = readFileSync(fileURLToPath(new URL("../prisma/models.prisma", import.meta.url)), "utf8");
     expect(models).toContain(
-      '@@index([flow, status, waitsForDecision, leaseExpiresAt, runId], map: "durable_runs_claimable_idx")',
+      '@@index([flow, status, waitsForDecision, queue, leaseExpiresAt, runId], map: "durable_runs_claimable_idx")',
     );
     for (const provider of ["postgresql", "sqlite"] as const) {
-      const sql = shippedMigrations(provider).find((m) => m.name === "0004_decisions")?.sql;
+      const sql = shippedMigrations(provider).find((m) => m.name === "0006_queues")?.sql;
       expect(sql).toContain('"__PREFIX__runs_claimable_idx"');
-      expect(sql).toMatch(/\("flow", "status", "waits_for_decision", "lease_expires_at", "run_id"\);/);
+      expect(sql).toMatch(/\("flow", "status", "waits_for_decision", "queue", "lease_expires_at", "run_id"\);/);
     }
   });
 });

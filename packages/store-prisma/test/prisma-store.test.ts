@@ -44,13 +44,20 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       "0003_inspect",
       "0004_decisions",
       "0005_events",
+      "0006_queues",
     ]);
     expect(await store.migrate()).toEqual([]);
     await store.close();
     const found: Record<string, string[]> = {};
     if (provider === "sqlite") {
       const file = new Database(target.slice(5));
-      for (const table of ["durable_runs", "durable_checkpoints", "durable_calls", "durable_events"]) {
+      for (const table of [
+        "durable_runs",
+        "durable_checkpoints",
+        "durable_calls",
+        "durable_events",
+        "durable_queue_starts",
+      ]) {
         found[table] = (file.prepare(`PRAGMA table_info("${table}")`).all() as Array<{ name: string }>)
           .map((c) => c.name)
           .sort();
@@ -60,7 +67,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       const client = new pg.Client({ connectionString: target });
       await client.connect();
       const { rows } = await client.query<{ table_name: string; column_name: string }>(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('durable_runs', 'durable_checkpoints', 'durable_calls', 'durable_events')",
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('durable_runs', 'durable_checkpoints', 'durable_calls', 'durable_events', 'durable_queue_starts')",
       );
       for (const row of rows) found[row.table_name] = [...(found[row.table_name] ?? []), row.column_name].sort();
       await client.end();
@@ -77,7 +84,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     ).toEqual([0, 0, 0, 0]);
     const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
     expect(applied).toEqual([
-      'applied ["0001_init","0002_leases","0003_inspect","0004_decisions","0005_events"]',
+      'applied ["0001_init","0002_leases","0003_inspect","0004_decisions","0005_events","0006_queues"]',
       "applied []",
       "applied []",
       "applied []",
@@ -111,7 +118,10 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
   it("a store whose tables were never made says to migrate, on one line, and not to wait for the database", async () => {
     const store = new PrismaCheckpointStore(url(), { tablePrefix: "never_" });
     const commit = () => store.commit("r", [{ kind: "record", segment: 0, seq: 0, sealed: "d1.-.{}" }]);
-    const attempts = Object.entries({ ...everyOperation(store), commit });
+    const listQueued = async () => {
+      for await (const run of store.listQueued("q")) void run;
+    };
+    const attempts = Object.entries({ ...everyOperation(store), commit, listQueued });
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
         () => undefined,
