@@ -20,6 +20,7 @@ export interface QueuedCursor {
 interface QueuedRow extends LeaseColumns {
   readonly run_id: string;
   readonly flow: string;
+  readonly queue_key: string | null;
   readonly status: RunStatus;
   readonly queue_priority: number | bigint;
   readonly queued_order: number | bigint;
@@ -44,7 +45,7 @@ export async function queuedPage(
   const page = (range: string, order: string, values: unknown[], most: number) =>
     read<QueuedRow>(
       `WITH "clock" AS (SELECT ${db.now} AS "now")
-       SELECT "r"."run_id", "r"."flow", "r"."status", "r"."queue_priority", "r"."queued_order", "r"."lease_owner", "r"."lease_expires_at", (SELECT "now" FROM "clock") AS "now"
+       SELECT "r"."run_id", "r"."flow", "r"."queue_key", "r"."status", "r"."queue_priority", "r"."queued_order", "r"."lease_owner", "r"."lease_expires_at", (SELECT "now" FROM "clock") AS "now"
        FROM ${db.tables.runs} AS "r"
        WHERE "r"."queue" = CAST(? AS TEXT) AND "r"."status" = 'running' AND "r"."waits_for_decision" = 0 AND ${range}
          AND ("r"."lease_expires_at" IS NULL OR "r"."lease_expires_at" <= (SELECT "now" FROM "clock"))
@@ -71,7 +72,7 @@ export async function queuedPage(
   // The index selected them; the rule has the last word.
   const runs = rows
     .filter((row) => isClaimable(row.status, leaseFrom(row), Number(row.now)))
-    .map((row) => ({ runId: row.run_id, name: row.flow }));
+    .map((row) => ({ runId: row.run_id, name: row.flow, ...(row.queue_key === null ? {} : { key: row.queue_key }) }));
   const last = rows.at(-1);
   const next =
     rows.length === limit && last !== undefined
