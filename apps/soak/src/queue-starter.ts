@@ -7,11 +7,12 @@
  * starts nothing new (the run id is the same).
  */
 import { writeFileSync } from "node:fs";
-import { Executor, StoreUnavailable, ToolRegistry } from "@durable/core";
+import { Executor, StoreUnavailable } from "@durable/core";
 import { FlowRunner } from "@durable/flow";
 import { customerOf, type QueueSoak, soakQueue } from "./queue.js";
 import { KEY, openSoakStore } from "./store.js";
-import { order, runIdOf, SOAK_FLOW } from "./tickets.js";
+import { LedgerWriter } from "./ledger.js";
+import { order, runIdOf, SOAK_FLOW, soakTools } from "./tickets.js";
 
 export interface StarterConfig {
   /** Written once every run is started: the workers finish only after it exists. */
@@ -24,8 +25,9 @@ export interface StarterConfig {
 
 const config = JSON.parse(process.argv[2] ?? "{}") as StarterConfig;
 const store = await openSoakStore(config.url, config.prefix);
-// The starter runs no tool: an empty registry, and the flow's runs are driven by the workers.
-const runner = new FlowRunner(new Executor(new ToolRegistry()), { checkpoints: store, checkpointKey: KEY });
+// A runner checks its flows' tools are registered; the starter runs none (the workers do), so its ledger is nowhere.
+const tools = soakTools(new LedgerWriter("/dev/null", "starter"));
+const runner = new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY });
 const queue = soakQueue(config.queue);
 const LANES = 8;
 const next = Array.from({ length: config.runs }, (_, k) => k).values();

@@ -125,19 +125,10 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
     renew: (runId, segment, terms) => leaseWrite(runId, "renew", () => store.renew(runId, segment, terms)),
     release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),
     leaseOf: (runId) => time(() => store.leaseOf(runId)),
-    async *listUnfinished(flow, options) {
-      const ids = store.listUnfinished(flow, options)[Symbol.asyncIterator]();
-      try {
-        for (;;) {
-          const next = await time(() => ids.next());
-          if (next.done === true) return;
-          yield next.value;
-        }
-      } finally {
-        // A worker that stops listing early (it is full) closes the store's listing too.
-        await ids.return?.().catch(() => undefined);
-      }
-    },
+    listUnfinished: (flow, options) => timedListing(store.listUnfinished(flow, options), time),
+    ...(store.listQueued === undefined
+      ? {}
+      : { listQueued: (queue: string) => timedListing(store.listQueued!(queue), time) }),
     delete: (runId) => time(() => store.delete(runId)),
     recordCall: (runId, segment, seq, sealed) => time(() => store.recordCall(runId, segment, seq, sealed)),
     calls: (runId) => time(() => store.calls(runId)),
@@ -146,4 +137,22 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
       return store.close();
     },
   };
+}
+
+/** A listing with each page's read timed by `time`. */
+async function* timedListing<T>(
+  listing: AsyncIterable<T>,
+  time: <R>(op: () => Promise<R>) => Promise<R>,
+): AsyncIterable<T> {
+  const items = listing[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await time(() => items.next());
+      if (next.done === true) return;
+      yield next.value;
+    }
+  } finally {
+    // A worker that stops listing early (it is full) closes the store's listing too.
+    await items.return?.().catch(() => undefined);
+  }
 }

@@ -1,4 +1,5 @@
 import type {
+  QueuedRun,
   CallPosition,
   CheckpointRow,
   CheckpointStore,
@@ -13,6 +14,12 @@ import type {
 } from "@durable/core/store";
 
 /** A promise that never settles: what a worker that died inside an operation leaves behind. */
+/** A listing that never gives its first item: what a dead worker's listing does. */
+async function* hung<T>(): AsyncIterable<T> {
+  await forever();
+  yield* [] as T[];
+}
+
 export function forever(): Promise<never> {
   return new Promise(() => {});
 }
@@ -36,10 +43,14 @@ export class DyingStore implements CheckpointStore {
   #held: { readonly runId: string; readonly segment: number; readonly owner: string } | undefined;
   /** The store under it reads its history, so a runner on either writes and reads the same chain. */
   readonly history?: (runId: string, from?: number) => Promise<StoredCheckpoint[]>;
+  /** The store under it keeps its queues; a dead worker lists none. */
+  readonly listQueued?: (queue: string) => AsyncIterable<QueuedRun>;
   constructor(
     readonly inner: CheckpointStore,
     readonly crash: CrashPoint | undefined,
   ) {
+    const listQueued = inner.listQueued?.bind(inner);
+    if (listQueued !== undefined) this.listQueued = (queue) => (this.dead ? hung<QueuedRun>() : listQueued(queue));
     const history = inner.history?.bind(inner);
     if (history !== undefined)
       this.history = async (runId, from) => {
@@ -143,6 +154,7 @@ export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointS
     ...(store.history === undefined ? {} : { history: (runId, from) => store.history!(runId, from) }),
     ...(store.sendEvent === undefined ? {} : { sendEvent: (runId, event) => store.sendEvent!(runId, event) }),
     ...(store.inbox === undefined ? {} : { inbox: (runId, from) => store.inbox!(runId, from) }),
+    ...(store.listQueued === undefined ? {} : { listQueued: (queue) => store.listQueued!(queue) }),
     ...overrides,
   };
 }

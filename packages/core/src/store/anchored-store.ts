@@ -23,6 +23,8 @@ export class AnchoredStore implements Store.CheckpointStore {
   /** The inner store's inbox, as it is: events are sealed one by one, outside the run's head the anchor keeps. */
   readonly sendEvent?: Store.CheckpointStore["sendEvent"];
   readonly inbox?: Store.CheckpointStore["inbox"];
+  /** The inner store's queue listing, as it is: a queue's limits are the inner store's to keep. */
+  readonly listQueued?: Store.CheckpointStore["listQueued"];
 
   constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
     this.inner = inner;
@@ -36,6 +38,8 @@ export class AnchoredStore implements Store.CheckpointStore {
     if (sendEvent !== undefined) this.sendEvent = sendEvent;
     const inbox = inner.inbox?.bind(inner);
     if (inbox !== undefined) this.inbox = inbox;
+    const listQueued = inner.listQueued?.bind(inner);
+    if (listQueued !== undefined) this.listQueued = listQueued;
     const commit = inner.commit?.bind(inner);
     if (commit !== undefined)
       this.commit = async (runId, writes) => {
