@@ -108,6 +108,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
     });
   };
   const commit = store.commit?.bind(store);
+  const listQueued = store.listQueued?.bind(store);
   return {
     save: (runId, step, checkpoint, lease) =>
       saving(runId, step, checkpoint, lease, () => store.save(runId, step, checkpoint, lease)),
@@ -126,9 +127,7 @@ export function watchedStore(store: CheckpointStore, watch: StoreWatch, saveDela
     release: (runId, segment, owner) => time(() => store.release(runId, segment, owner)),
     leaseOf: (runId) => time(() => store.leaseOf(runId)),
     listUnfinished: (flow, options) => timedListing(store.listUnfinished(flow, options), time),
-    ...(store.listQueued === undefined
-      ? {}
-      : { listQueued: (queue: string) => timedListing(store.listQueued!(queue), time) }),
+    ...(listQueued === undefined ? {} : { listQueued: (queue: string) => timedListing(listQueued(queue), time) }),
     delete: (runId) => time(() => store.delete(runId)),
     recordCall: (runId, segment, seq, sealed) => time(() => store.recordCall(runId, segment, seq, sealed)),
     calls: (runId) => time(() => store.calls(runId)),
