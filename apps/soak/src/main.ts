@@ -134,7 +134,10 @@ await runCommand(SOAK_COMMAND, async (values) => {
       deadlineSeconds,
       leaseMs,
       // Queued runs wait their turn 5 at a time: shorter tools keep a soak of thousands within minutes.
-      ...(values.queue === true ? { queue: QUEUE_SOAK_DEFAULTS, toolMs: 20, saveDelayMs: 0 } : {}),
+      // A kill holds a dead worker's slots until their leases run out: kills further apart let thousands finish.
+      ...(values.queue === true
+        ? { queue: QUEUE_SOAK_DEFAULTS, toolMs: 20, saveDelayMs: 0, killEveryMs: [2_000, 6_000] as const }
+        : {}),
       log: (line) => console.log(`  ${line}`),
     });
     for (const line of soakSummary(report)) console.log(`  ${line}`);
