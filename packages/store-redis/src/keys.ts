@@ -125,9 +125,9 @@ export interface QueueKeys {
   readonly ready: string;
   /** HASH: hex run id → its member in `ready`. */
   readonly readyOf: string;
-  /** HASH: hex run id → the number of the last write that put it in `ready` (a removal names the one it undoes). */
-  readonly gens: string;
-  /** STRING: the queue's counter, for FIFO order, those numbers, and start ids. */
+  /** HASH: hex run id → the highest step of a write it was put in `ready` for (a drop of an earlier write's leaves it). */
+  readonly steps: string;
+  /** STRING: the queue's counter, for FIFO order and start ids. */
   readonly order: string;
   /** ZSET: "<hex run id>:<owner>" of each slot reservation, scored by when it expires (ms, the queue's clock). */
   readonly slots: string;
@@ -143,7 +143,7 @@ export function queueKeys(prefix: string, queue: string, key?: string): QueueKey
   return {
     ready: `${base}ready`,
     readyOf: `${base}ready-of`,
-    gens: `${base}gens`,
+    steps: `${base}steps`,
     order: `${base}order`,
     slots: `${base}slots`,
     starts: `${base}starts`,
@@ -151,10 +151,10 @@ export function queueKeys(prefix: string, queue: string, key?: string): QueueKey
   };
 }
 
-/** The KEYS of the queue scripts, in the order they number them: ready ready-of gens order slots starts key-slots. */
+/** The KEYS of the queue scripts, in the order they number them: ready ready-of steps order slots starts key-slots. */
 export function queueScriptKeys(keys: QueueKeys): string[] {
-  const { ready, readyOf, gens, order, slots, starts, keySlots } = keys;
-  return [ready, readyOf, gens, order, slots, starts, keySlots];
+  const { ready, readyOf, steps, order, slots, starts, keySlots } = keys;
+  return [ready, readyOf, steps, order, slots, starts, keySlots];
 }
 
 export function hex(text: string): string {

@@ -15,18 +15,17 @@ import { NOW } from "./lua.js";
  * Run-side: what a run's meta hash (KEYS[1]) keeps of its queue, written by
  * its step 0: `qname` (the queue, hex), `qplace` (its place as JSON, for the
  * client), `qflags` (`s`: the queue limits slots, by concurrency or per key;
- * `r`: it has a rate), `qmember` (its member in the queue's ready index),
- * `qgen` (the number of the add to that index its last write into a
- * claimable state used) and `qout` ("1" while out of that index: paused,
- * ended, waiting for a decision). queue_of() gives them, or nil for a run
+ * `r`: it has a rate), `qmember` (its member in the queue's ready index)
+ * and `qout` ("1" while it need not be in that index: paused, ended,
+ * waiting for a decision). queue_of() gives them, or nil for a run
  * started on no queue; drive() tells a drive's lease owner (a sleep's or a
  * wait's holds no slot).
  */
 export const QUEUED: string = `
 local function queue_of()
-  local f = redis.call('HMGET', KEYS[1], 'qname', 'qplace', 'qmember', 'qgen', 'qout', 'qflags')
+  local f = redis.call('HMGET', KEYS[1], 'qname', 'qplace', 'qmember', 'qout', 'qflags')
   if not f[1] then return nil end
-  return {name = f[1], place = f[2] or '', member = f[3] or '', gen = tonumber(f[4]) or 0, out = f[5] == '1', flags = f[6] or ''}
+  return {name = f[1], place = f[2] or '', member = f[3] or '', out = f[4] == '1', flags = f[5] or ''}
 end
 local function drive(owner)
   return type(owner) == 'string' and owner ~= '' and owner ~= '${ASLEEP}' and owner ~= '${WAITING}'
@@ -34,24 +33,23 @@ end
 local function has(flags, flag) return string.find(flags, flag, 1, true) ~= nil end`;
 
 /**
- * KEYS ready ready-of gens order slots starts key-slots (`queueScriptKeys`);
+ * KEYS ready ready-of steps order slots starts key-slots (`queueScriptKeys`);
  * ARGV hex-run-id owner ms skew slot start concurrency per-key rate-limit
- * window index priority-key member keyed. What a write of the run needs of
+ * window index priority-key member keyed step. What a write of the run needs of
  * its queue before it is sent, all or nothing, by the queue's clock:
  * - slot ("1"): a reservation "<run>:<owner>" until now + ms + skew,
  *   refused while the queue's other runs with a live reservation number
  *   `concurrency`, or those of the run's key (keyed "1") `per-key`;
  * - start ("1"): a start recorded now, refused while the starts of the last
  *   `window` ms number `rate-limit` (older ones are dropped);
- * - index ("1"): the run in the ready index, at `member` (its own, from its
- *   meta) or, with none, at the one it has there, or at a new one after every
- *   other of its priority (a start); each add is numbered from `order`, but a
- *   start that finds the run there already (a run id started twice) keeps its
- *   number.
+ * - index ("1"): the run in the ready index for its write at `step`, at
+ *   `member` (its own, from its meta) or, with none, at the one it has there,
+ *   or at a new one after every other of its priority (a start); `steps`
+ *   keeps the highest step it was added for, so a drop sent by an earlier
+ *   write (DROP) leaves it.
  * Returns {"full", held, held of the key, starts, earliest start, now} and
  * writes nothing but dropping what expired; or {"ok", reserved until,
- * "1" if the reservation is new, start id, add number, member, "1" if the
- * member is new}, '' for what was not asked.
+ * "1" if the reservation is new, start id, member}, '' for what was not asked.
  */
 const PREP = `${NOW}
 local run, owner = ARGV[1], ARGV[2]
@@ -93,7 +91,7 @@ end
 if (concurrency and held >= concurrency) or (keyed and of_key >= per_key) or (start and started >= rate) then
   return {'full', held, of_key, started, earliest, ms_text(now)}
 end
-local reserved, fresh, start_id, gen, member, made = '', '', '', '', '', ''
+local reserved, fresh, start_id, member = '', '', '', ''
 if slot then
   local entry = run .. ':' .. owner
   local upto = now + ms + skew
@@ -114,32 +112,27 @@ if index then
   local existing = redis.call('HGET', KEYS[2], run)
   if existing and (hint == '' or existing == hint) then
     member = existing
-    if hint == '' then gen = redis.call('HGET', KEYS[3], run) or '' end
   else
     member = hint ~= '' and hint or (ARGV[12] .. ':' .. string.format('%016.0f', redis.call('INCR', KEYS[4])) .. ':' .. run)
     if existing then redis.call('ZREM', KEYS[1], existing) end
     redis.call('ZADD', KEYS[1], 0, member)
     redis.call('HSET', KEYS[2], run, member)
-    made = '1'
   end
-  if gen == '' then
-    gen = tostring(redis.call('INCR', KEYS[4]))
-    redis.call('HSET', KEYS[3], run, gen)
-  end
+  if (tonumber(redis.call('HGET', KEYS[3], run)) or -1) < tonumber(ARGV[15]) then redis.call('HSET', KEYS[3], run, ARGV[15]) end
 end
-return {'ok', reserved, fresh, start_id, gen, member, made}`;
+return {'ok', reserved, fresh, start_id, member}`;
 
 /**
- * KEYS as PREP's; ARGV hex-run-id start-id unindex gen, then owner bound
- * pairs. Gives back what a run no longer needs of its queue: the start
- * `start-id` (a start its write did not use), the run's entry in the ready
- * index when it was last added by add `unindex` or `gen` ("all": whatever
- * add), and the reservation of each owner when it runs out by `bound` ('':
- * whenever), so one extended since for a later write is kept.
+ * KEYS as PREP's; ARGV hex-run-id start-id unindex, then owner bound pairs.
+ * Gives back what a run no longer needs of its queue: the start `start-id`
+ * (a start its write did not use), the run's entry in the ready index
+ * unless it was added for a write after step `unindex` ("all": whatever
+ * write; '': keep it), and the reservation of each owner when it runs out
+ * by `bound` ('': whenever), so one extended since for a later write is kept.
  */
 const DROP = `
 local run = ARGV[1]
-for i = 5, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   local entry = run .. ':' .. ARGV[i]
   local score = tonumber(redis.call('ZSCORE', KEYS[5], entry))
   if not score or ARGV[i + 1] == '' or score <= tonumber(ARGV[i + 1]) then
@@ -148,8 +141,8 @@ for i = 5, #ARGV, 2 do
   end
 end
 if ARGV[2] ~= '' then redis.call('ZREM', KEYS[6], ARGV[2]) end
-local gen = redis.call('HGET', KEYS[3], run)
-if ARGV[3] == 'all' or (gen and (gen == ARGV[3] or gen == ARGV[4])) then
+local added = tonumber(redis.call('HGET', KEYS[3], run)) or -1
+if ARGV[3] == 'all' or (ARGV[3] ~= '' and added <= tonumber(ARGV[3])) then
   local member = redis.call('HGET', KEYS[2], run)
   if member then redis.call('ZREM', KEYS[1], member) end
   redis.call('HDEL', KEYS[2], run)

@@ -36,11 +36,12 @@ import { SCRIPTS } from "./scripts.js";
  * - The ready index holds every run of the queue that is running and waits
  *   for no decision (held, asleep, waiting, free), in the queue's order:
  *   added before a write that leaves a run so while it was out of the index
- *   (step 0, a resume, a decision's claim, a retry), dropped after one that
- *   leaves it paused, ended or waiting for a decision, unless an add came
- *   since. `listQueued` reads it a page at a time and checks each run's
- *   state in its bucket (one script per bucket and page), so it lists what
- *   is claimable now, however late a drop came.
+ *   (step 0, a resume, a decision's claim, a retry), for that write's step;
+ *   dropped after one that leaves it paused, ended or waiting for a
+ *   decision, unless it was added since for a later step. `listQueued` reads
+ *   it a page at a time and checks each run's state in its bucket (one
+ *   script per bucket and page), so it lists what is claimable now, whatever
+ *   the index holds besides.
  *
  * The run's script tells what it needs (`{"queue", …}`, writing nothing),
  * and the write is sent again with it: what a write of a run needs is known
@@ -89,7 +90,8 @@ interface Prepared {
   readonly place: QueuePlace;
   readonly reserved?: { readonly until: string; readonly fresh: boolean };
   readonly start?: string;
-  readonly add?: { readonly gen: string; readonly member: string; readonly made: boolean };
+  /** The run's place in the ready index, added for the write's step. */
+  readonly add?: { readonly step: string; readonly member: string };
 }
 
 interface Needs {
@@ -156,10 +158,9 @@ export class Queues {
   async released(runId: string, evaluate: Evaluate, reply: unknown, deleted: boolean): Promise<void> {
     if (deleted) this.#known.delete(runId);
     else this.#remember(runId, this.#known.get(runId)?.place, undefined);
-    const [, text, owner, gen] = reply as string[];
+    const [, text, owner, unindex] = reply as string[];
     const place = text === undefined ? undefined : placeOr(text);
-    if (place !== undefined)
-      await this.#drop(evaluate, runId, place, { pairs: owner ? [owner, ""] : [], unindex: gen ?? "" });
+    if (place !== undefined) await this.#drop(evaluate, runId, place, { pairs: owner ? [owner, ""] : [], unindex });
   }
 
   /**
@@ -242,6 +243,7 @@ export class Queues {
       priority,
       member,
       keyed ? "1" : "",
+      String(op.step ?? 0),
     ];
     const keys = queueScriptKeys(queueKeys(this.#prefix, place.queue, keyed ? place.key : undefined));
     const reply = (await evaluate(SCRIPTS.queuePrep, keys, args)) as string[];
@@ -258,16 +260,14 @@ export class Queues {
         new QueueFull(op.runId, place.queue, "concurrency")
       );
     }
-    const [, until = "", fresh, start = "", gen = "", at = "", made] = reply;
+    const [, until = "", fresh, start = "", at = ""] = reply;
     return {
       place,
       ...(needs.slot
         ? { reserved: { until, fresh: fresh === "1" || before?.reserved?.fresh === true } }
         : before?.reserved && { reserved: before.reserved }),
       ...(needs.start ? { start } : before?.start !== undefined && { start: before.start }),
-      ...(needs.add
-        ? { add: { gen, member: at, made: made === "1" || before?.add?.made === true } }
-        : before?.add && { add: before.add }),
+      ...(needs.add ? { add: { step: String(op.step ?? 0), member: at } } : before?.add && { add: before.add }),
     };
   }
 
@@ -280,7 +280,7 @@ export class Queues {
       prepared?.reserved?.until ?? "",
       String(this.#skewMs),
       prepared?.start ?? "",
-      prepared?.add?.gen ?? "",
+      prepared?.add?.step ?? "",
       prepared?.add?.member ?? "",
       first === undefined ? "" : placeJson(first),
       first === undefined ? "" : `${slotted(first) ? "s" : ""}${first.rate === undefined ? "" : "r"}`,
@@ -302,11 +302,11 @@ export class Queues {
   ): Promise<void> {
     const same = done !== undefined && prepared !== undefined && done.place.queue === prepared.place.queue;
     if (prepared !== undefined) {
-      const { reserved, start, add } = prepared;
+      // An add the write did not use is left: its run's next write out of the index drops it, and listings skip it.
+      const { reserved, start } = prepared;
       const unused = {
         pairs: reserved?.fresh === true && !(same && done.slot) ? [op.owner, reserved.until] : [],
         start: start !== undefined && !(same && done.start) ? start : "",
-        gen: add?.made === true && !(same && done.add) ? add.gen : "",
       };
       if (same) {
         const pairs = done.drop === "" ? unused.pairs : [done.drop, "", ...unused.pairs];
@@ -326,13 +326,13 @@ export class Queues {
     evaluate: Evaluate,
     runId: string,
     place: QueuePlace,
-    what: { pairs: string[]; start?: string; unindex?: string; gen?: string },
+    what: { pairs: string[]; start?: string; unindex?: string },
   ): Promise<void> {
-    const { pairs, start = "", unindex = "", gen = "" } = what;
-    if (pairs.length === 0 && start === "" && unindex === "" && gen === "") return;
+    const { pairs, start = "", unindex = "" } = what;
+    if (pairs.length === 0 && start === "" && unindex === "") return;
     const keyed = place.key !== undefined && place.perKey !== undefined;
     const keys = queueScriptKeys(queueKeys(this.#prefix, place.queue, keyed ? place.key : undefined));
-    await evaluate(SCRIPTS.queueDrop, keys, [hex(runId), start, unindex, gen, ...pairs]).catch(() => undefined);
+    await evaluate(SCRIPTS.queueDrop, keys, [hex(runId), start, unindex, ...pairs]).catch(() => undefined);
   }
 
   /** Keeps what this store object knows of a run's queue (a bounded map: the oldest is forgotten first). */

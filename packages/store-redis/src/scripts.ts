@@ -93,10 +93,10 @@ return out`;
 
 /**
  * KEYS as `scriptKeys` gives them; ARGV hex run id: removes every key of the
- * run (its inbox too) and its index entries. {"ok", place, owner, add} for a
- * run of a queue, for the client to drop its entry in the ready index (when
- * that add put it there) and the reservation of the drive that held it
- * (owner '' when none did, or the queue limits no slots).
+ * run (its inbox too) and its index entries. {"ok", place, owner, "all"} for
+ * a run of a queue, for the client to drop its entry in the ready index and
+ * the reservation of the drive that held it (owner '' when none did, or the
+ * queue limits no slots).
  */
 const DELETE = `${HEX}${PLACE}${QUEUED}
 local flow = redis.call('HGET', KEYS[1], 'flow')
@@ -109,7 +109,7 @@ if flow then
 end
 redis.call('ZREM', KEYS[8], ARGV[1])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10])
-if q then return {'ok', q.place, has(q.flags, 's') and drive(owner) and owner or '', tostring(q.gen)} end
+if q then return {'ok', q.place, has(q.flags, 's') and drive(owner) and owner or '', 'all'} end
 return {'ok'}`;
 
 /**

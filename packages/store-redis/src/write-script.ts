@@ -23,8 +23,9 @@ import { QUEUED } from "./queue-scripts.js";
  *
  * KEYS meta cps calls unfinished expiring claimable claimable-of recent
  * inbox inbox-by-key (`scriptKeys`); ARGV ttl hex-run-id, the queue terms
- * (`QueueTerms`: hex queue, reserved until, skew, start id, add number,
- * member, place, flags), then each write:
+ * (queues.ts: hex queue, reserved until, skew, start id, the step it was
+ * added to the ready index for, member, and a new run's place and flags),
+ * then each write:
  * "r" segment seq sealed, or "s" step status segment flow kind sealed owner
  * ms takeover waits ("1": saved waiting for a decision, left out of the
  * claimable index) events (how many events of the inbox a wait saw).
@@ -45,13 +46,13 @@ import { QUEUED } from "./queue-scripts.js";
  * reservation, when it sets or extends a drive's lease in a queue that limits
  * slots (the lease is then cut to the reservation's end less the skew); a
  * recorded start, when that is a take (`isTake`) at step 0 or 1 of a queue
- * with a rate; an add to the ready index, when it leaves the run running and
- * waiting for no decision while it is out of that index. Lacking one, it
+ * with a rate; an add to the ready index for its step, when it leaves the
+ * run running and waiting for no decision while it was out. Lacking one, it
  * writes nothing and returns {"queue", place, member, slot, start, index},
  * "1" for each that is needed, for the client to bring it and send the
  * write again. Accepted, it returns {"ok", slot used, start used, add used,
- * owner whose reservation to drop, index entry to drop ("all", or the add
- * it came from), place}.
+ * owner whose reservation to drop, index entry to drop ("all", or unless
+ * added for a write after this step), place}.
  */
 export const WRITE: string = `${EXPIRY}${PLACE}${HEX}${HEAD}${QUEUED}
 local ttl = tonumber(ARGV[1])
@@ -126,7 +127,7 @@ end
 -- The run's queue: the one its meta names, or for a new run the place its step 0 gives.
 local q = s and queue_of()
 if s and not m[3] and ARGV[9] ~= '' then
-  q = {name = ARGV[3], place = ARGV[9], member = '', gen = 0, out = true, flags = ARGV[10], new = true}
+  q = {name = ARGV[3], place = ARGV[9], member = '', out = true, flags = ARGV[10], new = true}
 end
 local listed = s and status == 'running' and ARGV[s + 10] ~= '1'
 local used = {}
@@ -140,7 +141,7 @@ if q then
   local need = {
     slot and not (cap and cap > now),
     start and not (mine and ARGV[6] ~= ''),
-    add and not (mine and ARGV[8] ~= '' and (tonumber(ARGV[7]) or 0) > q.gen),
+    add and not (mine and ARGV[8] ~= '' and tonumber(ARGV[7]) == step),
   }
   if need[1] or need[2] or need[3] then
     return {'queue', q.place, q.member, need[1] and '1' or '', need[2] and '1' or '', need[3] and '1' or ''}
@@ -161,13 +162,14 @@ else
   if q then
     -- Before the lease's place: a queued run stays out of the claimable index.
     if q.new then redis.call('HSET', KEYS[1], 'qname', q.name, 'qplace', q.place, 'qflags', q.flags, 'qmember', ARGV[8], 'qout', '1') end
+    -- Out of the ready index: its entry is dropped after, unless an add for a later write came (DROP).
     local unindex = ''
     if used[3] == '1' then
-      redis.call('HSET', KEYS[1], 'qgen', ARGV[7], 'qmember', ARGV[8])
+      redis.call('HSET', KEYS[1], 'qmember', ARGV[8])
       redis.call('HDEL', KEYS[1], 'qout')
-    elseif not listed and not q.out then
+    elseif not listed and (q.new or not q.out) then
       redis.call('HSET', KEYS[1], 'qout', '1')
-      unindex = status == 'done' and 'all' or tostring(q.gen)
+      unindex = status == 'done' and 'all' or tostring(step)
     end
     local dropped = has(q.flags, 's') and drive(m[7]) and m[7] ~= owner and m[7] or ''
     reply = {'ok', used[1], used[2], used[3], dropped, unindex, q.place}
