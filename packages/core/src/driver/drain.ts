@@ -112,8 +112,7 @@ async function anyClaimable(serve: readonly ServedRuns[], queues: readonly Queue
     for (const served of serve) {
       for await (const _ of served.store.listUnfinished(served.name, { claimable: true })) return true;
       for (const queue of queues)
-        for await (const run of served.store.listQueued?.(queue.name) ?? [])
-          if (run.name === served.name) return true;
+        for await (const run of served.store.listQueued?.(queue.name) ?? []) if (run.name === served.name) return true;
     }
     return false;
   };
