@@ -42,6 +42,16 @@ export interface RedisStoreOptions {
   readonly clockSkewMs?: number;
 }
 
+/** The options the store takes, for `checkOptions` (one it does not take is named with the closest it does). */
+const REDIS_STORE_OPTIONS: OptionTable<RedisStoreOptions> = {
+  prefix: true,
+  ttlSeconds: true,
+  operationTimeoutMs: true,
+  requireDurable: "boolean",
+  replicas: true,
+  clockSkewMs: true,
+};
+
 /** The largest `clockSkewMs`: a minute. */
 const MAX_SKEW_MS = 60_000;
 
@@ -64,12 +74,3 @@ export function resolveOptions(options: RedisStoreOptions): {
     throw new InvalidInput(`clockSkewMs must be a whole number of ms from 0 to ${MAX_SKEW_MS}, not ${clockSkewMs}.`);
   return { ttlSeconds, timeoutMs, replicas: ReplicaWait.check(options.replicas ?? 0), clockSkewMs };
 }
-
-export const REDIS_STORE_OPTIONS: OptionTable<RedisStoreOptions> = {
-  prefix: true,
-  ttlSeconds: true,
-  operationTimeoutMs: true,
-  requireDurable: "boolean",
-  replicas: true,
-  clockSkewMs: true,
-};

@@ -400,7 +400,7 @@ function placeJson({ queue, priority, key, concurrency, perKey, rate }: QueuePla
 }
 
 /** The place a run's meta keeps (JSON, as its step 0 gave it); another shape is corrupt. */
-export function placeOf(runId: string, text: string): QueuePlace {
+function placeOf(runId: string, text: string): QueuePlace {
   const place = placeOr(text);
   if (place === undefined)
     throw new CheckpointStoreCorrupt(runId, "its stored queue place is not one a save writes (JSON of a QueuePlace).");
