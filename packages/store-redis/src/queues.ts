@@ -1,7 +1,5 @@
 import {
   CheckpointConflict,
-  CheckpointStoreCorrupt,
-  checkQueuePlace,
   isAsleepOwner,
   isStart,
   QueueFull,
@@ -10,6 +8,7 @@ import {
   queueRefusal,
 } from "@durable/core/store";
 import { bucketOf, hex, queueKeys, queueScriptKeys, runKeys, unhex } from "./keys.js";
+import { demandOf, type Needs, placeJson, placeOr, type QueueOutcome, numberText, slotted } from "./queue-replies.js";
 import type { Evaluate } from "./listing.js";
 import { SCRIPTS } from "./scripts.js";
 
@@ -73,18 +72,6 @@ export interface QueueWrite {
   readonly holds: boolean;
 }
 
-/** What a write's run script did with what it was brought (undefined: refused, it used nothing). */
-export interface QueueOutcome {
-  readonly place: QueuePlace;
-  readonly slot: boolean;
-  readonly start: boolean;
-  readonly add: boolean;
-  /** The drive whose reservation the write made needless. */
-  readonly drop: string;
-  /** Its entry in the ready index to drop: "all", or the add that put it there. */
-  readonly unindex: string;
-}
-
 /** What one write brought from its queue so far. */
 interface Prepared {
   readonly place: QueuePlace;
@@ -92,12 +79,6 @@ interface Prepared {
   readonly start?: string;
   /** The run's place in the ready index, added for the write's step. */
   readonly add?: { readonly step: string; readonly member: string };
-}
-
-interface Needs {
-  readonly slot: boolean;
-  readonly start: boolean;
-  readonly add: boolean;
 }
 
 /** The queue side of a `RedisCheckpointStore`: the run's scripts are the store's, given to each call. */
@@ -235,10 +216,10 @@ export class Queues {
       String(this.#skewMs),
       needs.slot ? "1" : "",
       needs.start ? "1" : "",
-      text(place.concurrency),
-      text(place.perKey),
-      text(place.rate?.limit),
-      text(place.rate?.windowMs),
+      numberText(place.concurrency),
+      numberText(place.perKey),
+      numberText(place.rate?.limit),
+      numberText(place.rate?.windowMs),
       needs.add ? "1" : "",
       priority,
       member,
@@ -341,78 +322,5 @@ export class Queues {
     this.#known.delete(runId);
     this.#known.set(runId, { place, holder });
     if (this.#known.size > KNOWN) this.#known.delete(this.#known.keys().next().value as string);
-  }
-}
-
-/** What the write script did for a queued run: {"ok", slot, start, add, drop, unindex, place}; undefined for any other reply. */
-export function writeOutcome(reply: unknown): QueueOutcome | undefined {
-  if (!Array.isArray(reply) || reply[0] !== "ok" || reply.length !== 7) return undefined;
-  const [, slot, start, add, drop, unindex, text] = reply as string[];
-  const place = placeOr(text ?? "");
-  if (place === undefined) return undefined;
-  return {
-    place,
-    slot: slot === "1",
-    start: start === "1",
-    add: add === "1",
-    drop: drop ?? "",
-    unindex: unindex ?? "",
-  };
-}
-
-/** What the renew script did for a queued run: {"ok", expiresAt, slot, place}; undefined for any other reply. */
-export function renewOutcome(reply: unknown): QueueOutcome | undefined {
-  if (!Array.isArray(reply) || reply[0] !== "ok" || typeof reply[3] !== "string" || reply[3] === "") return undefined;
-  const place = placeOr(reply[3]);
-  return place && { place, slot: reply[2] === "1", start: false, add: false, drop: "", unindex: "" };
-}
-
-/** Whether a queue limits how many of its runs hold a slot: then a drive's lease needs a reservation. */
-function slotted(place: QueuePlace): boolean {
-  return place.concurrency !== undefined || place.perKey !== undefined;
-}
-
-function text(value: number | undefined): string {
-  return value === undefined ? "" : String(value);
-}
-
-/** A run script's {"queue", place, member, slot, start, index}: what the write lacks; undefined for any other reply. */
-function demandOf(runId: string, reply: unknown): { place: QueuePlace; member: string; needs: Needs } | undefined {
-  if (!Array.isArray(reply) || reply[0] !== "queue") return undefined;
-  const [, place, member, slot, start, add] = reply as string[];
-  return {
-    place: placeOf(runId, place ?? ""),
-    member: member ?? "",
-    needs: { slot: slot === "1", start: start === "1", add: add === "1" },
-  };
-}
-
-/** A place as its run's meta keeps it: JSON of its fields only (undefined ones left out). */
-function placeJson({ queue, priority, key, concurrency, perKey, rate }: QueuePlace): string {
-  return JSON.stringify({
-    queue,
-    priority,
-    key,
-    concurrency,
-    perKey,
-    rate: rate && { limit: rate.limit, windowMs: rate.windowMs },
-  });
-}
-
-/** The place a run's meta keeps (JSON, as its step 0 gave it); another shape is corrupt. */
-function placeOf(runId: string, text: string): QueuePlace {
-  const place = placeOr(text);
-  if (place === undefined)
-    throw new CheckpointStoreCorrupt(runId, "its stored queue place is not one a save writes (JSON of a QueuePlace).");
-  return place;
-}
-
-function placeOr(text: string): QueuePlace | undefined {
-  try {
-    const place = JSON.parse(text) as QueuePlace;
-    checkQueuePlace(place);
-    return place;
-  } catch {
-    return undefined;
   }
 }
