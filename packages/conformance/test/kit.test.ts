@@ -46,6 +46,8 @@ const PER_KEY =
   "a take beyond the per-key limit of the run's concurrency key is QueueFull (key); runs of other keys and of none go on";
 const RATE =
   "a queue starts at most its rate limit of runs in any window by the store's clock (QueueFull rate, with when to try again); later takes of a started run are not starts";
+const STEP_ZERO =
+  "the place a run's step 0 gave holds for its life: takes whose rows name no queue (as a runner saves a claim) or another one are held to its limits";
 const QUEUE_RACE =
   "8 racing workers take a queue's 24 runs: never more than its concurrency (3) hold one at once, and every run ends";
 const CAUGHT: Caught[] = [
@@ -233,6 +235,12 @@ const CAUGHT: Caught[] = [
     "renew(runId) of a lease that ran out while the queue filled up: expected QueueFull",
   ],
   [queues.commitsWithoutTaking, "queue", CONCURRENCY, "a take by commit while the queue is full: expected QueueFull"],
+  [
+    queues.takesEachRowsPlace,
+    "queue",
+    STEP_ZERO,
+    "a take whose row names no queue while the run's queue is full: expected QueueFull (concurrency)",
+  ],
   [
     leases.dropsSaveLease,
     "lease",

@@ -116,6 +116,24 @@ class CommitsWithoutTaking extends QueueFork {
   }
 }
 
+/** Takes each row's place as the run's, as a store reading its latest row would: a row that names none frees the run of its queue. */
+class TakesEachRowsPlace extends QueueFork {
+  override save(runId: string, step: number, row: CheckpointRow, lease?: LeaseClaim): Promise<void> {
+    this.#follow(runId, row);
+    return super.save(runId, step, row, lease);
+  }
+  override commit(runId: string, writes: readonly RunWrite[]): Promise<void> {
+    for (const write of writes) if (write.kind === "save") this.#follow(runId, write.row);
+    return super.commit(runId, writes);
+  }
+  #follow(runId: string, row: CheckpointRow): void {
+    const entry = this.data.get(runId);
+    if (entry === undefined) return;
+    if (row.queue === undefined) delete entry.queue;
+    else entry.queue = { place: row.queue, queuedAt: entry.queue?.queuedAt ?? 0 };
+  }
+}
+
 export const ignoresConcurrency: ConformanceInitializer = broken(
   "ignores a queue's concurrency",
   () => new IgnoresConcurrency(),
@@ -141,4 +159,8 @@ export const renewsWithoutTaking: ConformanceInitializer = broken(
 export const commitsWithoutTaking: ConformanceInitializer = broken(
   "checks queue limits on save only",
   () => new CommitsWithoutTaking(),
+);
+export const takesEachRowsPlace: ConformanceInitializer = broken(
+  "takes each row's queue place as the run's",
+  () => new TakesEachRowsPlace(),
 );

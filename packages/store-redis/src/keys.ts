@@ -116,14 +116,56 @@ export function runIdOf(member: string): string {
   return unhex(member.slice(member.indexOf(":") + 1));
 }
 
+/**
+ * The keys of one queue, all under the queue's own hash tag (`{<prefix>.q.<hex queue>}`), so each queue
+ * script runs on one cluster slot, whichever buckets its runs are in (see queue-scripts.ts).
+ */
+export interface QueueKeys {
+  /** ZSET (score 0) of the queue's runs that may be claimable, "<inverted priority>:<order>:<hex run id>": its order is the queue's. */
+  readonly ready: string;
+  /** HASH: hex run id → its member in `ready`. */
+  readonly readyOf: string;
+  /** HASH: hex run id → the highest step of a write it was put in `ready` for (a drop of an earlier write's leaves it). */
+  readonly steps: string;
+  /** STRING: the queue's counter, for FIFO order and start ids. */
+  readonly order: string;
+  /** ZSET: "<hex run id>:<owner>" of each slot reservation, scored by when it expires (ms, the queue's clock). */
+  readonly slots: string;
+  /** ZSET: the queue's accepted starts (ids from `order`), scored by when (ms). */
+  readonly starts: string;
+  /** ZSET: the reservations of one concurrency key, as `slots` (the key of a run of no key is never written). */
+  readonly keySlots: string;
+}
+
+/** The keys of a queue, with those of the concurrency key `key` (none: a key of the tag that is never written). */
+export function queueKeys(prefix: string, queue: string, key?: string): QueueKeys {
+  const base = `${prefix}:{${prefix}.q.${hex(queue)}}:`;
+  return {
+    ready: `${base}ready`,
+    readyOf: `${base}ready-of`,
+    steps: `${base}steps`,
+    order: `${base}order`,
+    slots: `${base}slots`,
+    starts: `${base}starts`,
+    keySlots: `${base}key:${key === undefined ? "" : hex(key)}`,
+  };
+}
+
+/** The KEYS of the queue scripts, in the order they number them: ready ready-of steps order slots starts key-slots. */
+export function queueScriptKeys(keys: QueueKeys): string[] {
+  const { ready, readyOf, steps, order, slots, starts, keySlots } = keys;
+  return [ready, readyOf, steps, order, slots, starts, keySlots];
+}
+
 export function hex(text: string): string {
   return Buffer.from(text, "utf8").toString("hex");
 }
 
-function unhex(text: string): string {
+export function unhex(text: string): string {
   return Buffer.from(text, "hex").toString("utf8");
 }
 
-function bucketOf(runId: string): number {
+/** The bucket of a run: which of the prefix's hash tags its keys are under. */
+export function bucketOf(runId: string): number {
   return createHash("sha1").update(runId).digest().readUInt8(0) % BUCKETS;
 }

@@ -46,7 +46,9 @@ end`;
  * claimable-of (KEYS[o]): at its lease's expiry (0 when released) while it
  * runs, nowhere (expires false) otherwise. The member is the index member
  * with the expiry, zero-padded, between flow and run, so one flow's runs
- * that are claimable at a time are one lexicographic range.
+ * that are claimable at a time are one lexicographic range. A run started
+ * on a queue (its meta, KEYS[1], names one) is never there: its queue's
+ * ready index lists it, in the queue's order (queue-scripts.ts).
  */
 export const PLACE: string = `
 local function claimable_member(member, expires)
@@ -54,6 +56,7 @@ local function claimable_member(member, expires)
   return flow .. ':' .. string.format('%0${EXPIRY_DIGITS}.0f', expires) .. ':' .. run
 end
 local function place(member, expires, c, o)
+  if expires and redis.call('HEXISTS', KEYS[1], 'qname') == 1 then expires = false end
   local old = redis.call('HGET', KEYS[o], member)
   if old then redis.call('ZREM', KEYS[c], old) end
   if expires then

@@ -7,15 +7,16 @@ import {
   checkedCall,
   checkEvent,
   checkLeaseTerms,
+  checkQueuePlace,
   closedWhileUsed,
   DurableError,
   InvalidInput,
   type Lease,
   type LeaseClaim,
-  LeaseHeld,
   type LeaseTerms,
   type LeaseView,
   type ListOptions,
+  type QueuedRun,
   renewRefusal,
   type RunPage,
   type RunQuery,
@@ -28,21 +29,22 @@ import {
   StoreUnavailable,
   checkInboxFrom,
 } from "@durable/core/store";
-import { checkOptions } from "@durable/core/runner";
 import type { RedisLike } from "./client.js";
 import { Connection } from "./connection.js";
 import { corruptOr, describe, isMalformedKeys, malformedKeys } from "./errors.js";
 import { DurabilityCheck } from "./durability.js";
 import { type EventToSend, eventsOf, sendArgs, sentOrRefused } from "./inbox.js";
 import { checkPrefix, hex, keyPattern, runKeys, type RunKeys, scriptKeys } from "./keys.js";
-import { listRuns } from "./listing.js";
+import { type Evaluate, listRuns } from "./listing.js";
 import { listRecent } from "./inspect.js";
 import { refusedHead } from "./lua.js";
-import { REDIS_STORE_OPTIONS, type RedisStoreOptions } from "./options.js";
+import { type RedisStoreOptions, resolveOptions } from "./options.js";
+import { renewOutcome, writeOutcome } from "./queue-replies.js";
+import { Queues } from "./queues.js";
 import { ReplicaWait } from "./replication.js";
 import { untilRun } from "./retry.js";
 import { SCRIPTS, type Script } from "./scripts.js";
-import { checkpointOf, writeArgs } from "./write-script.js";
+import { checkpointOf, writeArgs, writeVerdict } from "./write-script.js";
 
 /**
  * A `CheckpointStore` on Redis, for workers on many hosts. Each operation is
@@ -61,6 +63,7 @@ export class RedisCheckpointStore implements CheckpointStore {
   readonly #timeoutMs: number;
   readonly #durability: DurabilityCheck;
   readonly #replicas: ReplicaWait | undefined;
+  readonly #queues: Queues;
   #connection: Connection | undefined;
   /** The last run's keys, as a script takes them: a runner writes one run many times in a row. */
   #last: { readonly runId: string; readonly keys: string[] } | undefined;
@@ -77,34 +80,32 @@ export class RedisCheckpointStore implements CheckpointStore {
       throw new InvalidInput(
         "RedisCheckpointStore takes a function that makes a client: () => createClient({ url }), or () => createCluster({ rootNodes }).",
       );
-    checkOptions("RedisCheckpointStore", options, REDIS_STORE_OPTIONS);
-    const ttl = options.ttlSeconds ?? 0;
-    if (!Number.isSafeInteger(ttl) || ttl < 0)
-      throw new InvalidInput(`ttlSeconds must be a whole number ≥ 0, not ${ttl}.`);
-    const timeout = options.operationTimeoutMs ?? 5000;
-    if (!Number.isSafeInteger(timeout) || timeout <= 0)
-      throw new InvalidInput(`operationTimeoutMs must be a whole number of ms > 0, not ${timeout}.`);
+    const { ttlSeconds, timeoutMs, replicas, clockSkewMs } = resolveOptions(options);
     this.#factory = client;
     this.prefix = checkPrefix(options.prefix ?? "durable");
-    this.ttlSeconds = ttl;
-    this.#timeoutMs = timeout;
+    this.ttlSeconds = ttlSeconds;
+    this.#timeoutMs = timeoutMs;
     this.#durability = new DurabilityCheck(options.requireDurable === true);
-    const replicas = ReplicaWait.check(options.replicas ?? 0);
     this.#replicas = replicas > 0 ? new ReplicaWait(replicas) : undefined;
+    this.#queues = new Queues(this.prefix, clockSkewMs);
   }
 
   async save(runId: string, step: number, checkpoint: CheckpointRow, lease?: LeaseClaim): Promise<void> {
     checkLeaseTerms(lease);
+    checkQueuePlace(checkpoint.queue);
     await this.#write({ what: "save", runId }, [{ kind: "save", step, row: checkpoint, lease }]);
   }
 
+  /** Extends the lease; of a queued run, once its queue reserved the slot for that long (queues.ts). */
   async renew(runId: string, segment: number, terms: LeaseTerms): Promise<Lease> {
     checkLeaseTerms(terms);
+    const operation = { what: "renew", runId };
     const args = [String(segment), terms.owner, String(terms.ms), String(this.ttlSeconds), hex(runId)];
-    const reply = corruptOr(
-      runId,
-      await this.#eval({ what: "renew", runId }, SCRIPTS.renew, this.#all(runId), args),
-    ) as string[];
+    const send = (queue: string[]) =>
+      this.#eval(operation, SCRIPTS.renew, this.#all(runId), [...args, ...queue.slice(0, 3)]);
+    const write = { runId, owner: terms.owner, ms: terms.ms, holds: true };
+    const sent = await this.#queues.write(write, this.#evaluate(operation), send, renewOutcome);
+    const reply = corruptOr(runId, sent) as string[];
     if (reply[0] === "ok") return { owner: terms.owner, expiresAt: Number(reply[1]) };
     if (reply[0] === "notfound") throw new CheckpointNotFound(runId);
     // The script refused; the protocol's own rule names why, from what the script read.
@@ -117,16 +118,11 @@ export class RedisCheckpointStore implements CheckpointStore {
   }
 
   async release(runId: string, segment: number, owner: string): Promise<void> {
-    const keys = this.keysOf(runId);
-    corruptOr(
-      runId,
-      await this.#eval(
-        { what: "release", runId },
-        SCRIPTS.release,
-        [keys.meta, keys.claimable, keys.claimableOf],
-        [String(segment), owner, hex(runId)],
-      ),
-    );
+    const { meta, claimable, claimableOf } = this.keysOf(runId);
+    const operation = { what: "release", runId };
+    const args = [String(segment), owner, hex(runId)];
+    const reply = await this.#eval(operation, SCRIPTS.release, [meta, claimable, claimableOf], args);
+    await this.#queues.released(runId, this.#evaluate(operation), corruptOr(runId, reply), false);
   }
 
   async leaseOf(runId: string): Promise<LeaseView | undefined> {
@@ -155,16 +151,21 @@ export class RedisCheckpointStore implements CheckpointStore {
    * that expired are skipped (a later `save` in their bucket drops them).
    */
   listUnfinished(name: string, options: ListOptions = {}): AsyncIterable<string> {
-    return listRuns(
-      (script, keys, args) => this.#eval({ what: "listUnfinished" }, script, keys, args),
-      this.prefix,
-      name,
-      options.claimable === true,
-    );
+    return listRuns(this.#evaluate({ what: "listUnfinished" }), this.prefix, name, options.claimable === true);
   }
 
   async delete(runId: string): Promise<void> {
-    await this.#eval({ what: "delete", runId }, SCRIPTS.delete, this.#all(runId), [hex(runId)]);
+    const operation = { what: "delete", runId };
+    const reply = await this.#eval(operation, SCRIPTS.delete, this.#all(runId), [hex(runId)]);
+    await this.#queues.released(runId, this.#evaluate(operation), reply, true);
+  }
+
+  /**
+   * The claimable runs of a queue in its order (the queues capability): its
+   * ready index a page at a time, each run checked in its bucket. Reads only.
+   */
+  listQueued(queue: string): AsyncIterable<QueuedRun> {
+    return this.#queues.list(queue, this.#evaluate({ what: "listQueued" }));
   }
 
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
@@ -204,7 +205,7 @@ export class RedisCheckpointStore implements CheckpointStore {
    * last saved before this version are listed once they are saved again.
    */
   listRuns(query?: RunQuery): Promise<RunPage> {
-    return listRecent((script, keys, args) => this.#eval({ what: "listRuns" }, script, keys, args), this.prefix, query);
+    return listRecent(this.#evaluate({ what: "listRuns" }), this.prefix, query);
   }
 
   /** Every checkpoint of the run from step `from`, by step (the inspection capability): one script, one round trip. */
@@ -283,22 +284,26 @@ export class RedisCheckpointStore implements CheckpointStore {
     return this.#last.keys;
   }
 
-  /** `save`, `recordCall` and `commit`: the write script, whose refusals are those of the single operations. */
+  /**
+   * `save`, `recordCall` and `commit`: the write script, whose refusals are
+   * those of the single operations; a batch with a save goes through the
+   * run's queue, which may refuse it (`QueueFull`: queues.ts).
+   */
   async #write(operation: StoreOperation & { readonly runId: string }, writes: readonly RunWrite[]): Promise<void> {
     const { runId } = operation;
-    this.#verdict(
-      runId,
-      await this.#eval(operation, SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes)),
-    );
+    const send = (queue: readonly string[]) =>
+      this.#eval(operation, SCRIPTS.write, this.#all(runId), writeArgs(this.ttlSeconds, hex(runId), writes, queue));
+    const save = writes.find((write) => write.kind === "save");
+    if (save === undefined) return writeVerdict(runId, await send(NO_QUEUE));
+    const { owner = "", ms = 0 } = save.lease ?? {};
+    const holds = save.row.status === "running" && ms > 0;
+    const write = { runId, step: save.step, place: save.row.queue, owner, ms, holds };
+    writeVerdict(runId, await this.#queues.write(write, this.#evaluate(operation), send, writeOutcome));
   }
 
-  #verdict(runId: string, reply: unknown): void {
-    // {"ok"}, {"notfound"}, {"conflict", reason}, {"leaseheld", owner, expiresAt, now} or {"corrupt", reason}.
-    const [verdict, reason, expiresAt, now] = corruptOr(runId, reply) as [string, string | undefined, string?, string?];
-    if (verdict === "ok") return;
-    if (verdict === "notfound") throw new CheckpointNotFound(runId);
-    if (verdict === "leaseheld") throw new LeaseHeld(runId, String(reason), Number(expiresAt), Number(now));
-    throw new CheckpointConflict(runId, reason ?? "refused.");
+  /** The store's scripts for one operation, as the listings and the queues run them. */
+  #evaluate(operation: StoreOperation): Evaluate {
+    return (script, keys, args) => this.#eval(operation, script, keys, args);
   }
 
   /**
@@ -389,6 +394,9 @@ export class RedisCheckpointStore implements CheckpointStore {
     return this.#connection;
   }
 }
+
+/** The queue terms of a write with no save: it touches no queue. */
+const NO_QUEUE: readonly string[] = ["", "", "0", "", "", "", "", ""];
 
 /** A script's flat reply {field, value, field, value, …} as [field, value] pairs, in its order. */
 function pairs(flat: readonly string[]): [string, string][] {

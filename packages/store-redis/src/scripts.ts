@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { EXPIRY_DIGITS, INDEX_VERSION } from "./keys.js";
 import { EXPIRY, HEAD, HEX, NOW, PLACE } from "./lua.js";
 import { SEND } from "./inbox.js";
+import { QUEUE_SOURCES, QUEUED } from "./queue-scripts.js";
 import { WRITE } from "./write-script.js";
 
 /**
@@ -90,9 +91,16 @@ for segment = first, last do
 end
 return out`;
 
-/** KEYS as `scriptKeys` gives them; ARGV hex run id: removes every key of the run (its inbox too) and its index entries. */
-const DELETE = `${HEX}${PLACE}
+/**
+ * KEYS as `scriptKeys` gives them; ARGV hex run id: removes every key of the
+ * run (its inbox too) and its index entries. {"ok", place, owner, "all"} for
+ * a run of a queue, for the client to drop its entry in the ready index and
+ * the reservation of the drive that held it (owner '' when none did, or the
+ * queue limits no slots).
+ */
+const DELETE = `${HEX}${PLACE}${QUEUED}
 local flow = redis.call('HGET', KEYS[1], 'flow')
+local q, owner = queue_of(), redis.call('HGET', KEYS[1], 'owner')
 if flow then
   local member = hex(flow) .. ':' .. ARGV[1]
   redis.call('ZREM', KEYS[4], member)
@@ -101,6 +109,7 @@ if flow then
 end
 redis.call('ZREM', KEYS[8], ARGV[1])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10])
+if q then return {'ok', q.place, has(q.flags, 's') and drive(owner) and owner or '', 'all'} end
 return {'ok'}`;
 
 /**
@@ -147,12 +156,18 @@ return {'page', entries[#entries] or '', out, #entries, ms_text(now)}`;
 
 /**
  * KEYS as `scriptKeys` gives them (meta cps calls unfinished expiring claimable claimable-of …); ARGV segment
- * owner ms ttl hex-run-id. Extends the owner's lease (live or run out, not
- * released) of the running run's current segment to now + ms: {"ok", expiresAt}.
- * Otherwise {"notfound"}, {"corrupt", reason}, or {"refused", step, status,
- * flow, kind, segment, owner, expiresAt} for the client to name the reason.
+ * owner ms ttl hex-run-id, and the queue terms of a renewal (hex queue,
+ * reserved until, skew). Extends the owner's lease (live or run out, not
+ * released) of the running run's current segment to now + ms: {"ok",
+ * expiresAt, "1" when it used the terms' reservation, the run's queue place
+ * or ''}. The lease of a drive
+ * of a queue that limits slots needs one (`QueueTerms`), and is cut to its
+ * end less the skew; lacking it, {"queue", place, member, "1", "", ""} and
+ * nothing is written. Otherwise {"notfound"}, {"corrupt", reason}, or
+ * {"refused", step, status, flow, kind, segment, owner, expiresAt} for the
+ * client to name the reason.
  */
-const RENEW = `${EXPIRY}${PLACE}${HEX}${HEAD}
+const RENEW = `${EXPIRY}${PLACE}${HEX}${HEAD}${QUEUED}
 local segment, ms, ttl = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local m, bad = head()
 if bad then return {'corrupt', bad} end
@@ -161,20 +176,34 @@ if m[4] ~= 'running' or tonumber(m[5]) ~= segment or m[7] ~= ARGV[2] then
   return {'refused', m[3], m[4], m[1], m[2], m[5], m[7] or '', m[8] or '0'}
 end
 local now = now_ms()
+local expires, slot = now + ms, ''
+local q = queue_of()
+if q and has(q.flags, 's') and drive(ARGV[2]) then
+  local cap = ARGV[6] == q.name and ARGV[7] ~= '' and tonumber(ARGV[7]) - tonumber(ARGV[8])
+  if not (cap and cap > now) then return {'queue', q.place, q.member, '1', '', ''} end
+  expires, slot = math.min(expires, cap), '1'
+end
 local member = hex(m[1]) .. ':' .. ARGV[5]
-redis.call('HSET', KEYS[1], 'expires', ms_text(now + ms))
-place(member, now + ms, 6, 7)
+redis.call('HSET', KEYS[1], 'expires', ms_text(expires))
+place(member, expires, 6, 7)
 expiry('running', ttl, member, 5)
-return {'ok', ms_text(now + ms)}`;
+return {'ok', ms_text(expires), slot, q and q.place or ''}`;
 
-/** KEYS meta claimable claimable-of; ARGV segment owner hex-run-id: releases the lease if the owner holds it in that segment; {"corrupt", reason} for a malformed head. */
-const RELEASE = `${HEX}${PLACE}${HEAD}
+/**
+ * KEYS meta claimable claimable-of; ARGV segment owner hex-run-id: releases
+ * the lease if the owner holds it in that segment; {"corrupt", reason} for a
+ * malformed head. {"ok", place, owner} when the owner was a drive of a queue
+ * that limits slots, whose reservation the client then drops.
+ */
+const RELEASE = `${HEX}${PLACE}${HEAD}${QUEUED}
 local m, bad = head()
 if bad then return {'corrupt', bad} end
 if m[7] and m[7] == ARGV[2] and tonumber(m[5]) == tonumber(ARGV[1]) then
   redis.call('HDEL', KEYS[1], 'owner', 'expires')
   -- Released: claimable at once, unless its latest save waits for a decision (the memory store's rule too).
   place(hex(m[1]) .. ':' .. ARGV[3], m[4] == 'running' and not m[9] and 0, 2, 3)
+  local q = queue_of()
+  if q and has(q.flags, 's') and drive(m[7]) then return {'ok', q.place, m[7]} end
 end
 return {'ok'}`;
 
@@ -228,7 +257,11 @@ type ScriptName =
   | "release"
   | "lease"
   | "adopt"
-  | "migrated";
+  | "migrated"
+  | "queuePrep"
+  | "queueDrop"
+  | "queuePage"
+  | "queueCheck";
 
 export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
   write: script(WRITE, true),
@@ -244,4 +277,8 @@ export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
   lease: script(LEASE, false),
   adopt: script(ADOPT, true),
   migrated: script(MIGRATED, true),
+  queuePrep: script(QUEUE_SOURCES.prep, true),
+  queueDrop: script(QUEUE_SOURCES.drop, true),
+  queuePage: script(QUEUE_SOURCES.page, false),
+  queueCheck: script(QUEUE_SOURCES.check, false),
 };

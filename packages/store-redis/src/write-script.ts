@@ -1,13 +1,18 @@
 import {
+  CheckpointConflict,
+  CheckpointNotFound,
   checkedCheckpoint,
   CheckpointStoreCorrupt,
+  LeaseHeld,
   type RunWrite,
   SAVE_RENEWS_AFTER,
   type StoredCheckpoint,
   UNFINISHED,
   WAITING,
 } from "@durable/core/store";
+import { corruptOr } from "./errors.js";
 import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
+import { QUEUED } from "./queue-scripts.js";
 
 /**
  * The one script that writes a run: `save` and `recordCall` are a batch of
@@ -17,7 +22,10 @@ import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
  * nothing, and each rule is written once.
  *
  * KEYS meta cps calls unfinished expiring claimable claimable-of recent
- * inbox inbox-by-key (`scriptKeys`); ARGV ttl hex-run-id, then each write:
+ * inbox inbox-by-key (`scriptKeys`); ARGV ttl hex-run-id, the queue terms
+ * (queues.ts: hex queue, reserved until, skew, start id, the step it was
+ * added to the ready index for, member, and a new run's place and flags),
+ * then each write:
  * "r" segment seq sealed, or "s" step status segment flow kind sealed owner
  * ms takeover waits ("1": saved waiting for a decision, left out of the
  * claimable index) events (how many events of the inbox a wait saw).
@@ -32,8 +40,21 @@ import { EXPIRY, HEAD, HEX, PLACE } from "./lua.js";
  * lease alone: the lease a save reads is the run's before the batch. A batch
  * with a save also drops up to 100 index entries of the bucket whose runs
  * expired: the only place stale entries are cleaned up (reads skip them).
+ *
+ * A save of a run started on a queue (its step 0 named one: the terms' place)
+ * needs what the terms bring from the queue (queue-scripts.ts, PREP): a
+ * reservation, when it sets or extends a drive's lease in a queue that limits
+ * slots (the lease is then cut to the reservation's end less the skew); a
+ * recorded start, when that is a take (`isTake`) at step 0 or 1 of a queue
+ * with a rate; an add to the ready index for its step, when it leaves the
+ * run running and waiting for no decision while it was out. Lacking one, it
+ * writes nothing and returns {"queue", place, member, slot, start, index},
+ * "1" for each that is needed, for the client to bring it and send the
+ * write again. Accepted, it returns {"ok", slot used, start used, add used,
+ * owner whose reservation to drop, index entry to drop ("all", or unless
+ * added for a write after this step), place}.
  */
-export const WRITE: string = `${EXPIRY}${PLACE}${HEX}${HEAD}
+export const WRITE: string = `${EXPIRY}${PLACE}${HEX}${HEAD}${QUEUED}
 local ttl = tonumber(ARGV[1])
 local now = now_ms()
 local m, bad = head()
@@ -41,7 +62,7 @@ if bad then return {'corrupt', bad} end
 -- The run as the writes checked so far leave it (step nil: nothing stored); count: records of its segment.
 local flow, kind, step, status, segment, count = m[1], m[2], m[3], m[4], m[5], tonumber(m[6])
 local calls, pending, s = {}, {}, nil
-local i = 3
+local i = 11
 while i <= #ARGV do
   if ARGV[i] == 'r' then
     local seg, seq, sealed = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3]
@@ -90,8 +111,47 @@ while i <= #ARGV do
 end
 -- Every write is accepted. Only retried records: nothing to write.
 if not s and #calls == 0 then return {'ok'} end
+-- The lease the save leaves (leaseAfterSave): owner until expires, kept when it is the owner's own as it was.
+local owner, expires, kept = false, false, false
+if s then
+  local ms = tonumber(ARGV[s + 8])
+  -- A wait that saw fewer events than the inbox holds takes no lease: an event came meanwhile.
+  if ARGV[s + 7] == '${WAITING}' and tonumber(ARGV[s + 11]) < redis.call('LLEN', KEYS[9]) then ms = 0 end
+  if status == 'running' and ms > 0 then
+    -- The owner's lease stays as it is while less than a third of it passed.
+    local held = m[7] == ARGV[s + 7] and tonumber(m[8])
+    kept = held and held <= now + ms and held - now >= ms * ${1 - SAVE_RENEWS_AFTER}
+    owner, expires = ARGV[s + 7], kept and held or now + ms
+  end
+end
+-- The run's queue: the one its meta names, or for a new run the place its step 0 gives.
+local q = s and queue_of()
+if s and not m[3] and ARGV[9] ~= '' then
+  q = {name = ARGV[3], place = ARGV[9], member = '', out = true, flags = ARGV[10], new = true}
+end
+local listed = s and status == 'running' and ARGV[s + 10] ~= '1'
+local used = {}
+if q then
+  local mine = ARGV[3] == q.name
+  local takes = drive(owner) and not kept
+  local slot = takes and has(q.flags, 's')
+  local start = takes and has(q.flags, 'r') and not (m[7] == owner and tonumber(m[8]) > now) and step <= 1
+  local add = listed and q.out
+  local cap = mine and ARGV[4] ~= '' and tonumber(ARGV[4]) - tonumber(ARGV[5])
+  local need = {
+    slot and not (cap and cap > now),
+    start and not (mine and ARGV[6] ~= ''),
+    add and not (mine and ARGV[8] ~= '' and tonumber(ARGV[7]) == step),
+  }
+  if need[1] or need[2] or need[3] then
+    return {'queue', q.place, q.member, need[1] and '1' or '', need[2] and '1' or '', need[3] and '1' or ''}
+  end
+  if slot then expires = math.min(expires, cap) end
+  used = {slot and '1' or '', start and '1' or '', add and '1' or ''}
+end
 local member = hex(flow) .. ':' .. ARGV[2]
 if #calls > 0 then redis.call('HSET', KEYS[3], unpack(calls)) end
+local reply = {'ok'}
 if not s then
   redis.call('HSET', KEYS[1], 'segcalls', count)
 else
@@ -99,15 +159,25 @@ else
   redis.call('HSET', KEYS[1], 'flow', flow, 'kind', kind, 'step', step, 'status', status, 'segment', segment, 'segcalls', count)
   redis.call('ZADD', KEYS[8], ms_text(now), ARGV[2])
   if ${UNFINISHED.map((status) => `status == '${status}'`).join(" or ")} then redis.call('ZADD', KEYS[4], 0, member) else redis.call('ZREM', KEYS[4], member) end
-  local ms = tonumber(ARGV[s + 8])
-  -- A wait that saw fewer events than the inbox holds takes no lease: an event came meanwhile (leaseAfterSave).
-  if ARGV[s + 7] == '${WAITING}' and tonumber(ARGV[s + 11]) < redis.call('LLEN', KEYS[9]) then ms = 0 end
-  if status == 'running' and ms > 0 then
-    -- The owner's lease stays as it is while less than a third of it passed (leaseAfterSave).
-    local held = m[7] == ARGV[s + 7] and tonumber(m[8])
-    if not (held and held <= now + ms and held - now >= ms * ${1 - SAVE_RENEWS_AFTER}) then
-      redis.call('HSET', KEYS[1], 'owner', ARGV[s + 7], 'expires', ms_text(now + ms))
-      place(member, now + ms, 6, 7)
+  if q then
+    -- Before the lease's place: a queued run stays out of the claimable index.
+    if q.new then redis.call('HSET', KEYS[1], 'qname', q.name, 'qplace', q.place, 'qflags', q.flags, 'qmember', ARGV[8], 'qout', '1') end
+    -- Out of the ready index: its entry is dropped after, unless an add for a later write came (DROP).
+    local unindex = ''
+    if used[3] == '1' then
+      redis.call('HSET', KEYS[1], 'qmember', ARGV[8])
+      redis.call('HDEL', KEYS[1], 'qout')
+    elseif not listed and (q.new or not q.out) then
+      redis.call('HSET', KEYS[1], 'qout', '1')
+      unindex = status == 'done' and 'all' or tostring(step)
+    end
+    local dropped = has(q.flags, 's') and drive(m[7]) and m[7] ~= owner and m[7] or ''
+    reply = {'ok', used[1], used[2], used[3], dropped, unindex, q.place}
+  end
+  if owner then
+    if not kept then
+      redis.call('HSET', KEYS[1], 'owner', owner, 'expires', ms_text(expires))
+      place(member, expires, 6, 7)
     end
   else
     redis.call('HDEL', KEYS[1], 'owner', 'expires')
@@ -133,11 +203,16 @@ if s then
     redis.call('HDEL', KEYS[7], unpack(stale))
   end
 end
-return {'ok'}`;
+return reply`;
 
-/** The ARGV of the write script: the run's TTL and hex id, then the fields of each write in order. */
-export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly RunWrite[]): string[] {
-  const args = [String(ttlSeconds), hexRunId];
+/** The ARGV of the write script: the run's TTL and hex id, the queue terms (8 fields), then the fields of each write in order. */
+export function writeArgs(
+  ttlSeconds: number,
+  hexRunId: string,
+  writes: readonly RunWrite[],
+  terms: readonly string[],
+): string[] {
+  const args = [String(ttlSeconds), hexRunId, ...terms];
   for (const write of writes) {
     if (write.kind === "record") {
       args.push("r", String(write.segment), String(write.seq), write.sealed);
@@ -160,6 +235,19 @@ export function writeArgs(ttlSeconds: number, hexRunId: string, writes: readonly
     );
   }
   return args;
+}
+
+/**
+ * What the write script's reply means: nothing for {"ok", …}, or its refusal
+ * thrown: {"notfound"}, {"conflict", reason}, {"leaseheld", owner,
+ * expiresAt, now} or {"corrupt", reason}.
+ */
+export function writeVerdict(runId: string, reply: unknown): void {
+  const [verdict, reason, expiresAt, now] = corruptOr(runId, reply) as [string, string | undefined, string?, string?];
+  if (verdict === "ok") return;
+  if (verdict === "notfound") throw new CheckpointNotFound(runId);
+  if (verdict === "leaseheld") throw new LeaseHeld(runId, String(reason), Number(expiresAt), Number(now));
+  throw new CheckpointConflict(runId, reason ?? "refused.");
 }
 
 /** A checkpoint row as the script above keeps it in the `cps` hash (JSON [status, segment, name, kind, sealed]); another shape is corrupt. */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, it } from "vitest";
 import { runConformance } from "@durable/conformance";
 import { clusterTestsWanted } from "@durable/test-utils/redis-cluster";
 import { clusterBehaviour } from "./cluster-behaviour.js";
+import { clusterQueues } from "./queue-cluster.js";
 import { ClusterTarget } from "./cluster.js";
 import { redisInitializer } from "./redis.js";
 
@@ -15,6 +16,7 @@ if (clusterTestsWanted()) {
   runConformance(redisInitializer(target));
   runConformance(redisInitializer(target, 1), { groups: ["ttl"] });
   clusterBehaviour(target);
+  clusterQueues(target);
 } else {
   describe("redis cluster", () =>
     it("runs unless DURABLE_CLUSTER_TESTS=0, with redis-server and redis-cli installed (see the warning above)", (ctx) =>

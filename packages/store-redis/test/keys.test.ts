@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InvalidInput, StoreUnavailable, WAITING } from "@durable/core/store";
+import { type CheckpointStore, InvalidInput, QueueFull, StoreUnavailable, WAITING } from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
@@ -83,13 +83,26 @@ describe("RedisCheckpointStore keys in Redis", () => {
     return all;
   }
 
+  async function collectQueued(store: CheckpointStore, queue: string): Promise<string[]> {
+    const out: string[] = [];
+    for await (const run of store.listQueued?.(queue) ?? []) out.push(run.runId);
+    return out;
+  }
+
+  async function refusal(promise: Promise<unknown>): Promise<unknown> {
+    return promise.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+  }
+
   async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
     const out: string[] = [];
     for await (const id of iterable) out.push(id);
     return out.sort();
   }
 
-  it("writes only keys that start with the prefix through save, recordCall, commit, leases, events, listUnfinished, delete and ttl", async () => {
+  it("writes only keys that start with the prefix through save, recordCall, commit, leases, events, queues, listUnfinished, delete and ttl", async () => {
     const stores = [
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-a" }),
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-b", ttlSeconds: 1 }),
@@ -108,7 +121,18 @@ describe("RedisCheckpointStore keys in Redis", () => {
         if (i % 4 === 1) await store.save(id, 1, row({ status: "paused" }));
         if (i % 4 === 2) await store.save(id, 1, row({ status: "done" }));
         if (i % 4 === 3) await store.delete(id);
+        // A run of a queue {*} (its own hash tag), taken, renewed, released, taken again and ended or deleted.
+        const queued = `queued ${i} {*}`;
+        const place = { queue: "q {*}", priority: i % 3, key: `k ${i % 2}`, concurrency: 50, perKey: 50 };
+        await store.save(queued, 0, row({ name: "qf", queue: { ...place, rate: { limit: 100, windowMs: 1_000 } } }));
+        await store.save(queued, 1, row({ name: "qf", segment: 1 }), { owner: "w#1", ms: 60_000 });
+        await store.renew(queued, 1, { owner: "w#1", ms: 60_000 });
+        await store.release(queued, 1, "w#1");
+        await store.save(queued, 2, row({ name: "qf", segment: 2 }), { owner: "w#2", ms: 60_000 });
+        if (i % 2 === 0) await store.save(queued, 3, row({ name: "qf", segment: 2, status: "done" }));
+        else await store.delete(queued);
       }
+      for await (const _ of store.listQueued("q {*}")) expect.unreachable("every queued run ended or was deleted");
       // Runs of the store with a TTL may expire meanwhile on a slow machine: count only the other's.
       const unfinished = await collect(store.listUnfinished("f"));
       if (store.ttlSeconds === 0) expect(unfinished.length).toBe(20);
@@ -125,7 +149,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
     expect(await stores[1]!.calls("run 2 {*}")).toEqual([]);
     const keys = [...(await snapshot()).keys()];
     expect(keys.length).toBeGreaterThan(0);
-    for (const key of keys) expect(key).toMatch(/^app:tenant-[ab]:\{app:tenant-[ab]\.\d+\}:/);
+    for (const key of keys) expect(key).toMatch(/^app:tenant-[ab]:\{app:tenant-[ab]\.(\d+|q\.[0-9a-f]+)\}:/);
     for (const store of stores) {
       const own = keys.filter((k) => k.startsWith(`${store.prefix}:`));
       const matched: string[] = [];
@@ -141,7 +165,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
     }
   });
 
-  it("changes nothing in Redis when listing unfinished runs, even entries of running runs an earlier version let expire", async () => {
+  it("changes nothing in Redis when listing unfinished runs or a queue's runs, even entries of running runs an earlier version let expire", async () => {
     await admin.flushAll();
     const kept = new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "list" });
     for (let i = 0; i < 30; i++) await kept.save(`kept ${i}`, 0, row({ status: i % 2 === 0 ? "paused" : "running" }));
@@ -163,7 +187,17 @@ describe("RedisCheckpointStore keys in Redis", () => {
     // The first claimable listing backfills the indexes of a prefix written before leases; later ones only read.
     const running = Array.from({ length: 15 }, (_, i) => `kept ${i * 2 + 1}`).sort();
     expect(await collect(kept.listUnfinished("f", { claimable: true }))).toEqual(running);
+    // A queue's runs: claimable, held, asleep (its lease run out), paused.
+    const queue = { queue: "q", priority: 0, concurrency: 2 };
+    for (let i = 0; i < 6; i++) await kept.save(`queued ${i}`, 0, row({ name: "qf", queue }));
+    await kept.save("queued 1", 1, row({ name: "qf", segment: 1 }), { owner: "w#1", ms: 60_000 });
+    await kept.save("queued 2", 1, row({ name: "qf", segment: 1 }), { owner: "(asleep)", ms: 1 });
+    await kept.save("queued 3", 1, row({ name: "qf", segment: 1, status: "paused" }));
+    await new Promise((r) => setTimeout(r, 10));
     const before = await snapshot();
+    const queued: string[] = [];
+    for await (const run of kept.listQueued("q")) queued.push(run.runId);
+    expect(queued).toEqual(["queued 0", "queued 2", "queued 4", "queued 5"]);
     expect(await collect(kept.listUnfinished("f"))).toEqual(Array.from({ length: 30 }, (_, i) => `kept ${i}`).sort());
     expect(await collect(kept.listUnfinished("another flow"))).toEqual([]);
     expect(await collect(kept.listUnfinished("f", { claimable: true }))).toEqual(running);
@@ -204,6 +238,26 @@ describe("RedisCheckpointStore keys in Redis", () => {
     expect((await store.latest("r")).step).toBe(4);
     expect(await store.calls("r")).toHaveLength(2);
     await store.delete("r");
+    // A queue of every limit: a start, a take refused by each, a renewal, the listing, a pause and a delete.
+    const queue = {
+      queue: "q",
+      priority: 0,
+      key: "k",
+      concurrency: 1,
+      perKey: 1,
+      rate: { limit: 2, windowMs: 60_000 },
+    };
+    for (const id of ["q1", "q2"]) await store.save(id, 0, row({ queue }));
+    await store.save("q1", 1, row({ segment: 1 }), { owner: "w#1", ms: 60_000 });
+    expect(await refusal(store.save("q2", 1, row({ segment: 1 }), { owner: "w#2", ms: 60_000 }))).toBeInstanceOf(
+      QueueFull,
+    );
+    await store.renew("q1", 1, { owner: "w#1", ms: 60_000 });
+    expect(await collectQueued(store, "q")).toEqual(["q2"]);
+    await store.save("q1", 2, row({ segment: 1, status: "paused" }));
+    expect(await collectQueued(store, "q")).toEqual(["q2"]);
+    await store.delete("q2");
+    await store.delete("q1");
     const other = new RedisCheckpointStore(() => createClient({ url }), { prefix: "app:tenant-a:x" });
     const refused = await other.save("r", 0, row()).then(
       () => undefined,

@@ -345,6 +345,33 @@ const raceCase: ConformanceCase = {
   },
 };
 
+const stepZeroCase: ConformanceCase = {
+  name: "the place a run's step 0 gave holds for its life: takes whose rows name no queue (as a runner saves a claim) or another one are held to its limits",
+  async run(h) {
+    const flow = h.runId("queue-flow");
+    const place = queueOf(h, { concurrency: 1 });
+    const [r1, r2] = [await queued(h, flow, place), await queued(h, flow, place)];
+    // A claim whose row names `queue`, or none: only step 0's row names the run's queue.
+    const claim = async (runId: string, owner: string, queue?: QueuePlace): Promise<void> => {
+      const latest = await h.store.latest(runId);
+      const row = h.row(runId, latest.step + 1, { name: flow, segment: latest.segment + 1, ...(queue && { queue }) });
+      await h.store.save(runId, latest.step + 1, row, { owner, ms: LONG_MS });
+    };
+    await expectResolves(queueRule("a take whose row names no queue", "accepted"), claim(r1, "worker-a"));
+    await expectFull(h, r2, "concurrency", "a take whose row names no queue while the run's queue is full", () =>
+      claim(r2, "worker-b"),
+    );
+    await expectFull(h, r2, "concurrency", "a take whose row names another queue while the run's is full", () =>
+      claim(r2, "worker-b", queueOf(h)),
+    );
+    await expectResolves(
+      queueRule("renew(runId) by the live holder of a run whose rows after step 0 name no queue", "accepted"),
+      h.store.renew(r1, (await h.store.latest(r1)).segment, { owner: "worker-a", ms: LONG_MS }),
+    );
+    expect(await listed(h, place.queue), queueRule("listQueued(queue) while r1 is held", "r2 only")).toEqual([r2]);
+  },
+};
+
 const malformedCase: ConformanceCase = {
   name: "a malformed queue place is InvalidInput, and nothing is written",
   async run(h) {
@@ -378,5 +405,5 @@ export const queueGroup: ConformanceGroup = {
     "a store with the queues capability lists a queue's runs by priority then FIFO, and refuses every take beyond the queue's concurrency, per-key and rate limits, whatever the number of racing workers",
   skipFor: (store) =>
     store.listQueued === undefined ? "the store has no queues capability (`listQueued`)" : undefined,
-  cases: [orderCase, concurrencyCase, perKeyCase, rateCase, raceCase, malformedCase],
+  cases: [orderCase, concurrencyCase, perKeyCase, rateCase, raceCase, stepZeroCase, malformedCase],
 };

@@ -47,10 +47,10 @@ export interface CheckpointRow {
   /**
    * Set on step 0 of a run started on a queue (`runner.start` with a
    * `queue`): its place and its queue's limits, sealed in its envelope too.
-   * The store keeps the one step 0 gives for the run's life (a later row's
-   * is ignored), and enforces it on every take of the run (see
-   * docs/protocol.md, "Queues"). A mark for the store's index, not a column
-   * `latest` gives back.
+   * The store keeps the one step 0 gives for the run's life, and enforces it
+   * on every take of the run (see docs/protocol.md, "Queues"); a later row
+   * may name none (a runner's do not) or another, which the store ignores. A
+   * mark for the store's index, not a column `latest` gives back.
    */
   readonly queue?: QueuePlace;
 }
