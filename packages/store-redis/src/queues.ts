@@ -167,8 +167,9 @@ export class Queues {
           runs.forEach(({ runId, member }, i) => {
             const head = heads[i];
             if (!head) return;
-            found.set(member, { runId, name: head[0] });
-            this.#remember(runId, placeOr(head[1]), undefined);
+            const place = placeOr(head[1]);
+            found.set(member, { runId, name: head[0], ...(place?.key === undefined ? {} : { key: place.key }) });
+            this.#remember(runId, place, undefined);
           });
         }),
       );
