@@ -222,6 +222,8 @@ export class RunWorker {
   /** Recovers a run it listed, or starts a tick's run, and keeps what became of it. */
   async #drive(served: ServedRuns, runId: string, tick?: TickRun, onClaimed?: () => void): Promise<void> {
     const { signal } = this.#giveUp;
+    // A claim its queue refused frees no slot: its end must not undo the full mark it just set.
+    let refused = false;
     try {
       const options = {
         rerunInDoubt: this.#options.rerunInDoubt,
@@ -240,8 +242,10 @@ export class RunWorker {
       if (tick !== undefined && (await tick.failed(error, signal))) return;
       // Given up at the stop deadline, whatever the drive threw on its way out: released, not stuck.
       if (signal.aborted) this.#gaveUp += 1;
-      else if (error instanceof QueueFull) this.#queueRefused(served, runId, error);
-      else if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
+      else if (error instanceof QueueFull) {
+        refused = true;
+        this.#queueRefused(served, runId, error);
+      } else if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
         // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
         if (error instanceof LeaseHeld) this.#lost += 1;
         this.#left.set(leftKey(served, runId), {
@@ -257,7 +261,8 @@ export class RunWorker {
     } finally {
       this.#running.delete(runId);
       // A run that ended, slept or failed here may have freed a slot of its queue: look at the full ones again.
-      for (const [queue, full] of this.#queueFull) if (full.why === "concurrency") this.#queueFull.delete(queue);
+      if (!refused)
+        for (const [queue, full] of this.#queueFull) if (full.why === "concurrency") this.#queueFull.delete(queue);
       this.#wake?.();
     }
   }

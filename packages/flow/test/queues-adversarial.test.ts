@@ -1,0 +1,98 @@
+import {
+  type CheckpointStore,
+  defineQueue,
+  type FlowRunner,
+  MemoryCheckpointStore,
+  QueueFull,
+  type RunWorker,
+  startWorker,
+  ToolRegistry,
+} from "@durable/core";
+import { storeWith } from "@durable/test-utils/stores";
+import { sleep } from "@durable/test-utils/waiting";
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { Flow } from "../src/index.js";
+import { runnerOn } from "./helpers.js";
+
+// Queues under attack: what users, operators and broken stores do to queued runs while their queue is full.
+
+const workers: RunWorker[] = [];
+/** Every gate a test made: opened after it, so its workers stop at once whatever the test found. */
+const gates: (() => void)[] = [];
+afterEach(async () => {
+  for (const open of gates.splice(0)) open();
+  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+});
+
+/** A flow whose `block` tool holds its run inside until the gate opens, `pay` asks for approval, `nap` sleeps long. */
+function ops() {
+  let open = (): void => undefined;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  gates.push(() => open());
+  const ran: string[] = [];
+  const registry = new ToolRegistry()
+    .tool("block", async (_args: object, ctx) => {
+      ran.push(ctx.runId);
+      await gate;
+      return "unblocked";
+    })
+    .tool(
+      "pay",
+      (_args: object, ctx) => {
+        ran.push(ctx.runId);
+        return "paid";
+      },
+      { approval: true },
+    );
+  const flow = new Flow("queue-ops", { state: z.object({ kind: z.string(), note: z.string().default("") }) })
+    .node("go", async (state, ctx) => {
+      if (state.kind === "block") return { note: await ctx.call<string>("block", {}) };
+      if (state.kind === "nap") await ctx.sleep(600_000);
+      return { note: await ctx.call<string>("pay", {}) };
+    })
+    .end("go");
+  return { registry, flow, ran, open: () => open() };
+}
+
+/** `store` counting the takes its queues refused, by save and commit. */
+function refusing(store: MemoryCheckpointStore): { store: CheckpointStore; refused: () => number } {
+  let refused = 0;
+  const counted = <T>(write: Promise<T>): Promise<T> =>
+    write.catch((error: unknown) => {
+      if (error instanceof QueueFull) refused += 1;
+      throw error;
+    });
+  const wrapped = storeWith(store, {
+    save: (runId, step, row, lease) => counted(store.save(runId, step, row, lease)),
+    commit: (runId, writes) => counted(store.commit(runId, writes)),
+    listQueued: (queue) => store.listQueued(queue),
+  });
+  return { store: wrapped, refused: () => refused };
+}
+
+/** A worker serving `flow` and `queue`, stopped after the test. */
+function serve(runner: FlowRunner, flow: Flow<never>, queue: ReturnType<typeof defineQueue>, pollMs = 20): RunWorker {
+  const served = [runner.served(flow)];
+  const worker = startWorker({ serve: served, queues: [queue], pollMs, maxPollMs: pollMs, stopOnSignals: false });
+  workers.push(worker);
+  return worker;
+}
+
+describe("a full queue", () => {
+  it("costs a worker one refused claim per look, not one per run waiting", async () => {
+    const { registry, flow } = ops();
+    const counting = refusing(new MemoryCheckpointStore());
+    const runner = runnerOn(counting.store, registry);
+    const queue = defineQueue("full", { concurrency: 1 });
+    await runner.start(flow, { kind: "block" }, { runId: "holder", queue, priority: 1 });
+    for (let n = 0; n < 30; n++) await runner.start(flow, { kind: "pay" }, { runId: `waiting-${n}`, queue });
+    serve(runner, flow as never, queue, 50);
+    await sleep(600);
+    // About a dozen looks in 600 ms: each tries the head of the queue once, then leaves the queue for a poll.
+    expect(counting.refused()).toBeGreaterThan(0);
+    expect(counting.refused()).toBeLessThanOrEqual(20);
+  });
+});
