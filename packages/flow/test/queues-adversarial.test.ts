@@ -1,19 +1,21 @@
 import {
+  cancelRun,
   type CheckpointStore,
   defineQueue,
   type FlowRunner,
   MemoryCheckpointStore,
   QueueFull,
+  runHandle,
   type RunWorker,
   startWorker,
   ToolRegistry,
 } from "@durable/core";
 import { storeWith } from "@durable/test-utils/stores";
-import { sleep } from "@durable/test-utils/waiting";
+import { sleep, until } from "@durable/test-utils/waiting";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow } from "../src/index.js";
-import { runnerOn } from "./helpers.js";
+import { KEY, runnerOn } from "./helpers.js";
 
 // Queues under attack: what users, operators and broken stores do to queued runs while their queue is full.
 
@@ -94,5 +96,27 @@ describe("a full queue", () => {
     // About a dozen looks in 600 ms: each tries the head of the queue once, then leaves the queue for a poll.
     expect(counting.refused()).toBeGreaterThan(0);
     expect(counting.refused()).toBeLessThanOrEqual(20);
+  });
+});
+
+describe("an operator", () => {
+  it("cancels a queued run waiting its turn on a full queue, and the cancel spends none of the queue's rate", async () => {
+    const { registry, flow, open } = ops();
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    const queue = defineQueue("cancelled", { concurrency: 1, rate: { limit: 2, windowMs: 600_000 } });
+    await runner.start(flow, { kind: "block" }, { runId: "holder", queue, priority: 1 });
+    for (const runId of ["doomed", "next"]) await runner.start(flow, { kind: "pay" }, { runId, queue });
+    serve(runner, flow as never, queue);
+    await until(async () => (await store.leaseOf("holder")) !== undefined);
+    const operator = { checkpoints: store, checkpointKey: KEY, by: "ops@example.com" };
+    const step = await cancelRun("doomed", "the customer left", operator);
+    expect(await store.latest("doomed")).toMatchObject({ status: "failed", step });
+    await expect(runner.handle(flow, "doomed").status()).resolves.toMatchObject({ status: "failed" });
+    await expect(runHandle(operator, "next").cancel("no longer needed")).resolves.toBeTypeOf("number");
+    // The rate's second start is still there for a run started after the cancels.
+    await runner.start(flow, { kind: "pay" }, { runId: "after", queue });
+    open();
+    await until(async () => (await store.latest("after")).status === "paused");
   });
 });

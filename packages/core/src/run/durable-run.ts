@@ -188,6 +188,23 @@ export class DurableRun {
     }
   }
 
+  /**
+   * Ends a run from its latest checkpoint in one save (a cancel): the next
+   * step, `failed` with `data`, with a new segment, so whoever held the run is
+   * fenced. It takes no lease on its way, so it is never a take of the run's
+   * queue: a full queue, or one out of rate, does not refuse it.
+   */
+  static async end(
+    store: CheckpointStore,
+    sealer: Sealer,
+    latest: CheckpointBody,
+    options: { readonly lease?: LeaseTerms | undefined; readonly takeOver?: boolean; readonly data: JsonValue },
+  ): Promise<CheckpointBody> {
+    const init: RunStart = { ...latest, store, sealer, lease: options.lease };
+    const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls, latest);
+    return run.#write(latest.step + 1, "failed", options.data, options.takeOver);
+  }
+
   /** Saves the next step with this worker's segment; resolves once it landed. */
   save(status: RunStatus, data: JsonValue): Promise<CheckpointBody> {
     return this.#write(this.#step + 1, status, data);
