@@ -52,7 +52,7 @@ export class RunWorker {
   readonly #options: ResolvedWorkerOptions;
   readonly #running = new Map<string, Promise<void>>();
   /** Runs left at a step, by served name and run id: skipped until their latest step moves on (a lost one, at most a while). */
-  readonly #left = new Map<string, { step: number; why: Left; until?: number }>();
+  readonly #left = new Map<string, { step: number; why: Left; until?: number; lookAgain?: number }>();
   readonly #giveUp = new AbortController();
   readonly #ticker: Ticker;
   /** The slots its ticker starts ticks' runs in: the same as the runs it recovers. */
@@ -235,9 +235,12 @@ export class RunWorker {
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
       // Listed before its wake time by this worker's clock (a clock behind the store's, its sleep's lease released):
-      // not looked at again until then. Not a run that waits for events: the next one sent makes it due.
-      const wakesIn = isAsleep(result) && result.waitsFor === undefined ? result.until - Date.now() : 0;
-      if (wakesIn > 0) this.#left.set(leftKey(served, runId), { step: -1, why: "asleep", until: this.#after(wakesIn) });
+      // not looked at again until then, unless it moved on from the step it sleeps at (an operator woke it). Not a
+      // run that waits for events: the next one sent makes it due.
+      const asleep = isAsleep(result) && result.waitsFor === undefined ? result : undefined;
+      const wakesIn = asleep === undefined ? 0 : asleep.until - Date.now();
+      if (asleep !== undefined && wakesIn > 0)
+        this.#left.set(leftKey(served, runId), { step: asleep.step, why: "asleep", until: this.#after(wakesIn) });
     } catch (error) {
       if (tick !== undefined && (await tick.failed(error, signal))) return;
       // Given up at the stop deadline, whatever the drive threw on its way out: released, not stuck.
@@ -309,21 +312,30 @@ export class RunWorker {
    * for a decision stays left while it still needs one, whoever claimed it
    * since, so workers do not take turns claiming it. A run lost to a worker
    * that then died at the step it claimed never moves on by itself: it is
-   * tried again after a few idle polls.
+   * tried again after a few idle polls. A run left asleep is left until its
+   * wake time, or until it moved on from the step it sleeps at (woken).
    */
   async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
     const key = leftKey(served, runId);
     const left = this.#left.get(key);
     if (left === undefined) return false;
     const due = left.until !== undefined && performance.now() >= left.until;
-    if (left.why === "unavailable" || left.why === "asleep" || due) {
+    if (left.why === "unavailable" || due) {
       if (due) this.#left.delete(key);
       return !due;
     }
+    // Asleep and listed early, its step is read again every few idle polls only: a clock behind the store's lists it
+    // at every poll until its wake time.
+    if (left.why === "asleep" && (left.lookAgain ?? 0) > performance.now()) return true;
     const step = await served.store.latest(runId).then(
       (row) => row.step,
       () => left.step,
     );
+    if (left.why === "asleep") {
+      if (step === left.step) left.lookAgain = this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs);
+      else this.#left.delete(key);
+      return step === left.step;
+    }
     if (step === left.step) return true;
     const options = { rerunInDoubt: this.#options.rerunInDoubt };
     if (left.why === "decision" && (await served.needsDecision?.(runId, options).catch(() => false)) === true) {
@@ -340,7 +352,7 @@ export function startWorker(options: WorkerOptions): RunWorker {
   return new RunWorker(options).start();
 }
 
-/** How many idle polls a run lost at one step stays skipped. */
+/** How many idle polls a run lost at one step stays skipped, and a run listed asleep before its wake time is not read. */
 const LOST_RETRY_POLLS = 3;
 
 const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
