@@ -1,4 +1,5 @@
 import {
+  approveRun,
   cancelRun,
   type CheckpointStore,
   defineQueue,
@@ -9,6 +10,7 @@ import {
   type RunWorker,
   startWorker,
   ToolRegistry,
+  wakeRun,
 } from "@durable/core";
 import { storeWith } from "@durable/test-utils/stores";
 import { sleep, until } from "@durable/test-utils/waiting";
@@ -118,5 +120,30 @@ describe("an operator", () => {
     await runner.start(flow, { kind: "pay" }, { runId: "after", queue });
     open();
     await until(async () => (await store.latest("after")).status === "paused");
+  });
+
+  it("approves a paused queued run and wakes a sleeping one while the queue is full; the worker takes them once it has room", async () => {
+    const { registry, flow, ran, open } = ops();
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    const queue = defineQueue("operated", { concurrency: 1 });
+    await runner.start(flow, { kind: "pay" }, { runId: "paused", queue, priority: 2 });
+    await runner.start(flow, { kind: "nap" }, { runId: "napping", queue, priority: 1 });
+    serve(runner, flow as never, queue);
+    await until(async () => (await store.latest("paused")).status === "paused");
+    await until(async () => (await runner.handle(flow, "napping").status()).status === "asleep");
+    await runner.start(flow, { kind: "block" }, { runId: "holder", queue });
+    await until(() => ran.includes("holder"));
+    const operator = { checkpoints: store, checkpointKey: KEY, by: "ops@example.com" };
+    const paused = await runner.recover(flow, "paused");
+    const callId = paused.status === "paused" ? (paused.approvals[0]?.callId ?? "") : "";
+    await approveRun("paused", { [callId]: { approved: true } }, operator);
+    await wakeRun("napping", operator);
+    await sleep(100);
+    expect(ran).toEqual(["holder"]);
+    open();
+    await expect(runner.handle(flow, "paused").result({ timeoutMs: 10_000 })).resolves.toMatchObject({ note: "paid" });
+    await until(async () => (await store.latest("napping")).status === "paused");
+    expect(ran).toEqual(["holder", "paused"]);
   });
 });
