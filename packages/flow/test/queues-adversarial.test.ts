@@ -3,11 +3,12 @@ import {
   cancelRun,
   type CheckpointStore,
   defineQueue,
-  type FlowRunner,
+  Executor,
   MemoryCheckpointStore,
   QueueFull,
   runHandle,
   type RunWorker,
+  StoreUnavailable,
   startWorker,
   ToolRegistry,
   wakeRun,
@@ -16,7 +17,7 @@ import { storeWith } from "@durable/test-utils/stores";
 import { sleep, until } from "@durable/test-utils/waiting";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Flow } from "../src/index.js";
+import { Flow, FlowRunner } from "../src/index.js";
 import { KEY, runnerOn } from "./helpers.js";
 
 // Queues under attack: what users, operators and broken stores do to queued runs while their queue is full.
@@ -146,4 +147,55 @@ describe("an operator", () => {
     await until(async () => (await store.latest("napping")).status === "paused");
     expect(ran).toEqual(["holder", "paused"]);
   });
+});
+
+describe("a drive whose lease ran out", () => {
+  it("stops when the full queue refuses its renewal: it starts no other call beside the run that took its slot", async () => {
+    const inside = new Set<string>();
+    const entries: { call: string; beside: string[] }[] = [];
+    const registry = new ToolRegistry().tool(
+      "work",
+      async (args: { n: number; ms: number }, ctx) => {
+        entries.push({ call: `${ctx.runId}:${args.n}`, beside: [...inside] });
+        inside.add(ctx.runId);
+        await sleep(args.ms);
+        inside.delete(ctx.runId);
+        return args.n;
+      },
+      { idempotent: true },
+    );
+    // Two calls in one node: the second one's record is no save, so no take checks it.
+    const flow = new Flow("stalled", { state: z.object({ ms: z.number(), x: z.number().default(0) }) })
+      .node("both", async (state, ctx) => {
+        await ctx.call<number>("work", { n: 1, ms: state.ms });
+        return { x: await ctx.call<number>("work", { n: 2, ms: 10 }) };
+      })
+      .end("both");
+    const store = new MemoryCheckpointStore();
+    const renewals = { down: true };
+    // The stalled worker's store cannot renew run "a" for a while: its lease runs out inside the first call.
+    const stalled = storeWith(store, {
+      renew: (runId, segment, terms) =>
+        renewals.down && runId === "a"
+          ? Promise.reject(new StoreUnavailable("the network is partitioned"))
+          : store.renew(runId, segment, terms),
+      listQueued: (queue) => store.listQueued(queue),
+    });
+    const lease = { ms: 300 };
+    const queue = defineQueue("stalled", { concurrency: 1 });
+    const runnerA = new FlowRunner(new Executor(registry), { checkpoints: stalled, checkpointKey: KEY, lease });
+    const runnerB = new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, lease });
+    await runnerA.start(flow, { ms: 900 }, { runId: "a", queue });
+    serve(runnerA, flow as never, queue);
+    await until(() => inside.has("a"));
+    // Higher priority: when "a"'s lease ran out, "b" takes the slot, not a claim of "a" again.
+    await runnerB.start(flow, { ms: 1_200 }, { runId: "b", queue, priority: 1 });
+    serve(runnerB, flow as never, queue);
+    await until(() => inside.has("b"));
+    renewals.down = false;
+    await until(async () => (await store.latest("b")).status === "done", 10_000);
+    // "a" was inside its first call when "b" took its slot (a stall the lease cannot see), but no call of it began
+    // beside "b" after that.
+    expect(entries.filter((entry) => entry.beside.length > 0).map((entry) => entry.call)).toEqual(["b:1"]);
+  }, 20_000);
 });
