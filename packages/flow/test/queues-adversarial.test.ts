@@ -4,6 +4,7 @@ import {
   type CheckpointStore,
   defineQueue,
   Executor,
+  InvalidInput,
   MemoryCheckpointStore,
   QueueFull,
   runHandle,
@@ -198,4 +199,19 @@ describe("a drive whose lease ran out", () => {
     // beside "b" after that.
     expect(entries.filter((entry) => entry.beside.length > 0).map((entry) => entry.call)).toEqual(["b:1"]);
   }, 20_000);
+});
+
+describe("a queue's name and a concurrency key", () => {
+  it("are storable text, as every other name a store keeps in a column: InvalidInput, and nothing written", async () => {
+    const { registry, flow } = ops();
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    for (const name of ["nul\u0000queue", "half\ud800queue"]) expect(() => defineQueue(name)).toThrow(InvalidInput);
+    const queue = defineQueue("tenants", { perKey: 1 });
+    for (const [n, concurrencyKey] of ["tenant\ud800", "tenant\u0007"].entries())
+      await expect(
+        runner.start(flow, { kind: "pay" }, { runId: `bad-${n}`, queue, concurrencyKey }),
+      ).rejects.toBeInstanceOf(InvalidInput);
+    for (const runId of ["bad-0", "bad-1"]) await expect(store.latest(runId)).rejects.toThrow(/No checkpoint/);
+  });
 });
