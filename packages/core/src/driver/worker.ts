@@ -195,9 +195,9 @@ export class RunWorker {
     for (const store of new Set(this.#options.serve.map((served) => served.store))) {
       for await (const { runId, name, key } of store.listQueued?.(queue) ?? []) {
         if (this.#stopping || this.#running.size >= this.#options.concurrency) return took;
-        if (key !== undefined && fullKeys.has(key)) continue;
-        const served = this.#options.serve.find((each) => each.store === store && each.name === name);
-        if (served === undefined || this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
+        if ((key !== undefined && fullKeys.has(key)) || this.#running.has(runId)) continue;
+        const served = await this.#servedFor(store, name, runId);
+        if (served === undefined) continue;
         if (this.#stopping) return took;
         let claimed = false;
         let onClaimed = (): void => undefined;
@@ -217,6 +217,13 @@ export class RunWorker {
       }
     }
     return took;
+  }
+
+  /** What serves a queued run of `name` on `store`: the first of that name that did not leave it (a flow and a loop may share a name). */
+  async #servedFor(store: ServedRuns["store"], name: string, runId: string): Promise<ServedRuns | undefined> {
+    for (const served of this.#options.serve)
+      if (served.store === store && served.name === name && !(await this.#stillLeft(served, runId))) return served;
+    return undefined;
   }
 
   /** Recovers a run it listed, or starts a tick's run, and keeps what became of it. */
