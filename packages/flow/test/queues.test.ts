@@ -24,20 +24,17 @@ function job() {
   let most = 0;
   const mostByKey = new Map<string, number>();
   const gate = { ms: 30 };
-  const registry = new ToolRegistry().tool(
-    "work",
-    async (args: { customer: string }, ctx) => {
-      inside.set(ctx.runId, args.customer);
-      order.push(ctx.runId);
-      entered.push(Date.now());
-      most = Math.max(most, inside.size);
-      const sameKey = [...inside.values()].filter((customer) => customer === args.customer).length;
-      mostByKey.set(args.customer, Math.max(mostByKey.get(args.customer) ?? 0, sameKey));
-      await sleep(gate.ms);
-      inside.delete(ctx.runId);
-      return "done";
-    },
-  );
+  const registry = new ToolRegistry().tool("work", async (args: { customer: string }, ctx) => {
+    inside.set(ctx.runId, args.customer);
+    order.push(ctx.runId);
+    entered.push(Date.now());
+    most = Math.max(most, inside.size);
+    const sameKey = [...inside.values()].filter((customer) => customer === args.customer).length;
+    mostByKey.set(args.customer, Math.max(mostByKey.get(args.customer) ?? 0, sameKey));
+    await sleep(gate.ms);
+    inside.delete(ctx.runId);
+    return "done";
+  });
   const flow = new Flow("queued-job", {
     state: z.object({ customer: z.string(), nap: z.number().default(0), out: z.string().default("") }),
   })
@@ -59,8 +56,16 @@ describe("queues", () => {
     const store = new MemoryCheckpointStore();
     const runner = runnerOn(store, registry);
     const jobs = defineQueue("jobs", { concurrency: 1 });
-    const starts: [string, number][] = [["a", 0], ["b", 5], ["c", 0], ["d", 5], ["e", -1], ["f", 9]];
-    for (const [id, priority] of starts) await runner.start(flow, { customer: id }, { runId: id, queue: jobs, priority });
+    const starts: [string, number][] = [
+      ["a", 0],
+      ["b", 5],
+      ["c", 0],
+      ["d", 5],
+      ["e", -1],
+      ["f", 9],
+    ];
+    for (const [id, priority] of starts)
+      await runner.start(flow, { customer: id }, { runId: id, queue: jobs, priority });
     const worker = startWorker({ serve: [runner.served(flow)], queues: [jobs], pollMs: 20, stopOnSignals: false });
     try {
       await allDone(runner, flow as never, ["a", "b", "c", "d", "e", "f"]);
@@ -110,7 +115,8 @@ describe("queues", () => {
     // Each start is counted when its claim lands, a moment before its tool is entered: a window of entries may hold
     // a fourth only when the claims were further apart than the entries.
     const sorted = [...entered].sort((a, b) => a - b);
-    for (let i = 3; i < sorted.length; i++) expect((sorted[i] as number) - (sorted[i - 3] as number)).toBeGreaterThan(windowMs - 50);
+    for (let i = 3; i < sorted.length; i++)
+      expect((sorted[i] as number) - (sorted[i - 3] as number)).toBeGreaterThan(windowMs - 50);
   }, 30_000);
 
   it("a run asleep gives its slot back: with concurrency 1, another run goes while it sleeps", async () => {
@@ -167,7 +173,11 @@ describe("queues", () => {
     await expect(
       runnerOn(noQueues, registry).start(flow, { customer: "x" }, { runId: "r", queue: defineQueue("q") }),
     ).rejects.toThrow(/no queues capability/);
-    for (const [at, id] of [[store, "p"], [store, "q"], [noQueues, "r"]] as const)
+    for (const [at, id] of [
+      [store, "p"],
+      [store, "q"],
+      [noQueues, "r"],
+    ] as const)
       await expect(at.latest(id)).rejects.toThrow(/No checkpoint is stored/);
   });
 });
