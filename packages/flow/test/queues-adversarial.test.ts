@@ -215,3 +215,32 @@ describe("a queue's name and a concurrency key", () => {
     for (const runId of ["bad-0", "bad-1"]) await expect(store.latest(runId)).rejects.toThrow(/No checkpoint/);
   });
 });
+
+describe("a queue out of rate", () => {
+  it("still takes a run woken from its sleep: only starts wait for the window", async () => {
+    const { registry, flow, ran } = ops();
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    const queue = defineQueue("rated", { rate: { limit: 1, windowMs: 60_000 } });
+    const napper = new Flow("rated-napper", { state: z.object({ note: z.string().default("") }) })
+      .node("nap", async (_state, ctx) => {
+        await ctx.sleep(300);
+        return { note: "woke" };
+      })
+      .end("nap");
+    await runner.start(napper, {}, { runId: "napper", queue });
+    const worker = startWorker({
+      serve: [runner.served(napper), runner.served(flow)],
+      queues: [queue],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+    });
+    workers.push(worker);
+    await until(async () => (await runner.handle(napper, "napper").status()).status === "asleep");
+    // A start of higher priority the window refuses: it waits a minute, the woken run need not.
+    await runner.start(flow, { kind: "pay" }, { runId: "fresh", queue, priority: 1 });
+    await expect(runner.handle(napper, "napper").result({ timeoutMs: 5_000 })).resolves.toMatchObject({ note: "woke" });
+    expect(ran).toEqual([]);
+  });
+});

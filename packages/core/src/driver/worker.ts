@@ -183,19 +183,23 @@ export class RunWorker {
    * Takes a queue's claimable runs in its order while it has free slots, one
    * claim at a time (each a take the store may refuse), from every store it
    * serves; returns how many it took. A refusal for the queue's concurrency
-   * or rate ends the look (`#queueFull`); one for a run's key skips the run.
+   * ends the look (`#queueFull`); one for its rate leaves its starts (runs at
+   * step 0) until the window has room; one for a run's key skips the run.
    */
   async #takeQueue(queue: string): Promise<number> {
     const full = this.#queueFull.get(queue);
-    if (full !== undefined && full.until > performance.now()) return 0;
-    this.#queueFull.delete(queue);
+    if (full !== undefined && full.until <= performance.now()) this.#queueFull.delete(queue);
+    else if (full !== undefined && full.why !== "rate") return 0;
+    // Out of rate, a claim of a run at step 0 (a start) would be refused: only runs that started already are taken.
+    const outOfRate = (): boolean => this.#queueFull.get(queue)?.why === "rate";
     let took = 0;
     // Keys one of whose runs this look found full: their other runs wait for the next look.
     const fullKeys = new Set<string>();
     for (const store of new Set(this.#options.serve.map((served) => served.store))) {
-      for await (const { runId, name, key } of store.listQueued?.(queue) ?? []) {
+      for await (const { runId, name, key, step } of store.listQueued?.(queue) ?? []) {
         if (this.#stopping || this.#running.size >= this.#options.concurrency) return took;
         if ((key !== undefined && fullKeys.has(key)) || this.#running.has(runId)) continue;
+        if (outOfRate() && !(step !== undefined && step > 0)) continue;
         const served = await this.#servedFor(store, name, runId);
         if (served === undefined) continue;
         if (this.#stopping) return took;
@@ -213,7 +217,7 @@ export class RunWorker {
         if (claimed) took += 1;
         // Refused for its key (or lost for now): the key's other runs would be too.
         else if (key !== undefined && this.#left.get(leftKey(served, runId))?.why === "unavailable") fullKeys.add(key);
-        if (this.#queueFull.has(queue)) return took;
+        if (this.#queueFull.has(queue) && !outOfRate()) return took;
       }
     }
     return took;
