@@ -12,6 +12,7 @@ import { isObject } from "../base/option-checks.js";
 import { isEnded } from "../store/contract.js";
 import { Ticker, type ScheduleStatus, type Slots, type TickRun } from "./ticker.js";
 import { checkWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from "./worker-options.js";
+import { noLongerOnSignals, stopsOnSignals } from "./worker-signals.js";
 
 /**
  * Why a worker left a run: it waits for a decision, it cannot go on here,
@@ -365,29 +366,6 @@ export function startWorker(options: WorkerOptions): RunWorker {
 
 /** How many idle polls a run lost at one step stays skipped, and a run listed asleep before its wake time is not read. */
 const LOST_RETRY_POLLS = 3;
-
-const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
-
-/** The workers of this process that stop on SIGTERM and SIGINT: one handler stops them all, then lets the signal act. */
-const onSignals = new Set<RunWorker>();
-
-function stopsOnSignals(worker: RunWorker): void {
-  if (onSignals.size === 0) for (const signal of SIGNALS) process.on(signal, stopAll);
-  onSignals.add(worker);
-}
-
-function noLongerOnSignals(worker: RunWorker): void {
-  onSignals.delete(worker);
-  if (onSignals.size === 0) for (const signal of SIGNALS) process.removeListener(signal, stopAll);
-}
-
-function stopAll(signal: NodeJS.Signals): void {
-  for (const each of SIGNALS) process.removeListener(each, stopAll);
-  void Promise.all([...onSignals].map((worker) => worker.stop())).then(() => {
-    // Nothing else listens: the signal does what it would have done without the workers.
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-  });
-}
 
 function leftKey(served: ServedRuns, runId: string): string {
   return JSON.stringify([served.kind, served.name, runId]);
