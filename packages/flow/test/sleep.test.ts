@@ -162,8 +162,10 @@ describe("durable sleep", () => {
     });
     await sleep(400);
     await worker.stop();
-    // One recovery read it and found it asleep: about twenty polls later, none read it again.
-    expect(reads).toBe(1);
+    // One recovery read it and found it asleep: about twenty polls later, it was read again (has an operator woken
+    // it?) once every three idle polls at most, not at every poll.
+    expect(reads).toBeGreaterThan(1);
+    expect(reads).toBeLessThanOrEqual(9);
     expect(worker.status().finished).toBe(1);
   });
 

@@ -1,4 +1,5 @@
-import { CheckpointConflict, MemoryCheckpointStore, ToolRegistry, wakeRun } from "@durable/core";
+import { CheckpointConflict, MemoryCheckpointStore, startWorker, ToolRegistry, wakeRun } from "@durable/core";
+import { until } from "@durable/test-utils/waiting";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow } from "../src/index.js";
@@ -70,5 +71,27 @@ describe("wakeRun", () => {
     const busy = new Flow("busy", { state: State }).node("idle", () => ({})).end("idle");
     await runnerOn(store, registry).run(busy, {}, { runId: "b" });
     await expect(wakeRun("b", operator(store))).rejects.toThrow(/ended|not asleep/);
+  });
+
+  it("is acted on by the worker that drove the run to sleep, at its next look, not at the sleep's end", async () => {
+    const { ran, registry } = counting();
+    const flow = new Flow("worker-naps", { state: State })
+      .node("nap", async (_state, ctx) => {
+        await ctx.sleep(HOUR);
+        await ctx.call("step", { n: 1 });
+      })
+      .end("nap");
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    await runner.start(flow, {}, { runId: "n" });
+    const worker = startWorker({ serve: [runner.served(flow)], pollMs: 20, maxPollMs: 40, stopOnSignals: false });
+    try {
+      await until(async () => (await runner.handle(flow, "n").status()).status === "asleep");
+      await wakeRun("n", operator(store));
+      await until(async () => (await store.latest("n")).status === "done", 5_000);
+    } finally {
+      await worker.stop();
+    }
+    expect(ran).toEqual(["step 1"]);
   });
 });

@@ -1,5 +1,14 @@
-import { CheckpointConflict, defineQueue, MemoryCheckpointStore, startWorker, ToolRegistry } from "@durable/core";
+import {
+  CheckpointConflict,
+  defineQueue,
+  Executor,
+  MemoryCheckpointStore,
+  startWorker,
+  ToolRegistry,
+} from "@durable/core";
+import { Flow, FlowRunner } from "@durable/flow";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   type LoopModel,
   type Message,
@@ -75,6 +84,30 @@ describe("startToolLoop", () => {
     try {
       expect(await high.result({ timeoutMs: 5_000 })).toMatchObject({ text: "it is sunny 1" });
       expect(await low.result({ timeoutMs: 5_000 })).toMatchObject({ text: "it is sunny 2" });
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it("a queued flow run is taken by a worker that serves a tool loop of the same name too", async () => {
+    const { registry, model } = weather();
+    const checkpoints = new MemoryCheckpointStore();
+    const options = { checkpoints, checkpointKey: KEY, name: "weather" };
+    const flow = new Flow("weather", { state: z.object({ said: z.string().default("") }) })
+      .node("say", () => ({ said: "flow" }))
+      .end("say");
+    const runner = new FlowRunner(new Executor(registry), { checkpoints, checkpointKey: KEY });
+    const chat = defineQueue("weather-and-chat", { concurrency: 1 });
+    await runner.start(flow, {}, { runId: "as-flow", queue: chat });
+    const worker = startWorker({
+      serve: [servedToolLoops(model, registry, options), runner.served(flow)],
+      queues: [chat],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+    });
+    try {
+      expect(await runner.handle(flow, "as-flow").result({ timeoutMs: 5_000 })).toMatchObject({ said: "flow" });
     } finally {
       await worker.stop();
     }

@@ -127,6 +127,7 @@ export interface QueuedRow {
   readonly run_id: string;
   readonly name: string;
   readonly key: string | null;
+  readonly step: number;
   readonly priority: number;
   readonly queued: number;
 }

@@ -171,7 +171,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     for (;;) {
       const rows = this.#read({ what: "listQueued" }, () => queuedPage(this.#sql, queue, last, PAGE));
       for (const row of rows)
-        yield { runId: row.run_id, name: row.name, ...(row.key === null ? {} : { key: row.key }) };
+        yield { runId: row.run_id, name: row.name, ...(row.key === null ? {} : { key: row.key }), step: row.step };
       last = rows.at(-1);
       if (rows.length < PAGE || last === undefined) return;
     }

@@ -162,10 +162,10 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     pruneStarts: `DELETE FROM ${t.queueStarts} WHERE queue = ? AND at <= ?`,
     // A queue's claimable runs in its order, by keyset pages past the last one listed (@priority, @queued): the rest
     // of its priority, then the lower ones; each a range of the queued index.
-    queuedSamePriority: `SELECT run_id, flow AS name, queue_key AS key, queue_priority AS priority, queued FROM ${t.runs}
+    queuedSamePriority: `SELECT run_id, flow AS name, queue_key AS key, step, queue_priority AS priority, queued FROM ${t.runs}
        WHERE queue = @queue AND ${CLAIMABLE_RUN} AND (lease_expires IS NULL OR lease_expires <= ${STORE_NOW})
          AND queue_priority = @priority AND queued > @queued ORDER BY queued LIMIT @limit`,
-    queuedLowerPriority: `SELECT run_id, flow AS name, queue_key AS key, queue_priority AS priority, queued FROM ${t.runs}
+    queuedLowerPriority: `SELECT run_id, flow AS name, queue_key AS key, step, queue_priority AS priority, queued FROM ${t.runs}
        WHERE queue = @queue AND ${CLAIMABLE_RUN} AND (lease_expires IS NULL OR lease_expires <= ${STORE_NOW})
          AND queue_priority < @priority ORDER BY queue_priority DESC, queued LIMIT @limit`,
   };

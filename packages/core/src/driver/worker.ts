@@ -12,6 +12,7 @@ import { isObject } from "../base/option-checks.js";
 import { isEnded } from "../store/contract.js";
 import { Ticker, type ScheduleStatus, type Slots, type TickRun } from "./ticker.js";
 import { checkWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from "./worker-options.js";
+import { noLongerOnSignals, stopsOnSignals } from "./worker-signals.js";
 
 /**
  * Why a worker left a run: it waits for a decision, it cannot go on here,
@@ -52,7 +53,7 @@ export class RunWorker {
   readonly #options: ResolvedWorkerOptions;
   readonly #running = new Map<string, Promise<void>>();
   /** Runs left at a step, by served name and run id: skipped until their latest step moves on (a lost one, at most a while). */
-  readonly #left = new Map<string, { step: number; why: Left; until?: number }>();
+  readonly #left = new Map<string, { step: number; why: Left; until?: number; lookAgain?: number }>();
   readonly #giveUp = new AbortController();
   readonly #ticker: Ticker;
   /** The slots its ticker starts ticks' runs in: the same as the runs it recovers. */
@@ -183,21 +184,25 @@ export class RunWorker {
    * Takes a queue's claimable runs in its order while it has free slots, one
    * claim at a time (each a take the store may refuse), from every store it
    * serves; returns how many it took. A refusal for the queue's concurrency
-   * or rate ends the look (`#queueFull`); one for a run's key skips the run.
+   * ends the look (`#queueFull`); one for its rate leaves its starts (runs at
+   * step 0) until the window has room; one for a run's key skips the run.
    */
   async #takeQueue(queue: string): Promise<number> {
     const full = this.#queueFull.get(queue);
-    if (full !== undefined && full.until > performance.now()) return 0;
-    this.#queueFull.delete(queue);
+    if (full !== undefined && full.until <= performance.now()) this.#queueFull.delete(queue);
+    else if (full !== undefined && full.why !== "rate") return 0;
+    // Out of rate, a claim of a run at step 0 (a start) would be refused: only runs that started already are taken.
+    const outOfRate = (): boolean => this.#queueFull.get(queue)?.why === "rate";
     let took = 0;
     // Keys one of whose runs this look found full: their other runs wait for the next look.
     const fullKeys = new Set<string>();
     for (const store of new Set(this.#options.serve.map((served) => served.store))) {
-      for await (const { runId, name, key } of store.listQueued?.(queue) ?? []) {
+      for await (const { runId, name, key, step } of store.listQueued?.(queue) ?? []) {
         if (this.#stopping || this.#running.size >= this.#options.concurrency) return took;
-        if (key !== undefined && fullKeys.has(key)) continue;
-        const served = this.#options.serve.find((each) => each.store === store && each.name === name);
-        if (served === undefined || this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
+        if ((key !== undefined && fullKeys.has(key)) || this.#running.has(runId)) continue;
+        if (outOfRate() && !(step !== undefined && step > 0)) continue;
+        const served = await this.#servedFor(store, name, runId);
+        if (served === undefined) continue;
         if (this.#stopping) return took;
         let claimed = false;
         let onClaimed = (): void => undefined;
@@ -213,15 +218,24 @@ export class RunWorker {
         if (claimed) took += 1;
         // Refused for its key (or lost for now): the key's other runs would be too.
         else if (key !== undefined && this.#left.get(leftKey(served, runId))?.why === "unavailable") fullKeys.add(key);
-        if (this.#queueFull.has(queue)) return took;
+        if (this.#queueFull.has(queue) && !outOfRate()) return took;
       }
     }
     return took;
   }
 
+  /** What serves a queued run of `name` on `store`: the first of that name that did not leave it (a flow and a loop may share a name). */
+  async #servedFor(store: ServedRuns["store"], name: string, runId: string): Promise<ServedRuns | undefined> {
+    for (const served of this.#options.serve)
+      if (served.store === store && served.name === name && !(await this.#stillLeft(served, runId))) return served;
+    return undefined;
+  }
+
   /** Recovers a run it listed, or starts a tick's run, and keeps what became of it. */
   async #drive(served: ServedRuns, runId: string, tick?: TickRun, onClaimed?: () => void): Promise<void> {
     const { signal } = this.#giveUp;
+    // A claim its queue refused frees no slot: its end must not undo the full mark it just set.
+    let refused = false;
     try {
       const options = {
         rerunInDoubt: this.#options.rerunInDoubt,
@@ -233,15 +247,20 @@ export class RunWorker {
       this.#finished += 1;
       this.#left.delete(leftKey(served, runId));
       // Listed before its wake time by this worker's clock (a clock behind the store's, its sleep's lease released):
-      // not looked at again until then. Not a run that waits for events: the next one sent makes it due.
-      const wakesIn = isAsleep(result) && result.waitsFor === undefined ? result.until - Date.now() : 0;
-      if (wakesIn > 0) this.#left.set(leftKey(served, runId), { step: -1, why: "asleep", until: this.#after(wakesIn) });
+      // not looked at again until then, unless it moved on from the step it sleeps at (an operator woke it). Not a
+      // run that waits for events: the next one sent makes it due.
+      const asleep = isAsleep(result) && result.waitsFor === undefined ? result : undefined;
+      const wakesIn = asleep === undefined ? 0 : asleep.until - Date.now();
+      if (asleep !== undefined && wakesIn > 0)
+        this.#left.set(leftKey(served, runId), { step: asleep.step, why: "asleep", until: this.#after(wakesIn) });
     } catch (error) {
       if (tick !== undefined && (await tick.failed(error, signal))) return;
       // Given up at the stop deadline, whatever the drive threw on its way out: released, not stuck.
       if (signal.aborted) this.#gaveUp += 1;
-      else if (error instanceof QueueFull) this.#queueRefused(served, runId, error);
-      else if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
+      else if (error instanceof QueueFull) {
+        refused = true;
+        this.#queueRefused(served, runId, error);
+      } else if (error instanceof LeaseHeld || error instanceof StoreUnavailable) {
         // Another worker claimed it since the listing, or the store failed this drive: tried again after a poll.
         if (error instanceof LeaseHeld) this.#lost += 1;
         this.#left.set(leftKey(served, runId), {
@@ -257,7 +276,8 @@ export class RunWorker {
     } finally {
       this.#running.delete(runId);
       // A run that ended, slept or failed here may have freed a slot of its queue: look at the full ones again.
-      for (const [queue, full] of this.#queueFull) if (full.why === "concurrency") this.#queueFull.delete(queue);
+      if (!refused)
+        for (const [queue, full] of this.#queueFull) if (full.why === "concurrency") this.#queueFull.delete(queue);
       this.#wake?.();
     }
   }
@@ -304,21 +324,30 @@ export class RunWorker {
    * for a decision stays left while it still needs one, whoever claimed it
    * since, so workers do not take turns claiming it. A run lost to a worker
    * that then died at the step it claimed never moves on by itself: it is
-   * tried again after a few idle polls.
+   * tried again after a few idle polls. A run left asleep is left until its
+   * wake time, or until it moved on from the step it sleeps at (woken).
    */
   async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
     const key = leftKey(served, runId);
     const left = this.#left.get(key);
     if (left === undefined) return false;
     const due = left.until !== undefined && performance.now() >= left.until;
-    if (left.why === "unavailable" || left.why === "asleep" || due) {
+    if (left.why === "unavailable" || due) {
       if (due) this.#left.delete(key);
       return !due;
     }
+    // Asleep and listed early, its step is read again every few idle polls only: a clock behind the store's lists it
+    // at every poll until its wake time.
+    if (left.why === "asleep" && (left.lookAgain ?? 0) > performance.now()) return true;
     const step = await served.store.latest(runId).then(
       (row) => row.step,
       () => left.step,
     );
+    if (left.why === "asleep") {
+      if (step === left.step) left.lookAgain = this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs);
+      else this.#left.delete(key);
+      return step === left.step;
+    }
     if (step === left.step) return true;
     const options = { rerunInDoubt: this.#options.rerunInDoubt };
     if (left.why === "decision" && (await served.needsDecision?.(runId, options).catch(() => false)) === true) {
@@ -335,31 +364,8 @@ export function startWorker(options: WorkerOptions): RunWorker {
   return new RunWorker(options).start();
 }
 
-/** How many idle polls a run lost at one step stays skipped. */
+/** How many idle polls a run lost at one step stays skipped, and a run listed asleep before its wake time is not read. */
 const LOST_RETRY_POLLS = 3;
-
-const SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGINT"];
-
-/** The workers of this process that stop on SIGTERM and SIGINT: one handler stops them all, then lets the signal act. */
-const onSignals = new Set<RunWorker>();
-
-function stopsOnSignals(worker: RunWorker): void {
-  if (onSignals.size === 0) for (const signal of SIGNALS) process.on(signal, stopAll);
-  onSignals.add(worker);
-}
-
-function noLongerOnSignals(worker: RunWorker): void {
-  onSignals.delete(worker);
-  if (onSignals.size === 0) for (const signal of SIGNALS) process.removeListener(signal, stopAll);
-}
-
-function stopAll(signal: NodeJS.Signals): void {
-  for (const each of SIGNALS) process.removeListener(each, stopAll);
-  void Promise.all([...onSignals].map((worker) => worker.stop())).then(() => {
-    // Nothing else listens: the signal does what it would have done without the workers.
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-  });
-}
 
 function leftKey(served: ServedRuns, runId: string): string {
   return JSON.stringify([served.kind, served.name, runId]);

@@ -101,7 +101,13 @@ async function act<T>(
   const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
   const data = { ...envelopeJson(envelope), ...mark(at) };
   // No takeOver but a wake's: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
-  const claim = { lease: at.lease, data, ...(takeOver ? { takeOver } : {}) };
+  // An action of one write (approve, wake) takes no lease, so its run's queue, full or not, never refuses it.
+  const claim = {
+    lease: at.lease,
+    data,
+    ...(takeOver ? { takeOver } : {}),
+    ...(after === undefined ? { leased: false } : {}),
+  };
   const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, claim);
   try {
     if (after === undefined) return { step: checkpoint.step, after: undefined };

@@ -25,8 +25,9 @@ export interface Cancelling {
 
 /**
  * Cancels a run that has not ended: claims it, even from a worker that holds
- * it, and saves it `failed` with the error `Cancelled: <reason>` and the mark
- * `cancelled`, which no retry goes on from; `extra` is sealed beside the
+ * it, with one save, `failed` with the error `Cancelled: <reason>` and the
+ * mark `cancelled`, which no retry goes on from (no lease is taken, so its
+ * queue never refuses it); `extra` is sealed beside the
  * envelope (an operator's mark). The drive that held it is fenced (its next
  * record or save is refused) and stops: at once in this process (its tools'
  * signals are aborted), by its next lease renewal in another. Returns the
@@ -46,18 +47,16 @@ export async function saveCancelled(
       status: "failed",
       error: ended.error ?? "",
     });
-  const { run } = await DurableRun.claim(at.store, at.sealer, latest, { lease: at.lease, takeOver: true });
+  // One save claims and ends the run: it holds no lease on its way, so a full queue never refuses a cancel.
+  const data = { ...envelopeJson(ended), ...extra };
   let step: number;
   try {
-    ({ step } = await run.save("failed", { ...envelopeJson(ended), ...extra }));
-  } catch (error) {
-    await run.stopLease(true);
-    throw error;
+    ({ step } = await DurableRun.end(at.store, at.sealer, latest, { lease: at.lease, takeOver: true, data }));
   } finally {
-    // The claim took the run whether or not the save landed: a drive of this process learns it now.
-    checkLeasesOf(run.runId, `it was cancelled (${reason})`);
+    // The save may have landed even when it failed on its way back: a drive of this process learns it now.
+    checkLeasesOf(latest.runId, `it was cancelled (${reason})`);
   }
-  await emit(at.events, { type: "run.cancelled", runId: run.runId, kind: at.kind, step, reason });
+  await emit(at.events, { type: "run.cancelled", runId: latest.runId, kind: at.kind, step, reason });
   await cancelChildren(at, latest, reason);
   return step;
 }

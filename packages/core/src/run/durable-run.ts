@@ -58,6 +58,12 @@ export interface ClaimOptions {
   readonly callsFrom?: CallPosition | undefined;
   /** As `RunStart.snapshotEvery`. */
   readonly snapshotEvery?: number | undefined;
+  /**
+   * False for a claim that is an action's one write (an operator's approval
+   * or wake): it takes no lease (`LeaseHeld` still refuses it), so it is no
+   * take of the run's queue, and the run is claimable once it landed.
+   */
+  readonly leased?: boolean | undefined;
 }
 
 /**
@@ -175,7 +181,10 @@ export class DurableRun {
   ): Promise<{ run: DurableRun; checkpoint: CheckpointBody; records: CallRecord[] }> {
     const init: RunStart = { ...latest, store, sealer, lease: options.lease, snapshotEvery: options.snapshotEvery };
     const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls, latest);
-    const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, options.takeOver);
+    const { takeOver } = options;
+    const hold =
+      options.leased === false ? { owner: run.lease.owner, ms: 0, ...(takeOver ? { takeOver } : {}) } : undefined;
+    const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, takeOver, hold);
     faultPoint("claim.before-log-read");
     try {
       const records = await readCallLog(store, sealer, latest.runId, latest.calls, options.callsFrom);
@@ -186,6 +195,23 @@ export class DurableRun {
       await run.stopLease(true);
       throw error;
     }
+  }
+
+  /**
+   * Ends a run from its latest checkpoint in one save (a cancel): the next
+   * step, `failed` with `data`, with a new segment, so whoever held the run is
+   * fenced. It takes no lease on its way, so it is never a take of the run's
+   * queue: a full queue, or one out of rate, does not refuse it.
+   */
+  static async end(
+    store: CheckpointStore,
+    sealer: Sealer,
+    latest: CheckpointBody,
+    options: { readonly lease?: LeaseTerms | undefined; readonly takeOver?: boolean; readonly data: JsonValue },
+  ): Promise<CheckpointBody> {
+    const init: RunStart = { ...latest, store, sealer, lease: options.lease };
+    const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls, latest);
+    return run.#write(latest.step + 1, "failed", options.data, options.takeOver);
   }
 
   /** Saves the next step with this worker's segment; resolves once it landed. */
@@ -264,8 +290,14 @@ export class DurableRun {
     return this.#keeper.stop(release);
   }
 
-  async #write(step: number, status: RunStatus, data: JsonValue, takeOver?: boolean): Promise<CheckpointBody> {
-    const { body, landed } = this.#queue(step, status, data, takeOver === true, true);
+  async #write(
+    step: number,
+    status: RunStatus,
+    data: JsonValue,
+    takeOver?: boolean,
+    hold?: LeaseClaim,
+  ): Promise<CheckpointBody> {
+    const { body, landed } = this.#queue(step, status, data, takeOver === true, true, undefined, hold);
     await landed;
     faultPoint("checkpoint.after-save");
     return body;

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { CheckpointConflict, CheckpointNotFound, InvalidInput } from "../base/errors.js";
+import { CheckpointConflict, CheckpointNotFound, InvalidInput, QueueFull } from "../base/errors.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import { MAX_OWNER_LENGTH, SAVE_RENEWS_AFTER } from "../store/rules.js";
 import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
@@ -77,7 +77,8 @@ export function checkLeasesOf(runId: string, why: string): void {
  * lease, and so does every save once a third of it has passed (the store's
  * rule, `leaseAfterSave`); a timer renews it when a third passed with no such
  * save (a long tool call), so a worker that saves often adds no write. A
- * refused renewal means the run was taken over (or cancelled): the keeper
+ * refused renewal means the run was taken over (or cancelled), or its lease
+ * ran out and its full queue refused the renewal (`QueueFull`): the keeper
  * stops and tells its drive (`onLost`), which stops at once; the store fences
  * any write of it still on its way.
  */
@@ -171,13 +172,16 @@ export class LeaseKeeper {
       this.#set = { from: startedAt, to: performance.now() };
       this.#schedule(this.#renewEvery - (performance.now() - startedAt));
     } catch (error) {
-      if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
+      // A lease that ran out, renewed while its queue is full, is a take refused: its slot went to another run.
+      const full = error instanceof QueueFull;
+      if (full || error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
         if (this.#stopped) return;
         await this.stop(false);
+        const lost = full ? "its lease ran out and its queue gave the slot to another run" : why;
         this.#onLost(
           new CheckpointConflict(
             this.#runId,
-            `this drive lost the run: ${why}. Its tools' signals are aborted; it starts no other call and records nothing more.`,
+            `this drive lost the run: ${lost}. Its tools' signals are aborted; it starts no other call and records nothing more.`,
             { cause: error },
           ),
         );

@@ -81,6 +81,12 @@ export interface QueuedRun {
   readonly name: string;
   /** The run's concurrency key, when it has one: a worker whose claim of one run of a key was refused skips the key's others. */
   readonly key?: string;
+  /**
+   * The run's latest step, when the store gives it: a claim of a run at step
+   * 0 is a start, so a worker whose queue is out of rate skips those and
+   * still takes the runs that started already (woken, or orphaned).
+   */
+  readonly step?: number;
 }
 
 /** A checkpoint row read back, with its key. */

@@ -166,10 +166,16 @@ export class MemoryCheckpointStore implements CheckpointStore {
       const latest = entry.checkpoints.at(-1);
       if (entry.queue?.place.queue !== queue || latest === undefined) continue;
       if (isClaimable(latest.status, entry.lease, now, entry.waitsForDecision))
-        claimable.push({ runId, name: latest.name, ...entry.queue.place, queuedAt: entry.queue.queuedAt });
+        claimable.push({
+          runId,
+          name: latest.name,
+          step: latest.step,
+          ...entry.queue.place,
+          queuedAt: entry.queue.queuedAt,
+        });
     }
-    for (const { runId, name, key } of claimable.sort(queueOrder))
-      yield { runId, name, ...(key === undefined ? {} : { key }) };
+    for (const { runId, name, key, step } of claimable.sort(queueOrder))
+      yield { runId, name, ...(key === undefined ? {} : { key }), step };
   }
 
   /** A run's queue place at its step 0, with its place in the store's order. */

@@ -1,5 +1,6 @@
 import { InvalidInput, QueueFull } from "../base/errors.js";
 import type { JsonObject } from "../base/json.js";
+import { assertStorableText } from "../base/names.js";
 import type { Lease, QueuePlace, RunStatus } from "./contract.js";
 import { isAsleepOwner } from "./owners.js";
 
@@ -20,7 +21,7 @@ export const MAX_RATE_WINDOW_MS = 86_400_000;
 const MAX_LIMIT = 1_000_000;
 const MAX_PRIORITY = 2 ** 31 - 1;
 
-/** Checks a row's queue place before a store reads anything: `InvalidInput` naming what is wrong. */
+/** Checks a row's queue place before a store reads anything: `InvalidInput` naming what is wrong (a name or key that is not storable text too). */
 export function checkQueuePlace(place: QueuePlace | undefined): void {
   if (place === undefined) return;
   if (typeof place !== "object" || place === null)
@@ -28,12 +29,15 @@ export function checkQueuePlace(place: QueuePlace | undefined): void {
   const { queue, priority, key, concurrency, perKey, rate } = place;
   if (typeof queue !== "string" || queue.length === 0 || queue.length > MAX_QUEUE_NAME_LENGTH)
     throw new InvalidInput(`a queue's name must be a string of 1 to ${MAX_QUEUE_NAME_LENGTH} characters.`);
+  // Both are columns of the store, as a run's name is: text every store keeps as it is given.
+  assertStorableText(queue, `The queue name ${JSON.stringify(queue)}`);
   if (!Number.isSafeInteger(priority) || Math.abs(priority) > MAX_PRIORITY)
     throw new InvalidInput(
       `a queue priority must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}, not ${String(priority)}.`,
     );
   if (key !== undefined && (typeof key !== "string" || key.length === 0 || key.length > MAX_QUEUE_KEY_LENGTH))
     throw new InvalidInput(`a concurrency key must be a string of 1 to ${MAX_QUEUE_KEY_LENGTH} characters.`);
+  if (key !== undefined) assertStorableText(key, `The concurrency key ${JSON.stringify(key)}`);
   limit("concurrency", concurrency);
   limit("perKey", perKey);
   if (rate !== undefined) {
