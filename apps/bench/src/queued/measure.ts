@@ -28,7 +28,7 @@ const POLL_MS = 100;
 const PACE_MS = 25;
 const STARTING_LANES = 8;
 
-export interface QueuedPoint {
+interface QueuedPoint {
   readonly workers: number;
   readonly runsPerSecond: number;
   readonly claimP50Ms: number;
