@@ -9,7 +9,7 @@ import type { CallScope } from "../calls/call-scope.js";
 import type { Identity } from "../base/identity.js";
 import type { PendingCall } from "../calls/replay.js";
 import type { Sealer } from "../seal/sealer.js";
-import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
+import type { CheckpointStore, LeaseTerms, QueuePlace, RunKind } from "../store/contract.js";
 import type { Settled } from "../base/concurrent.js";
 import type { ToolRegistry } from "../calls/tools.js";
 
@@ -149,6 +149,16 @@ export interface RecoverOptions {
   readonly signal?: AbortSignal;
   /** Told once the claim landed, before anything runs: a worker takes a queue's runs one claim at a time by it. */
   readonly onClaimed?: () => void;
+}
+
+/** How `RunDriver.submit` starts a run for the fleet. */
+export interface SubmitOptions {
+  readonly runId: string;
+  readonly ctx?: Identity | undefined;
+  /** What a run id that exists already gives: its run (the default), or `CheckpointConflict`. */
+  readonly ifExists?: "handle" | "error";
+  /** The run's queue place, for a run started on a queue. */
+  readonly queue?: QueuePlace | undefined;
 }
 
 /** Runs a worker serves: a flow's (`runner.served(flow)`) or a tool loop's (`servedToolLoops(…)`). */

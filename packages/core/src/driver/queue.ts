@@ -1,6 +1,6 @@
 import { InvalidInput } from "../base/errors.js";
 import { checkOptions, isObject, type OptionTable } from "../base/option-checks.js";
-import type { QueuePlace } from "../store/contract.js";
+import type { CheckpointStore, QueuePlace } from "../store/contract.js";
 import { checkQueuePlace } from "../store/queues.js";
 
 /** A queue's limits, kept by the store across the whole fleet (see docs/protocol.md, "Queues"). */
@@ -71,4 +71,12 @@ function placeOf(queue: Queue, priority: number, key?: string): QueuePlace {
     ...(perKey === undefined ? {} : { perKey }),
     ...(rate === undefined ? {} : { rate }),
   };
+}
+
+/** `InvalidInput` for a queued start on a store without the queues capability: it could not keep the queue's limits. */
+export function checkQueuesCapability(where: string, store: CheckpointStore, place: QueuePlace | undefined): void {
+  if (place !== undefined && store.listQueued === undefined)
+    throw new InvalidInput(
+      `${where}: its store has no queues capability (listQueued), so it cannot keep queue ${JSON.stringify(place.queue)}'s limits; start the run without a queue, or on a store that has it.`,
+    );
 }

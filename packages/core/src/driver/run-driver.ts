@@ -4,7 +4,7 @@ import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
 import { readCallLog } from "../log/call-log.js";
 import { firstEnvelope, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import type { ParentRef } from "../calls/child-runs.js";
-import { CheckpointConflict, InvalidInput, RecoveryNeedsDecision } from "../base/errors.js";
+import { CheckpointConflict, RecoveryNeedsDecision } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import { withholdingContent } from "../log/withheld.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
@@ -15,7 +15,7 @@ import { newRunId } from "../base/names.js";
 import { DurableRun, type RunStart } from "../run/durable-run.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
-import type { CheckpointStore, LeaseTerms, QueuePlace, RunKind } from "../store/contract.js";
+import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { startedAs } from "../run/parent.js";
 import { WAITING } from "../store/rules.js";
 import { recoverAll, recoverEach } from "./recover-each.js";
@@ -27,8 +27,10 @@ import type {
   RecoverOptions,
   Recovered,
   RunProgram,
+  SubmitOptions,
 } from "./program.js";
 import { leaseTerms } from "../run/lease.js";
+import { checkQueuesCapability } from "./queue.js";
 import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
 import { cancelOrphan, saveCancelled } from "../run/cancel.js";
@@ -141,19 +143,8 @@ export class RunDriver<D, R> {
    * start starts nothing new), unless `ifExists` is `"error"`; taken by any
    * other run, `CheckpointConflict`. True when this call started the run.
    */
-  async submit(
-    data: D,
-    options: {
-      readonly runId: string;
-      readonly ctx?: Identity | undefined;
-      readonly ifExists?: "handle" | "error";
-      readonly queue?: QueuePlace | undefined;
-    },
-  ): Promise<boolean> {
-    if (options.queue !== undefined && this.#store.listQueued === undefined)
-      throw new InvalidInput(
-        `${this.#program.name}: its store has no queues capability (listQueued), so it cannot keep queue ${JSON.stringify(options.queue.queue)}'s limits; start the run without a queue, or on a store that has it.`,
-      );
+  async submit(data: D, options: SubmitOptions): Promise<boolean> {
+    checkQueuesCapability(this.#program.name, this.#store, options.queue);
     try {
       await this.#queued(firstEnvelope(data, undefined, options.queue), options.runId, options.ctx);
       return true;
