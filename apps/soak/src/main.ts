@@ -17,6 +17,9 @@ import { QUEUE_SOAK_DEFAULTS } from "./queue.js";
 import { soakStoreKind } from "./store.js";
 import { vacuousSoak } from "./verdict.js";
 
+/** The queue soak's pause between kills: a kill holds the dead worker's slots until their leases run out. */
+const QUEUE_KILL_EVERY_MS = [2_000, 6_000] as const;
+
 const [REDIS, POSTGRESQL] = ["redis://127.0.0.1:6379", "postgresql://postgres@127.0.0.1:5432/test"];
 
 const SOAK_COMMAND = {
@@ -123,8 +126,10 @@ await runCommand(SOAK_COMMAND, async (values) => {
   const leaseMs = wholeNumber("lease", values.lease, 100);
   let failed = false;
   for (const store of stores) {
+    const queue = values.queue === true;
+    const [killMin, killMax] = queue ? QUEUE_KILL_EVERY_MS : SOAK_DEFAULTS.killEveryMs;
     console.log(
-      `soak on ${store}: ${runs} runs, ${workers} workers, ${leaseMs} ms leases, every 0.5–2 s a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th time) a SIGTERM restart`,
+      `soak on ${store}: ${runs} runs${queue ? " on one queue" : ""}, ${workers} workers, ${leaseMs} ms leases, every ${killMin / 1000}–${killMax / 1000} s a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th time) a SIGTERM restart`,
     );
     const report = await soak({
       ...SOAK_DEFAULTS,
@@ -134,10 +139,7 @@ await runCommand(SOAK_COMMAND, async (values) => {
       deadlineSeconds,
       leaseMs,
       // Queued runs wait their turn 5 at a time: shorter tools keep a soak of thousands within minutes.
-      // A kill holds a dead worker's slots until their leases run out: kills further apart let thousands finish.
-      ...(values.queue === true
-        ? { queue: QUEUE_SOAK_DEFAULTS, toolMs: 20, saveDelayMs: 0, killEveryMs: [2_000, 6_000] as const }
-        : {}),
+      ...(queue ? { queue: QUEUE_SOAK_DEFAULTS, toolMs: 20, saveDelayMs: 0, killEveryMs: QUEUE_KILL_EVERY_MS } : {}),
       log: (line) => console.log(`  ${line}`),
     });
     for (const line of soakSummary(report)) console.log(`  ${line}`);

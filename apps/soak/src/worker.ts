@@ -26,6 +26,7 @@ import {
   type EventSink,
   Executor,
   LeaseHeld,
+  QueueFull,
   RecoveryNeedsDecision,
   StoreUnavailable,
   startWorker,
@@ -166,7 +167,8 @@ function decide(runId: string): void {
         return;
       } catch (error) {
         if (giveUp.signal.aborted || isAnotherWorkers(error)) return;
-        if (!(error instanceof StoreUnavailable)) throw error;
+        // The store was away, or the run's queue has no room for the decision's claim yet: try again shortly.
+        if (!(error instanceof StoreUnavailable || error instanceof QueueFull)) throw error;
         await sleep(RETRY_MS);
       }
     }
