@@ -6,7 +6,6 @@
  */
 import { defineQueue, type Queue } from "@durable/core";
 import type { Execution } from "./ledger.js";
-import type { Death } from "./slot.js";
 
 /** The limits of the soak's queue and how many customers its runs spread over. */
 export interface QueueSoak {
@@ -40,7 +39,7 @@ export interface QueueFigures {
  */
 export function queueFigures(
   executions: readonly Execution[],
-  deaths: readonly Death[],
+  deaths: readonly { readonly worker: string; readonly diedAt: number }[],
   customerOfRun: (runId: string) => string,
 ): QueueFigures {
   const diedAt = new Map(deaths.map((death) => [death.worker, death.diedAt]));
