@@ -4,7 +4,6 @@ import {
   type CheckpointRow,
   type CheckpointStore,
   checkBatch,
-  checkedCall,
   checkEvent,
   checkLeaseTerms,
   checkQueuePlace,
@@ -30,6 +29,7 @@ import {
   checkInboxFrom,
 } from "@durable/core/store";
 import type { RedisLike } from "./client.js";
+import { pairs, storedCalls } from "./call-fields.js";
 import { Connection } from "./connection.js";
 import { corruptOr, describe, isMalformedKeys, malformedKeys } from "./errors.js";
 import { DurabilityCheck } from "./durability.js";
@@ -241,13 +241,7 @@ export class RedisCheckpointStore implements CheckpointStore {
               ),
             ) as string[],
           );
-    return entries
-      .map(([field, sealed]) => {
-        // A field is "<segment>:<seq>": one of another form holds no number, which the check names.
-        const [segment, seq, ...rest] = field.split(":");
-        return checkedCall(runId, { segment, seq: rest.length === 0 ? seq : field, sealed });
-      })
-      .sort((a, b) => a.segment - b.segment || a.seq - b.seq);
+    return storedCalls(runId, entries);
   }
 
   /**
@@ -397,10 +391,3 @@ export class RedisCheckpointStore implements CheckpointStore {
 
 /** The queue terms of a write with no save: it touches no queue. */
 const NO_QUEUE: readonly string[] = ["", "", "0", "", "", "", "", ""];
-
-/** A script's flat reply {field, value, field, value, …} as [field, value] pairs, in its order. */
-function pairs(flat: readonly string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let at = 0; at + 1 < flat.length; at += 2) out.push([flat[at] as string, flat[at + 1] as string]);
-  return out;
-}
