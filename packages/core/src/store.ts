@@ -30,6 +30,7 @@ export {
   isStart,
   queueRefusal,
   queueOrder,
+  queuePlaceJson,
   MAX_QUEUE_NAME_LENGTH,
   MAX_QUEUE_KEY_LENGTH,
   MAX_RATE_WINDOW_MS,

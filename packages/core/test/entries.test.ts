@@ -199,6 +199,7 @@ describe("entry points", () => {
         "mergeHeads",
         "newestFirst",
         "queueOrder",
+        "queuePlaceJson",
         "queueRefusal",
         "recordRefusal",
         "renewRefusal",

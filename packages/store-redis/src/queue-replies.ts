@@ -1,4 +1,4 @@
-import { CheckpointStoreCorrupt, checkQueuePlace, type QueuePlace } from "@durable/core/store";
+import { CheckpointStoreCorrupt, checkQueuePlace, type QueuePlace, queuePlaceJson } from "@durable/core/store";
 
 /*
  * What the run's scripts are told of its queue and what they answer about
@@ -73,15 +73,8 @@ export function demandOf(
 }
 
 /** A place as its run's meta keeps it: JSON of its fields only (undefined ones left out). */
-export function placeJson({ queue, priority, key, concurrency, perKey, rate }: QueuePlace): string {
-  return JSON.stringify({
-    queue,
-    priority,
-    key,
-    concurrency,
-    perKey,
-    rate: rate && { limit: rate.limit, windowMs: rate.windowMs },
-  });
+export function placeJson(place: QueuePlace): string {
+  return JSON.stringify(queuePlaceJson(place));
 }
 
 /** The place a run's meta keeps (JSON, as its step 0 gave it); another shape is corrupt. */
