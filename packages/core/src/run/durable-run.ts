@@ -86,8 +86,8 @@ export class DurableRun {
   readonly #stop = new AbortController();
   /** Rows are sealed as changes of the one before when the store reads ranged history; a snapshot after at most `snapshotEvery`. */
   readonly #changes: { readonly on: boolean; readonly snapshotEvery?: number | undefined };
-  /** What step 0 gives the store besides its row: the run's queue place, and whether it takes a lease. */
-  readonly #first: { readonly queue?: QueuePlace | undefined; readonly leased: boolean };
+  /** What step 0 gives the store besides its row: the run's queue place. */
+  readonly #queuePlace: QueuePlace | undefined;
   #step: number;
   /** The body this drive sealed last (or claimed from): the next row follows it in the chain. */
   #last: CheckpointBody | undefined;
@@ -112,7 +112,7 @@ export class DurableRun {
     this.#step = step;
     this.#last = last;
     this.#changes = { on: init.store.history !== undefined, snapshotEvery: init.snapshotEvery };
-    this.#first = { queue: init.queue, leased: init.leased !== false };
+    this.#queuePlace = init.queue;
   }
 
   /** The step of the checkpoint this worker saved last. */
@@ -156,7 +156,9 @@ export class DurableRun {
     assertRunId(init.runId);
     assertRunName(init.name);
     const run = new DurableRun(init, -1, 0, []);
-    const { body, landed } = run.#queue(0, "running", init.data, false, false, () => onLanded?.(body));
+    // A run left to the fleet takes no lease with its step 0: a worker claims it at once.
+    const hold = init.leased === false ? { owner: run.lease.owner, ms: 0 } : undefined;
+    const { body, landed } = run.#queue(0, "running", init.data, false, false, () => onLanded?.(body), hold);
     return { run, checkpoint: body, landed };
   }
 
@@ -332,7 +334,7 @@ export class DurableRun {
     // The next row holds what changed since this one, found by reference: what is sealed must not change in place.
     deepFreeze(body.data);
     this.#last = body;
-    const { queue, leased } = step === 0 ? this.#first : { queue: undefined, leased: true };
+    const queue = step === 0 ? this.#queuePlace : undefined;
     const row = waitsForDecision
       ? { ...sealed, waitsForDecision }
       : queue === undefined
@@ -342,17 +344,16 @@ export class DurableRun {
     const queuedAt = performance.now();
     // A run saved waiting for a decision is saved without a lease: it is released with the save. An asleep one
     // is saved with the sleep's.
-    const lease =
-      waitsForDecision || !leased
-        ? { owner: this.lease.owner, ms: 0 }
-        : hold !== undefined
-          ? hold
-          : takeOver
-            ? { ...this.lease, takeOver }
-            : this.lease;
+    const lease = waitsForDecision
+      ? { owner: this.lease.owner, ms: 0 }
+      : hold !== undefined
+        ? hold
+        : takeOver
+          ? { ...this.lease, takeOver }
+          : this.lease;
     this.#step = step;
     const landedNow = (): void => {
-      if (status === "running" && hold === undefined && leased) this.#keeper.saved(queuedAt);
+      if (status === "running" && hold === undefined) this.#keeper.saved(queuedAt);
       else void this.#keeper.stop(false);
       onLanded?.();
     };
