@@ -101,6 +101,28 @@ describe("a full queue", () => {
     expect(counting.refused()).toBeGreaterThan(0);
     expect(counting.refused()).toBeLessThanOrEqual(20);
   });
+
+  it("costs a worker one refused claim per look for a full key, and the runs of other keys behind it go on", async () => {
+    const { registry, flow, ran } = ops();
+    const counting = refusing(new MemoryCheckpointStore());
+    const runner = runnerOn(counting.store, registry);
+    const queue = defineQueue("keyed", { concurrency: 10, perKey: 1 });
+    const start = (runId: string, kind: string, concurrencyKey: string, priority = 0) =>
+      runner.start(flow, { kind }, { runId, queue, concurrencyKey, priority });
+    await start("alice-holder", "block", "alice", 1);
+    for (let n = 0; n < 30; n++) await start(`alice-${n}`, "nap", "alice");
+    await start("bob", "nap", "bob");
+    serve(runner, flow as never, queue, 50);
+    await until(() => ran.includes("alice-holder"));
+    await until(
+      async () =>
+        (await runHandle({ checkpoints: counting.store, checkpointKey: KEY }, "bob").status()).status === "asleep",
+    );
+    await sleep(600);
+    // Each look tries alice's first waiting run once, then skips her other 29: about a dozen refusals, not 30 a look.
+    expect(counting.refused()).toBeGreaterThan(0);
+    expect(counting.refused()).toBeLessThanOrEqual(20);
+  });
 });
 
 describe("an operator", () => {
