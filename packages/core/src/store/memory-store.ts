@@ -98,7 +98,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     if (refused !== undefined) throw refused;
     const held = leaseAfterSave(checkpoint, lease, now, entry?.lease, entry?.inbox?.length);
     const queue = entry === undefined ? this.#queued(checkpoint.queue) : entry.queue;
-    this.#takeSlot(runId, queue?.place, entry?.lease, held, step, now);
+    this.#takeSlot(runId, queue?.place, entry?.lease, held, isStart(step), now);
     const waitsForDecision = checkpoint.waitsForDecision === true;
     if (entry === undefined)
       this.#runs.set(runId, {
@@ -125,7 +125,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
     const now = storeClock();
     const lease = { owner: terms.owner, expiresAt: now + terms.ms };
-    this.#takeSlot(runId, entry.queue?.place, entry.lease, lease, -1, now);
+    this.#takeSlot(runId, entry.queue?.place, entry.lease, lease, false, now);
     entry.lease = lease;
     return lease;
   }
@@ -187,14 +187,14 @@ export class MemoryCheckpointStore implements CheckpointStore {
   /**
    * Refuses (`QueueFull`) a write that takes a slot of the run's queue
    * (`isTake`) beyond its limits, counting every other run of the queue; a
-   * start it allows is kept in the queue's starts.
+   * `start` it allows (a save's take at step 0 or 1, never a renewal) is kept in the queue's starts.
    */
   #takeSlot(
     runId: string,
     place: QueuePlace | undefined,
     before: Lease | undefined,
     after: Lease | undefined,
-    step: number,
+    start: boolean,
     now: number,
   ): void {
     if (place === undefined || !isTake(before, after, now)) return;
@@ -208,7 +208,6 @@ export class MemoryCheckpointStore implements CheckpointStore {
       if (place.key !== undefined && entry.queue.place.key === place.key) heldByKey += 1;
     }
     const starts = (startsOf(this.#runs).get(place.queue) ?? []).filter((at) => at > now - (place.rate?.windowMs ?? 0));
-    const start = step >= 0 && isStart(step);
     const counts = { held, heldByKey, starts: starts.length, earliestStart: starts[0] };
     const refused = queueRefusal(runId, place, counts, start, now);
     if (refused !== undefined) throw refused;
@@ -245,7 +244,7 @@ export class MemoryCheckpointStore implements CheckpointStore {
     if ("refused" in verdict) throw verdict.refused;
     const save = writes.find((write) => write.kind === "save");
     const queue = entry === undefined && save !== undefined ? this.#queued(save.row.queue) : entry?.queue;
-    if (save !== undefined) this.#takeSlot(runId, queue?.place, entry?.lease, verdict.lease, save.step, now);
+    if (save !== undefined) this.#takeSlot(runId, queue?.place, entry?.lease, verdict.lease, isStart(save.step), now);
     // Accepted as a whole: nothing below can be refused, so the writes land together.
     const run: MemoryRun = entry ?? {
       checkpoints: [],
