@@ -16,6 +16,7 @@ import { ttlGroup } from "./cases/ttl.js";
 import { timersGroup } from "./cases/timers.js";
 import { eventsGroup } from "./cases/events.js";
 import { queueGroup } from "./cases/queue.js";
+import { streamGroup } from "./cases/stream.js";
 
 /** Every group of the kit, in the order they run. */
 export const GROUPS: readonly ConformanceGroup[] = [
@@ -26,6 +27,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   leaseGroup,
   timersGroup,
   eventsGroup,
+  streamGroup,
   queueGroup,
   inspectGroup,
   integrityGroup,

@@ -331,6 +331,7 @@ describe("the kit catches broken stores", () => {
       "lease",
       "timers",
       "events",
+      "stream",
       "queue",
       "inspect",
       "integrity",

@@ -17,6 +17,7 @@ export {
   LeaseHeld,
   RunAlreadyEnded,
   QueueFull,
+  StreamTooLong,
   RunFailed,
   ResultTimedOut,
   ToolFailed,
@@ -34,6 +35,8 @@ export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun } from "./opera
 export { RunHandle, runHandle, type RunHandleOptions, type RunHandleStatus } from "./operator/run-handle.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export { sendEvent, type SendEventOptions } from "./operator/send-event.js";
+export { followRun, type FollowOptions, type FollowedPart } from "./operator/follow-run.js";
+export type { StreamOptions } from "./log/run-stream.js";
 export type { SentEvent } from "./log/inbox.js";
 export type { OperatorOptions } from "./operator/options.js";
 export type { InDoubtDecision, InDoubtDecisions } from "./run/in-doubt-decisions.js";

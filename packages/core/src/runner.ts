@@ -27,6 +27,8 @@ export {
 export { isSegmentCounts, type SegmentCounts } from "./store/contract.js";
 export { readInbox, sealEvent, eventStore, assertEventName, type InboxEvent, type EventStore } from "./log/inbox.js";
 export { MAX_SLEEP_MS } from "./calls/tools.js";
+export { streamTerms, StreamWriter, type StreamTerms } from "./log/run-stream.js";
+export { streamStore, openStreamBatch, type StreamStore, type StreamPart } from "./log/stream-read.js";
 export { Sealer, type SealPurpose, type SealedColumns } from "./seal/sealer.js";
 export { runStorage } from "./run/storage.js";
 export { AnchoredStore, anchoredStore } from "./store/anchored-store.js";

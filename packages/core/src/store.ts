@@ -36,6 +36,16 @@ export {
   MAX_RATE_WINDOW_MS,
   type QueueCounts,
 } from "./store/queues.js";
+export {
+  streamRefusal,
+  checkStreamBatch,
+  checkStreamFrom,
+  streamPage,
+  MAX_STREAM_BATCH,
+  MAX_STREAM_PAGE,
+  type StreamBatch,
+  type StoredStreamBatch,
+} from "./store/streams.js";
 export { closedWhileUsed, type StoreOperation } from "./store/store-closed.js";
 export { mergeHeads, isAnchoredHead, MemoryRunAnchor, type AnchoredHead, type RunAnchor } from "./store/anchor.js";
 export {
@@ -76,6 +86,7 @@ export {
   checkedCheckpoint,
   checkedCall,
   checkedEvent,
+  checkedStreamBatch,
   checkedHead,
   wholeNumber,
   malformedColumn,

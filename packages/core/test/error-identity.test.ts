@@ -30,6 +30,7 @@ function samplesOf(copy: Copy) {
     new copy.LeaseHeld("r", "host:1:ab", 1_000_000, 999_000),
     new copy.RunAlreadyEnded("r", "done"),
     new copy.QueueFull("r", "q", "concurrency"),
+    new copy.StreamTooLong("r", 10),
     new copy.RunFailed("r", "Error: card declined"),
     new copy.ResultTimedOut("r", 5_000, "running"),
     new copy.ToolFailed("charge_card", "Error: card declined", 3),

@@ -17,6 +17,12 @@ export type {
 export type { EventToolOptions } from "./event-tool.js";
 export { readToolLoop, type LoopSnapshot } from "./read-tool-loop.js";
 export { streamToolLoop, streamRecoveredToolLoop, type LoopStream } from "./stream-tool-loop.js";
+export {
+  followToolLoop,
+  type FollowToolLoopOptions,
+  type LoopFollowedPart,
+  type LoopStreamRecord,
+} from "./follow-tool-loop.js";
 export type { LoopResult, LoopDone, LoopAwaitingUser, LoopStepResult } from "./loop-result.js";
 export type { LoopStopCondition, StopStep } from "./loop-program.js";
 export type { LoopStreamPart } from "./stream-parts.js";

@@ -1,3 +1,4 @@
+import type { StreamOptions } from "@durable/core";
 import type {
   ApprovalAnswers,
   ApprovalPort,
@@ -71,6 +72,15 @@ export interface LoopStoreOptions extends RunnerOptions {
    * the same tools.
    */
   readonly eventTools?: Readonly<Record<string, EventToolOptions>>;
+  /**
+   * Writes the run's stream to the store (`true`, or `StreamOptions`): the
+   * model's text, reasoning and tool calls as they arrive, each reply and
+   * tool result, so any process follows the run (`followToolLoop`) across
+   * takeovers. The model is asked to stream then, whoever drives the run.
+   * The store must keep streams. Every worker serving the loop should be
+   * given it: a drive without it streams nothing.
+   */
+  readonly stream?: boolean | StreamOptions;
 }
 
 /** Options of `runToolLoop`. */
@@ -139,6 +149,7 @@ const LOOP_STORE_OPTIONS: OptionTable<LoopStoreOptions> = {
   stopWhen: true,
   sleepTool: "string",
   eventTools: "object",
+  stream: true,
 };
 const TOOL_LOOP_OPTIONS: OptionTable<ToolLoopOptions> = {
   ...LOOP_STORE_OPTIONS,
@@ -171,7 +182,8 @@ export type LoopEntry =
   | "recoverAllToolLoops"
   | "cancelToolLoop"
   | "servedToolLoops"
-  | "readToolLoop";
+  | "readToolLoop"
+  | "followToolLoop";
 
 /** The options each entry point of the loop takes, by its name (each takes what every entry point does, at least). */
 export const LOOP_ENTRIES: Readonly<Record<LoopEntry, OptionTable<LoopStoreOptions>>> = {
@@ -185,4 +197,6 @@ export const LOOP_ENTRIES: Readonly<Record<LoopEntry, OptionTable<LoopStoreOptio
   cancelToolLoop: LOOP_STORE_OPTIONS,
   servedToolLoops: LOOP_STORE_OPTIONS,
   readToolLoop: LOOP_STORE_OPTIONS,
+  // Its own options (`from`, `pollMs`, `signal`) are taken off before the rest is checked.
+  followToolLoop: LOOP_STORE_OPTIONS,
 };

@@ -14,7 +14,7 @@ import { loopDataJson, readLoopData, type LoopData, type LoopStep, type StopReas
 import { loopResult, stepResults, type LoopAwaitingUser, type LoopDone } from "./loop-result.js";
 import { readMessage, type Message } from "./message.js";
 import type { LoopModel, ModelReply, ToolSpec } from "./model.js";
-import type { PartSink } from "./stream-parts.js";
+import { partSink, type PartSink } from "./stream-parts.js";
 import { toolSpecs } from "./tool-specs.js";
 import { errorAnswer, type ToolAnswer, valueAnswer } from "./tool-answer.js";
 import { readUsage } from "./usage.js";
@@ -99,7 +99,7 @@ async function modelReply(
   init: LoopProgramInit,
   specs: readonly ToolSpec[],
   data: LoopData,
-  { log, round, runId, scope }: StepContext,
+  { log, round, runId, scope, stream }: StepContext,
 ): Promise<StepOutcome<LoopData>> {
   if (data.modelCalls - data.turnStart >= data.maxSteps) return stopTurn(data, "max-steps", false);
   if (data.stage === "tool-results" && (await stopConditionHolds(init.stopWhen, data)))
@@ -108,7 +108,7 @@ async function modelReply(
   // Stored before the model is asked, so maxSteps bounds the calls made, crashes included.
   await log.append({ round, callId: `model:${modelCall}`, tool: "model", kind: "model", args: null });
   faultPoint("model.before-call");
-  const { sink } = init;
+  const sink = partSink(init.sink, stream);
   sink?.({ type: "step-start", runId, round, modelCall });
   const signal = scope.init.signal;
   const reply = await init.model.reply(data.messages, specs, {
@@ -180,8 +180,9 @@ function stepInfo({ usage, finishReason }: LoopStep): { usage?: LoopStep["usage"
  * call's result.
  */
 async function toolRound(init: LoopProgramInit, data: LoopData, context: StepContext): Promise<StepOutcome<LoopData>> {
-  const { executor, errorsToModel, sink } = init;
+  const { executor, errorsToModel } = init;
   const { scope, runId, round } = context;
+  const sink = partSink(init.sink, context.stream);
   const last = data.messages.at(-1);
   const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
   const round$ = Promise.all(

@@ -22,6 +22,12 @@ export interface LoopSnapshot {
   readonly stopped?: StopReason;
   /** Why it failed (a failed loop). */
   readonly error?: string;
+  /**
+   * On a loop that streams (`stream`), how many parts of its stream the saved
+   * history covers: follow from here (`followToolLoop`'s `from`) for what
+   * came after, with no gap and nothing twice.
+   */
+  readonly streamed?: number;
 }
 
 /**
@@ -57,5 +63,6 @@ export async function readToolLoop(runId: string, options: LoopStoreOptions): Pr
     turn: data.turn,
     ...(data.stopped === undefined ? {} : { stopped: data.stopped }),
     ...(envelope.error === undefined ? {} : { error: envelope.error }),
+    ...(latest.streamed === undefined ? {} : { streamed: latest.streamed }),
   };
 }

@@ -1,3 +1,4 @@
+import type { JsonObject, StreamWriter } from "@durable/core/runner";
 import type { Message } from "./message.js";
 import type { ModelStreamPart } from "./model.js";
 import type { ModelUsage } from "./usage.js";
@@ -33,6 +34,21 @@ export type LoopStreamPart =
 
 /** Where a loop sends its stream parts; nothing when the caller does not stream. */
 export type PartSink = ((part: LoopStreamPart) => void) | undefined;
+
+/**
+ * Where a step's parts go: to the caller that streams (`sink`), and to the
+ * run's stream in the store (`stream`, when the loop writes one), as the
+ * same part without its run id (the stream is the run's). Undefined when
+ * neither takes them: the model is then not asked to stream.
+ */
+export function partSink(sink: PartSink, stream: StreamWriter | undefined): PartSink {
+  if (stream === undefined) return sink;
+  return (part) => {
+    sink?.(part);
+    const { runId: _runId, ...stored } = part as LoopStreamPart & { runId?: string };
+    stream.write(stored as JsonObject);
+  };
+}
 
 /** A push-fed async iterable for one consumer: parts wait in memory until it reads them. */
 export class PartQueue<T> implements AsyncIterable<T> {

@@ -6,7 +6,7 @@ import {
   newRunId,
   type ToolRegistry,
 } from "@durable/core";
-import { leaseTerms, RunDriver, runStorage, type OpenedRun } from "@durable/core/runner";
+import { leaseTerms, RunDriver, runStorage, streamTerms, type OpenedRun } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import type { LoopData } from "./loop-data.js";
 import { loopProgram } from "./loop-program.js";
@@ -227,5 +227,6 @@ export function loopDriver(
     plainEvents: options.plainEvents,
     lease: leaseTerms("tool loop", options.lease),
     codec: options.codec,
+    stream: streamTerms(where, options.stream),
   });
 }

@@ -11,6 +11,7 @@ export type GroupName =
   | "lease"
   | "timers"
   | "events"
+  | "stream"
   | "queue"
   | "inspect"
   | "integrity"

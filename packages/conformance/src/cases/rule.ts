@@ -6,6 +6,7 @@ export type ProtocolSection =
   | "the-store-rules"
   | "leases"
   | "events"
+  | "streams"
   | "queues"
   | "inspection"
   | "call-records"

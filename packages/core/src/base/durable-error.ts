@@ -14,6 +14,7 @@ export type DurableErrorCode =
   | "LEASE_HELD"
   | "RUN_ALREADY_ENDED"
   | "QUEUE_FULL"
+  | "STREAM_TOO_LONG"
   | "RUN_FAILED"
   | "RESULT_TIMED_OUT"
   | "TOOL_FAILED"

@@ -94,6 +94,25 @@ export class QueueFull extends DurableError {
   }
 }
 
+/**
+ * A run's stream reached its limit of parts (`stream.maxParts`): its drive
+ * wrote no more, so a follower cannot give what came after. The run itself
+ * went on; its saved data (`readToolLoop`) holds where it stands.
+ */
+export class StreamTooLong extends DurableError {
+  readonly runId: string;
+  readonly limit: number;
+
+  constructor(runId: string, limit: number) {
+    super(
+      "STREAM_TOO_LONG",
+      `Run ${JSON.stringify(runId)}: its stream reached its limit of ${limit} parts, and holds nothing after: read the run's saved data instead, or start it with a higher stream.maxParts.`,
+    );
+    this.runId = runId;
+    this.limit = limit;
+  }
+}
+
 /** A run that a handle waited for (`RunHandle.result`) ended `failed`: `error` is its error text (`Cancelled: …` for a cancel). */
 export class RunFailed extends DurableError {
   readonly runId: string;

@@ -1,3 +1,4 @@
+import type { StreamTerms, StreamWriter } from "../log/run-stream.js";
 import type { JsonObject, JsonValue } from "../base/json.js";
 import type { InDoubtDecisions } from "../run/in-doubt-decisions.js";
 import type { CallLog, CallRecord } from "../log/call-log.js";
@@ -76,6 +77,8 @@ export interface StepContext {
   readonly scope: CallScope;
   /** The run's call log (a tool loop stores its `model` records in it). */
   readonly log: CallLog;
+  /** The run's stream, when its driver writes one (`DriverOptions.stream`): the step's parts go to it. */
+  readonly stream?: StreamWriter | undefined;
 }
 
 /**
@@ -122,6 +125,8 @@ export interface DriverOptions {
   readonly codec?: ValueCodec | undefined;
   /** At most this many changes between two snapshots (`StorageOptions.snapshotEvery`). */
   readonly snapshotEvery?: number | undefined;
+  /** Each drive writes its run's stream (a store with the streams capability, or `InvalidInput`). */
+  readonly stream?: StreamTerms | undefined;
 }
 
 /** Options of `recover`, `recoverAll` and `resume`. */

@@ -30,6 +30,8 @@ import type {
   SubmitOptions,
 } from "./program.js";
 import { leaseTerms } from "../run/lease.js";
+import type { StreamTerms } from "../log/run-stream.js";
+import { streamStore } from "../log/stream-read.js";
 import { checkQueuesCapability } from "./queue.js";
 import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
@@ -50,6 +52,8 @@ export class RunDriver<D, R> {
   readonly #codec: ValueCodec;
   readonly #drive: RunSteps<D, R>;
   readonly #snapshotEvery: number | undefined;
+  /** Each drive writes its run's stream (`DriverOptions.stream`). */
+  readonly #stream: StreamTerms | undefined;
 
   constructor(program: RunProgram<D, R>, options: DriverOptions) {
     this.#program = program;
@@ -61,6 +65,8 @@ export class RunDriver<D, R> {
     this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
     this.#codec = options.codec ?? PLAIN_JSON;
     this.#snapshotEvery = options.snapshotEvery;
+    if (options.stream !== undefined) streamStore(program.name, options.store);
+    this.#stream = options.stream;
     this.#drive = new RunSteps(program, this.#events, this.#codec);
   }
 
@@ -93,7 +99,7 @@ export class RunDriver<D, R> {
   ): Promise<DriveResult<R>> {
     const envelope = firstEnvelope(data);
     const { run } = DurableRun.startLater(
-      this.#newRun(options.runId ?? newRunId(), options.ctx, envelope),
+      { ...this.#newRun(options.runId ?? newRunId(), options.ctx, envelope), stream: this.#stream },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
     return this.#holding(run, options.signal, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
@@ -274,6 +280,7 @@ export class RunDriver<D, R> {
       takeOver: options.takeOver,
       callsFrom: envelope.roundStart,
       snapshotEvery: this.#snapshotEvery,
+      stream: this.#stream,
       ...(retrying || asleep !== undefined ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
@@ -354,6 +361,7 @@ export class RunDriver<D, R> {
       data: this.#drive.json(resumed),
       callsFrom: resumed.roundStart,
       snapshotEvery: this.#snapshotEvery,
+      stream: this.#stream,
     };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-answers-save");

@@ -72,6 +72,7 @@ export class RunSteps<D, R> {
         identity: run.identity,
         scope,
         log: run.log,
+        stream: run.stream,
       };
       let outcome: StepOutcome<D>;
       try {

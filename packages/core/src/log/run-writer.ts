@@ -1,15 +1,22 @@
 import { MAX_BATCH_WRITES } from "../store/rules.js";
 import type { CheckpointStore, RunWrite } from "../store/contract.js";
+import type { StreamBatch } from "../store/streams.js";
+
+/** A batch of the run's stream (`appendStream`), in order with the run's other writes: alone in its commit. */
+export type StreamWrite = { readonly kind: "stream" } & StreamBatch;
+
+/** What a run's writer writes: the store's batchable writes, and its stream's batches. */
+type WriterWrite = RunWrite | StreamWrite;
 
 interface Queued {
-  readonly write: RunWrite;
+  readonly write: WriterWrite;
   readonly onLanded: (() => void) | undefined;
   readonly landed: Promise<void>;
   resolve(): void;
   reject(error: unknown): void;
 }
 
-function queued(write: RunWrite, onLanded: (() => void) | undefined): Queued {
+function queued(write: WriterWrite, onLanded: (() => void) | undefined): Queued {
   let resolve!: () => void;
   let reject!: (error: unknown) => void;
   const landed = new Promise<void>((yes, no) => {
@@ -39,7 +46,7 @@ export class RunWriter {
   /** Queued writes cut into batches: at most one checkpoint and `MAX_BATCH_WRITES` writes each. */
   #batches: Queued[][] = [];
   #tail: Promise<void> = Promise.resolve();
-  #failure: { readonly error: unknown; readonly refused: ReadonlySet<RunWrite> } | undefined;
+  #failure: { readonly error: unknown; readonly refused: ReadonlySet<WriterWrite> } | undefined;
   /** A commit of what waits, at the end of this turn of the event loop, unless a durable write takes it first. */
   #soon: NodeJS.Immediate | undefined;
 
@@ -57,7 +64,7 @@ export class RunWriter {
    * next superstep's first call), or at the end of the turn: a call that
    * finished beside a slow one is not left in doubt while it runs.
    */
-  write(write: RunWrite, durable: boolean, onLanded?: () => void): Promise<void> {
+  write(write: WriterWrite, durable: boolean, onLanded?: () => void): Promise<void> {
     if (this.#failure !== undefined) {
       const failed = Promise.reject(this.#failure.error);
       failed.catch(() => undefined);
@@ -65,9 +72,12 @@ export class RunWriter {
     }
     const entry = queued(write, onLanded);
     const last = this.#batches.at(-1);
+    // A stream batch is appended alone, by the streams capability: it never rides in a commit.
     const full =
       last === undefined ||
       last.length >= MAX_BATCH_WRITES ||
+      write.kind === "stream" ||
+      last[0]?.write.kind === "stream" ||
       (write.kind === "save" && last.some((q) => q.write.kind === "save"));
     if (full) this.#batches.push([entry]);
     else last.push(entry);
@@ -82,7 +92,7 @@ export class RunWriter {
   }
 
   /** Whether `write` was in the batch the store refused (not one queued behind it). */
-  refused(write: RunWrite): boolean {
+  refused(write: WriterWrite): boolean {
     return this.#failure?.refused.has(write) === true;
   }
 
@@ -115,12 +125,18 @@ export class RunWriter {
     }
   }
 
-  async #commit(writes: readonly RunWrite[]): Promise<void> {
+  async #commit(writes: readonly WriterWrite[]): Promise<void> {
     const store = this.#store;
-    if (writes.length > 1 && store.commit !== undefined) return store.commit(this.#runId, writes);
+    const [first] = writes;
+    if (first?.kind === "stream") {
+      const { kind: _kind, ...batch } = first;
+      // A writer makes stream writes only for a store with the capability (`streamStore`).
+      return store.appendStream?.(this.#runId, batch);
+    }
+    if (writes.length > 1 && store.commit !== undefined) return store.commit(this.#runId, writes as RunWrite[]);
     for (const write of writes) {
       if (write.kind === "record") await store.recordCall(this.#runId, write.segment, write.seq, write.sealed);
-      else await store.save(this.#runId, write.step, write.row, write.lease);
+      else if (write.kind === "save") await store.save(this.#runId, write.step, write.row, write.lease);
     }
   }
 }

@@ -13,6 +13,8 @@ import type { Sealer } from "../seal/sealer.js";
 import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
 import { eventStore, type InboxEvent, readInbox } from "../log/inbox.js";
+import { StreamWriter, type StreamTerms } from "../log/run-stream.js";
+import { streamLength, streamStore } from "../log/stream-read.js";
 import type {
   CallPosition,
   CheckpointRow,
@@ -44,6 +46,8 @@ export interface RunStart {
   readonly queue?: QueuePlace | undefined;
   /** False for a run left to the fleet (`RunDriver.enqueue`): step 0 is saved with no lease, so a worker claims it at once. */
   readonly leased?: boolean;
+  /** The drive writes the run's stream (a store with the streams capability: `streamStore`). */
+  readonly stream?: StreamTerms | undefined;
 }
 
 /** What a claim is given besides the latest checkpoint. */
@@ -64,6 +68,8 @@ export interface ClaimOptions {
    * take of the run's queue, and the run is claimable once it landed.
    */
   readonly leased?: boolean | undefined;
+  /** As `RunStart.stream`. */
+  readonly stream?: StreamTerms | undefined;
 }
 
 /**
@@ -91,6 +97,10 @@ export class DurableRun {
   #step: number;
   /** The body this drive sealed last (or claimed from): the next row follows it in the chain. */
   #last: CheckpointBody | undefined;
+  /** The run's stream as this drive writes it; undefined when it does not. */
+  #stream: StreamWriter | undefined;
+  /** What the rows of a drive that writes no stream seal as `streamed`: the claimed row's. */
+  #streamed: number | undefined;
 
   private constructor(init: RunStart, step: number, segment: number, earlier: SegmentCounts, last?: CheckpointBody) {
     this.store = init.store;
@@ -111,6 +121,7 @@ export class DurableRun {
     );
     this.#step = step;
     this.#last = last;
+    this.#streamed = last?.streamed;
     this.#changes = { on: init.store.history !== undefined, snapshotEvery: init.snapshotEvery };
     this.#queuePlace = init.queue;
   }
@@ -158,7 +169,10 @@ export class DurableRun {
     const run = new DurableRun(init, -1, 0, []);
     // A run left to the fleet takes no lease with its step 0: a worker claims it at once.
     const hold = init.leased === false ? { owner: run.lease.owner, ms: 0 } : undefined;
+    // Step 0 of a run that streams counts no part: its stream starts after it lands.
+    if (init.stream !== undefined) run.#streamed = 0;
     const { body, landed } = run.#queue(0, "running", init.data, false, false, () => onLanded?.(body), hold);
+    if (init.stream !== undefined) run.#openStream(init.stream, 0);
     return { run, checkpoint: body, landed };
   }
 
@@ -189,6 +203,7 @@ export class DurableRun {
     const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, takeOver, hold);
     faultPoint("claim.before-log-read");
     try {
+      if (options.stream !== undefined) await run.#claimStream(options.stream, latest.streamed ?? 0);
       const records = await readCallLog(store, sealer, latest.runId, latest.calls, options.callsFrom);
       run.log.learn(records);
       return { run, checkpoint, records };
@@ -214,6 +229,32 @@ export class DurableRun {
     const init: RunStart = { ...latest, store, sealer, lease: options.lease };
     const run = new DurableRun(init, latest.step, latest.segment + 1, latest.calls, latest);
     return run.#write(latest.step + 1, "failed", options.data, options.takeOver);
+  }
+
+  /** The run's stream as this drive writes it (`RunStart.stream`), or undefined. */
+  get stream(): StreamWriter | undefined {
+    return this.#stream;
+  }
+
+  /** Starts writing the stream at `length`: its first part says which attempt (segment) the parts after it are. */
+  #openStream(terms: StreamTerms, length: number, abandons?: { from: number; to: number }): void {
+    this.#stream = new StreamWriter(this, this.#writer, terms, () => this.segment, length);
+    this.#stream.write({ type: "attempt", attempt: this.segment, ...(abandons === undefined ? {} : { abandons }) });
+  }
+
+  /**
+   * After a claim landed (no part of the segment it fenced lands after it):
+   * the parts past `streamed`, the latest checkpoint's count, were streamed
+   * by a drive that was cut off before it saved them, and the new attempt says so.
+   */
+  async #claimStream(terms: StreamTerms, streamed: number): Promise<void> {
+    const length = await streamLength(streamStore("stream", this.store), this.runId, streamed);
+    if (length < streamed)
+      throw new CheckpointStoreCorrupt(
+        this.runId,
+        `its stream holds ${length} parts, and its latest checkpoint counted ${streamed}: parts were deleted.`,
+      );
+    this.#openStream(terms, length, length > streamed ? { from: streamed, to: length } : undefined);
   }
 
   /** Saves the next step with this worker's segment; resolves once it landed. */
@@ -283,6 +324,7 @@ export class DurableRun {
    */
   async giveUp(reason?: unknown): Promise<void> {
     this.#stop.abort(reason);
+    this.#stream?.close();
     await this.flush().catch(() => undefined);
     await this.stopLease(true);
   }
@@ -326,6 +368,7 @@ export class DurableRun {
         kind: this.kind,
         identity: this.identity,
         calls: this.log.counts,
+        streamed: this.#settleStream(status, hold),
         data,
       },
       this.#last,
@@ -366,6 +409,18 @@ export class DurableRun {
     // A step that waits is awaited by no one until it lands: its failure reaches the run's next write instead.
     landed.catch(() => undefined);
     return { body, landed };
+  }
+
+  /**
+   * What a row seals as `streamed`: every part written before it is queued
+   * ahead of it. A row that ends the drive (paused, ended, asleep, released)
+   * closes the stream: a new drive writes the parts after it.
+   */
+  #settleStream(status: RunStatus, hold: "decision" | LeaseClaim | undefined): number | undefined {
+    if (this.#stream === undefined) return this.#streamed;
+    const streamed = this.#stream.settle();
+    if (status !== "running" || hold !== undefined) this.#stream.close();
+    return streamed;
   }
 
   /**

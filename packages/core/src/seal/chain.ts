@@ -160,8 +160,18 @@ function foldCheckpoints(runId: string, rows: readonly OpenedCheckpoint[], lastO
       data = changed;
     }
     if (!lastOnly || index === rows.length - 1) {
-      const { step, status, segment, calls } = row;
-      bodies.push({ runId: row.runId, step, status, segment, ...run, calls, data, chain: link });
+      const { step, status, segment, calls, streamed } = row;
+      bodies.push({
+        runId: row.runId,
+        step,
+        status,
+        segment,
+        ...run,
+        calls,
+        ...(streamed === undefined ? {} : { streamed }),
+        data,
+        chain: link,
+      });
     }
   }
   return bodies;

@@ -25,6 +25,13 @@ export interface CheckpointBody {
    * segment is corrupt.
    */
   readonly calls: SegmentCounts;
+  /**
+   * How many parts the run's stream held when the row was sealed (every part
+   * its writer wrote before it: see docs/protocol.md, "Streams"); absent on
+   * runs that never streamed. Parts past it when a worker claims the run are
+   * of a drive that was cut off.
+   */
+  readonly streamed?: number;
   /** The run's whole data at this step, rebuilt from the snapshot and changes under it when the row is a change. */
   readonly data: JsonValue;
   /** Where the row sits in its run's chain of checkpoints: set on every body a read rebuilt or a runner sealed. */
@@ -107,12 +114,24 @@ export function sealCheckpoint(
   body: CheckpointBody,
   change?: { readonly prev: string; readonly base?: number; readonly delta?: readonly DeltaOp[] },
 ): CheckpointRow {
-  const { runId, step, status, segment, name, kind, identity, calls, data } = body;
+  const { runId, step, status, segment, name, kind, identity, calls, data, streamed } = body;
   const row = { runId, step, status, segment, name, kind };
   const content =
     change?.delta === undefined
-      ? { runId, step, status, segment, flow: name, kind, identity, calls, data, ...(change && { prev: change.prev }) }
-      : { runId, step, status, segment, calls, delta: change.delta, base: change.base, prev: change.prev };
+      ? {
+          runId,
+          step,
+          status,
+          segment,
+          flow: name,
+          kind,
+          identity,
+          calls,
+          streamed,
+          data,
+          ...(change && { prev: change.prev }),
+        }
+      : { runId, step, status, segment, calls, streamed, delta: change.delta, base: change.base, prev: change.prev };
   return {
     status: body.status,
     segment: body.segment,
@@ -142,7 +161,7 @@ export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained
   // Built field by field, not spread: a recovery opens every row since its snapshot, and a spread costs more than the parse.
   const digest = rowDigest(row.sealed);
   const bytes = row.sealed.length;
-  const { runId, step, status, segment, calls, prev } = sealed;
+  const { runId, step, status, segment, calls, prev, streamed } = sealed;
   const body: OpenedCheckpoint =
     "data" in sealed
       ? {
@@ -154,6 +173,7 @@ export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained
           kind: sealed.kind,
           identity: sealed.identity,
           calls,
+          ...(streamed === undefined ? {} : { streamed }),
           digest,
           bytes,
           prev,
@@ -169,6 +189,7 @@ export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained
           kind: sealed.kind ?? row.kind,
           identity: sealed.identity,
           calls,
+          ...(streamed === undefined ? {} : { streamed }),
           digest,
           bytes,
           prev,
@@ -187,7 +208,7 @@ export function openCheckpoint(sealer: Sealer, stored: StoredCheckpoint, chained
 }
 
 /** A checkpoint body as it is sealed: the run's name under `flow`; a change without name, kind and identity. */
-type SealedBody = Pick<CheckpointBody, "runId" | "step" | "status" | "segment" | "calls"> & {
+type SealedBody = Pick<CheckpointBody, "runId" | "step" | "status" | "segment" | "calls" | "streamed"> & {
   readonly prev?: string;
 } & (
     | { readonly flow: string; readonly kind: RunKind; readonly identity: Identity; readonly data: JsonValue }
@@ -216,6 +237,8 @@ function isSealedBody(value: JsonValue): value is JsonValue & SealedBody {
     value["calls"].length === (value["segment"] as number) + 1 &&
     (omitted("identity") || isJsonObject(identity)) &&
     (value["prev"] === undefined || typeof value["prev"] === "string") &&
+    (value["streamed"] === undefined ||
+      (Number.isSafeInteger(value["streamed"]) && (value["streamed"] as number) >= 0)) &&
     (change
       ? isDelta(value["delta"]) &&
         typeof value["prev"] === "string" &&

@@ -8,7 +8,7 @@ export type { CheckpointKeys } from "./signing.js";
 export type { EncryptionKeys } from "./encryption.js";
 
 /** What a sealed value is; bound into the signature so one kind cannot pass for another. */
-export type SealPurpose = "checkpoint" | "call" | "event";
+export type SealPurpose = "checkpoint" | "call" | "event" | "stream";
 
 /**
  * The plain columns a store keeps beside a sealed value, as the reader found
@@ -25,6 +25,9 @@ export interface SealedColumns {
   readonly kind?: string;
   /** An event's idempotency key. */
   readonly key?: string;
+  /** A stream batch's first part and how many it holds. */
+  readonly offset?: number;
+  readonly count?: number;
 }
 
 /**
@@ -50,6 +53,12 @@ const COLUMNS: Readonly<Record<SealPurpose, readonly (readonly [keyof SealedColu
     ["runId", "runId"],
     ["seq", "seq"],
     ["key", "key"],
+  ],
+  stream: [
+    ["runId", "runId"],
+    ["segment", "segment"],
+    ["offset", "offset"],
+    ["count", "count"],
   ],
 };
 

@@ -25,6 +25,10 @@ export class AnchoredStore implements Store.CheckpointStore {
   readonly inbox?: Store.CheckpointStore["inbox"];
   /** The inner store's queue listing, as it is: a queue's limits are the inner store's to keep. */
   readonly listQueued?: Store.CheckpointStore["listQueued"];
+  /** The inner store's streams, as they are: each batch is sealed for its place, and the checkpoints count them. */
+  readonly appendStream?: Store.CheckpointStore["appendStream"];
+  readonly stream?: Store.CheckpointStore["stream"];
+  readonly dropStream?: Store.CheckpointStore["dropStream"];
 
   constructor(inner: Store.CheckpointStore, anchor: RunAnchor) {
     this.inner = inner;
@@ -40,6 +44,12 @@ export class AnchoredStore implements Store.CheckpointStore {
     if (inbox !== undefined) this.inbox = inbox;
     const listQueued = inner.listQueued?.bind(inner);
     if (listQueued !== undefined) this.listQueued = listQueued;
+    const appendStream = inner.appendStream?.bind(inner);
+    if (appendStream !== undefined) this.appendStream = appendStream;
+    const stream = inner.stream?.bind(inner);
+    if (stream !== undefined) this.stream = stream;
+    const dropStream = inner.dropStream?.bind(inner);
+    if (dropStream !== undefined) this.dropStream = dropStream;
     const commit = inner.commit?.bind(inner);
     if (commit !== undefined)
       this.commit = async (runId, writes) => {

@@ -1,3 +1,5 @@
+import type { StoredStreamBatch, StreamBatch } from "./streams.js";
+
 /** Where a run stands. `done` and `failed` are ended: a store refuses any later save. */
 export type RunStatus = "running" | "paused" | "done" | "failed";
 
@@ -242,7 +244,7 @@ export interface CheckpointStore {
    */
   listUnfinished(name: string, options?: ListOptions): AsyncIterable<string>;
 
-  /** Removes every checkpoint, call record and event of the run, and nothing of any other run. Unknown runs are a no-op. */
+  /** Removes every checkpoint, call record, event and stream batch of the run, and nothing of any other run. Unknown runs are a no-op. */
   delete(runId: string): Promise<void>;
 
   /**
@@ -329,6 +331,28 @@ export interface CheckpointStore {
    * not a whole number ≥ 0 is `InvalidInput` (`checkInboxFrom`).
    */
   inbox?(runId: string, from?: number): Promise<StoredEvent[]>;
+
+  /**
+   * Optional, the streams capability (with `stream` and `dropStream`):
+   * appends a batch of the run's stream, atomically. Accepted only when the
+   * run exists and is not ended, `batch.segment` is its latest checkpoint's
+   * segment (a fenced worker streams nothing more), and `batch.offset` is
+   * the number of parts the stream holds; otherwise `CheckpointConflict` (an
+   * unknown run `CheckpointNotFound`). Durable when it resolves. A malformed
+   * batch is `InvalidInput` (`checkStreamBatch`); the rules are `streamRefusal`.
+   */
+  appendStream?(runId: string, batch: StreamBatch): Promise<void>;
+
+  /**
+   * Optional, the streams capability: the batches of the run's stream that
+   * hold part `from` (0 when not given) or a later one, by offset, at most
+   * `MAX_STREAM_PAGE`, read as a range of an index; empty for an unknown
+   * run or a dropped stream. A bad `from` is `InvalidInput` (`checkStreamFrom`).
+   */
+  stream?(runId: string, from?: number): Promise<StoredStreamBatch[]>;
+
+  /** Optional, the streams capability: removes the run's stream, and nothing else (`pruneStreams` on ended runs). */
+  dropStream?(runId: string): Promise<void>;
 
   /**
    * True when the store lives in this process only (the memory store): a runner

@@ -38,7 +38,15 @@ import {
 } from "./contract.js";
 import { checkRunQuery, matchesRunQuery, newestFirst, runPage } from "./listing.js";
 import { checkQueuePlace, holdsSlot, isStart, isTake, queueOrder, queueRefusal } from "./queues.js";
-import { checkedCall, checkedCheckpoint, checkedEvent, checkedHead } from "./rows.js";
+import { checkedCall, checkedCheckpoint, checkedEvent, checkedHead, checkedStreamBatch } from "./rows.js";
+import {
+  checkStreamBatch,
+  checkStreamFrom,
+  type StoredStreamBatch,
+  type StreamBatch,
+  streamPage,
+  streamRefusal,
+} from "./streams.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {
@@ -54,6 +62,8 @@ export interface MemoryRun {
   waitsForDecision?: boolean;
   /** Events sent to it, by seq (absent: none yet). */
   inbox?: StoredEvent[];
+  /** Its stream's batches, by offset (absent: none yet, or dropped). */
+  stream?: StoredStreamBatch[];
   /** Its queue place, from its step 0 (absent: not queued), and when step 0 was accepted, in the store's order. */
   queue?: { readonly place: QueuePlace; readonly queuedAt: number };
 }
@@ -290,6 +300,32 @@ export class MemoryCheckpointStore implements CheckpointStore {
     checkInboxFrom(from);
     const rows = this.#runs.get(runId)?.inbox ?? [];
     return rows.filter((row) => row.seq >= from).map((row) => checkedEvent(runId, row));
+  }
+
+  async appendStream(runId: string, batch: StreamBatch): Promise<void> {
+    checkStreamBatch(batch);
+    const entry = this.#runs.get(runId);
+    const stream = entry?.stream ?? [];
+    const last = stream.at(-1);
+    const refused = streamRefusal(
+      runId,
+      headOf(runId, entry),
+      last === undefined ? 0 : last.offset + last.count,
+      batch,
+    );
+    if (refused !== undefined || entry === undefined) throw refused ?? new CheckpointNotFound(runId);
+    const { segment, offset, count, sealed } = batch;
+    entry.stream = [...stream, Object.freeze({ runId, segment, offset, count, sealed })];
+  }
+
+  async stream(runId: string, from = 0): Promise<StoredStreamBatch[]> {
+    checkStreamFrom(from);
+    return streamPage(this.#runs.get(runId)?.stream ?? [], from).map((row) => checkedStreamBatch(runId, row));
+  }
+
+  async dropStream(runId: string): Promise<void> {
+    const entry = this.#runs.get(runId);
+    if (entry !== undefined) delete entry.stream;
   }
 
   /** A page of runs of any status, newest first (see `CheckpointStore.listRuns`): every run is looked at, as suits memory. */

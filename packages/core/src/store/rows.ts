@@ -1,6 +1,7 @@
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { RunKind, RunStatus, StoredCall, StoredCheckpoint, StoredEvent } from "./contract.js";
 import type { RunHead } from "./rules.js";
+import type { StoredStreamBatch } from "./streams.js";
 
 /*
  * What a stored row must look like before anything reads it: a store checks
@@ -67,6 +68,24 @@ export function checkedEvent(runId: string, row: EventColumns): StoredEvent {
   if (typeof row.key !== "string") throw malformedColumn(runId, "event", "key", row.key);
   if (typeof row.sealed !== "string") throw malformedColumn(runId, "event", "sealed", row.sealed);
   return { runId, seq, key: row.key, sealed: row.sealed };
+}
+
+/** The columns a store read of one stream batch. */
+export interface StreamColumns {
+  readonly segment: unknown;
+  readonly offset: unknown;
+  readonly count: unknown;
+  readonly sealed: unknown;
+}
+
+/** A stream batch from the columns read, or `CheckpointStoreCorrupt` naming the column of another shape. */
+export function checkedStreamBatch(runId: string, row: StreamColumns): StoredStreamBatch {
+  const segment = wholeNumber(runId, "stream batch", "segment", row.segment);
+  const offset = wholeNumber(runId, "stream batch", "offset", row.offset);
+  const count = wholeNumber(runId, "stream batch", "count", row.count);
+  if (count === 0) throw malformedColumn(runId, "stream batch", "count", row.count);
+  if (typeof row.sealed !== "string") throw malformedColumn(runId, "stream batch", "sealed", row.sealed);
+  return { runId, segment, offset, count, sealed: row.sealed };
 }
 
 /**
