@@ -1,4 +1,4 @@
-import { followRun, type FollowedPart } from "@durable/core";
+import { followRun, type FollowedPart, type JsonValue } from "@durable/core";
 import { checkLoopOptions } from "./check-args.js";
 import type { LoopStoreOptions } from "./loop-options.js";
 import type { Message } from "./message.js";
@@ -9,8 +9,9 @@ import type { ModelUsage } from "./usage.js";
  * A part of a loop's stream as the store keeps it (`stream` option): the
  * `LoopStreamPart`s a caller of `streamToolLoop` gets, without their run id,
  * and instead of `run-start` an `attempt` opening each drive, whose
- * `abandons` are the parts before it that a cut-off drive wrote. The stream
- * ends with `stream-full` when it reached its limit.
+ * `abandons` are the parts before it that a cut-off drive wrote; `data` is
+ * what a tool wrote (`ctx.writeData`). The stream ends with `stream-full`
+ * when it reached its limit.
  */
 export type LoopStreamRecord =
   | {
@@ -28,6 +29,7 @@ export type LoopStreamRecord =
       readonly finishReason?: string;
     }
   | { readonly type: "tool-result"; readonly round: number; readonly message: Message }
+  | { readonly type: "data"; readonly callId: string; readonly data: JsonValue }
   | { readonly type: "stream-full"; readonly limit: number };
 
 /** A loop's part as a follower gets it (see `FollowedPart`: its offset, attempt, and whether that attempt was cut off). */

@@ -14,9 +14,14 @@ import {
 const ask = [{ role: "user" as const, content: "Book two seats" }];
 
 function registry(): ToolRegistry {
-  return new ToolRegistry().tool("hold_seats", (args) => ({ held: (args as { seats: number }).seats }), {
-    idempotent: true,
-  });
+  return new ToolRegistry().tool(
+    "hold_seats",
+    (args, ctx) => {
+      ctx.writeData({ holding: (args as { seats: number }).seats });
+      return { held: (args as { seats: number }).seats };
+    },
+    { idempotent: true },
+  );
 }
 
 /** A model that streams each reply's text word by word; `hold` lets a test stop a call mid-reply. */
@@ -72,12 +77,14 @@ describe("a loop's durable stream", () => {
       "text-delta",
       "tool-call",
       "step-finish",
+      "data",
       "tool-result",
       "step-start",
       ...Array(7).fill("text-delta"),
       "step-finish",
     ]);
     expect(parts.every((p) => p.attempt === 0 && !p.abandoned)).toBe(true);
+    expect(parts.find((p) => p.part.type === "data")?.part).toMatchObject({ data: { holding: 2 } });
     expect(text(parts)).toBe(replies.map((r) => r.text).join(""));
     const snapshot = await readToolLoop("s1", { checkpoints });
     expect(snapshot.streamed).toBe(parts.length);
@@ -93,7 +100,7 @@ describe("a loop's durable stream", () => {
     });
     const options = { checkpoints, stream: { flushMs: 1 } };
     const first = runToolLoop(a.model, registry(), ask, { ...options, runId: "s2" }).catch((error: unknown) => error);
-    await until(async () => (await checkpoints.stream("s2")).reduce((n, batch) => n + batch.count, 0) >= 12);
+    await until(async () => (await checkpoints.stream("s2")).reduce((n, batch) => n + batch.count, 0) >= 13);
     const b = wordModel(replies.slice(1));
     const recovered = await recoverToolLoop(b.model, registry(), "s2", { ...options, takeOver: true });
     expect(recovered.status).toBe("done");
@@ -103,9 +110,9 @@ describe("a loop's durable stream", () => {
     const attempts = parts.filter((p) => p.part.type === "attempt");
     expect(attempts.map((p) => p.part)).toEqual([
       { type: "attempt", attempt: 0 },
-      { type: "attempt", attempt: 1, abandons: { from: 9, to: 12 } },
+      { type: "attempt", attempt: 1, abandons: { from: 10, to: 13 } },
     ]);
-    expect(parts.filter((p) => p.abandoned).map((p) => p.offset)).toEqual([9, 10, 11]);
+    expect(parts.filter((p) => p.abandoned).map((p) => p.offset)).toEqual([10, 11, 12]);
     expect(parts.filter((p) => p.abandoned).every((p) => p.attempt === 0)).toBe(true);
     expect(text(live(parts))).toBe(replies.map((r) => r.text).join(""));
     // A follower that joins at the saved history's end gets what came after it only.

@@ -11,6 +11,8 @@ import type {
   StoredCall,
   StoredEvent,
   StoredCheckpoint,
+  StoredStreamBatch,
+  StreamBatch,
 } from "@durable/core/store";
 
 /** A promise that never settles: what a worker that died inside an operation leaves behind. */
@@ -107,6 +109,20 @@ export class DyingStore implements CheckpointStore {
     if (this.dead) await forever();
     return this.inner.inbox?.(runId, from) ?? [];
   }
+  /** A dead worker streams nothing more and reads no stream. */
+  async appendStream(runId: string, batch: StreamBatch): Promise<void> {
+    if (this.dead) await forever();
+    if (this.inner.appendStream === undefined)
+      throw new Error("the store under this DyingStore has no streams capability");
+    return this.inner.appendStream(runId, batch);
+  }
+  async stream(runId: string, from?: number): Promise<StoredStreamBatch[]> {
+    if (this.dead) await forever();
+    return this.inner.stream?.(runId, from) ?? [];
+  }
+  async dropStream(runId: string): Promise<void> {
+    return this.inner.dropStream?.(runId);
+  }
   async close(): Promise<void> {}
 
   async #gate(hit: boolean, write: () => Promise<void>): Promise<void> {
@@ -155,6 +171,9 @@ export function storeWith(store: CheckpointStore, overrides: Partial<CheckpointS
     ...(store.sendEvent === undefined ? {} : { sendEvent: (runId, event) => store.sendEvent!(runId, event) }),
     ...(store.inbox === undefined ? {} : { inbox: (runId, from) => store.inbox!(runId, from) }),
     ...(store.listQueued === undefined ? {} : { listQueued: (queue) => store.listQueued!(queue) }),
+    ...(store.appendStream === undefined ? {} : { appendStream: (runId, batch) => store.appendStream!(runId, batch) }),
+    ...(store.stream === undefined ? {} : { stream: (runId, from) => store.stream!(runId, from) }),
+    ...(store.dropStream === undefined ? {} : { dropStream: (runId) => store.dropStream!(runId) }),
     ...overrides,
   };
 }

@@ -1,3 +1,4 @@
+import { canonicalCopy } from "../base/canonical.js";
 import type { JsonValue } from "../base/json.js";
 import { encodeValue } from "../base/codec.js";
 import { InvalidInput, ToolTimedOut, UnrecordableResult, errorText } from "../base/errors.js";
@@ -90,7 +91,12 @@ async function runAttempt(
   const timeout = new AbortController();
   const giveUp = scope.init.signal;
   const signal = giveUp === undefined ? timeout.signal : AbortSignal.any([timeout.signal, giveUp]);
-  const ctx = { runId: scope.runId, callId, idempotencyKey, identity: scope.init.identity, attempt, signal };
+  const { stream } = scope.init;
+  const writeData = (data: unknown): void => {
+    const copy = canonicalCopy(data, `the data ${definition.name} writes to the stream`);
+    stream?.write({ type: "data", callId, data: copy });
+  };
+  const ctx = { runId: scope.runId, callId, idempotencyKey, identity: scope.init.identity, attempt, signal, writeData };
   const running = withIdempotencyKey(idempotencyKey, async () => definition.fn(args, ctx));
   if (timeoutMs === undefined) return running;
   let timer: NodeJS.Timeout | undefined;

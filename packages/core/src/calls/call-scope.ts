@@ -1,4 +1,5 @@
 import { PLAIN_JSON, type ValueCodec } from "../base/codec.js";
+import type { StreamWriter } from "../log/run-stream.js";
 import type { Identity } from "../base/identity.js";
 import { InvalidInput } from "../base/errors.js";
 import type { CallLog } from "../log/call-log.js";
@@ -37,6 +38,8 @@ export interface CallScopeInit {
   readonly taken?: Readonly<Record<string, number>> | undefined;
   /** An operator woke the run (`RunEnvelope.wokenBefore`): the sleeps and deadlines recorded before this place are over. */
   readonly wokenBefore?: CallPosition | undefined;
+  /** The run's stream, when it streams: a tool's `writeData` goes to it. */
+  readonly stream?: StreamWriter | undefined;
 }
 
 /** What a round waits for: events of these names, having read this many events of the inbox. */

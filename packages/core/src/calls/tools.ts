@@ -23,6 +23,13 @@ export interface ToolContext {
    * ignores it cannot be stopped; its late result is never recorded.
    */
   readonly signal: AbortSignal;
+  /**
+   * Adds custom data (plain JSON, or `InvalidInput`) to the run's stream when
+   * it streams (`stream`), as a part `{ type: "data", callId, data }` a
+   * follower gets in order with the model's; does nothing otherwise. It is
+   * progress, not a result: a call that replays writes nothing again.
+   */
+  writeData(data: unknown): void;
 }
 
 /**

@@ -65,6 +65,7 @@ export class RunSteps<D, R> {
         inbox: run.store.inbox === undefined ? undefined : () => run.inbox(),
         taken: envelope.taken,
         wokenBefore: envelope.wokenBefore,
+        stream: run.stream,
       });
       const context: StepContext = {
         runId: run.runId,

@@ -21,15 +21,21 @@ export function streamStore(where: string, store: CheckpointStore): StreamStore 
   return store as StreamStore;
 }
 
-/** How many parts the run's stream holds, read from part `from` on (the caller knows it holds that many). */
-export async function streamLength(store: StreamStore, runId: string, from: number): Promise<number> {
-  let length = from;
+/**
+ * How many parts the run's stream holds, read from the batch of part
+ * `counted - 1` on (a checkpoint counted `counted`): fewer than `counted`
+ * when parts it counted are gone.
+ */
+export async function streamLength(store: StreamStore, runId: string, counted: number): Promise<number> {
+  let length = 0;
+  let from = Math.max(0, counted - 1);
   for (;;) {
-    const page = await store.stream(runId, length);
+    const page = await store.stream(runId, from);
     const last = page.at(-1);
     if (last === undefined) return length;
     length = last.offset + last.count;
     if (page.length < MAX_STREAM_PAGE) return length;
+    from = length;
   }
 }
 

@@ -5,6 +5,7 @@ import { openCheckpoint } from "../seal/checkpoint.js";
 import type { CheckpointKeys } from "../seal/sealer.js";
 import { isEnded } from "../store/contract.js";
 import { MAX_RUN_PAGE, runCursor } from "../store/listing.js";
+import { streamStore } from "../log/stream-read.js";
 
 /** What `pruneRuns` deletes, and where. */
 export interface PruneOptions extends StorageOptions {
@@ -15,14 +16,34 @@ export interface PruneOptions extends StorageOptions {
   readonly name?: string;
   /** At most this many runs a call (1 to 500, default 100): one page of the store's listing. */
   readonly limit?: number;
+  /**
+   * Drops only the runs' streams (`dropStream`), keeping their checkpoints and
+   * records: a stream kept for a while after its run ended, for clients that
+   * rejoin late, then dropped before the run itself is. Needs a store with streams.
+   */
+  readonly streamsOnly?: boolean;
+  /** Where this call's page starts: the `next` of the call before, when streams only are dropped (the runs stay listed). */
+  readonly cursor?: string;
 }
 
-const PRUNE_OPTIONS: OptionTable<PruneOptions> = { ...STORAGE_OPTIONS, olderThan: true, name: "string", limit: true };
+const PRUNE_OPTIONS: OptionTable<PruneOptions> = {
+  ...STORAGE_OPTIONS,
+  olderThan: true,
+  name: "string",
+  limit: true,
+  streamsOnly: "boolean",
+  cursor: "string",
+};
 
-/** What one call of `pruneRuns` did: the runs it deleted, and whether older ended runs remain for another call. */
+/**
+ * What one call of `pruneRuns` did: the runs it deleted (or whose streams it
+ * dropped), whether older ended runs remain for another call, and where that
+ * call starts (`cursor`).
+ */
 export interface PruneResult {
   readonly pruned: readonly string[];
   readonly more: boolean;
+  readonly next?: string;
 }
 
 /**
@@ -46,6 +67,7 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneResult> {
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RUN_PAGE)
     throw new InvalidInput(`${where}: limit must be a whole number from 1 to ${MAX_RUN_PAGE}.`);
   const { store, sealer } = runStorage(where, options);
+  const streams = options.streamsOnly === true ? streamStore(where, store) : undefined;
   if (store.listRuns === undefined)
     throw new InvalidInput(`${where}: the store has no listRuns (the inspection capability): it cannot find old runs.`);
   const page = await store.listRuns({
@@ -53,7 +75,7 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneResult> {
     ...(options.name === undefined ? {} : { name: options.name }),
     limit,
     // Strictly after this place in newest-first order: every run saved before `olderThan`.
-    cursor: runCursor({ updatedAt: before, runId: "" }),
+    cursor: options.cursor ?? runCursor({ updatedAt: before, runId: "" }),
   });
   const pruned: string[] = [];
   for (const run of page.runs) {
@@ -64,8 +86,9 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneResult> {
       if (error instanceof CheckpointNotFound) continue;
       throw error;
     }
-    await store.delete(run.runId);
+    if (streams === undefined) await store.delete(run.runId);
+    else await streams.dropStream(run.runId);
     pruned.push(run.runId);
   }
-  return { pruned, more: page.next !== undefined };
+  return { pruned, more: page.next !== undefined, ...(page.next === undefined ? {} : { next: page.next }) };
 }
