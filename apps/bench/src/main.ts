@@ -12,6 +12,7 @@ import { CONSOLE_FULL, CONSOLE_QUICK, consoleTable, measureConsole } from "./con
 import { longTable, measureLong, PAGE } from "./long.js";
 import { type EventFigures, eventsTable, measureEvents } from "./events.js";
 import { measureSleepers, sleepersTable } from "./sleepers.js";
+import { measureStreams, streamsTable } from "./streams.js";
 import { measureLangGraphLong } from "./peers/langgraph-loop.js";
 import { report, type StoreResult } from "./report.js";
 import type { Peer } from "./peers/peer.js";
@@ -86,6 +87,19 @@ const BENCH_COMMAND = {
       value: "<n>",
       defaultText: "300, or 60 with --quick",
       about: "with --long: the model calls of the loop",
+    },
+    streams: {
+      type: "boolean",
+      default: false,
+      about:
+        "instead of the rest: per store, a streamed reply of --tokens tokens (one a ms) without and with the run's durable stream (stream: true): " +
+        "the caller's time to first token and per-token latency, a follower's lag, and the bytes the stream keeps per 1,000 tokens",
+    },
+    tokens: {
+      type: "string",
+      value: "<n>",
+      defaultText: "1000, or 200 with --quick",
+      about: "with --streams: the tokens of each reply",
     },
     sleepers: {
       type: "boolean",
@@ -182,6 +196,17 @@ await runCommand(BENCH_COMMAND, async (values) => {
     });
     console.log(`\n${longTable(figures).join("\n")}`);
     writeResults(values.out, "long", machine.at, { machine, steps, figures });
+    return;
+  }
+  if (values.streams) {
+    const tokens = wholeNumber("tokens", values.tokens ?? (values.quick ? "200" : "1000"));
+    const figures = await eachTarget(values.stores, async (target) => {
+      const measured = await measureStreams(target.name, () => target.store(), tokens);
+      console.log(`measured ${target.name}`);
+      return [measured];
+    });
+    console.log(`\n${streamsTable(figures).join("\n")}`);
+    writeResults(values.out, "streams", machine.at, { machine, tokens, figures });
     return;
   }
   if (values.sleepers) {

@@ -25,7 +25,7 @@ async function streamed(store: CheckpointStore, runId: string, parts: number, st
     data: { n: 0 },
     stream: streamTerms("test", { flushMs: 1, batchParts: 3 }),
   });
-  for (let i = 0; i < parts; i++) run.stream?.write({ type: "text-delta", text: `w${i}` });
+  for (let i = 0; i < parts; i++) run.stream?.write({ type: "note", text: `w${i}` });
   await run.save(status, { n: parts });
   if (status === "running") await run.stopLease(true);
   return run;
@@ -59,10 +59,43 @@ describe("a run's stream", () => {
     const all = await follow(store, "r");
     expect(all.map((p) => p.part)).toEqual([
       { type: "attempt", attempt: 0 },
-      ...Array.from({ length: 7 }, (_, i) => ({ type: "text-delta", text: `w${i}` })),
+      ...Array.from({ length: 7 }, (_, i) => ({ type: "note", text: `w${i}` })),
     ]);
     expect((await follow(store, "r", 4)).map((p) => p.offset)).toEqual([4, 5, 6, 7]);
     expect(await follow(store, "r", 8)).toEqual([]);
+  });
+
+  it("joins a model's deltas of one batch into one part, of each kind, and no other parts", async () => {
+    const store = new MemoryCheckpointStore();
+    const { run } = await DurableRun.start({
+      store,
+      sealer,
+      runId: "deltas",
+      name: "chat",
+      kind: "loop",
+      identity: {},
+      data: {},
+      stream: streamTerms("test", true),
+    });
+    for (const part of [
+      { type: "text-delta", text: "Hel" },
+      { type: "text-delta", text: "lo" },
+      { type: "reasoning-delta", text: "hm" },
+      { type: "reasoning-delta", text: "m" },
+      { type: "text-delta", text: "!" },
+      { type: "note", text: "a" },
+      { type: "note", text: "b" },
+    ])
+      run.stream?.write(part);
+    await run.save("done", {});
+    expect((await follow(store, "deltas")).map((p) => p.part)).toEqual([
+      { type: "attempt", attempt: 0 },
+      { type: "text-delta", text: "Hello" },
+      { type: "reasoning-delta", text: "hmm" },
+      { type: "text-delta", text: "!" },
+      { type: "note", text: "a" },
+      { type: "note", text: "b" },
+    ]);
   });
 
   it("ends a follow once the run is paused, and waits for the parts of a run still running", async () => {
@@ -125,7 +158,7 @@ describe("a run's stream", () => {
       data: {},
       stream: streamTerms("test", { maxParts: 5 }),
     });
-    for (let i = 0; i < 20; i++) run.stream?.write({ type: "text-delta", text: `w${i}` });
+    for (let i = 0; i < 20; i++) run.stream?.write({ type: "note", text: `w${i}` });
     await run.save("done", { ok: true });
     const got: FollowedPart[] = [];
     const error = await (async () => {

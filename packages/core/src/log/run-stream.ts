@@ -111,15 +111,26 @@ export class StreamWriter {
     return this.#offset + this.#parts.length;
   }
 
-  /** Adds a part (plain JSON with a `type`, checked by the caller: it is sealed later), to be appended with the next batch. */
+  /**
+   * Adds a part (plain JSON with a `type`, checked by the caller: it is
+   * sealed later), to be appended with the next batch. A model's delta that
+   * follows one of its kind in the batch is joined to it: the stream keeps
+   * text, not a part per token.
+   */
   write(part: JsonObject): void {
     if (this.#closed || this.#full) return;
-    if (this.length + 1 >= this.#terms.maxParts) {
-      this.#full = true;
-      part = { type: "stream-full", limit: this.#terms.maxParts };
+    const last = this.#parts.at(-1);
+    if (last !== undefined && isDelta(part) && isDelta(last) && last["type"] === part["type"]) {
+      this.#parts[this.#parts.length - 1] = { type: part["type"] as string, text: `${last["text"]}${part["text"]}` };
+      this.#bytes += (part["text"] as string).length;
+    } else {
+      if (this.length + 1 >= this.#terms.maxParts) {
+        this.#full = true;
+        part = { type: "stream-full", limit: this.#terms.maxParts };
+      }
+      this.#parts.push(part);
+      this.#bytes += estimateBytes(part);
     }
-    this.#parts.push(part);
-    this.#bytes += estimateBytes(part);
     if (this.#parts.length >= this.#terms.batchParts || this.#bytes >= BATCH_BYTES || this.#full) this.#queue();
     else this.#timer ??= setTimeout(() => this.#queue(), this.#terms.flushMs);
   }
@@ -153,6 +164,16 @@ export class StreamWriter {
       .write({ kind: "stream", segment, offset, count, sealed }, false, () => tellNews(this.#store, this.#runId))
       .catch(() => undefined);
   }
+}
+
+/** A text or reasoning delta and nothing else: consecutive ones of a batch are joined. */
+function isDelta(part: JsonObject): boolean {
+  const type = part["type"];
+  return (
+    (type === "text-delta" || type === "reasoning-delta") &&
+    typeof part["text"] === "string" &&
+    Object.keys(part).length === 2
+  );
 }
 
 /** About how many bytes a part's JSON takes: a token's text is measured without writing the part out. */
