@@ -61,6 +61,7 @@ export {
 } from "./base/option-checks.js";
 export {
   checkRunnerOptions,
+  driverOptions,
   RUNNER_OPTIONS,
   RECOVER_OPTIONS,
   RECOVER_EACH_OPTIONS,

@@ -325,6 +325,7 @@ describe("entry points", () => {
         "decodeValue",
         "deepFreeze",
         "describeType",
+        "driverOptions",
         "eachConcurrently",
         "emit",
         "encodeValue",

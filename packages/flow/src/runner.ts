@@ -22,7 +22,7 @@ import {
   checkRunnerOptions,
   decodeValue,
   encodeValue,
-  leaseTerms,
+  driverOptions,
   PLAIN_JSON,
   queuePlace,
   type QueueStart,
@@ -30,7 +30,7 @@ import {
   RECOVER_OPTIONS,
   RUNNER_OPTIONS,
   RunDriver,
-  runStorage,
+  type RunnerOptions,
   type OptionTable,
   type Recovered,
   type RecoverEachOptions,
@@ -56,12 +56,7 @@ export interface FlowDone<S> {
 export type FlowResult<S> = FlowDone<S> | PausedResult | AsleepResult;
 
 /** Options of `FlowRunner`. */
-export interface FlowRunnerOptions extends StorageOptions {
-  readonly events?: EventSink;
-  /** With `encryptionKey`, events leave out call arguments and error messages unless this is true. */
-  readonly plainEvents?: boolean;
-  /** This worker's leases on the runs it drives: its id (default `workerId()`) and their length (default 30 s). */
-  readonly lease?: LeaseOptions;
+export interface FlowRunnerOptions extends RunnerOptions {
   /**
    * How tool results and states that are not plain JSON (a `Date`, a `Map`, a `BigInt`) are stored,
    * e.g. superjson's `serialize`/`deserialize`; the same on every worker. Default: they must be plain JSON.
@@ -125,13 +120,7 @@ export class FlowRunner {
     this.#codec = options.codec ?? PLAIN_JSON;
     const { checkpoints, checkpointKey, encryptionKey, anchor } = options;
     this.#storage = { checkpoints, checkpointKey, encryptionKey, anchor };
-    this.#driverOptions = {
-      ...runStorage("FlowRunner", options),
-      events: options.events,
-      plainEvents: options.plainEvents,
-      lease: leaseTerms("FlowRunner", options.lease),
-      codec: this.#codec,
-    };
+    this.#driverOptions = { ...driverOptions("FlowRunner", options), codec: this.#codec };
   }
 
   /** Starts a run from `input` (validated with the flow's schema) and runs it until it is done or paused. */

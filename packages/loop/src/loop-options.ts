@@ -1,4 +1,3 @@
-import type { StreamOptions } from "@durable/core";
 import type {
   ApprovalAnswers,
   ApprovalPort,
@@ -72,15 +71,6 @@ export interface LoopStoreOptions extends RunnerOptions {
    * the same tools.
    */
   readonly eventTools?: Readonly<Record<string, EventToolOptions>>;
-  /**
-   * Writes the run's stream to the store (`true`, or `StreamOptions`): the
-   * model's text, reasoning and tool calls as they arrive, each reply and
-   * tool result, so any process follows the run (`followToolLoop`) across
-   * takeovers. The model is asked to stream then, whoever drives the run.
-   * The store must keep streams. Every worker serving the loop should be
-   * given it: a drive without it streams nothing.
-   */
-  readonly stream?: boolean | StreamOptions;
 }
 
 /** Options of `runToolLoop`. */
@@ -149,7 +139,6 @@ const LOOP_STORE_OPTIONS: OptionTable<LoopStoreOptions> = {
   stopWhen: true,
   sleepTool: "string",
   eventTools: "object",
-  stream: true,
 };
 const TOOL_LOOP_OPTIONS: OptionTable<ToolLoopOptions> = {
   ...LOOP_STORE_OPTIONS,

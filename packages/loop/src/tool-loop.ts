@@ -6,7 +6,7 @@ import {
   newRunId,
   type ToolRegistry,
 } from "@durable/core";
-import { leaseTerms, RunDriver, runStorage, streamTerms, type OpenedRun } from "@durable/core/runner";
+import { driverOptions, RunDriver, type OpenedRun } from "@durable/core/runner";
 import { checkLoopArgs, readInputMessages } from "./check-args.js";
 import type { LoopData } from "./loop-data.js";
 import { loopProgram } from "./loop-program.js";
@@ -221,12 +221,5 @@ export function loopDriver(
     // A claim by runToolLoop resumes a pause or a conversation; any other claim recovers a cut-short run.
     recovering: where !== "runToolLoop" && where !== "streamToolLoop",
   });
-  return new RunDriver(program, {
-    ...runStorage("tool loop", options),
-    events: options.events,
-    plainEvents: options.plainEvents,
-    lease: leaseTerms("tool loop", options.lease),
-    codec: options.codec,
-    stream: streamTerms(where, options.stream),
-  });
+  return new RunDriver(program, driverOptions("tool loop", options));
 }

@@ -2,10 +2,11 @@ import type { ValueCodec } from "../base/codec.js";
 import { InvalidInput } from "../base/errors.js";
 import { checkCodec, checkOptions, type OptionTable } from "../base/option-checks.js";
 import type { EventSink } from "../log/events.js";
-import type { LeaseOptions } from "../run/lease.js";
-import { STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
+import { leaseTerms, type LeaseOptions } from "../run/lease.js";
+import { runStorage, STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
+import { streamTerms, type StreamOptions } from "../log/run-stream.js";
 import { checkStore } from "../store/check-store.js";
-import type { RecoverEachOptions, RecoverOptions } from "./program.js";
+import type { DriverOptions, RecoverEachOptions, RecoverOptions } from "./program.js";
 
 /** What every runner (`FlowRunner`, the tool loop) takes: where its runs are kept, its events, its leases, its codec. */
 export interface RunnerOptions extends StorageOptions {
@@ -21,6 +22,14 @@ export interface RunnerOptions extends StorageOptions {
   readonly lease?: LeaseOptions;
   /** How values that are not plain JSON are stored (default: they must be plain JSON); the same on every worker. */
   readonly codec?: ValueCodec;
+  /**
+   * Each drive writes its run's stream to the store (`true`, or
+   * `StreamOptions`; see docs/protocol.md, "Streams"): a loop's model output
+   * and tool results, and what tools write (`ctx.writeData`), for
+   * `followRun` in any process. The store must keep streams. Give it to every
+   * worker: a drive without it streams nothing.
+   */
+  readonly stream?: boolean | StreamOptions;
 }
 
 /**
@@ -33,7 +42,20 @@ export const RUNNER_OPTIONS: OptionTable<RunnerOptions> = {
   plainEvents: "boolean",
   lease: "object",
   codec: true,
+  stream: true,
 };
+
+/** What a runner's options give its run drivers (`where` names the runner in errors): storage, events, leases, codec, stream. */
+export function driverOptions(where: string, options: RunnerOptions): DriverOptions {
+  return {
+    ...runStorage(where, options),
+    events: options.events,
+    plainEvents: options.plainEvents,
+    lease: leaseTerms(where, options.lease),
+    codec: options.codec,
+    stream: streamTerms(where, options.stream),
+  };
+}
 
 /** The options of `recover`, `retry` and `resume` (`ctx` is checked by `identityOf`, `decide` when it is read). */
 export const RECOVER_OPTIONS: OptionTable<RecoverOptions> = {
