@@ -24,6 +24,10 @@ import {
   type StoredEvent,
   type StoreOperation,
   checkInboxFrom,
+  checkStreamBatch,
+  checkStreamFrom,
+  type StoredStreamBatch,
+  type StreamBatch,
 } from "@durable/core/store";
 import type { RedisLike } from "./client.js";
 import { pairs, storedCalls } from "./call-fields.js";
@@ -41,6 +45,7 @@ import { Queues } from "./queues.js";
 import { ReplicaWait } from "./replication.js";
 import { untilRun } from "./retry.js";
 import { SCRIPTS, type Script } from "./scripts.js";
+import { appendArgs, appendedOrRefused, batchesOf } from "./stream.js";
 import { checkpointOf, writeArgs, writeVerdict } from "./write-script.js";
 
 /**
@@ -187,6 +192,31 @@ export class RedisCheckpointStore implements CheckpointStore {
     const key = this.keysOf(runId).inbox;
     const read = (client: RedisLike, deadline: number) => untilRun(() => client.lRange(key, from, -1), deadline);
     return eventsOf(runId, from, await this.#call({ what: "inbox", runId }, read));
+  }
+
+  /** Appends a batch to the run's stream (the streams capability): one script over the run's keys (stream.ts). */
+  async appendStream(runId: string, batch: StreamBatch): Promise<void> {
+    checkStreamBatch(batch);
+    const args = appendArgs(this.ttlSeconds, hex(runId), batch);
+    const reply = await this.#eval({ what: "appendStream", runId }, SCRIPTS.append, this.#all(runId), args);
+    appendedOrRefused(runId, batch, reply);
+  }
+
+  /**
+   * The batches of the run's stream from the one that holds part `from`, by
+   * offset, at most `MAX_STREAM_PAGE` (the streams capability): one script,
+   * two range reads of its sorted set.
+   */
+  async stream(runId: string, from = 0): Promise<StoredStreamBatch[]> {
+    checkStreamFrom(from);
+    const keys = [this.keysOf(runId).stream];
+    return batchesOf(runId, from, await this.#eval({ what: "stream", runId }, SCRIPTS.stream, keys, [String(from)]));
+  }
+
+  /** Removes the run's stream and nothing else (the streams capability): one script. */
+  async dropStream(runId: string): Promise<void> {
+    const { meta, stream } = this.keysOf(runId);
+    await this.#eval({ what: "dropStream", runId }, SCRIPTS.dropStream, [meta, stream], []);
   }
 
   /**
