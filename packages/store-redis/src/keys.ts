@@ -24,7 +24,7 @@ export const EXPIRY_DIGITS = 16;
 
 /** The keys of one run, all under one hash tag. */
 export interface RunKeys {
-  /** HASH: flow, kind, step, status, segment, segcalls, owner and expires (while leased), decision ("1" while it waits for one). */
+  /** HASH: flow, kind, step, status, segment, segcalls, owner and expires (while leased), decision ("1" while it waits for one), parts (how many parts its stream holds, once it has one). */
   readonly meta: string;
   /** HASH: step → JSON checkpoint row. */
   readonly cps: string;
@@ -34,6 +34,8 @@ export interface RunKeys {
   readonly inbox: string;
   /** HASH: an event's idempotency key → its seq, for each event of the inbox. */
   readonly inboxByKey: string;
+  /** ZSET: the run's stream, JSON [segment, offset, count, sealed] of each batch, scored by its offset. */
+  readonly stream: string;
   /** ZSET of the bucket: "<hex flow>:<hex run id>" of every unfinished run. */
   readonly unfinished: string;
   /** ZSET of the bucket: the unfinished runs that expire, scored by when (ms since the epoch). */
@@ -76,18 +78,19 @@ export function runKeys(prefix: string, runId: string): RunKeys {
     calls: `${run}:calls`,
     inbox: `${run}:inbox`,
     inboxByKey: `${run}:inbox-by-key`,
+    stream: `${run}:stream`,
     ...indexKeys(prefix, bucket),
   };
 }
 
 /**
- * The KEYS of the scripts that write a run (write, send, renew, delete), in
- * the order they number them: meta cps calls unfinished expiring claimable
- * claimable-of recent inbox inbox-by-key.
+ * The KEYS of the scripts that write a run (write, send, append, renew,
+ * delete), in the order they number them: meta cps calls unfinished expiring
+ * claimable claimable-of recent inbox inbox-by-key stream.
  */
 export function scriptKeys(keys: RunKeys): string[] {
-  const { meta, cps, calls, unfinished, expiring, claimable, claimableOf, recent, inbox, inboxByKey } = keys;
-  return [meta, cps, calls, unfinished, expiring, claimable, claimableOf, recent, inbox, inboxByKey];
+  const { meta, cps, calls, unfinished, expiring, claimable, claimableOf, recent, inbox, inboxByKey, stream } = keys;
+  return [meta, cps, calls, unfinished, expiring, claimable, claimableOf, recent, inbox, inboxByKey, stream];
 }
 
 /** The index keys of a bucket. */

@@ -22,8 +22,8 @@ local function hex(text)
 end`;
 
 /**
- * The run's keys (KEYS 1-3: meta cps calls; 9-10: inbox inbox-by-key, see
- * `scriptKeys`) expire ttl seconds from now once it ended (done
+ * The run's keys (KEYS 1-3: meta cps calls; 9-11: inbox inbox-by-key
+ * stream, see `scriptKeys`) expire ttl seconds from now once it ended (done
  * or failed; never with ttl 0), and never before: a running run may hold the
  * only evidence of a call in doubt (its worker died and nobody recovered it
  * yet), a paused one waits for a decision. An unfinished run that an earlier
@@ -35,7 +35,7 @@ export const EXPIRY: string = `${NOW}
 local function expiry(status, ttl, member, e)
   local lasts = (status == 'done' or status == 'failed') and ttl > 0
   if not lasts and redis.call('PTTL', KEYS[1]) == -1 then return end
-  for _, i in ipairs({1, 2, 3, 9, 10}) do
+  for _, i in ipairs({1, 2, 3, 9, 10, 11}) do
     if lasts then redis.call('EXPIRE', KEYS[i], ttl) else redis.call('PERSIST', KEYS[i]) end
   end
   redis.call('ZREM', KEYS[e], member)

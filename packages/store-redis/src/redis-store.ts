@@ -7,8 +7,6 @@ import {
   checkEvent,
   checkLeaseTerms,
   checkQueuePlace,
-  closedWhileUsed,
-  DurableError,
   InvalidInput,
   type Lease,
   type LeaseClaim,
@@ -25,25 +23,29 @@ import {
   type StoredCheckpoint,
   type StoredEvent,
   type StoreOperation,
-  StoreUnavailable,
   checkInboxFrom,
+  checkStreamBatch,
+  checkStreamFrom,
+  type StoredStreamBatch,
+  type StreamBatch,
 } from "@durable/core/store";
 import type { RedisLike } from "./client.js";
 import { pairs, storedCalls } from "./call-fields.js";
-import { Connection } from "./connection.js";
-import { corruptOr, describe, isMalformedKeys, malformedKeys } from "./errors.js";
+import { corruptOr } from "./errors.js";
 import { DurabilityCheck } from "./durability.js";
 import { type EventToSend, eventsOf, sendArgs, sentOrRefused } from "./inbox.js";
 import { checkPrefix, hex, keyPattern, runKeys, type RunKeys, scriptKeys } from "./keys.js";
 import { type Evaluate, listRuns } from "./listing.js";
 import { listRecent } from "./inspect.js";
 import { refusedHead } from "./lua.js";
+import { Operations } from "./operations.js";
 import { type RedisStoreOptions, resolveOptions } from "./options.js";
 import { renewOutcome, writeOutcome } from "./queue-replies.js";
 import { Queues } from "./queues.js";
 import { ReplicaWait } from "./replication.js";
 import { untilRun } from "./retry.js";
 import { SCRIPTS, type Script } from "./scripts.js";
+import { appendArgs, appendedOrRefused, batchesOf } from "./stream.js";
 import { checkpointOf, writeArgs, writeVerdict } from "./write-script.js";
 
 /**
@@ -59,16 +61,10 @@ import { checkpointOf, writeArgs, writeVerdict } from "./write-script.js";
 export class RedisCheckpointStore implements CheckpointStore {
   readonly prefix: string;
   readonly ttlSeconds: number;
-  readonly #factory: () => RedisLike;
-  readonly #timeoutMs: number;
-  readonly #durability: DurabilityCheck;
-  readonly #replicas: ReplicaWait | undefined;
+  readonly #operations: Operations;
   readonly #queues: Queues;
-  #connection: Connection | undefined;
   /** The last run's keys, as a script takes them: a runner writes one run many times in a row. */
   #last: { readonly runId: string; readonly keys: string[] } | undefined;
-  #closing: Promise<void> = Promise.resolve();
-  #closed = false;
 
   /**
    * `client` makes the store's client: `() => createClient({ url })` for one
@@ -81,12 +77,11 @@ export class RedisCheckpointStore implements CheckpointStore {
         "RedisCheckpointStore takes a function that makes a client: () => createClient({ url }), or () => createCluster({ rootNodes }).",
       );
     const { ttlSeconds, timeoutMs, replicas, clockSkewMs } = resolveOptions(options);
-    this.#factory = client;
     this.prefix = checkPrefix(options.prefix ?? "durable");
     this.ttlSeconds = ttlSeconds;
-    this.#timeoutMs = timeoutMs;
-    this.#durability = new DurabilityCheck(options.requireDurable === true);
-    this.#replicas = replicas > 0 ? new ReplicaWait(replicas) : undefined;
+    const durability = new DurabilityCheck(options.requireDurable === true);
+    const replicaWait = replicas > 0 ? new ReplicaWait(replicas) : undefined;
+    this.#operations = new Operations(client, timeoutMs, durability, replicaWait);
     this.#queues = new Queues(this.prefix, clockSkewMs);
   }
 
@@ -199,6 +194,31 @@ export class RedisCheckpointStore implements CheckpointStore {
     return eventsOf(runId, from, await this.#call({ what: "inbox", runId }, read));
   }
 
+  /** Appends a batch to the run's stream (the streams capability): one script over the run's keys (stream.ts). */
+  async appendStream(runId: string, batch: StreamBatch): Promise<void> {
+    checkStreamBatch(batch);
+    const args = appendArgs(this.ttlSeconds, hex(runId), batch);
+    const reply = await this.#eval({ what: "appendStream", runId }, SCRIPTS.append, this.#all(runId), args);
+    appendedOrRefused(runId, batch, reply);
+  }
+
+  /**
+   * The batches of the run's stream from the one that holds part `from`, by
+   * offset, at most `MAX_STREAM_PAGE` (the streams capability): one script,
+   * two range reads of its sorted set.
+   */
+  async stream(runId: string, from = 0): Promise<StoredStreamBatch[]> {
+    checkStreamFrom(from);
+    const keys = [this.keysOf(runId).stream];
+    return batchesOf(runId, from, await this.#eval({ what: "stream", runId }, SCRIPTS.stream, keys, [String(from)]));
+  }
+
+  /** Removes the run's stream and nothing else (the streams capability): one script. */
+  async dropStream(runId: string): Promise<void> {
+    const { meta, stream } = this.keysOf(runId);
+    await this.#eval({ what: "dropStream", runId }, SCRIPTS.dropStream, [meta, stream], []);
+  }
+
   /**
    * A page of runs of any status, newest first (the inspection capability:
    * see `CheckpointStore.listRuns`), from each bucket's `recent` index. Runs
@@ -251,12 +271,8 @@ export class RedisCheckpointStore implements CheckpointStore {
    * it fails with `StoreUnavailable` saying the store was closed while its
    * run used it, and connects nothing again.
    */
-  async close(): Promise<void> {
-    this.#closed = true;
-    const connection = this.#connection;
-    this.#connection = undefined;
-    if (connection !== undefined) this.#closing = connection.close(this.#timeoutMs);
-    await this.#closing;
+  close(): Promise<void> {
+    return this.#operations.close();
   }
 
   /**
@@ -295,97 +311,19 @@ export class RedisCheckpointStore implements CheckpointStore {
     writeVerdict(runId, await this.#queues.write(write, this.#evaluate(operation), send, writeOutcome));
   }
 
+  /** One script of an operation (operations.ts). */
+  #eval(operation: StoreOperation, script: Script, keys: string[], args: string[]): Promise<unknown> {
+    return this.#operations.eval(operation, script, keys, args);
+  }
+
+  /** One operation of commands of its own (operations.ts). */
+  #call<T>(operation: StoreOperation, op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
+    return this.#operations.call(operation, op);
+  }
+
   /** The store's scripts for one operation, as the listings and the queues run them. */
   #evaluate(operation: StoreOperation): Evaluate {
     return (script, keys, args) => this.#eval(operation, script, keys, args);
-  }
-
-  /**
-   * Runs a script by its SHA, loading it once when Redis does not know it (on
-   * a cluster, each master learns it on its first call); again while Redis
-   * says it did not run it (a slot migrating, a failover under way); then,
-   * with `replicas`, waits for the replicas of a script that may write.
-   * `runId`: the run whose keys it reads, named when they hold another shape.
-   */
-  #eval(operation: StoreOperation, script: Script, keys: string[], args: string[]): Promise<unknown> {
-    const options = { keys, arguments: args };
-    return this.#call(operation, async (client, deadline) => {
-      const reply = await untilRun(async () => {
-        try {
-          return await client.evalSha(script.sha, options);
-        } catch (error) {
-          if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
-          return await client.eval(script.source, options);
-        }
-      }, deadline);
-      if (script.writes && this.#replicas !== undefined) await this.#replicas.after(client, keys[0] ?? "", deadline);
-      return reply;
-    });
-  }
-
-  /**
-   * One operation, bounded by the timeout; any failure of Redis or the
-   * connection is `StoreUnavailable`, with the client's last connection error
-   * as the cause of a timeout. Once the store is closed, an operation fails
-   * saying so (naming its run), and connects nothing again. A key of the run
-   * of another type, or a script that failed on what the keys hold, is
-   * `CheckpointStoreCorrupt` naming the run: retrying it would fail the same way forever.
-   */
-  async #call<T>(operation: StoreOperation, op: (client: RedisLike, deadline: number) => Promise<T>): Promise<T> {
-    if (this.#closed) throw closedWhileUsed(operation);
-    const deadline = Date.now() + this.#timeoutMs;
-    let connection: Connection | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const cause = connection?.lastError;
-        const why = cause === undefined ? "" : ` (last connection error: ${describe(cause)})`;
-        reject(
-          new StoreUnavailable(
-            `Redis did not answer within ${this.#timeoutMs} ms${why}; whether the operation was applied is unknown.`,
-            { cause },
-          ),
-        );
-        // A connection that went silent stays silent: the next operation makes a new one.
-        if (connection !== undefined) this.#abandon(connection);
-      }, this.#timeoutMs);
-    });
-    try {
-      connection = this.#connected();
-      const ready = connection.ready().then(async (client) => {
-        await this.#durability.check(client);
-        return client;
-      });
-      return await Promise.race([ready.then((client) => op(client, deadline)), timeout]);
-    } catch (error) {
-      // Closed while the operation waited: why it failed, rather than the client's words for it.
-      if (this.#closed) throw closedWhileUsed(operation, error);
-      if (error instanceof DurableError) throw error;
-      if (operation.runId !== undefined && isMalformedKeys(error)) throw malformedKeys(operation.runId, error);
-      // On a connection the store dropped, the client's own error ("Disconnects client") says less than why.
-      const why = connection?.usable === false && connection.lastError !== undefined ? connection.lastError : error;
-      throw new StoreUnavailable(`Redis failed: ${describe(why)}; whether the operation was applied is unknown.`, {
-        cause: error,
-      });
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** Drops a connection that did not answer in time (its commands fail); the next operation connects anew. */
-  #abandon(connection: Connection): void {
-    if (this.#connection !== connection) return;
-    this.#connection = undefined;
-    void connection.close(0, "an operation on the same connection did not answer in time, and it was dropped.");
-  }
-
-  /** The current connection; a closed or given-up one is replaced. */
-  #connected(): Connection {
-    if (this.#connection?.usable !== true) {
-      void this.#connection?.close(this.#timeoutMs, "the connection was lost, and replaced.");
-      this.#connection = new Connection(this.#factory);
-    }
-    return this.#connection;
   }
 }
 

@@ -2,16 +2,18 @@ import { createHash } from "node:crypto";
 import { EXPIRY_DIGITS, INDEX_VERSION } from "./keys.js";
 import { EXPIRY, HEAD, HEX, NOW, PLACE } from "./lua.js";
 import { SEND } from "./inbox.js";
+import { APPEND, DROP, READ } from "./stream.js";
 import { QUEUE_SOURCES, QUEUED } from "./queue-scripts.js";
 import { WRITE } from "./write-script.js";
 
 /**
  * The server-side scripts: each operation is one script, one round trip,
- * atomic; every write (save, recordCall, commit) is the write script, and
- * `sendEvent` the send script (inbox.ts). A script touches only the keys it is given (declared in KEYS), and
- * they all share one hash tag, so every script runs on one Redis Cluster
- * slot. The keys (see keys.ts): meta, cps, calls, inbox, inbox-by-key of a
- * run; unfinished, expiring, claimable, claimable-of, recent and schema of its bucket. A refusal
+ * atomic; every write (save, recordCall, commit) is the write script,
+ * `sendEvent` the send script (inbox.ts), and `appendStream` the append
+ * script (stream.ts). A script touches only the keys it is given (declared
+ * in KEYS), and they all share one hash tag, so every script runs on one
+ * Redis Cluster slot. The keys (see keys.ts): meta, cps, calls, inbox,
+ * inbox-by-key and stream of a run; unfinished, expiring, claimable, claimable-of, recent and schema of its bucket. A refusal
  * returns {"conflict", reason}, {"notfound"} or {"leaseheld", ...}; success
  * returns {"ok"}. Times are ms since the epoch by the server's TIME, never
  * the client's clock.
@@ -93,7 +95,7 @@ return out`;
 
 /**
  * KEYS as `scriptKeys` gives them; ARGV hex run id: removes every key of the
- * run (its inbox too) and its index entries. {"ok", place, owner, "all"} for
+ * run (its inbox and stream too) and its index entries. {"ok", place, owner, "all"} for
  * a run of a queue, for the client to drop its entry in the ready index and
  * the reservation of the drive that held it (owner '' when none did, or the
  * queue limits no slots).
@@ -108,7 +110,7 @@ if flow then
   place(member, false, 6, 7)
 end
 redis.call('ZREM', KEYS[8], ARGV[1])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[9], KEYS[10], KEYS[11])
 if q then return {'ok', q.place, has(q.flags, 's') and drive(owner) and owner or '', 'all'} end
 return {'ok'}`;
 
@@ -247,6 +249,9 @@ export const script = (source: string, writes: boolean): Script => ({
 type ScriptName =
   | "write"
   | "send"
+  | "append"
+  | "stream"
+  | "dropStream"
   | "latest"
   | "history"
   | "callsFrom"
@@ -266,6 +271,9 @@ type ScriptName =
 export const SCRIPTS: Readonly<Record<ScriptName, Script>> = {
   write: script(WRITE, true),
   send: script(SEND, true),
+  append: script(APPEND, true),
+  stream: script(READ, false),
+  dropStream: script(DROP, true),
   latest: script(LATEST, false),
   history: script(HISTORY, false),
   callsFrom: script(CALLS_FROM, false),

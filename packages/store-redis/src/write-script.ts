@@ -22,7 +22,7 @@ import { QUEUED } from "./queue-scripts.js";
  * nothing, and each rule is written once.
  *
  * KEYS meta cps calls unfinished expiring claimable claimable-of recent
- * inbox inbox-by-key (`scriptKeys`); ARGV ttl hex-run-id, the queue terms
+ * inbox inbox-by-key stream (`scriptKeys`); ARGV ttl hex-run-id, the queue terms
  * (queues.ts: hex queue, reserved until, skew, start id, the step it was
  * added to the ready index for, member, and a new run's place and flags),
  * then each write:

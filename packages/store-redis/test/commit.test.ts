@@ -334,7 +334,7 @@ if (await redisAnswers()) {
       const k = s.keysOf("r");
       expect(keys).toEqual([
         ...[k.meta, k.cps, k.calls, k.unfinished, k.expiring, k.claimable, k.claimableOf, k.recent],
-        ...[k.inbox, k.inboxByKey],
+        ...[k.inbox, k.inboxByKey, k.stream],
       ]);
       expect(new Set(keys.map((key) => key.slice(key.indexOf("{"), key.indexOf("}") + 1))).size).toBe(1);
     });

@@ -1,7 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CheckpointStore, InvalidInput, QueueFull, StoreUnavailable, WAITING } from "@durable/core/store";
+import {
+  CheckpointConflict,
+  type CheckpointStore,
+  InvalidInput,
+  QueueFull,
+  StoreUnavailable,
+  WAITING,
+} from "@durable/core/store";
 import { RedisCheckpointStore } from "../src/index.js";
 import { SCRIPTS } from "../src/scripts.js";
 import { OwnRedis } from "./own-server.js";
@@ -102,7 +109,7 @@ describe("RedisCheckpointStore keys in Redis", () => {
     return out.sort();
   }
 
-  it("writes only keys that start with the prefix through save, recordCall, commit, leases, events, queues, listUnfinished, delete and ttl", async () => {
+  it("writes only keys that start with the prefix through save, recordCall, commit, leases, events, streams, queues, listUnfinished, delete and ttl", async () => {
     const stores = [
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-a" }),
       new RedisCheckpointStore(() => createClient({ url: server.url }), { prefix: "app:tenant-b", ttlSeconds: 1 }),
@@ -118,6 +125,9 @@ describe("RedisCheckpointStore keys in Redis", () => {
         await store.leaseOf(id);
         await store.sendEvent(id, { seq: 0, key: "k", sealed: "sealed" });
         await store.inbox(id);
+        await store.appendStream(id, { segment: 0, offset: 0, count: 2, sealed: "sealed" });
+        await store.stream(id, 1);
+        if (i % 8 === 4) await store.dropStream(id);
         if (i % 4 === 1) await store.save(id, 1, row({ status: "paused" }));
         if (i % 4 === 2) await store.save(id, 1, row({ status: "done" }));
         if (i % 4 === 3) await store.delete(id);
@@ -147,6 +157,8 @@ describe("RedisCheckpointStore keys in Redis", () => {
       [...Array.from({ length: 20 }, (_, i) => `run ${Math.floor(i / 2) * 4 + (i % 2)} {*}`), "late"].sort(),
     );
     expect(await stores[1]!.calls("run 2 {*}")).toEqual([]);
+    expect(await stores[1]!.stream("run 2 {*}")).toEqual([]);
+    expect(await stores[1]!.stream("run 1 {*}")).toHaveLength(1);
     const keys = [...(await snapshot()).keys()];
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) expect(key).toMatch(/^app:tenant-[ab]:\{app:tenant-[ab]\.(\d+|q\.[0-9a-f]+)\}:/);
@@ -233,6 +245,15 @@ describe("RedisCheckpointStore keys in Redis", () => {
     expect(await store.sendEvent("r", { seq: 1, key: "k", sealed: "sealed" })).toBe(false);
     expect(await store.leaseOf("r")).toBeUndefined();
     expect(await store.inbox("r")).toHaveLength(1);
+    // A stream: appends (HGET, ZADD, HSET), a refused one, a read (ZRANGE), a drop (HDEL, DEL).
+    await store.appendStream("r", { segment: 0, offset: 0, count: 2, sealed: "sealed" });
+    await store.appendStream("r", { segment: 0, offset: 2, count: 1, sealed: "sealed" });
+    await expect(store.appendStream("r", { segment: 0, offset: 2, count: 1, sealed: "sealed" })).rejects.toThrow(
+      CheckpointConflict,
+    );
+    expect(await store.stream("r", 1)).toHaveLength(2);
+    await store.dropStream("r");
+    expect(await store.stream("r")).toEqual([]);
     expect(await collect(store.listUnfinished("f"))).toEqual(["r"]);
     expect(await collect(store.listUnfinished("f", { claimable: true }))).toEqual(["r"]);
     expect((await store.latest("r")).step).toBe(4);

@@ -47,6 +47,7 @@ if (await redisAnswers()) {
         renew: outcome(store.renew("r", 0, { owner: "w", ms: 1_000 })),
         leaseOf: outcome(store.leaseOf("r")),
         sendEvent: outcome(store.sendEvent("r", { seq: 0, key: "k", sealed: "sealed" })),
+        appendStream: outcome(store.appendStream("r", { segment: 0, offset: 0, count: 1, sealed: "sealed" })),
       });
       const corrupt = {
         latest: "corrupt",
@@ -55,6 +56,7 @@ if (await redisAnswers()) {
         renew: "corrupt",
         leaseOf: "corrupt",
         sendEvent: "corrupt",
+        appendStream: "corrupt",
       };
       try {
         const { meta, cps } = store.keysOf("r");
