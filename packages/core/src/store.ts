@@ -22,6 +22,8 @@ export {
   type RunPage,
   type QueuePlace,
   type QueuedRun,
+  type StreamBatch,
+  type StoredStreamBatch,
 } from "./store/contract.js";
 export {
   checkQueuePlace,
@@ -43,8 +45,6 @@ export {
   streamPage,
   MAX_STREAM_BATCH,
   MAX_STREAM_PAGE,
-  type StreamBatch,
-  type StoredStreamBatch,
 } from "./store/streams.js";
 export { closedWhileUsed, type StoreOperation } from "./store/store-closed.js";
 export { mergeHeads, isAnchoredHead, MemoryRunAnchor, type AnchoredHead, type RunAnchor } from "./store/anchor.js";

@@ -8,9 +8,9 @@ import { breaks, expectRejects, expectResolves } from "./rule.js";
 import { followCase } from "./stream-follow.js";
 
 /** A store with the streams capability: `appendStream`, `stream` and `dropStream` are then known to be there. */
-export type Streaming = CheckpointStore & Required<Pick<CheckpointStore, "appendStream" | "stream" | "dropStream">>;
+type Streaming = CheckpointStore & Required<Pick<CheckpointStore, "appendStream" | "stream" | "dropStream">>;
 
-export const streamRule = (operation: string, expected: string): string => breaks("streams", operation, expected);
+const streamRule = (operation: string, expected: string): string => breaks("streams", operation, expected);
 
 /** How many writers race. */
 const WRITERS = 8;

@@ -1,9 +1,9 @@
 import { MAX_BATCH_WRITES } from "../store/rules.js";
 import type { CheckpointStore, RunWrite } from "../store/contract.js";
-import type { StreamBatch } from "../store/streams.js";
+import type { StreamBatch } from "../store/contract.js";
 
 /** A batch of the run's stream (`appendStream`), in order with the run's other writes: alone in its commit. */
-export type StreamWrite = { readonly kind: "stream" } & StreamBatch;
+type StreamWrite = { readonly kind: "stream" } & StreamBatch;
 
 /** What a run's writer writes: the store's batchable writes, and its stream's batches. */
 type WriterWrite = RunWrite | StreamWrite;

@@ -3,7 +3,8 @@ import { isJsonObject, type JsonObject } from "../base/json.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore } from "../store/contract.js";
 import { checkedStreamBatch } from "../store/rows.js";
-import { MAX_STREAM_PAGE, type StoredStreamBatch } from "../store/streams.js";
+import type { StoredStreamBatch } from "../store/contract.js";
+import { MAX_STREAM_PAGE } from "../store/streams.js";
 
 /** A store with the streams capability. */
 export type StreamStore = CheckpointStore & Required<Pick<CheckpointStore, "appendStream" | "stream" | "dropStream">>;

@@ -1,5 +1,3 @@
-import type { StoredStreamBatch, StreamBatch } from "./streams.js";
-
 /** Where a run stands. `done` and `failed` are ended: a store refuses any later save. */
 export type RunStatus = "running" | "paused" | "done" | "failed";
 
@@ -130,6 +128,19 @@ export interface StoredEvent {
   readonly key: string;
   /** The sealed envelope; opaque to the store. */
   readonly sealed: string;
+}
+
+/** One batch of a run's stream as a writer appends it: parts `offset` to `offset + count - 1`, sealed, of a drive's segment. */
+export interface StreamBatch {
+  readonly segment: number;
+  readonly offset: number;
+  readonly count: number;
+  readonly sealed: string;
+}
+
+/** A batch as a store keeps and gives it back. */
+export interface StoredStreamBatch extends StreamBatch {
+  readonly runId: string;
 }
 
 /** Who holds a run, and until when by the store's clock. */

@@ -35,18 +35,13 @@ import {
   type StoredCall,
   type StoredCheckpoint,
   type StoredEvent,
+  type StoredStreamBatch,
+  type StreamBatch,
 } from "./contract.js";
 import { checkRunQuery, matchesRunQuery, newestFirst, runPage } from "./listing.js";
 import { checkQueuePlace, holdsSlot, isStart, isTake, queueOrder, queueRefusal } from "./queues.js";
 import { checkedCall, checkedCheckpoint, checkedEvent, checkedHead, checkedStreamBatch } from "./rows.js";
-import {
-  checkStreamBatch,
-  checkStreamFrom,
-  type StoredStreamBatch,
-  type StreamBatch,
-  streamPage,
-  streamRefusal,
-} from "./streams.js";
+import { checkStreamBatch, checkStreamFrom, streamPage, streamRefusal } from "./streams.js";
 
 /** One run's rows as the memory store keeps them. */
 export interface MemoryRun {

@@ -1,7 +1,7 @@
 import { CheckpointStoreCorrupt } from "../base/errors.js";
 import type { RunKind, RunStatus, StoredCall, StoredCheckpoint, StoredEvent } from "./contract.js";
 import type { RunHead } from "./rules.js";
-import type { StoredStreamBatch } from "./streams.js";
+import type { StoredStreamBatch } from "./contract.js";
 
 /*
  * What a stored row must look like before anything reads it: a store checks
