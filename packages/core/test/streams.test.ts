@@ -132,6 +132,7 @@ describe("a run's stream", () => {
         const row = data.get("r")!.stream![0]!;
         data.get("r")!.stream![0] = { ...row, sealed: row.sealed.replace("w1", "w9") };
       },
+      "cut short": (data) => data.get("r")!.stream!.pop(),
       spliced: (data) => {
         data.get("r")!.stream![1] = { ...data.get("other")!.stream![1]!, runId: "r" };
       },
@@ -207,5 +208,7 @@ describe("a run's stream", () => {
       expect((await store.latest(id)).status).toBe("done");
     }
     expect(await store.stream("open")).not.toEqual([]);
+    // A dropped stream reads as empty, not as corrupt.
+    expect(await follow(store, "a")).toEqual([]);
   });
 });

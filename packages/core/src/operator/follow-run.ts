@@ -78,7 +78,7 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const onAbort = () => wake.resolve?.();
   signal?.addEventListener("abort", onAbort);
   try {
-    let stopped = false;
+    let stopped: { readonly streamed: number } | undefined;
     while (signal?.aborted !== true) {
       news = false;
       const { parts, more } = await readFrom(streams, sealer, runId, next);
@@ -92,9 +92,17 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
       }
       if (more || parts.length > 0) continue;
       // Parts land before the checkpoint that counts them: once the run is seen stopped, one more read has them all.
-      if (stopped) return;
-      stopped = await hasStopped(streams, sealer, runId);
-      if (stopped || news) continue;
+      if (stopped !== undefined) {
+        // An empty stream of a run that counted parts was dropped (`pruneRuns` with `streamsOnly`): it reads as empty.
+        if (next < stopped.streamed && (next > 0 || (await streams.stream(runId, 0)).length > 0))
+          throw new CheckpointStoreCorrupt(
+            runId,
+            `its latest checkpoint counts ${stopped.streamed} stream parts, and the stream ends at ${next}: parts were deleted.`,
+          );
+        return;
+      }
+      stopped = await stoppedAt(streams, sealer, runId);
+      if (stopped !== undefined || news) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, pollMs);
         wake.resolve = () => {
@@ -148,13 +156,19 @@ function abandonsOf(runId: string, part: JsonObject): { from: number; to: number
 }
 
 /**
- * Whether no drive writes the run's stream now, nor will until something
- * outside it acts: its latest checkpoint (verified) is ended or paused, or
- * the store holds its lease for a sleep or a wait for an event.
+ * Where the run's stream stands if no drive writes it now, nor will until
+ * something outside it acts: its latest checkpoint (verified) is ended or
+ * paused, or the store holds its lease for a sleep or a wait for an event.
+ * Undefined while a drive may still write.
  */
-async function hasStopped(store: StreamStore, sealer: Sealer, runId: string): Promise<boolean> {
+async function stoppedAt(
+  store: StreamStore,
+  sealer: Sealer,
+  runId: string,
+): Promise<{ readonly streamed: number } | undefined> {
   const latest = openCheckpoint(sealer, await store.latest(runId));
-  if (latest.status !== "running") return true;
+  const stopped = { streamed: latest.streamed ?? 0 };
+  if (latest.status !== "running") return stopped;
   const lease = await store.leaseOf(runId);
-  return lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now;
+  return lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now ? stopped : undefined;
 }
