@@ -40,7 +40,7 @@ import {
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
-import { applyBatch, TRANSACTION } from "./apply-batch.js";
+import { applyBatch, recordHeld, TRANSACTION } from "./apply-batch.js";
 import { appendEvent, type EventWrite, readInbox } from "./inbox.js";
 import { checkedLease, type LeaseColumns } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
@@ -216,7 +216,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     const record = { kind: "record", segment, seq, sealed } as const;
     // A retry of a record that was applied is applied once.
-    await this.#commit("recordCall", runId, [record], () => this.#holds(runId, record));
+    await this.#commit("recordCall", runId, [record], () => recordHeld(this.#db, runId, record));
   }
 
   /**
@@ -306,22 +306,6 @@ export class PrismaCheckpointStore implements CheckpointStore {
       if (refused === undefined || (refused instanceof CheckpointConflict && (await applied?.()) === true)) return;
       throw refused;
     });
-  }
-
-  /** True when `record` is stored as given, in the run's current segment, and the run goes on. */
-  async #holds(runId: string, record: { segment: number; seq: number; sealed: string }): Promise<boolean> {
-    const t = this.#db.tables;
-    const same = await (await this.#db.client()).$queryRawUnsafe<unknown[]>(
-      this.#db.sql(
-        `SELECT 1 FROM ${t.calls} AS "c" JOIN ${t.runs} AS "r" ON "r"."run_id" = "c"."run_id" AND "r"."segment" = "c"."segment"
-         WHERE "c"."run_id" = ? AND "c"."segment" = ? AND "c"."seq" = ? AND "c"."sealed" = ? AND "r"."status" IN ${UNFINISHED_IN}`,
-      ),
-      runId,
-      record.segment,
-      record.seq,
-      record.sealed,
-    );
-    return same.length > 0;
   }
 
   #exec(tx: Sql, query: string, ...values: unknown[]): Promise<number> {
