@@ -53,10 +53,16 @@ export async function appendBatch(
   return undefined;
 }
 
-/** How many parts the run's stream holds: where its last batch ends (the far end of the key's range), read checked. */
+/**
+ * How many parts the run's stream holds: where its last batch ends (the far
+ * end of the key's range), read checked; its sealed text is not read, which
+ * an append never needs.
+ */
 async function streamLength(db: Tables, tx: Sql, runId: string): Promise<number> {
   const [last] = await tx.$queryRawUnsafe<StreamColumns[]>(
-    db.sql(`SELECT ${COLUMNS} FROM ${db.tables.streams} WHERE "run_id" = ? ORDER BY "offset" DESC LIMIT 1`),
+    db.sql(
+      `SELECT "segment", "offset", "count", '' AS "sealed" FROM ${db.tables.streams} WHERE "run_id" = ? ORDER BY "offset" DESC LIMIT 1`,
+    ),
     runId,
   );
   if (last === undefined) return 0;

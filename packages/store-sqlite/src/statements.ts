@@ -174,7 +174,8 @@ export function statementSql(t: Tables): Record<StatementName, string> {
        WHERE queue = @queue AND ${CLAIMABLE_RUN} AND (lease_expires IS NULL OR lease_expires <= ${STORE_NOW})
          AND queue_priority < @priority ORDER BY queue_priority DESC, queued LIMIT @limit`,
     // Where the run's stream ends: its last batch, the far end of the primary key's range of the run.
-    lastBatch: `SELECT segment, "offset", count, sealed FROM ${t.streams} WHERE run_id = ? ORDER BY "offset" DESC LIMIT 1`,
+    // Where the stream ends, for an append: its sealed text is not read.
+    lastBatch: `SELECT segment, "offset", count, '' AS sealed FROM ${t.streams} WHERE run_id = ? ORDER BY "offset" DESC LIMIT 1`,
     insertBatch: `INSERT INTO ${t.streams} (run_id, "offset", count, segment, sealed) VALUES (?, ?, ?, ?, ?)`,
     // A page of the stream from the batch holding part @from, the last to start at or before it (the primary key's
     // far end below @from): then the key's range from there. No column but the key decides which rows are read, so a
