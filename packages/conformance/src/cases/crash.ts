@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { FAULT_POINTS, type FaultPoint } from "@durable/core/internal";
 import { canonicalJson } from "@durable/core/runner";
@@ -19,8 +19,12 @@ import { needsMultiProcess, spawnWorker, withoutFaultPoint } from "../process/wo
 import type { ConformanceGroup } from "./case.js";
 import { NOTHING_ISSUED, callVerdict } from "./crash-verdict.js";
 
-/** Trials run at once: each is a worker that dies and a recovery in another process. */
-const CONCURRENT_TRIALS = 4;
+/**
+ * Trials run at once: each is a worker that dies and a recovery in another
+ * process, busy the whole time, so more trials than cores only wait on each
+ * other (and stretch every timeout of the kit running beside them).
+ */
+const CONCURRENT_TRIALS = Math.max(1, Math.min(4, availableParallelism()));
 
 interface Trial {
   readonly scenario: ScenarioName;
