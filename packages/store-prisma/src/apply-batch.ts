@@ -1,4 +1,4 @@
-import { CheckpointConflict, type DurableError, type RunWrite } from "@durable/core/store";
+import { CheckpointConflict, type DurableError, type RunWrite, UNFINISHED } from "@durable/core/store";
 import {
   type BatchTransaction,
   type BatchWrites,
@@ -8,6 +8,7 @@ import {
   taken,
   writeBatch,
 } from "./batch.js";
+import { sqlList } from "./claimable.js";
 import type { Client, Sql } from "./client.js";
 import type { Connection } from "./connection.js";
 import type { KnownRuns } from "./known-runs.js";
@@ -131,4 +132,30 @@ async function writtenAndKnown(
     moved === undefined || writes.after === undefined ? undefined : { head: writes.after, lease: moved.lease },
   );
   return moved !== undefined;
+}
+
+const UNFINISHED_IN = sqlList(UNFINISHED);
+
+/**
+ * True when `record` is stored as given, in the run's current segment, and
+ * the run goes on: a refused retry of a record whose first try was applied
+ * (its answer lost) is then no refusal.
+ */
+export async function recordHeld(
+  db: Connection,
+  runId: string,
+  record: { readonly segment: number; readonly seq: number; readonly sealed: string },
+): Promise<boolean> {
+  const t = db.tables;
+  const same = await (await db.client()).$queryRawUnsafe<unknown[]>(
+    db.sql(
+      `SELECT 1 FROM ${t.calls} AS "c" JOIN ${t.runs} AS "r" ON "r"."run_id" = "c"."run_id" AND "r"."segment" = "c"."segment"
+       WHERE "c"."run_id" = ? AND "c"."segment" = ? AND "c"."seq" = ? AND "c"."sealed" = ? AND "r"."status" IN ${UNFINISHED_IN}`,
+    ),
+    runId,
+    record.segment,
+    record.seq,
+    record.sealed,
+  );
+  return same.length > 0;
 }

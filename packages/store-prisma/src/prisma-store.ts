@@ -29,6 +29,10 @@ import {
   StoreUnavailable,
   UNFINISHED,
   checkInboxFrom,
+  checkStreamBatch,
+  checkStreamFrom,
+  type StoredStreamBatch,
+  type StreamBatch,
 } from "@durable/core/store";
 import type { Client, Sql } from "./client.js";
 import {
@@ -40,7 +44,7 @@ import {
 } from "./connection.js";
 import { type ClaimableRow, claimablePage, claimableQuery, FIRST_CLAIMABLE, sqlList } from "./claimable.js";
 import { wrap } from "./failures.js";
-import { applyBatch, TRANSACTION } from "./apply-batch.js";
+import { applyBatch, recordHeld, TRANSACTION } from "./apply-batch.js";
 import { appendEvent, type EventWrite, readInbox } from "./inbox.js";
 import { checkedLease, type LeaseColumns } from "./locked-run.js";
 import { KnownRuns } from "./known-runs.js";
@@ -48,6 +52,7 @@ import { migrate } from "./migrate.js";
 import { type QueuedCursor, queuedPage, type Reader } from "./queued.js";
 import { renewLease } from "./renew.js";
 import { runListing } from "./inspect.js";
+import { appendBatch, dropBatches, readStream } from "./streams.js";
 import type { Tables } from "./tables.js";
 
 const PAGE = 500;
@@ -206,8 +211,8 @@ export class PrismaCheckpointStore implements CheckpointStore {
     this.#known.forget(runId);
     await this.#tx<undefined>({ what: "delete", runId }, async (tx) => {
       // The run's row first: it is the run's lock, so a write of the run waiting on it then finds no run,
-      // and one that committed before is seen by the deletes after it (no record or event left behind).
-      for (const table of [t.runs, t.events, t.calls, t.checkpoints])
+      // and one that committed before is seen by the deletes after it (no record, event or batch left behind).
+      for (const table of [t.runs, t.streams, t.events, t.calls, t.checkpoints])
         await this.#exec(tx, `DELETE FROM ${table} WHERE "run_id" = ?`, runId);
       return undefined;
     });
@@ -216,7 +221,7 @@ export class PrismaCheckpointStore implements CheckpointStore {
   async recordCall(runId: string, segment: number, seq: number, sealed: string): Promise<void> {
     const record = { kind: "record", segment, seq, sealed } as const;
     // A retry of a record that was applied is applied once.
-    await this.#commit("recordCall", runId, [record], () => this.#holds(runId, record));
+    await this.#commit("recordCall", runId, [record], () => recordHeld(this.#db, runId, record));
   }
 
   /**
@@ -245,6 +250,30 @@ export class PrismaCheckpointStore implements CheckpointStore {
     return this.#bounded({ what: "inbox", runId }, async () =>
       readInbox(this.#db, await this.#db.client(), runId, from),
     );
+  }
+
+  /**
+   * Appends one batch to the run's stream under the run's lock (the streams
+   * capability: see `CheckpointStore.appendStream`), judged by `streamRefusal`.
+   */
+  async appendStream(runId: string, batch: StreamBatch): Promise<void> {
+    checkStreamBatch(batch);
+    const { segment, offset, count, sealed } = batch;
+    const write = { segment, offset, count, sealed };
+    await this.#tx<undefined>({ what: "appendStream", runId }, (tx) => appendBatch(this.#db, tx, runId, write));
+  }
+
+  /** The batches of the run's stream holding part `from` or a later one, a page at most (the streams capability). */
+  async stream(runId: string, from = 0): Promise<StoredStreamBatch[]> {
+    checkStreamFrom(from);
+    return this.#bounded({ what: "stream", runId }, async () =>
+      readStream(this.#db, await this.#db.client(), runId, from),
+    );
+  }
+
+  /** Removes the run's stream and nothing else (the streams capability). */
+  async dropStream(runId: string): Promise<void> {
+    await this.#tx<undefined>({ what: "dropStream", runId }, (tx) => dropBatches(this.#db, tx, runId));
   }
 
   /** A page of runs of any status, newest first (the inspection capability: see `CheckpointStore.listRuns`). */
@@ -306,22 +335,6 @@ export class PrismaCheckpointStore implements CheckpointStore {
       if (refused === undefined || (refused instanceof CheckpointConflict && (await applied?.()) === true)) return;
       throw refused;
     });
-  }
-
-  /** True when `record` is stored as given, in the run's current segment, and the run goes on. */
-  async #holds(runId: string, record: { segment: number; seq: number; sealed: string }): Promise<boolean> {
-    const t = this.#db.tables;
-    const same = await (await this.#db.client()).$queryRawUnsafe<unknown[]>(
-      this.#db.sql(
-        `SELECT 1 FROM ${t.calls} AS "c" JOIN ${t.runs} AS "r" ON "r"."run_id" = "c"."run_id" AND "r"."segment" = "c"."segment"
-         WHERE "c"."run_id" = ? AND "c"."segment" = ? AND "c"."seq" = ? AND "c"."sealed" = ? AND "r"."status" IN ${UNFINISHED_IN}`,
-      ),
-      runId,
-      record.segment,
-      record.seq,
-      record.sealed,
-    );
-    return same.length > 0;
   }
 
   #exec(tx: Sql, query: string, ...values: unknown[]): Promise<number> {

@@ -14,6 +14,7 @@ export interface Tables {
     readonly calls: string;
     readonly events: string;
     readonly queueStarts: string;
+    readonly streams: string;
     readonly migrations: string;
   };
   /** PostgreSQL: the schema of the tables; SQLite: `main`. */
@@ -62,6 +63,7 @@ export function tablesOf(
       calls: table("calls"),
       events: table("events"),
       queueStarts: table("queue_starts"),
+      streams: table("streams"),
       migrations: table("migrations"),
     },
     schema: schema ?? "main",

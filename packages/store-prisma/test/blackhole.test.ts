@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CheckpointRow, InvalidInput, type RunWrite } from "@durable/core/store";
 import { BlackholeProxy, everyOperation, expectEachTimesOut, expectWorksAgain } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
-import { postgresAnswers, testDatabase } from "./databases.js";
+import { postgresAnswers, streamOperations, testDatabase } from "./databases.js";
 
 const TIMEOUT = 2500;
 // A busy CI machine may fire the timer late.
@@ -59,6 +59,7 @@ describe.runIf(hasPostgres)("PrismaCheckpointStore on PostgreSQL behind a connec
     proxy.silence();
     const operations = {
       ...everyOperation(store),
+      ...streamOperations(store),
       commit: () => store.commit("r", batch()),
       listQueued: async () => {
         for await (const run of store.listQueued("q")) void run;

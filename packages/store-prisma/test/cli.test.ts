@@ -20,7 +20,7 @@ describe("durable-prisma migrate", () => {
   it("applies the shipped migrations from a shell, then finds the schema up to date", () => {
     const target = sqliteUrl();
     expect(run("migrate", target, "--table-prefix", "cli_").out).toContain(
-      "Applied: 0001_init, 0002_leases, 0003_inspect, 0004_decisions, 0005_events, 0006_queues",
+      "Applied: 0001_init, 0002_leases, 0003_inspect, 0004_decisions, 0005_events, 0006_queues, 0007_streams",
     );
     expect(run("migrate", target, "--table-prefix", "cli_").out).toContain("The schema is up to date.");
   });

@@ -180,3 +180,15 @@ export function initializer(name: string, url: () => string): ConformanceInitial
 export function removeSqlite(): void {
   rmSync(sqliteDir, { recursive: true, force: true });
 }
+
+/**
+ * One call of each operation of the streams capability on run `runId`, by
+ * name: what `everyOperation` of @durable/test-utils does not call (yet).
+ */
+export function streamOperations(store: PrismaCheckpointStore, runId = "r"): Record<string, () => Promise<unknown>> {
+  return {
+    appendStream: () => store.appendStream(runId, { segment: 0, offset: 0, count: 1, sealed: "d1.-.{}" }),
+    stream: () => store.stream(runId),
+    dropStream: () => store.dropStream(runId),
+  };
+}

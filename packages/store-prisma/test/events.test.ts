@@ -99,7 +99,7 @@ describe.each(targets)("a database of the store before events, on %s", (_name, u
     await old.release();
 
     const store = new PrismaCheckpointStore(target, { tablePrefix });
-    expect(await store.migrate()).toEqual(["0005_events", "0006_queues"]);
+    expect(await store.migrate()).toEqual(["0005_events", "0006_queues", "0007_streams"]);
     expect(await store.migrate()).toEqual([]);
     expect(await store.inbox("old-running")).toEqual([]);
     await store.save("old-running", 1, row(0, "old"), { owner: WAITING, ms: LIVE, events: 0 });

@@ -75,7 +75,7 @@ describe.each(targets)("PrismaCheckpointStore.fromClient on %s", (provider) => {
 
   runConformance(
     { name: `prisma fromClient, ${provider}`, createStore: () => storeOn(provider) },
-    { groups: ["save", "read", "call-log", "batch", "isolation"] },
+    { groups: ["save", "read", "call-log", "batch", "isolation", "stream"] },
   );
 });
 

@@ -281,6 +281,7 @@ describe.each(targets)("a database of the store before leases, on %s", (name, ur
       "0004_decisions",
       "0005_events",
       "0006_queues",
+      "0007_streams",
     ]);
     expect(await store.migrate()).toEqual([]);
     expect((await store.latest("old-running")).status).toBe("running");

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type CheckpointRow, InvalidInput } from "@durable/core/store";
 import { expectEachTimesOut, writeOperations } from "@durable/test-utils/blackhole";
 import { PrismaCheckpointStore } from "../src/index.js";
-import { removeSqlite, sqliteUrl } from "./databases.js";
+import { removeSqlite, sqliteUrl, streamOperations } from "./databases.js";
 
 const BUSY = 300;
 // A busy CI machine may be slow to return.
@@ -28,7 +28,13 @@ describe("PrismaCheckpointStore on a SQLite file another connection keeps locked
         { kind: "record", segment: 0, seq: 0, sealed: "d1.-.{}" },
         { kind: "save", step: 1, row: row() },
       ]);
-    await expectEachTimesOut({ ...writeOperations(store), commit }, /locked|busy/i, BUSY, MARGIN);
+    const { appendStream, dropStream } = streamOperations(store);
+    await expectEachTimesOut(
+      { ...writeOperations(store), commit, appendStream: appendStream!, dropStream: dropStream! },
+      /locked|busy/i,
+      BUSY,
+      MARGIN,
+    );
     holder.exec("ROLLBACK");
     holder.close();
     await store.save("r", 1, row());

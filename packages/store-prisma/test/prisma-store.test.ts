@@ -9,7 +9,7 @@ import { connect } from "../src/connection.js";
 import { PrismaCheckpointStore } from "../src/index.js";
 import { runScript } from "@durable/test-utils/processes";
 import { everyOperation } from "@durable/test-utils/blackhole";
-import { everyDatabase, sqliteUrl, testDatabase } from "./databases.js";
+import { everyDatabase, sqliteUrl, streamOperations, testDatabase } from "./databases.js";
 
 const MIGRATE = new URL("./migrate-once.ts", import.meta.url);
 const sealer = Sealer.withKeys("prisma-tests-key-0123456789abcdef-xyz");
@@ -45,6 +45,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       "0004_decisions",
       "0005_events",
       "0006_queues",
+      "0007_streams",
     ]);
     expect(await store.migrate()).toEqual([]);
     await store.close();
@@ -57,6 +58,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
         "durable_calls",
         "durable_events",
         "durable_queue_starts",
+        "durable_streams",
       ]) {
         found[table] = (file.prepare(`PRAGMA table_info("${table}")`).all() as Array<{ name: string }>)
           .map((c) => c.name)
@@ -67,7 +69,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       const client = new pg.Client({ connectionString: target });
       await client.connect();
       const { rows } = await client.query<{ table_name: string; column_name: string }>(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('durable_runs', 'durable_checkpoints', 'durable_calls', 'durable_events', 'durable_queue_starts')",
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name IN ('durable_runs', 'durable_checkpoints', 'durable_calls', 'durable_events', 'durable_queue_starts', 'durable_streams')",
       );
       for (const row of rows) found[row.table_name] = [...(found[row.table_name] ?? []), row.column_name].sort();
       await client.end();
@@ -84,7 +86,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     ).toEqual([0, 0, 0, 0]);
     const applied = runs.map((r) => r.stdout.find((l) => l.startsWith("applied"))).sort();
     expect(applied).toEqual([
-      'applied ["0001_init","0002_leases","0003_inspect","0004_decisions","0005_events","0006_queues"]',
+      'applied ["0001_init","0002_leases","0003_inspect","0004_decisions","0005_events","0006_queues","0007_streams"]',
       "applied []",
       "applied []",
       "applied []",
@@ -121,7 +123,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
     const listQueued = async () => {
       for await (const run of store.listQueued("q")) void run;
     };
-    const attempts = Object.entries({ ...everyOperation(store), commit, listQueued });
+    const attempts = Object.entries({ ...everyOperation(store), commit, listQueued, ...streamOperations(store) });
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
         () => undefined,
@@ -146,6 +148,7 @@ describe.each(targets)("PrismaCheckpointStore on %s", (name, url) => {
       () => store.latest("order-7"),
       () => store.recordCall("order-7", 0, 0, "d1.-.{}"),
       () => store.release("order-7", 0, "me"),
+      ...Object.values(streamOperations(store, "order-7")),
     ]) {
       const error: unknown = await use().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StoreUnavailable);

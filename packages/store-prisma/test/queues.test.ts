@@ -248,7 +248,7 @@ describe.each(targets)("a database of the store before queues, on %s", (_name, u
     await old.release();
 
     const store = new PrismaCheckpointStore(target, { tablePrefix });
-    expect(await store.migrate()).toEqual(["0006_queues"]);
+    expect(await store.migrate()).toEqual(["0006_queues", "0007_streams"]);
     const place = { queue: "q", priority: 0, concurrency: 1 };
     await store.save("new-queued", 0, row("old", place));
     expect(await claimable(store, "old")).toEqual(["old-running"]);

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { ASLEEP, InvalidInput, UNFINISHED, WAITING } from "@durable/core/store";
 
 /** The schema version this code writes. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /** The statuses of a run that goes on, as an SQL list: ('running', 'paused'). */
 export const UNFINISHED_IN: string = `(${UNFINISHED.map((status) => `'${status}'`).join(", ")})`;
@@ -42,6 +42,7 @@ export interface Tables {
   readonly calls: string;
   readonly events: string;
   readonly queueStarts: string;
+  readonly streams: string;
 }
 
 export function tablesFor(prefix: string): Tables {
@@ -57,6 +58,7 @@ export function tablesFor(prefix: string): Tables {
     calls: `${prefix}calls`,
     events: `${prefix}events`,
     queueStarts: `${prefix}queue_starts`,
+    streams: `${prefix}streams`,
   };
 }
 
@@ -148,6 +150,18 @@ export const MIGRATIONS: ReadonlyArray<(t: Tables) => string> = [
     CREATE TABLE ${t.queueStarts} (queue TEXT NOT NULL, at INTEGER NOT NULL);
     CREATE INDEX ${t.queueStarts}_at ON ${t.queueStarts} (queue, at);
     INSERT INTO ${t.meta} (key, value) VALUES ('queued', '0');`,
+  // Version 7, the streams capability: each run's stream, one row per batch keyed by (run_id, offset), so an append
+  // finds where the stream ends and a read from any part finds its batch by a range of the key. "offset" is quoted:
+  // it is a keyword. Runs saved before have no stream.
+  (t) => `
+    CREATE TABLE ${t.streams} (
+      run_id TEXT NOT NULL,
+      "offset" INTEGER NOT NULL,
+      count INTEGER NOT NULL,
+      segment INTEGER NOT NULL,
+      sealed TEXT NOT NULL,
+      PRIMARY KEY (run_id, "offset")
+    ) WITHOUT ROWID;`,
 ];
 
 /**
@@ -161,6 +175,7 @@ const CREATED_IN: ReadonlyArray<readonly [keyof Tables, number]> = [
   ["calls", 1],
   ["events", 5],
   ["queueStarts", 6],
+  ["streams", 7],
 ];
 
 /**

@@ -32,6 +32,10 @@ import {
   type StoredEvent,
   type StoreOperation,
   checkInboxFrom,
+  checkStreamBatch,
+  checkStreamFrom,
+  type StoredStreamBatch,
+  type StreamBatch,
 } from "@durable/core/store";
 import { checkOptions, type OptionTable } from "@durable/core/runner";
 import { commitWrites } from "./commit.js";
@@ -42,6 +46,7 @@ import { history, listRuns } from "./inspect.js";
 import { type QueuedRow, queuedPage, takeSlot } from "./queues.js";
 import { migrate, tablesFor, type Tables } from "./schema.js";
 import { heldLease, type ListedRow, prepare, readHead, type RunRow, type Statements } from "./statements.js";
+import { appendBatch, readStream } from "./streams.js";
 
 /** Options of `SQLiteCheckpointStore`. */
 export interface SQLiteStoreOptions {
@@ -179,6 +184,7 @@ export class SQLiteCheckpointStore implements CheckpointStore {
 
   async delete(runId: string): Promise<void> {
     return this.#write({ what: "delete", runId }, () => {
+      this.#sql.deleteStream.run(runId);
       this.#sql.deleteEvents.run(runId);
       this.#sql.deleteCalls.run(runId);
       this.#sql.deleteCheckpoints.run(runId);
@@ -239,6 +245,32 @@ export class SQLiteCheckpointStore implements CheckpointStore {
     checkInboxFrom(from);
     const rows = this.#read({ what: "inbox", runId }, () => this.#sql.inbox.all(runId, from) as EventColumns[]);
     return rows.map((row) => checkedEvent(runId, row));
+  }
+
+  /**
+   * Appends one batch to the run's stream (the streams capability: see
+   * `CheckpointStore.appendStream`), as one write of this turn's group
+   * commit: resolved once it is durable; refused (`streamRefusal`) writing
+   * nothing. `InvalidInput` for a malformed batch.
+   */
+  async appendStream(runId: string, batch: StreamBatch): Promise<void> {
+    checkStreamBatch(batch);
+    // Copied now: the write runs at the end of the turn, after the caller may have changed its object.
+    const { segment, offset, count, sealed } = batch;
+    return this.#write({ what: "appendStream", runId }, () =>
+      appendBatch(this.#sql, runId, { segment, offset, count, sealed }),
+    );
+  }
+
+  /** The batches of the run's stream holding part `from` or a later one, a page at most (the streams capability). */
+  async stream(runId: string, from = 0): Promise<StoredStreamBatch[]> {
+    checkStreamFrom(from);
+    return this.#read({ what: "stream", runId }, () => readStream(this.#sql, runId, from));
+  }
+
+  /** Removes the run's stream and nothing else (the streams capability), as one write of this turn's group commit. */
+  async dropStream(runId: string): Promise<void> {
+    return this.#write({ what: "dropStream", runId }, () => void this.#sql.deleteStream.run(runId));
   }
 
   /** The connection's journal mode and synchronous setting, as SQLite reports them. */

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import {
   checkedHead,
   type Lease,
+  MAX_STREAM_PAGE,
   malformedColumn,
   type RunKind,
   type RunStatus,
@@ -91,7 +92,11 @@ export type StatementName =
   | "insertStart"
   | "pruneStarts"
   | "queuedSamePriority"
-  | "queuedLowerPriority";
+  | "queuedLowerPriority"
+  | "lastBatch"
+  | "insertBatch"
+  | "stream"
+  | "deleteStream";
 
 /** The statements of one connection, by name. */
 export type Statements = Readonly<Record<StatementName, Database.Statement>>;
@@ -168,5 +173,17 @@ export function statementSql(t: Tables): Record<StatementName, string> {
     queuedLowerPriority: `SELECT run_id, flow AS name, queue_key AS key, step, queue_priority AS priority, queued FROM ${t.runs}
        WHERE queue = @queue AND ${CLAIMABLE_RUN} AND (lease_expires IS NULL OR lease_expires <= ${STORE_NOW})
          AND queue_priority < @priority ORDER BY queue_priority DESC, queued LIMIT @limit`,
+    // Where the run's stream ends: its last batch, the far end of the primary key's range of the run.
+    // Where the stream ends, for an append: its sealed text is not read.
+    lastBatch: `SELECT segment, "offset", count, '' AS sealed FROM ${t.streams} WHERE run_id = ? ORDER BY "offset" DESC LIMIT 1`,
+    insertBatch: `INSERT INTO ${t.streams} (run_id, "offset", count, segment, sealed) VALUES (?, ?, ?, ?, ?)`,
+    // A page of the stream from the batch holding part @from, the last to start at or before it (the primary key's
+    // far end below @from): then the key's range from there. No column but the key decides which rows are read, so a
+    // malformed row is read and checked, never left out; the caller drops the one batch that ends before @from.
+    stream: `SELECT segment, "offset", count, sealed FROM ${t.streams}
+       WHERE run_id = @runId AND "offset" >= coalesce(
+         (SELECT max("offset") FROM ${t.streams} WHERE run_id = @runId AND "offset" <= @from), 0)
+       ORDER BY "offset" LIMIT ${MAX_STREAM_PAGE}`,
+    deleteStream: `DELETE FROM ${t.streams} WHERE run_id = ?`,
   };
 }

@@ -70,6 +70,9 @@ describe("bad input gets a typed error", () => {
       ["latest", () => store.latest("order-7")],
       ["recordCall", () => store.recordCall("order-7", 0, 0, "d1.-.{}")],
       ["release", () => store.release("order-7", 0, "me")],
+      ["appendStream", () => store.appendStream("order-7", { segment: 0, offset: 0, count: 1, sealed: "d1.-.{}" })],
+      ["stream", () => store.stream("order-7")],
+      ["dropStream", () => store.dropStream("order-7")],
     ] as const) {
       const error: unknown = await use().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StoreUnavailable);
