@@ -1,8 +1,8 @@
 import { appendFileSync } from "node:fs";
-import { defineQueue, Executor, ToolRegistry } from "@durable/core";
+import { type CheckpointStore, defineQueue, Executor, ToolRegistry } from "@durable/core";
 import { Flow, FlowRunner } from "@durable/flow";
-import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { z } from "zod";
+import { KEY } from "./key.js";
 
 /** The flow the server starts and the workers run: one tool call. */
 export const greeting = new Flow("greeting", {
@@ -18,17 +18,14 @@ export const greeting = new Flow("greeting", {
  */
 export const greetings = defineQueue("greetings", { concurrency: 4, perKey: 1 });
 
-/** Replace it: every process of the fleet seals and reads checkpoints with the same key. */
-const KEY = process.env["DURABLE_KEY"] ?? "http-example-key-replace-with-32-random-bytes";
-
 /**
- * A runner on the SQLite file every process shares (server and workers).
+ * A runner on the store every process shares (server and workers).
  * The tool's effect is a line in `outbox`, as an email sent would be.
  */
-export function greetingRunner(db: string, outbox: string): FlowRunner {
+export function greetingRunner(store: CheckpointStore, outbox: string): FlowRunner {
   const tools = new ToolRegistry().tool("send_greeting", (args: { name: string }, ctx) => {
     appendFileSync(outbox, `${JSON.stringify({ runId: ctx.runId, name: args.name })}\n`);
     return `hello ${args.name}`;
   });
-  return new FlowRunner(new Executor(tools), { checkpoints: new SQLiteCheckpointStore(db), checkpointKey: KEY });
+  return new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY });
 }

@@ -8,6 +8,7 @@ describeBin("http-example", new URL("../src/main.ts", import.meta.url), [
   "--port <n>",
   "--db <path>",
   "--outbox <path>",
+  "--chat-lease-ms <ms>",
 ]);
 
 describe("pnpm http-example's own refusals", () => {

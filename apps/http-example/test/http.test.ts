@@ -1,47 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { examples, post } from "./example.js";
 
 // The example as its users run it: a server process and a worker process on one SQLite file, talked to over HTTP.
 
-const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const children: ChildProcess[] = [];
-let folder = "";
-
-afterEach(async () => {
-  for (const child of children.splice(0))
-    if (child.exitCode === null && child.kill("SIGKILL")) await once(child, "exit");
-  rmSync(folder, { recursive: true, force: true });
-});
-
-/** Starts the bin with `args`; resolves with the process once a line of its stdout matches `ready`. */
-async function bin(args: string[], ready: RegExp): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(child);
-  for await (const line of createInterface({ input: child.stdout! })) if (ready.test(line)) return { child, line };
-  throw new Error(`${args.join(" ")} exited before it printed ${ready}`);
-}
-
-/** A server and, unless `worker` is false, a worker on a fresh SQLite file; its base URL and outbox. */
-async function example(worker = true) {
-  folder = mkdtempSync(join(tmpdir(), "http-example-"));
-  const files = ["--db", join(folder, "runs.db"), "--outbox", join(folder, "outbox.jsonl")];
-  const { line } = await bin([...files, "--port", "0"], /^listening on /);
-  if (worker) await bin([...files, "--role", "worker"], /^worker: /);
-  const sent = () =>
-    readFileSync(join(folder, "outbox.jsonl"), { encoding: "utf8", flag: "a+" }).split("\n").filter(Boolean);
-  return { base: line.replace("listening on ", ""), sent };
-}
-
-async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, { method: "POST", body: JSON.stringify(body), headers });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
+const example = examples();
 
 /** GETs the run until it is done (or 20 s passed). */
 async function doneRun(base: string, runId: string): Promise<Record<string, unknown>> {
@@ -74,7 +36,7 @@ describe("the HTTP example, a server and a worker process on one SQLite file", (
   }, 60_000);
 
   it("with no worker, POST /drain runs what is queued, as a cron-triggered route would", async () => {
-    const { base, sent } = await example(false);
+    const { base, sent } = await example({ worker: false });
     const { body } = await post(`${base}/runs`, { name: "Bob" });
     expect(await (await fetch(`${base}/runs/${String(body["runId"])}`)).json()).toMatchObject({ status: "queued" });
     expect(await post(`${base}/drain`, {})).toMatchObject({
@@ -86,7 +48,7 @@ describe("the HTTP example, a server and a worker process on one SQLite file", (
   }, 60_000);
 
   it("answers a bad request with 400 and an unknown run with 404, each with its error", async () => {
-    const { base } = await example(false);
+    const { base } = await example({ worker: false });
     expect(await post(`${base}/runs`, { name: 5 })).toMatchObject({ status: 400, body: { error: expect.any(String) } });
     const response = await fetch(`${base}/runs/no-such-run`);
     expect(response.status).toBe(404);
