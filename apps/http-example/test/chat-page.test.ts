@@ -1,7 +1,7 @@
 import type { Browser, Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { CHAT_REPLY_TEXT, CHAT_SCRIPT } from "../src/chat-model.js";
-import { headlessChromium } from "./chromium.js";
+import { headlessChromium } from "@durable/test-utils/chromium";
 import { type ExampleProcess, examples } from "./example.js";
 
 // The chat page (GET /) in headless Chromium, on a server and worker processes: a chat streams in; reloaded

@@ -10,7 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
-import { headlessChromium } from "./chromium.js";
+import { headlessChromium } from "@durable/test-utils/chromium";
 import { failingCharges, KEY, payments, runner, seed, type Seeded, worker } from "./fixture.js";
 
 /** Screenshots the tests save (not committed; the README's are docs/console-*.png). */

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { describe, expect, it } from "vitest";
 import { type RunDetail, type RunningConsole, startConsole } from "../src/index.js";
-import { headlessChromium } from "./chromium.js";
+import { headlessChromium } from "@durable/test-utils/chromium";
 import { detail } from "./client.js";
 import { KEY, payments, runner, seed } from "./fixture.js";
 

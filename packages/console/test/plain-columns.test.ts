@@ -12,7 +12,7 @@ import type { Browser } from "playwright-core";
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
-import { headlessChromium } from "./chromium.js";
+import { headlessChromium } from "@durable/test-utils/chromium";
 import { KEY, orders, runner } from "./fixture.js";
 
 /*

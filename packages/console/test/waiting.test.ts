@@ -8,7 +8,7 @@ import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
-import { headlessChromium } from "./chromium.js";
+import { headlessChromium } from "@durable/test-utils/chromium";
 import { KEY, naps, refunds, registry, reminders, runner, seed, type Seeded, worker } from "./fixture.js";
 
 /*

@@ -1,16 +1,13 @@
 import type {
   CheckpointStore,
   ApprovalAnswers,
-  EventSink,
   Executor,
   Identity,
   JsonValue,
-  LeaseOptions,
   PausedResult,
   RecoverOptions,
   RunHandleOptions,
   ScheduleOptions,
-  StorageOptions,
   ValueCodec,
 } from "@durable/core";
 import { InvalidInput, newRunId, RunHandle, Schedule } from "@durable/core";

@@ -1,3 +1,4 @@
+// Debian's headless Chromium, driven with playwright-core: what the console's and the chat page's browser tests use.
 import { existsSync } from "node:fs";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
@@ -9,7 +10,7 @@ function chromiumPresent(): boolean {
   if (process.env["CI"] === "true")
     throw new Error(`No Chromium at ${CHROMIUM}; CI needs it (apt-get install chromium).`);
   console.warn(
-    `Skipping the console's browser tests: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`,
+    `Skipping this file's browser tests: no Chromium at ${CHROMIUM}. Install it with: apt-get install chromium`,
   );
   return false;
 }
