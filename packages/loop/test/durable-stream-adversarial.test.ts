@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { InvalidInput, MemoryCheckpointStore, ToolRegistry } from "@durable/core";
-import { followToolLoop, retryToolLoop, runToolLoop, type LoopModel } from "../src/index.js";
+import { InvalidInput, MemoryCheckpointStore, pruneRuns, ToolRegistry } from "@durable/core";
+import {
+  cancelToolLoop,
+  followToolLoop,
+  retryToolLoop,
+  runToolLoop,
+  type LoopModel,
+  type ModelReply,
+} from "../src/index.js";
 
 const KEY = "k".repeat(32);
 const ask = [{ role: "user" as const, content: "Book two seats" }];
@@ -35,5 +42,46 @@ describe("a loop's durable stream, attacked", () => {
     expect(retried.status).toBe("done");
     const parts = await collect(followToolLoop("nonjson", { checkpoints, checkpointKey: KEY }));
     expect(parts.map((p) => p.offset)).toEqual(parts.map((_, i) => i));
+  });
+
+  it("pruneRuns with streamsOnly keeps the stream of a failed run a retry may take up, and the retry goes on", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    let down = true;
+    const model: LoopModel = {
+      async reply(_messages, _tools, options = {}) {
+        options.onPart?.({ type: "text-delta", text: "Hel" });
+        if (down) throw new Error("provider down");
+        options.onPart?.({ type: "text-delta", text: "lo" });
+        return { text: "Hello", toolCalls: [] } satisfies ModelReply;
+      },
+    };
+    const options = { checkpoints, checkpointKey: KEY, stream: true };
+    const registry = new ToolRegistry();
+    await runToolLoop(model, registry, ask, { ...options, runId: "failed" }).catch(() => undefined);
+    expect((await checkpoints.latest("failed")).status).toBe("failed");
+    // A cancelled run does not go on, and one done neither: their streams go.
+    down = false;
+    await runToolLoop(model, registry, ask, { ...options, runId: "done" });
+    const holding = runToolLoop(
+      {
+        async reply(_messages, _tools, replyOptions = {}) {
+          replyOptions.onPart?.({ type: "text-delta", text: "…" });
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          return { text: "never", toolCalls: [] };
+        },
+      },
+      registry,
+      ask,
+      { ...options, runId: "cancelled" },
+    ).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await cancelToolLoop(model, registry, "cancelled", "stop", options);
+    await holding;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const pruned = await pruneRuns({ checkpoints, checkpointKey: KEY, olderThan: Date.now(), streamsOnly: true });
+    expect([...pruned.pruned].sort()).toEqual(["cancelled", "done"]);
+    expect(await checkpoints.stream("failed")).not.toEqual([]);
+    const retried = await retryToolLoop(model, registry, "failed", options);
+    expect(retried.status).toBe("done");
   });
 });
