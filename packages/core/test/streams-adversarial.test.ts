@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { followRun, type FollowedPart, InvalidInput, MemoryCheckpointStore } from "../src/index.js";
+import {
+  CheckpointStoreCorrupt,
+  followRun,
+  type FollowedPart,
+  InvalidInput,
+  MemoryCheckpointStore,
+} from "../src/index.js";
+import type { MemoryData } from "../src/internal.js";
 import { DurableRun, streamTerms } from "../src/runner.js";
-import type { CheckpointStore } from "../src/store.js";
+import type { CheckpointStore, StoredCheckpoint } from "../src/store.js";
 import { KEY, sealer } from "./helpers.js";
 
 async function follow(store: CheckpointStore, runId: string, from?: number): Promise<FollowedPart[]> {
@@ -64,5 +71,58 @@ describe("a run's stream, attacked", () => {
       { type: "text-delta", text: "a class" },
       { type: "note", text: "fine" },
     ]);
+  });
+
+  it("is CheckpointStoreCorrupt when the stream ends short of what a checkpoint counted, and ends quietly when it was dropped", async () => {
+    for (const status of ["done", "running"] as const) {
+      const data: MemoryData = new Map();
+      const store = new MemoryCheckpointStore({ data });
+      const { run } = await start(store, status, { flushMs: 1, batchParts: 2 });
+      for (let i = 0; i < 5; i++) run.stream?.write({ type: "note", i });
+      await run.save(status, {});
+      await run.stopLease(true);
+      data.get(status)?.stream?.pop();
+      await expect(follow(store, status), status).rejects.toThrow(CheckpointStoreCorrupt);
+      await expect(follow(store, status, 4), status).rejects.toThrow(CheckpointStoreCorrupt);
+    }
+    const store = new MemoryCheckpointStore();
+    const { run } = await start(store, "dropped");
+    run.stream?.write({ type: "note" });
+    await run.save("done", {});
+    await store.dropStream("dropped");
+    expect(await follow(store, "dropped")).toEqual([]);
+  });
+
+  it("does not end a follow early when the run is taken up again between its last two reads", async () => {
+    let resume: (() => Promise<void>) | undefined;
+    class Racing extends MemoryCheckpointStore {
+      override async latest(runId: string): Promise<StoredCheckpoint> {
+        const row = await super.latest(runId);
+        const go = resume;
+        resume = undefined;
+        await go?.();
+        return row;
+      }
+    }
+    const store = new Racing();
+    const { run } = await start(store, "race");
+    await run.save("paused", {});
+    let later: Promise<void> | undefined;
+    // The follower reads the run paused; before its last read a resume claims it and streams on.
+    resume = async () => {
+      const paused = await DurableRun.latest(store, sealer, "race");
+      const { run: resumed } = await DurableRun.claim(store, sealer, paused, { stream: streamTerms("test", true) });
+      resumed.stream?.write({ type: "note", text: "first" });
+      resumed.stream?.settle();
+      await resumed.flush();
+      later = (async () => {
+        await wait(30);
+        resumed.stream?.write({ type: "note", text: "second" });
+        await resumed.save("paused", {});
+      })();
+    };
+    const parts = await follow(store, "race");
+    await later;
+    expect(parts.map((p) => p.part["text"] ?? p.part.type)).toEqual(["attempt", "attempt", "first", "second"]);
   });
 });

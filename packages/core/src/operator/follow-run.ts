@@ -7,6 +7,7 @@ import { openStreamBatch, type StreamPart, type StreamStore, streamStore } from 
 import { runStorage, STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
 import { openCheckpoint } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
+import { isEnded } from "../store/contract.js";
 import { isAsleepOwner } from "../store/owners.js";
 import { MAX_STREAM_PAGE } from "../store/streams.js";
 
@@ -78,6 +79,8 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const onAbort = () => wake.resolve?.();
   signal?.addEventListener("abort", onAbort);
   try {
+    // The run as it stands before the first read: how many parts the stream holds at least, and whether it ended.
+    let run = await runState(streams, sealer, runId);
     let stopped = false;
     while (signal?.aborted !== true) {
       news = false;
@@ -90,10 +93,23 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
         yield { offset, attempt, abandoned: voided, part };
         next = offset + 1;
       }
-      if (more || parts.length > 0) continue;
-      // Parts land before the checkpoint that counts them: once the run is seen stopped, one more read has them all.
+      // Parts came: the run may have been taken up again since it was seen stopped, so it is looked at again.
+      if (more || parts.length > 0) {
+        stopped = false;
+        continue;
+      }
+      // Parts land before the checkpoint that counts them: read after it, the stream holds every one.
+      if (next < run.streamed) {
+        if (run.ended && (await streams.stream(runId, 0)).length === 0) return; // dropped (`pruneRuns`, streamsOnly)
+        throw new CheckpointStoreCorrupt(
+          runId,
+          `its stream ends at part ${next}, and its latest checkpoint counted ${run.streamed}: parts were deleted.`,
+        );
+      }
+      // Once the run is seen stopped, one more read has them all.
       if (stopped) return;
-      stopped = await hasStopped(streams, sealer, runId);
+      run = await runState(streams, sealer, runId);
+      stopped = run.stopped;
       if (stopped || news) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, pollMs);
@@ -148,13 +164,21 @@ function abandonsOf(runId: string, part: JsonObject): { from: number; to: number
 }
 
 /**
- * Whether no drive writes the run's stream now, nor will until something
- * outside it acts: its latest checkpoint (verified) is ended or paused, or
- * the store holds its lease for a sleep or a wait for an event.
+ * The run as its latest checkpoint (verified) and lease stand: how many parts
+ * the checkpoint counted (the stream holds them all), whether it ended, and
+ * whether no drive writes its stream now, nor will until something outside it
+ * acts: it is ended or paused, or the store holds its lease for a sleep or a
+ * wait for an event.
  */
-async function hasStopped(store: StreamStore, sealer: Sealer, runId: string): Promise<boolean> {
+async function runState(
+  store: StreamStore,
+  sealer: Sealer,
+  runId: string,
+): Promise<{ readonly streamed: number; readonly ended: boolean; readonly stopped: boolean }> {
   const latest = openCheckpoint(sealer, await store.latest(runId));
-  if (latest.status !== "running") return true;
+  const streamed = latest.streamed ?? 0;
+  const ended = isEnded(latest.status);
+  if (latest.status !== "running") return { streamed, ended, stopped: true };
   const lease = await store.leaseOf(runId);
-  return lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now;
+  return { streamed, ended, stopped: lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now };
 }
