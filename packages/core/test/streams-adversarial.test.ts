@@ -73,6 +73,24 @@ describe("a run's stream, attacked", () => {
     ]);
   });
 
+  it("marks every part a cut-off drive wrote abandoned, however many batches lie before the attempt that says so", async () => {
+    const store = new MemoryCheckpointStore();
+    const { run } = await start(store, "long", { flushMs: 1, batchParts: 1 });
+    for (let i = 0; i < 1_100; i++) run.stream?.write({ type: "note", i });
+    await run.flush();
+    await run.stopLease(true);
+    // Cut off with 1,101 batches no checkpoint counted: more than one page of the store's.
+    const { run: next } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "long"), {
+      stream: streamTerms("test", true),
+    });
+    await next.save("done", {});
+    for (const from of [0, 1, 700]) {
+      const notes = (await follow(store, "long", from)).filter((p) => p.part.type === "note");
+      expect(notes.length, `from ${from}`).toBe(1_100 - Math.max(0, from - 1));
+      expect(notes.every((p) => p.abandoned)).toBe(true);
+    }
+  });
+
   it("is CheckpointStoreCorrupt when the stream ends short of what a checkpoint counted, and ends quietly when it was dropped", async () => {
     for (const status of ["done", "running"] as const) {
       const data: MemoryData = new Map();

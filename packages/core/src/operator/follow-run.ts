@@ -68,8 +68,10 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const { store, sealer } = runStorage(where, options);
   const streams = streamStore(where, store);
   /** The void ranges told so far: a part in one is abandoned. */
-  const abandoned: { readonly from: number; readonly to: number }[] = [];
+  const abandoned: { from: number; to: number }[] = [];
   let next = from;
+  /** Up to where attempt parts were looked for ahead of the parts given. */
+  let scanned = from;
   let news = false;
   const wake = { resolve: undefined as (() => void) | undefined };
   const unsubscribe = onStreamNews(store, runId, () => {
@@ -84,7 +86,9 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
     let stopped = false;
     while (signal?.aborted !== true) {
       news = false;
-      const { parts, more } = await readFrom(streams, sealer, runId, next);
+      const { parts, more, end } = await readFrom(streams, sealer, runId, next);
+      // A full page: the attempt that voids its parts may lie pages ahead, stored already.
+      if (more && end > scanned) scanned = await scanAhead(streams, sealer, runId, end, abandoned);
       for (const { part } of parts) if (part["type"] === "attempt") abandoned.push(...abandonsOf(runId, part));
       for (const { offset, attempt, part } of parts) {
         if (part["type"] === "stream-full") throw new StreamTooLong(runId, Number(part["limit"]));
@@ -126,13 +130,46 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   }
 }
 
-/** The verified parts from `from` on of one page of the stream, and whether the page was full (more may follow at once). */
+/**
+ * Looks for attempt parts in the batches from `from` on, to the end of the
+ * stream, adding what they void to `abandoned`: only a drive's first batch
+ * (a segment after the one before) opens with one. Gives where it stopped.
+ */
+async function scanAhead(
+  store: StreamStore,
+  sealer: Sealer,
+  runId: string,
+  from: number,
+  abandoned: { from: number; to: number }[],
+): Promise<number> {
+  let at = from;
+  let segment = -1;
+  for (;;) {
+    const page = await store.stream(runId, at);
+    for (const batch of page) {
+      if (batch.segment !== segment && batch.offset >= from) {
+        const [first] = openStreamBatch(sealer, runId, batch);
+        if (first?.part["type"] === "attempt") abandoned.push(...abandonsOf(runId, first.part));
+      }
+      segment = batch.segment;
+    }
+    const last = page.at(-1);
+    if (last === undefined) return at;
+    at = last.offset + last.count;
+    if (page.length < MAX_STREAM_PAGE) return at;
+  }
+}
+
+/**
+ * The verified parts from `from` on of one page of the stream, whether the
+ * page was full (more may follow at once), and where it ends.
+ */
 async function readFrom(
   store: StreamStore,
   sealer: Sealer,
   runId: string,
   from: number,
-): Promise<{ parts: StreamPart[]; more: boolean }> {
+): Promise<{ parts: StreamPart[]; more: boolean; end: number }> {
   const batches = await store.stream(runId, from);
   const parts: StreamPart[] = [];
   let expected = batches[0] === undefined ? from : Math.min(batches[0].offset, from);
@@ -145,7 +182,7 @@ async function readFrom(
     for (const part of openStreamBatch(sealer, runId, batch)) if (part.offset >= from) parts.push(part);
     expected = batch.offset + batch.count;
   }
-  return { parts, more: batches.length >= MAX_STREAM_PAGE };
+  return { parts, more: batches.length >= MAX_STREAM_PAGE, end: expected };
 }
 
 /** The void ranges an `attempt` part tells, checked: a range of another shape is corrupt, not ignored. */
