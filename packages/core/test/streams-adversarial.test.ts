@@ -111,6 +111,50 @@ describe("a run's stream, attacked", () => {
     expect(await follow(store, "dropped")).toEqual([]);
   });
 
+  it("marks the parts of a drive a cancel cut off abandoned: no drive comes after to say so", async () => {
+    const store = new MemoryCheckpointStore();
+    const { run } = await start(store, "cut");
+    run.stream?.write({ type: "note", text: "saved" });
+    await run.save("running", { n: 1 });
+    run.stream?.write({ type: "note", text: "cut off" });
+    await wait(20);
+    const latest = await DurableRun.latest(store, sealer, "cut");
+    await DurableRun.end(store, sealer, latest, { takeOver: true, data: { cancelled: true } });
+    for (const from of [0, 2]) {
+      const parts = await follow(store, "cut", from);
+      expect(parts.filter((p) => !p.abandoned).map((p) => p.part["text"] ?? p.part.type)).toEqual(
+        from === 0 ? ["attempt", "saved"] : [],
+      );
+      expect(parts.filter((p) => p.abandoned).map((p) => p.part["text"])).toEqual(["cut off"]);
+    }
+  });
+
+  it("a failed step's parts are abandoned with it: a retry runs it again", async () => {
+    const store = new MemoryCheckpointStore();
+    const { run } = await start(store, "failed");
+    run.stream?.write({ type: "note", text: "saved" });
+    await run.save("running", { n: 1 });
+    run.stream?.write({ type: "note", text: "of the step that failed" });
+    await run.save("failed", { error: "boom" });
+    expect((await DurableRun.latest(store, sealer, "failed")).streamed).toBe(2);
+    const parts = await follow(store, "failed");
+    expect(parts.filter((p) => p.abandoned).map((p) => p.part["text"])).toEqual(["of the step that failed"]);
+    // A retry's attempt says so too, and what it streams is live.
+    const { run: retry } = await DurableRun.claim(store, sealer, await DurableRun.latest(store, sealer, "failed"), {
+      stream: streamTerms("test", true),
+    });
+    retry.stream?.write({ type: "note", text: "again" });
+    await retry.save("done", {});
+    const after = await follow(store, "failed");
+    expect(after.filter((p) => !p.abandoned).map((p) => p.part["text"] ?? p.part.type)).toEqual([
+      "attempt",
+      "saved",
+      "attempt",
+      "again",
+    ]);
+    expect(after[3]?.part).toEqual({ type: "attempt", attempt: 1, abandons: { from: 2, to: 3 } });
+  });
+
   it("does not end a follow early when the run is taken up again between its last two reads", async () => {
     let resume: (() => Promise<void>) | undefined;
     class Racing extends MemoryCheckpointStore {

@@ -68,7 +68,7 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const { store, sealer } = runStorage(where, options);
   const streams = streamStore(where, store);
   /** The void ranges told so far: a part in one is abandoned. */
-  const abandoned: { from: number; to: number }[] = [];
+  const abandoned: VoidRange[] = [];
   let next = from;
   /** Up to where attempt parts were looked for ahead of the parts given. */
   let scanned = from;
@@ -82,14 +82,15 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   signal?.addEventListener("abort", onAbort);
   try {
     // The run as it stands before the first read: how many parts the stream holds at least, and whether it ended.
-    let run = await runState(streams, sealer, runId);
+    let run = await runState(streams, sealer, runId, abandoned);
     let stopped = false;
     while (signal?.aborted !== true) {
       news = false;
       const { parts, more, end } = await readFrom(streams, sealer, runId, next);
       // A full page: the attempt that voids its parts may lie pages ahead, stored already.
       if (more && end > scanned) scanned = await scanAhead(streams, sealer, runId, end, abandoned);
-      for (const { part } of parts) if (part["type"] === "attempt") abandoned.push(...abandonsOf(runId, part));
+      for (const { offset, attempt, part } of parts)
+        if (part["type"] === "attempt") tellAbandons(runId, offset, attempt, part, abandoned);
       for (const { offset, attempt, part } of parts) {
         if (part["type"] === "stream-full") throw new StreamTooLong(runId, Number(part["limit"]));
         const voided =
@@ -112,7 +113,7 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
       }
       // Once the run is seen stopped, one more read has them all.
       if (stopped) return;
-      run = await runState(streams, sealer, runId);
+      run = await runState(streams, sealer, runId, abandoned);
       stopped = run.stopped;
       if (stopped || news) continue;
       await new Promise<void>((resolve) => {
@@ -131,6 +132,32 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
 }
 
 /**
+ * The run as its latest checkpoint (verified) and lease stand: how many parts
+ * the checkpoint counted (the stream holds them all), whether it ended, and
+ * whether no drive writes its stream now, nor will until something outside it
+ * acts: it is ended or paused, or the store holds its lease for a sleep or a
+ * wait for an event. An ended run's parts past its count were written by a
+ * drive a cancel cut off (or by its step that failed, which a retry runs
+ * again): they are void, up to the attempt of a retry, added to `abandoned`.
+ */
+async function runState(
+  store: StreamStore,
+  sealer: Sealer,
+  runId: string,
+  abandoned: VoidRange[],
+): Promise<{ readonly streamed: number; readonly ended: boolean; readonly stopped: boolean }> {
+  const latest = openCheckpoint(sealer, await store.latest(runId));
+  const streamed = latest.streamed ?? 0;
+  const ended = isEnded(latest.status);
+  const { segment } = latest;
+  if (ended && !abandoned.some((range) => range.from === streamed && range.endedIn === segment))
+    abandoned.push({ from: streamed, to: Number.POSITIVE_INFINITY, endedIn: segment });
+  if (latest.status !== "running") return { streamed, ended, stopped: true };
+  const lease = await store.leaseOf(runId);
+  return { streamed, ended, stopped: lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now };
+}
+
+/**
  * Looks for attempt parts in the batches from `from` on, to the end of the
  * stream, adding what they void to `abandoned`: only a drive's first batch
  * (a segment after the one before) opens with one. Gives where it stopped.
@@ -140,7 +167,7 @@ async function scanAhead(
   sealer: Sealer,
   runId: string,
   from: number,
-  abandoned: { from: number; to: number }[],
+  abandoned: VoidRange[],
 ): Promise<number> {
   let at = from;
   let segment = -1;
@@ -149,7 +176,7 @@ async function scanAhead(
     for (const batch of page) {
       if (batch.segment !== segment && batch.offset >= from) {
         const [first] = openStreamBatch(sealer, runId, batch);
-        if (first?.part["type"] === "attempt") abandoned.push(...abandonsOf(runId, first.part));
+        if (first?.part["type"] === "attempt") tellAbandons(runId, first.offset, first.attempt, first.part, abandoned);
       }
       segment = batch.segment;
     }
@@ -160,10 +187,7 @@ async function scanAhead(
   }
 }
 
-/**
- * The verified parts from `from` on of one page of the stream, whether the
- * page was full (more may follow at once), and where it ends.
- */
+/** The verified parts from `from` on of one page of the stream, and whether the page was full (more may follow at once). */
 async function readFrom(
   store: StreamStore,
   sealer: Sealer,
@@ -185,10 +209,29 @@ async function readFrom(
   return { parts, more: batches.length >= MAX_STREAM_PAGE, end: expected };
 }
 
-/** The void ranges an `attempt` part tells, checked: a range of another shape is corrupt, not ignored. */
-function abandonsOf(runId: string, part: JsonObject): { from: number; to: number }[] {
+/**
+ * Parts `from` to `to - 1` are void: told by an attempt part, or past an
+ * ended run's count (`endedIn`, the segment of its ended checkpoint), open
+ * until a later attempt (a retry's) takes the run up.
+ */
+interface VoidRange {
+  readonly from: number;
+  to: number;
+  readonly endedIn?: number;
+}
+
+/**
+ * Adds the void range an `attempt` part at `offset`, of attempt `attempt`,
+ * tells to `abandoned`, checked (a range of another shape is corrupt, not
+ * ignored), and closes at it the open range of an ended run it took up again
+ * (a retry: an attempt after the ended checkpoint's segment).
+ */
+function tellAbandons(runId: string, offset: number, attempt: number, part: JsonObject, abandoned: VoidRange[]): void {
+  for (const range of abandoned)
+    if (range.endedIn !== undefined && range.endedIn < attempt && range.from <= offset && offset < range.to)
+      range.to = offset;
   const abandons = part["abandons"];
-  if (abandons === undefined) return [];
+  if (abandons === undefined) return;
   const range = abandons as { from?: unknown; to?: unknown };
   if (
     typeof abandons !== "object" ||
@@ -197,25 +240,5 @@ function abandonsOf(runId: string, part: JsonObject): { from: number; to: number
     !Number.isSafeInteger(range.to)
   )
     throw new CheckpointStoreCorrupt(runId, "an attempt part of a stream tells void parts of another shape.");
-  return [{ from: range.from as number, to: range.to as number }];
-}
-
-/**
- * The run as its latest checkpoint (verified) and lease stand: how many parts
- * the checkpoint counted (the stream holds them all), whether it ended, and
- * whether no drive writes its stream now, nor will until something outside it
- * acts: it is ended or paused, or the store holds its lease for a sleep or a
- * wait for an event.
- */
-async function runState(
-  store: StreamStore,
-  sealer: Sealer,
-  runId: string,
-): Promise<{ readonly streamed: number; readonly ended: boolean; readonly stopped: boolean }> {
-  const latest = openCheckpoint(sealer, await store.latest(runId));
-  const streamed = latest.streamed ?? 0;
-  const ended = isEnded(latest.status);
-  if (latest.status !== "running") return { streamed, ended, stopped: true };
-  const lease = await store.leaseOf(runId);
-  return { streamed, ended, stopped: lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now };
+  abandoned.push({ from: range.from as number, to: range.to as number });
 }

@@ -414,13 +414,16 @@ export class DurableRun {
   /**
    * What a row seals as `streamed`: every part written before it is queued
    * ahead of it. A row that ends the drive (paused, ended, asleep, released)
-   * closes the stream: a new drive writes the parts after it.
+   * closes the stream: a new drive writes the parts after it. A failed row
+   * counts only the parts before the step that failed: that step's are void,
+   * as a cut-off drive's are (a retry runs it again, and a follower marks them
+   * abandoned).
    */
   #settleStream(status: RunStatus, hold: "decision" | LeaseClaim | undefined): number | undefined {
     if (this.#stream === undefined) return this.#streamed;
     const streamed = this.#stream.settle();
     if (status !== "running" || hold !== undefined) this.#stream.close();
-    return streamed;
+    return status === "failed" ? (this.#last?.streamed ?? streamed) : streamed;
   }
 
   /**
