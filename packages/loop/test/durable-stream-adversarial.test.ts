@@ -3,10 +3,13 @@ import { InvalidInput, MemoryCheckpointStore, pruneRuns, ToolRegistry } from "@d
 import {
   cancelToolLoop,
   followToolLoop,
+  type LoopFollowedPart,
+  type LoopModel,
+  type Message,
+  type ModelReply,
+  readToolLoop,
   retryToolLoop,
   runToolLoop,
-  type LoopModel,
-  type ModelReply,
 } from "../src/index.js";
 
 const KEY = "k".repeat(32);
@@ -17,6 +20,44 @@ async function collect<T>(parts: AsyncIterable<T>): Promise<T[]> {
   for await (const part of parts) all.push(part);
   return all;
 }
+
+/** A model that streams each reply's text as one delta, then its tool calls, giving the replies in turn. */
+function scripted(replies: readonly ModelReply[]): LoopModel {
+  let calls = 0;
+  return {
+    async reply(_messages, _tools, options = {}) {
+      const reply = replies[Math.min(calls++, replies.length - 1)] as ModelReply;
+      options.onPart?.({ type: "text-delta", text: reply.text });
+      for (const c of reply.toolCalls)
+        options.onPart?.({ type: "tool-call", toolCallId: c.id, toolName: c.name, args: c.args });
+      return reply;
+    },
+  };
+}
+
+/**
+ * The promise of the stream: offsets 0, 1, 2, … each once, and its live
+ * (not abandoned) parts say what the saved history says, once: the model's
+ * text, each reply as saved, each tool result.
+ */
+function expectLiveIsSaved(parts: readonly LoopFollowedPart[], messages: readonly Message[], from = 0): void {
+  expect(parts.map((p) => p.offset)).toEqual(parts.map((_, i) => from + i));
+  const live = parts.filter((p) => !p.abandoned).map((p) => p.part);
+  const said = messages.filter((m) => m.role === "assistant");
+  const text = live.map((p) => (p.type === "text-delta" ? p.text : "")).join("");
+  expect(text, "the live text").toBe(said.map((m) => m.content).join(""));
+  expect(
+    live.flatMap((p) => (p.type === "step-finish" ? [p.message] : [])),
+    "the replies",
+  ).toEqual(said);
+  const results = messages.filter((m) => m.role === "tool");
+  expect(
+    live.flatMap((p) => (p.type === "tool-result" ? [p.message] : [])),
+    "the tool results",
+  ).toEqual(results);
+}
+
+const options = { checkpointKey: KEY, stream: { flushMs: 1 } };
 
 describe("a loop's durable stream, attacked", () => {
   it("a model part that is not plain JSON fails the run with InvalidInput, and a retry goes on", async () => {
@@ -83,5 +124,44 @@ describe("a loop's durable stream, attacked", () => {
     expect(await checkpoints.stream("failed")).not.toEqual([]);
     const retried = await retryToolLoop(model, registry, "failed", options);
     expect(retried.status).toBe("done");
+  });
+
+  it("a reply a cancel cuts off, and one a failing provider cuts off, are abandoned: the live text is what was saved", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    let down = true;
+    let release!: () => void;
+    const model: LoopModel = {
+      async reply(messages, _tools, replyOptions = {}) {
+        replyOptions.onPart?.({ type: "text-delta", text: "Half a rep" });
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        if (messages.at(-1)?.content === "cancel me") await new Promise<void>((resolve) => (release = resolve));
+        if (down) throw new Error("the provider dropped the stream");
+        replyOptions.onPart?.({ type: "text-delta", text: "ly." });
+        return { text: "Half a reply.", toolCalls: [] };
+      },
+    };
+    const registry = new ToolRegistry();
+    const failed = await runToolLoop(model, registry, ask, { ...options, checkpoints, runId: "failed" }).catch(
+      (e: unknown) => e,
+    );
+    expect(String(failed)).toMatch(/dropped the stream/);
+    const failedParts = await collect(followToolLoop("failed", { ...options, checkpoints }));
+    expectLiveIsSaved(failedParts, (await readToolLoop("failed", { ...options, checkpoints })).messages);
+    down = false;
+    await retryToolLoop(model, registry, "failed", { ...options, checkpoints });
+    const retried = await collect(followToolLoop("failed", { ...options, checkpoints }));
+    expectLiveIsSaved(retried, (await readToolLoop("failed", { ...options, checkpoints })).messages);
+    const cut = runToolLoop(model, registry, [{ role: "user", content: "cancel me" }], {
+      ...options,
+      checkpoints,
+      runId: "cancelled",
+    }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    await cancelToolLoop(model, registry, "cancelled", "the user pressed stop", { ...options, checkpoints });
+    release();
+    await cut;
+    const cancelled = await collect(followToolLoop("cancelled", { ...options, checkpoints }));
+    expect(cancelled.some((p) => p.abandoned && p.part.type === "text-delta")).toBe(true);
+    expectLiveIsSaved(cancelled, (await readToolLoop("cancelled", { ...options, checkpoints })).messages);
   });
 });
