@@ -126,6 +126,38 @@ describe("a loop's durable stream, attacked", () => {
     expect(retried.status).toBe("done");
   });
 
+  it("gives a round's tool results once when the round pauses for an approval and runs again on the resume", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    const registry = new ToolRegistry()
+      .tool("look", () => ({ seen: 1 }))
+      .tool("pay", () => ({ paid: true }), { approval: true });
+    const model = scripted([
+      {
+        text: "Looking, then paying. ",
+        toolCalls: [
+          { id: "a", name: "look", args: {} },
+          { id: "b", name: "pay", args: {} },
+        ],
+      },
+      { text: "Paid.", toolCalls: [] },
+    ]);
+    const store = { checkpoints, checkpointKey: KEY };
+    const at = { ...options, checkpoints, runId: "approve" };
+    const paused = await runToolLoop(model, registry, ask, at);
+    if (paused.status !== "paused") throw new Error(`paused, not ${paused.status}`);
+    // A client that reloads at the pause: the saved history, then the stream from its count.
+    const saved = await readToolLoop("approve", store);
+    const done = await runToolLoop(model, registry, [], {
+      ...at,
+      answers: Object.fromEntries(paused.approvals.map((a) => [a.callId, true])),
+    });
+    expect(done.status).toBe("done");
+    const { messages } = await readToolLoop("approve", store);
+    expectLiveIsSaved(await collect(followToolLoop("approve", store)), messages);
+    const after = await collect(followToolLoop("approve", { ...store, from: saved.streamed ?? -1 }));
+    expectLiveIsSaved(after, messages.slice(saved.messages.length), saved.streamed);
+  });
+
   it("a reply a cancel cuts off, and one a failing provider cuts off, are abandoned: the live text is what was saved", async () => {
     const checkpoints = new MemoryCheckpointStore();
     let down = true;
