@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InvalidInput, MemoryCheckpointStore, pruneRuns, ToolRegistry } from "@durable/core";
 import {
@@ -8,6 +9,7 @@ import {
   type Message,
   type ModelReply,
   readToolLoop,
+  recoverToolLoop,
   retryToolLoop,
   runToolLoop,
 } from "../src/index.js";
@@ -195,5 +197,99 @@ describe("a loop's durable stream, attacked", () => {
     const cancelled = await collect(followToolLoop("cancelled", { ...options, checkpoints }));
     expect(cancelled.some((p) => p.abandoned && p.part.type === "text-delta")).toBe(true);
     expectLiveIsSaved(cancelled, (await readToolLoop("cancelled", { ...options, checkpoints })).messages);
+  });
+
+  it("for any takeovers, failures and approvals mid-reply and mid-tool, live parts are the saved history, each once, and a fenced drive adds none", async () => {
+    const words = fc.array(fc.constantFrom("Hold ", "two ", "seats ", "now. "), { minLength: 1, maxLength: 4 });
+    const reply = fc.record({ words, approval: fc.boolean() });
+    // A drive stops at its n-th event (a word it streams, a tool's write): stalled, then taken over, or failed.
+    const cut = fc.record({ at: fc.nat({ max: 6 }), fail: fc.boolean() });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(reply, { minLength: 1, maxLength: 3 }),
+        fc.array(cut, { maxLength: 4 }),
+        fc.nat(),
+        async (script, cuts, joinAt) => {
+          const checkpoints = new MemoryCheckpointStore();
+          let release!: () => void;
+          const released = new Promise<void>((resolve) => (release = resolve));
+          const drive = (cut: { at: number; fail: boolean } | undefined) => {
+            let events = 0;
+            let stalled!: () => void;
+            const stall = new Promise<"stalled">((resolve) => (stalled = () => resolve("stalled")));
+            const tick = async () => {
+              if (events++ !== cut?.at) return;
+              if (cut.fail) throw new Error("cut");
+              stalled();
+              await released;
+            };
+            const model: LoopModel = {
+              async reply(messages, _tools, replyOptions = {}) {
+                const n = messages.filter((m) => m.role === "assistant").length;
+                const { words: said = [], approval = false } = script[n] ?? {};
+                for (const word of said) {
+                  replyOptions.onPart?.({ type: "text-delta", text: word });
+                  await tick();
+                }
+                const calls = n >= script.length - 1 ? [] : [{ id: `h${n}`, name: "hold", args: { n } }];
+                if (calls.length > 0 && approval) calls.push({ id: `p${n}`, name: "pay", args: { n } });
+                return { text: said.join(""), toolCalls: calls };
+              },
+            };
+            const registry = new ToolRegistry()
+              .tool(
+                "hold",
+                async (args, ctx) => {
+                  ctx.writeData({ holding: (args as { n: number }).n });
+                  await tick();
+                  return { held: (args as { n: number }).n };
+                },
+                { idempotent: true },
+              )
+              .tool("pay", () => ({ paid: true }), { approval: true, idempotent: true });
+            return { model, registry, stall };
+          };
+          const settled: Promise<unknown>[] = [];
+          let outcome: unknown;
+          for (let i = 0; i < cuts.length + 8 && (outcome as { status?: string })?.status !== "done"; i++) {
+            const { model, registry, stall } = drive(cuts[i]);
+            const at = { ...options, checkpoints };
+            const status = (outcome as { status?: string; approvals?: { callId: string }[] } | undefined) ?? {};
+            const going =
+              i === 0
+                ? runToolLoop(model, registry, ask, { ...at, runId: "p" })
+                : status.status === "paused"
+                  ? runToolLoop(model, registry, [], {
+                      ...at,
+                      runId: "p",
+                      answers: Object.fromEntries((status.approvals ?? []).map((a) => [a.callId, true])),
+                    })
+                  : (await checkpoints.latest("p")).status === "failed"
+                    ? retryToolLoop(model, registry, "p", at)
+                    : recoverToolLoop(model, registry, "p", { ...at, takeOver: true });
+            settled.push(going.catch((e: unknown) => e));
+            outcome = await Promise.race([going, stall]).catch((e: unknown) => e);
+            await new Promise((resolve) => setTimeout(resolve, 3)); // its parts so far land
+          }
+          expect((outcome as { status?: string }).status).toBe("done");
+          release();
+          await Promise.all(settled);
+          const store = { checkpoints, checkpointKey: KEY };
+          const { messages, streamed } = await readToolLoop("p", store);
+          const parts = await collect(followToolLoop("p", store));
+          expect(parts).toHaveLength(streamed ?? -1);
+          expectLiveIsSaved(parts, messages);
+          // A fenced drive appended nothing after the claim that fenced it: attempts only go up.
+          const attempts = parts.map((p) => p.attempt);
+          expect(attempts).toEqual([...attempts].sort((a, b) => a - b));
+          const data = parts.filter((p) => !p.abandoned && p.part.type === "data").map((p) => p.part);
+          expect(new Set(data.map((p) => JSON.stringify(p))).size).toBe(data.length);
+          // A follower that joins anywhere gets the same parts from there on, marked alike.
+          const from = joinAt % (parts.length + 1);
+          expect(await collect(followToolLoop("p", { ...store, from }))).toEqual(parts.slice(from));
+        },
+      ),
+      { numRuns: 50 },
+    );
   });
 });
