@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { InvalidInput, MemoryCheckpointStore, pruneRuns, ToolRegistry } from "@durable/core";
+import { InvalidInput, MemoryCheckpointStore, pruneRuns, ToolRegistry, wakeRun } from "@durable/core";
 import {
   cancelToolLoop,
   followToolLoop,
@@ -197,6 +197,34 @@ describe("a loop's durable stream, attacked", () => {
     const cancelled = await collect(followToolLoop("cancelled", { ...options, checkpoints }));
     expect(cancelled.some((p) => p.abandoned && p.part.type === "text-delta")).toBe(true);
     expectLiveIsSaved(cancelled, (await readToolLoop("cancelled", { ...options, checkpoints })).messages);
+  });
+
+  it("a follower ends when a conversation sleeps and when it waits for the user, and goes on from there after a wake and a next message", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    const store = { checkpoints, checkpointKey: KEY };
+    const model: LoopModel = {
+      async reply(messages, _tools, replyOptions = {}) {
+        const n = messages.filter((m) => m.role === "assistant").length;
+        const text = ["Let me wait a minute. ", "Waited. ", "You are welcome."][n] ?? "";
+        replyOptions.onPart?.({ type: "text-delta", text });
+        return { text, toolCalls: n === 0 ? [{ id: "w", name: "wait", args: { seconds: 60 } }] : [] };
+      },
+    };
+    const registry = new ToolRegistry();
+    const at = { ...options, checkpoints, runId: "chat", conversation: true, sleepTool: "wait" };
+    expect((await runToolLoop(model, registry, ask, at)).status).toBe("asleep");
+    const asleep = await collect(followToolLoop("chat", store));
+    await wakeRun("chat", { ...store, by: "ops" });
+    const { runId: _runId, conversation: _conversation, ...recovering } = at;
+    expect((await recoverToolLoop(model, registry, "chat", recovering)).status).toBe("awaiting-user");
+    const awaiting = await collect(followToolLoop("chat", { ...store, from: asleep.length }));
+    await runToolLoop(model, registry, [{ role: "user", content: "Thanks" }], at);
+    const next = await collect(followToolLoop("chat", { ...store, from: asleep.length + awaiting.length }));
+    const { messages, awaitingUser } = await readToolLoop("chat", store);
+    expect(awaitingUser).toBe(true);
+    expect(next.length).toBeGreaterThan(0);
+    expectLiveIsSaved([...asleep, ...awaiting, ...next], messages);
+    expect(await collect(followToolLoop("chat", store))).toEqual([...asleep, ...awaiting, ...next]);
   });
 
   it("for any takeovers, failures and approvals mid-reply and mid-tool, live parts are the saved history, each once, and a fenced drive adds none", async () => {
