@@ -199,6 +199,28 @@ describe("a loop's durable stream, attacked", () => {
     expectLiveIsSaved(cancelled, (await readToolLoop("cancelled", { ...options, checkpoints })).messages);
   });
 
+  it("data a tool writes after its call returned is not streamed: it is no longer that call's progress", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    const registry = new ToolRegistry().tool("hold", (_args, ctx) => {
+      ctx.writeData({ holding: true });
+      setTimeout(() => ctx.writeData({ late: true }), 5);
+      return { held: true };
+    });
+    const model = scripted([
+      { text: "Holding. ", toolCalls: [{ id: "h", name: "hold", args: {} }] },
+      { text: "Held.", toolCalls: [] },
+    ]);
+    const slow: LoopModel = {
+      async reply(messages, tools, replyOptions) {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return model.reply(messages, tools, replyOptions);
+      },
+    };
+    await runToolLoop(slow, registry, ask, { ...options, checkpoints, runId: "late" });
+    const parts = await collect(followToolLoop("late", { checkpoints, checkpointKey: KEY }));
+    expect(parts.flatMap((p) => (p.part.type === "data" ? [p.part.data] : []))).toEqual([{ holding: true }]);
+  });
+
   it("a follower ends when a conversation sleeps and when it waits for the user, and goes on from there after a wake and a next message", async () => {
     const checkpoints = new MemoryCheckpointStore();
     const store = { checkpoints, checkpointKey: KEY };
