@@ -5,6 +5,7 @@ import {
   type FollowedPart,
   InvalidInput,
   MemoryCheckpointStore,
+  StreamTooLong,
 } from "../src/index.js";
 import type { MemoryData } from "../src/internal.js";
 import { DurableRun, streamTerms } from "../src/runner.js";
@@ -186,5 +187,31 @@ describe("a run's stream, attacked", () => {
     const parts = await follow(store, "race");
     await later;
     expect(parts.map((p) => p.part["text"] ?? p.part.type)).toEqual(["attempt", "attempt", "first", "second"]);
+  });
+
+  it("reaches maxParts at a checkpoint, and each drive after adds only its stream-full part; the run goes on and ends", async () => {
+    const store = new MemoryCheckpointStore();
+    const terms = { flushMs: 1, maxParts: 4 };
+    const { run } = await start(store, "full", terms);
+    for (const text of ["a", "b", "c", "d"]) run.stream?.write({ type: "note", text });
+    await run.save("paused", {});
+    expect((await DurableRun.latest(store, sealer, "full")).streamed).toBe(4);
+    for (const status of ["paused", "done"] as const) {
+      const latest = await DurableRun.latest(store, sealer, "full");
+      const { run: resumed } = await DurableRun.claim(store, sealer, latest, { stream: streamTerms("test", terms) });
+      resumed.stream?.write({ type: "note", text: "after the limit" });
+      await resumed.save(status, {});
+    }
+    const latest = await DurableRun.latest(store, sealer, "full");
+    expect([latest.status, latest.streamed]).toEqual(["done", 6]);
+    for (const from of [0, 3, 5]) {
+      const got: FollowedPart[] = [];
+      const error = await (async () => {
+        for await (const part of followRun({ checkpoints: store, checkpointKey: KEY, runId: "full", from }))
+          got.push(part);
+      })().catch((e: unknown) => e);
+      expect(error, `from ${from}`).toBeInstanceOf(StreamTooLong);
+      expect(got.map((p) => p.offset)).toEqual([0, 1, 2].filter((offset) => offset >= from));
+    }
   });
 });
