@@ -249,6 +249,29 @@ describe("a loop's durable stream, attacked", () => {
     expect(await collect(followToolLoop("chat", store))).toEqual([...asleep, ...awaiting, ...next]);
   });
 
+  it("a follower in the drive's process ends at once when the run sleeps, not a poll later", async () => {
+    const checkpoints = new MemoryCheckpointStore();
+    const model = scripted([
+      {
+        text: "One moment. ",
+        toolCalls: [
+          { id: "s", name: "slow", args: {} },
+          { id: "w", name: "wait", args: { seconds: 60 } },
+        ],
+      },
+    ]);
+    // The reply's parts land while the slow call runs: the save that puts the run to sleep brings none.
+    const registry = new ToolRegistry().tool("slow", () => new Promise((resolve) => setTimeout(resolve, 50)));
+    const at = { ...options, checkpoints, runId: "nap", sleepTool: "wait" };
+    const running = runToolLoop(model, registry, ask, at);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const started = performance.now();
+    const parts = await collect(followToolLoop("nap", { checkpoints, checkpointKey: KEY, pollMs: 10_000 }));
+    expect((await running).status).toBe("asleep");
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expectLiveIsSaved(parts, (await readToolLoop("nap", { checkpoints, checkpointKey: KEY })).messages);
+  });
+
   it("for any takeovers, failures and approvals mid-reply and mid-tool, live parts are the saved history, each once, and a fenced drive adds none", async () => {
     const words = fc.array(fc.constantFrom("Hold ", "two ", "seats ", "now. "), { minLength: 1, maxLength: 4 });
     const reply = fc.record({ words, approval: fc.boolean() });

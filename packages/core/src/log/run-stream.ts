@@ -65,7 +65,8 @@ export function onStreamNews(store: CheckpointStore, runId: string, listener: ()
   };
 }
 
-function tellNews(store: CheckpointStore, runId: string): void {
+/** Wakes the followers of `runId` in this process: a batch of its stream landed, or a checkpoint that stops its drive did. */
+export function tellNews(store: CheckpointStore, runId: string): void {
   for (const listener of news.get(store)?.get(runId) ?? []) listener();
 }
 
