@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  CheckpointNotFound,
   CheckpointStoreCorrupt,
   followRun,
   type FollowedPart,
@@ -10,7 +11,7 @@ import {
 import type { MemoryData } from "../src/internal.js";
 import { DurableRun, streamTerms } from "../src/runner.js";
 import type { CheckpointStore, StoredCheckpoint } from "../src/store.js";
-import { KEY, sealer } from "./helpers.js";
+import { collect, KEY, sealer } from "./helpers.js";
 
 async function follow(store: CheckpointStore, runId: string, from?: number): Promise<FollowedPart[]> {
   const all: FollowedPart[] = [];
@@ -154,6 +155,14 @@ describe("a run's stream, attacked", () => {
       "again",
     ]);
     expect(after[3]?.part).toEqual({ type: "attempt", attempt: 1, abandons: { from: 2, to: 3 } });
+  });
+
+  it("reads nothing for a follow aborted before it began, and an unknown run is CheckpointNotFound", async () => {
+    const store = new MemoryCheckpointStore();
+    const aborted = AbortSignal.abort();
+    const options = { checkpoints: store, checkpointKey: KEY, runId: "never", signal: aborted };
+    expect(await collect(followRun(options))).toEqual([]);
+    await expect(follow(store, "never")).rejects.toThrow(CheckpointNotFound);
   });
 
   it("does not end a follow early when the run is taken up again between its last two reads", async () => {

@@ -81,10 +81,12 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const onAbort = () => wake.resolve?.();
   signal?.addEventListener("abort", onAbort);
   try {
+    const aborted = (): boolean => signal?.aborted === true;
+    if (aborted()) return;
     // The run as it stands before the first read: how many parts the stream holds at least, and whether it ended.
     let run = await runState(streams, sealer, runId, abandoned);
     let stopped = false;
-    while (signal?.aborted !== true) {
+    while (!aborted()) {
       news = false;
       const { parts, more, end } = await readFrom(streams, sealer, runId, next);
       // A full page: the attempt that voids its parts may lie pages ahead, stored already.
