@@ -189,7 +189,10 @@ async function scanAhead(
   }
 }
 
-/** The verified parts from `from` on of one page of the stream, and whether the page was full (more may follow at once). */
+/**
+ * The verified parts from `from` on of one page of the stream, whether the
+ * page was full (more may follow at once), and where it ends.
+ */
 async function readFrom(
   store: StreamStore,
   sealer: Sealer,
