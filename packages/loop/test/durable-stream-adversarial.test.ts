@@ -163,7 +163,7 @@ describe("a loop's durable stream, attacked", () => {
   it("a reply a cancel cuts off, and one a failing provider cuts off, are abandoned: the live text is what was saved", async () => {
     const checkpoints = new MemoryCheckpointStore();
     let down = true;
-    let release!: () => void;
+    let release: (() => void) | undefined;
     const model: LoopModel = {
       async reply(messages, _tools, replyOptions = {}) {
         replyOptions.onPart?.({ type: "text-delta", text: "Half a rep" });
@@ -190,9 +190,12 @@ describe("a loop's durable stream, attacked", () => {
       checkpoints,
       runId: "cancelled",
     }).catch((e: unknown) => e);
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    // Cancelled once its half reply is in the store (attempt, step-start, the delta) and it waits mid-reply.
+    const stored = async () => (await checkpoints.stream("cancelled")).reduce((n, batch) => n + batch.count, 0);
+    for (let i = 0; i < 400 && (release === undefined || (await stored()) < 3); i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     await cancelToolLoop(model, registry, "cancelled", "the user pressed stop", { ...options, checkpoints });
-    release();
+    release?.();
     await cut;
     const cancelled = await collect(followToolLoop("cancelled", { ...options, checkpoints }));
     expect(cancelled.some((p) => p.abandoned && p.part.type === "text-delta")).toBe(true);
@@ -264,7 +267,7 @@ describe("a loop's durable stream, attacked", () => {
     const registry = new ToolRegistry().tool("slow", () => new Promise((resolve) => setTimeout(resolve, 50)));
     const at = { ...options, checkpoints, runId: "nap", sleepTool: "wait" };
     const running = runToolLoop(model, registry, ask, at);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    while ((await checkpoints.stream("nap")).length === 0) await new Promise((resolve) => setTimeout(resolve, 2));
     const started = performance.now();
     const parts = await collect(followToolLoop("nap", { checkpoints, checkpointKey: KEY, pollMs: 10_000 }));
     expect((await running).status).toBe("asleep");
