@@ -8,7 +8,8 @@ import type { ModelUsage } from "./usage.js";
 /**
  * A part of a loop's stream as the store keeps it (`stream` option): the
  * `LoopStreamPart`s a caller of `streamToolLoop` gets, without their run id,
- * and instead of `run-start` an `attempt` opening each drive, whose
+ * except that a round's `tool-result`s come once the round is over (in
+ * call order, as saved), and instead of `run-start` an `attempt` opening each drive, whose
  * `abandons` are the parts before it that a cut-off drive wrote; `data` is
  * what a tool wrote (`ctx.writeData`). The stream ends with `stream-full`
  * when it reached its limit.

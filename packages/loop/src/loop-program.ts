@@ -5,6 +5,7 @@ import {
   type CallRecord,
   canonicalCopy,
   isJsonObject,
+  type JsonObject,
   type RunProgram,
   type StepContext,
   type StepOutcome,
@@ -180,9 +181,8 @@ function stepInfo({ usage, finishReason }: LoopStep): { usage?: LoopStep["usage"
  * call's result.
  */
 async function toolRound(init: LoopProgramInit, data: LoopData, context: StepContext): Promise<StepOutcome<LoopData>> {
-  const { executor, errorsToModel } = init;
-  const { scope, runId, round } = context;
-  const sink = partSink(init.sink, context.stream);
+  const { executor, errorsToModel, sink } = init;
+  const { scope, runId, round, stream } = context;
   const last = data.messages.at(-1);
   const calls = last?.role === "assistant" ? (last.toolCalls ?? []) : [];
   const round$ = Promise.all(
@@ -241,6 +241,9 @@ async function toolRound(init: LoopProgramInit, data: LoopData, context: StepCon
     return scope.pending.length === 0 && scope.asleep !== undefined
       ? { next: "sleep", until: scope.asleep }
       : { next: "pause" };
+  // The run's stream takes the round's results once it is over, as they are saved: a round that paused or slept
+  // runs again, its finished calls replayed, and would give them again.
+  for (const message of results) stream?.write({ type: "tool-result", round, message } as unknown as JsonObject);
   return {
     next: "step",
     data: { ...data, messages: [...data.messages, ...results], stage: "tool-results" },

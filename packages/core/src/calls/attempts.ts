@@ -92,12 +92,17 @@ async function runAttempt(
   const giveUp = scope.init.signal;
   const signal = giveUp === undefined ? timeout.signal : AbortSignal.any([timeout.signal, giveUp]);
   const { stream } = scope.init;
+  // Progress of this attempt only: once it settled (returned, threw, timed out), what its tool writes is dropped.
+  let settled = false;
   const writeData = (data: unknown): void => {
+    if (settled) return;
     const copy = canonicalCopy(data, `the data ${definition.name} writes to the stream`);
     stream?.write({ type: "data", callId, data: copy });
   };
   const ctx = { runId: scope.runId, callId, idempotencyKey, identity: scope.init.identity, attempt, signal, writeData };
-  const running = withIdempotencyKey(idempotencyKey, async () => definition.fn(args, ctx));
+  const running = withIdempotencyKey(idempotencyKey, async () => definition.fn(args, ctx)).finally(() => {
+    settled = true;
+  });
   if (timeoutMs === undefined) return running;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -112,6 +117,7 @@ async function runAttempt(
   try {
     return await Promise.race([running, late]);
   } finally {
+    settled = true;
     clearTimeout(timer);
   }
 }

@@ -26,8 +26,9 @@ export interface ToolContext {
   /**
    * Adds custom data (plain JSON, or `InvalidInput`) to the run's stream when
    * it streams (`stream`), as a part `{ type: "data", callId, data }` a
-   * follower gets in order with the model's; does nothing otherwise. It is
-   * progress, not a result: a call that replays writes nothing again.
+   * follower gets in order with the model's; does nothing otherwise, nor
+   * once the attempt returned, threw or timed out. It is progress, not a
+   * result: a call that replays writes nothing again.
    */
   writeData(data: unknown): void;
 }

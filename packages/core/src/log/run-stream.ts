@@ -1,5 +1,6 @@
+import { canonicalCopy } from "../base/canonical.js";
 import { InvalidInput } from "../base/errors.js";
-import type { JsonObject } from "../base/json.js";
+import { isJsonObject, type JsonObject } from "../base/json.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore } from "../store/contract.js";
@@ -64,7 +65,8 @@ export function onStreamNews(store: CheckpointStore, runId: string, listener: ()
   };
 }
 
-function tellNews(store: CheckpointStore, runId: string): void {
+/** Wakes the followers of `runId` in this process: a batch of its stream landed, or a checkpoint that stops its drive did. */
+export function tellNews(store: CheckpointStore, runId: string): void {
   for (const listener of news.get(store)?.get(runId) ?? []) listener();
 }
 
@@ -112,12 +114,15 @@ export class StreamWriter {
   }
 
   /**
-   * Adds a part (plain JSON with a `type`, checked by the caller: it is
-   * sealed later), to be appended with the next batch. A model's delta that
-   * follows one of its kind in the batch is joined to it: the stream keeps
-   * text, not a part per token.
+   * Adds a part, to be appended with the next batch: a plain JSON object
+   * with a `type` string, checked (and copied) now, since it is sealed later,
+   * in a timer where nothing could catch the error; anything else is
+   * `InvalidInput`, thrown to the writer. A model's delta that follows one of
+   * its kind in the batch is joined to it: the stream keeps text, not a part
+   * per token.
    */
   write(part: JsonObject): void {
+    part = isDelta(part) ? { type: part["type"] as string, text: part["text"] as string } : checkedPart(part);
     if (this.#closed || this.#full) return;
     const last = this.#parts.at(-1);
     if (last !== undefined && isDelta(part) && isDelta(last) && last["type"] === part["type"]) {
@@ -164,6 +169,20 @@ export class StreamWriter {
       .write({ kind: "stream", segment, offset, count, sealed }, false, () => tellNews(this.#store, this.#runId))
       .catch(() => undefined);
   }
+}
+
+/**
+ * A copy of a part as it is sealed (as deep in its batch's body), or
+ * `InvalidInput`: a plain JSON object with a `type` string, which every
+ * reader of the stream requires.
+ */
+function checkedPart(part: unknown): JsonObject {
+  const copy = canonicalCopy(part, "a stream part");
+  if (!isJsonObject(copy) || typeof copy["type"] !== "string" || copy["type"] === "")
+    throw new InvalidInput("a stream part must be a plain JSON object with a `type` string.");
+  // Nested as its batch's body holds it: a part deep enough to pass alone may not pass there.
+  canonicalCopy({ parts: [copy] }, "a stream part in its batch");
+  return copy;
 }
 
 /** A text or reasoning delta and nothing else: consecutive ones of a batch are joined. */

@@ -7,6 +7,7 @@ import { openStreamBatch, type StreamPart, type StreamStore, streamStore } from 
 import { runStorage, STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
 import { openCheckpoint } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
+import { isEnded } from "../store/contract.js";
 import { isAsleepOwner } from "../store/owners.js";
 import { MAX_STREAM_PAGE } from "../store/streams.js";
 
@@ -67,8 +68,10 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const { store, sealer } = runStorage(where, options);
   const streams = streamStore(where, store);
   /** The void ranges told so far: a part in one is abandoned. */
-  const abandoned: { readonly from: number; readonly to: number }[] = [];
+  const abandoned: VoidRange[] = [];
   let next = from;
+  /** Up to where attempt parts were looked for ahead of the parts given. */
+  let scanned = from;
   let news = false;
   const wake = { resolve: undefined as (() => void) | undefined };
   const unsubscribe = onStreamNews(store, runId, () => {
@@ -78,11 +81,18 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   const onAbort = () => wake.resolve?.();
   signal?.addEventListener("abort", onAbort);
   try {
-    let stopped: { readonly streamed: number } | undefined;
-    while (signal?.aborted !== true) {
+    const aborted = (): boolean => signal?.aborted === true;
+    if (aborted()) return;
+    // The run as it stands before the first read: how many parts the stream holds at least, and whether it ended.
+    let run = await runState(streams, sealer, runId, abandoned);
+    let stopped = false;
+    while (!aborted()) {
       news = false;
-      const { parts, more } = await readFrom(streams, sealer, runId, next);
-      for (const { part } of parts) if (part["type"] === "attempt") abandoned.push(...abandonsOf(runId, part));
+      const { parts, more, end } = await readFrom(streams, sealer, runId, next);
+      // A full page: the attempt that voids its parts may lie pages ahead, stored already.
+      if (more && end > scanned) scanned = await scanAhead(streams, sealer, runId, end, abandoned);
+      for (const { offset, attempt, part } of parts)
+        if (part["type"] === "attempt") tellAbandons(runId, offset, attempt, part, abandoned);
       for (const { offset, attempt, part } of parts) {
         if (part["type"] === "stream-full") throw new StreamTooLong(runId, Number(part["limit"]));
         const voided =
@@ -90,19 +100,24 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
         yield { offset, attempt, abandoned: voided, part };
         next = offset + 1;
       }
-      if (more || parts.length > 0) continue;
-      // Parts land before the checkpoint that counts them: once the run is seen stopped, one more read has them all.
-      if (stopped !== undefined) {
-        // An empty stream of a run that counted parts was dropped (`pruneRuns` with `streamsOnly`): it reads as empty.
-        if (next < stopped.streamed && (next > 0 || (await streams.stream(runId, 0)).length > 0))
-          throw new CheckpointStoreCorrupt(
-            runId,
-            `its latest checkpoint counts ${stopped.streamed} stream parts, and the stream ends at ${next}: parts were deleted.`,
-          );
-        return;
+      // Parts came: the run may have been taken up again since it was seen stopped, so it is looked at again.
+      if (more || parts.length > 0) {
+        stopped = false;
+        continue;
       }
-      stopped = await stoppedAt(streams, sealer, runId);
-      if (stopped !== undefined || news) continue;
+      // Parts land before the checkpoint that counts them: read after it, the stream holds every one.
+      if (next < run.streamed) {
+        if (run.ended && (await streams.stream(runId, 0)).length === 0) return; // dropped (`pruneRuns`, streamsOnly)
+        throw new CheckpointStoreCorrupt(
+          runId,
+          `its stream ends at part ${next}, and its latest checkpoint counted ${run.streamed}: parts were deleted.`,
+        );
+      }
+      // Once the run is seen stopped, one more read has them all.
+      if (stopped) return;
+      run = await runState(streams, sealer, runId, abandoned);
+      stopped = run.stopped;
+      if (stopped || news) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, pollMs);
         wake.resolve = () => {
@@ -118,13 +133,72 @@ export async function* followRun(options: FollowOptions): AsyncGenerator<Followe
   }
 }
 
-/** The verified parts from `from` on of one page of the stream, and whether the page was full (more may follow at once). */
+/**
+ * The run as its latest checkpoint (verified) and lease stand: how many parts
+ * the checkpoint counted (the stream holds them all), whether it ended, and
+ * whether no drive writes its stream now, nor will until something outside it
+ * acts: it is ended or paused, or the store holds its lease for a sleep or a
+ * wait for an event. An ended run's parts past its count were written by a
+ * drive a cancel cut off (or by its step that failed, which a retry runs
+ * again): they are void, up to the attempt of a retry, added to `abandoned`.
+ */
+async function runState(
+  store: StreamStore,
+  sealer: Sealer,
+  runId: string,
+  abandoned: VoidRange[],
+): Promise<{ readonly streamed: number; readonly ended: boolean; readonly stopped: boolean }> {
+  const latest = openCheckpoint(sealer, await store.latest(runId));
+  const streamed = latest.streamed ?? 0;
+  const ended = isEnded(latest.status);
+  const { segment } = latest;
+  if (ended && !abandoned.some((range) => range.from === streamed && range.endedIn === segment))
+    abandoned.push({ from: streamed, to: Number.POSITIVE_INFINITY, endedIn: segment });
+  if (latest.status !== "running") return { streamed, ended, stopped: true };
+  const lease = await store.leaseOf(runId);
+  return { streamed, ended, stopped: lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now };
+}
+
+/**
+ * Looks for attempt parts in the batches from `from` on, to the end of the
+ * stream, adding what they void to `abandoned`: only a drive's first batch
+ * (a segment after the one before) opens with one. Gives where it stopped.
+ */
+async function scanAhead(
+  store: StreamStore,
+  sealer: Sealer,
+  runId: string,
+  from: number,
+  abandoned: VoidRange[],
+): Promise<number> {
+  let at = from;
+  let segment = -1;
+  for (;;) {
+    const page = await store.stream(runId, at);
+    for (const batch of page) {
+      if (batch.segment !== segment && batch.offset >= from) {
+        const [first] = openStreamBatch(sealer, runId, batch);
+        if (first?.part["type"] === "attempt") tellAbandons(runId, first.offset, first.attempt, first.part, abandoned);
+      }
+      segment = batch.segment;
+    }
+    const last = page.at(-1);
+    if (last === undefined) return at;
+    at = last.offset + last.count;
+    if (page.length < MAX_STREAM_PAGE) return at;
+  }
+}
+
+/**
+ * The verified parts from `from` on of one page of the stream, whether the
+ * page was full (more may follow at once), and where it ends.
+ */
 async function readFrom(
   store: StreamStore,
   sealer: Sealer,
   runId: string,
   from: number,
-): Promise<{ parts: StreamPart[]; more: boolean }> {
+): Promise<{ parts: StreamPart[]; more: boolean; end: number }> {
   const batches = await store.stream(runId, from);
   const parts: StreamPart[] = [];
   let expected = batches[0] === undefined ? from : Math.min(batches[0].offset, from);
@@ -137,13 +211,32 @@ async function readFrom(
     for (const part of openStreamBatch(sealer, runId, batch)) if (part.offset >= from) parts.push(part);
     expected = batch.offset + batch.count;
   }
-  return { parts, more: batches.length >= MAX_STREAM_PAGE };
+  return { parts, more: batches.length >= MAX_STREAM_PAGE, end: expected };
 }
 
-/** The void ranges an `attempt` part tells, checked: a range of another shape is corrupt, not ignored. */
-function abandonsOf(runId: string, part: JsonObject): { from: number; to: number }[] {
+/**
+ * Parts `from` to `to - 1` are void: told by an attempt part, or past an
+ * ended run's count (`endedIn`, the segment of its ended checkpoint), open
+ * until a later attempt (a retry's) takes the run up.
+ */
+interface VoidRange {
+  readonly from: number;
+  to: number;
+  readonly endedIn?: number;
+}
+
+/**
+ * Adds the void range an `attempt` part at `offset`, of attempt `attempt`,
+ * tells to `abandoned`, checked (a range of another shape is corrupt, not
+ * ignored), and closes at it the open range of an ended run it took up again
+ * (a retry: an attempt after the ended checkpoint's segment).
+ */
+function tellAbandons(runId: string, offset: number, attempt: number, part: JsonObject, abandoned: VoidRange[]): void {
+  for (const range of abandoned)
+    if (range.endedIn !== undefined && range.endedIn < attempt && range.from <= offset && offset < range.to)
+      range.to = offset;
   const abandons = part["abandons"];
-  if (abandons === undefined) return [];
+  if (abandons === undefined) return;
   const range = abandons as { from?: unknown; to?: unknown };
   if (
     typeof abandons !== "object" ||
@@ -152,23 +245,5 @@ function abandonsOf(runId: string, part: JsonObject): { from: number; to: number
     !Number.isSafeInteger(range.to)
   )
     throw new CheckpointStoreCorrupt(runId, "an attempt part of a stream tells void parts of another shape.");
-  return [{ from: range.from as number, to: range.to as number }];
-}
-
-/**
- * Where the run's stream stands if no drive writes it now, nor will until
- * something outside it acts: its latest checkpoint (verified) is ended or
- * paused, or the store holds its lease for a sleep or a wait for an event.
- * Undefined while a drive may still write.
- */
-async function stoppedAt(
-  store: StreamStore,
-  sealer: Sealer,
-  runId: string,
-): Promise<{ readonly streamed: number } | undefined> {
-  const latest = openCheckpoint(sealer, await store.latest(runId));
-  const stopped = { streamed: latest.streamed ?? 0 };
-  if (latest.status !== "running") return stopped;
-  const lease = await store.leaseOf(runId);
-  return lease !== undefined && isAsleepOwner(lease.owner) && lease.expiresAt > lease.now ? stopped : undefined;
+  abandoned.push({ from: range.from as number, to: range.to as number });
 }

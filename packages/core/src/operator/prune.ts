@@ -1,11 +1,14 @@
 import { CheckpointNotFound, InvalidInput } from "../base/errors.js";
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import { STORAGE_OPTIONS, runStorage, type StorageOptions } from "../run/storage.js";
+import { readLatest } from "../seal/chain.js";
 import { openCheckpoint } from "../seal/checkpoint.js";
+import { readEnvelope } from "../run/envelope.js";
 import type { CheckpointKeys } from "../seal/sealer.js";
 import { isEnded } from "../store/contract.js";
 import { MAX_RUN_PAGE, runCursor } from "../store/listing.js";
-import { streamStore } from "../log/stream-read.js";
+import { streamStore, type StreamStore } from "../log/stream-read.js";
+import type { Sealer } from "../seal/sealer.js";
 
 /** What `pruneRuns` deletes, and where. */
 export interface PruneOptions extends StorageOptions {
@@ -19,7 +22,9 @@ export interface PruneOptions extends StorageOptions {
   /**
    * Drops only the runs' streams (`dropStream`), keeping their checkpoints and
    * records: a stream kept for a while after its run ended, for clients that
-   * rejoin late, then dropped before the run itself is. Needs a store with streams.
+   * rejoin late, then dropped before the run itself is. A failed run that a
+   * retry may take up (one not cancelled) keeps its stream: the retry's claim
+   * must find every part its checkpoints counted. Needs a store with streams.
    */
   readonly streamsOnly?: boolean;
   /** Where this call's page starts: the `next` of the call before, when streams only are dropped (the runs stay listed). */
@@ -79,16 +84,30 @@ export async function pruneRuns(options: PruneOptions): Promise<PruneResult> {
   });
   const pruned: string[] = [];
   for (const run of page.runs) {
+    let failed: boolean;
     try {
       const latest = openCheckpoint(sealer, await store.latest(run.runId));
       if (!isEnded(latest.status)) continue;
+      failed = latest.status === "failed";
     } catch (error) {
       if (error instanceof CheckpointNotFound) continue;
       throw error;
     }
     if (streams === undefined) await store.delete(run.runId);
-    else await streams.dropStream(run.runId);
+    else if (!(await dropEndedStream(streams, sealer, run.runId, failed))) continue;
     pruned.push(run.runId);
   }
   return { pruned, more: page.next !== undefined, ...(page.next === undefined ? {} : { next: page.next }) };
+}
+
+/**
+ * Drops the stream of an ended run that cannot go on (done, or cancelled):
+ * false for a failed run a retry may take up, whose claim would find fewer
+ * parts than its checkpoints counted (`CheckpointStoreCorrupt`) if it were gone.
+ */
+async function dropEndedStream(store: StreamStore, sealer: Sealer, runId: string, failed: boolean): Promise<boolean> {
+  // A failed run's envelope says whether it was cancelled: read whole, through the chain.
+  if (failed && readEnvelope(runId, (await readLatest(store, sealer, runId)).data).cancelled !== true) return false;
+  await store.dropStream(runId);
+  return true;
 }

@@ -13,7 +13,7 @@ import type { Sealer } from "../seal/sealer.js";
 import { driveLease, LeaseKeeper, leaseTerms } from "./lease.js";
 import { RunWriter } from "../log/run-writer.js";
 import { eventStore, type InboxEvent, readInbox } from "../log/inbox.js";
-import { StreamWriter, type StreamTerms } from "../log/run-stream.js";
+import { StreamWriter, type StreamTerms, tellNews } from "../log/run-stream.js";
 import { streamLength, streamStore } from "../log/stream-read.js";
 import type {
   CallPosition,
@@ -395,9 +395,14 @@ export class DurableRun {
           ? { ...this.lease, takeOver }
           : this.lease;
     this.#step = step;
+    const streams = this.#stream !== undefined;
     const landedNow = (): void => {
       if (status === "running" && hold === undefined) this.#keeper.saved(queuedAt);
-      else void this.#keeper.stop(false);
+      else {
+        void this.#keeper.stop(false);
+        // A follower in this process learns at once that the drive stopped, not at its next poll.
+        if (streams) tellNews(this.store, this.runId);
+      }
       onLanded?.();
     };
     const write = { kind: "save", step, row, lease } as const;
@@ -414,13 +419,16 @@ export class DurableRun {
   /**
    * What a row seals as `streamed`: every part written before it is queued
    * ahead of it. A row that ends the drive (paused, ended, asleep, released)
-   * closes the stream: a new drive writes the parts after it.
+   * closes the stream: a new drive writes the parts after it. A failed row
+   * counts only the parts before the step that failed: that step's are void,
+   * as a cut-off drive's are (a retry runs it again, and a follower marks them
+   * abandoned).
    */
   #settleStream(status: RunStatus, hold: "decision" | LeaseClaim | undefined): number | undefined {
     if (this.#stream === undefined) return this.#streamed;
     const streamed = this.#stream.settle();
     if (status !== "running" || hold !== undefined) this.#stream.close();
-    return streamed;
+    return status === "failed" ? (this.#last?.streamed ?? streamed) : streamed;
   }
 
   /**
