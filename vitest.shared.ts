@@ -23,3 +23,16 @@ export function sharedTestConfig(overrides: NonNullable<ViteUserConfig["test"]> 
     },
   };
 }
+
+/**
+ * The kit's crash group on a second configuration of a store whose first runs
+ * every fault point (the Redis store on a Cluster after one node, the Prisma
+ * store on SQLite after PostgreSQL: the same store code): one point of each
+ * kind (a call in doubt, a kill inside the tool, a replay, a claim, a resume,
+ * a model call), 35 trials instead of 85, so CI stays short on 2 cores. The
+ * whole group runs there with `durable-conformance` or without this.
+ */
+export const SECOND_CONFIGURATION_CRASH_POINTS = {
+  DURABLE_CRASH_POINTS:
+    "call.after-started,tool.inside,call.after-done,claim.before-log-read,resume.after-answers-save,model.before-call",
+};

@@ -1,5 +1,5 @@
 import { configDefaults, defineConfig } from "vitest/config";
-import { sharedTestConfig } from "../../vitest.shared.ts";
+import { SECOND_CONFIGURATION_CRASH_POINTS, sharedTestConfig } from "../../vitest.shared.ts";
 
 const KIT_ON_POSTGRESQL = "test/conformance-postgresql.test.ts";
 const KIT_ON_SQLITE = "test/conformance-sqlite.test.ts";
@@ -15,7 +15,7 @@ export default defineConfig({
     ...shared,
     projects: [
       { test: { ...shared, name: "kit on PostgreSQL", include: [KIT_ON_POSTGRESQL] } },
-      { test: { ...shared, name: "kit on SQLite", include: [KIT_ON_SQLITE] } },
+      { test: { ...shared, name: "kit on SQLite", include: [KIT_ON_SQLITE], env: SECOND_CONFIGURATION_CRASH_POINTS } },
       {
         test: {
           ...shared,

@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { sharedTestConfig } from "../../vitest.shared.ts";
+import { SECOND_CONFIGURATION_CRASH_POINTS, sharedTestConfig } from "../../vitest.shared.ts";
 
 // The files on the shared Redis run one at a time (one pauses it: CLIENT PAUSE). The cluster file has a
 // cluster of its own, so it runs beside them (those files mostly wait: timeouts, TTLs, a silent network), as a
@@ -12,7 +12,7 @@ export default defineConfig({
     ...shared,
     projects: [
       { extends: true, test: { name: "one node", include, exclude: [CLUSTER], fileParallelism: false } },
-      { extends: true, test: { name: "cluster", include: [CLUSTER] } },
+      { extends: true, test: { name: "cluster", include: [CLUSTER], env: SECOND_CONFIGURATION_CRASH_POINTS } },
     ],
   },
 });
