@@ -93,6 +93,7 @@ export {
   type CheckpointColumns,
   type CallColumns,
   type EventColumns,
+  type StreamColumns,
   type HeadColumns,
 } from "./store/rows.js";
 export {

@@ -176,6 +176,7 @@ describe("entry points", () => {
         "StoredEvent",
         "StoredStreamBatch",
         "StreamBatch",
+        "StreamColumns",
         "UNFINISHED",
         "WAITING",
         "atOrAfter",

@@ -4,6 +4,7 @@ import {
   type DurableError,
   MAX_STREAM_PAGE,
   type StoredStreamBatch,
+  type StreamColumns,
   type StreamBatch,
   streamPage,
   streamRefusal,
@@ -11,9 +12,6 @@ import {
 import type { Sql } from "./client.js";
 import { lockRun } from "./locked-run.js";
 import type { Tables } from "./tables.js";
-
-/** The columns of a batch as read, of any type (`checkedStreamBatch` checks them). */
-type StreamColumns = Parameters<typeof checkedStreamBatch>[1];
 
 const COLUMNS = `"segment", "offset", "count", "sealed"`;
 

@@ -2,14 +2,12 @@ import {
   CheckpointNotFound,
   checkedStreamBatch,
   type StoredStreamBatch,
+  type StreamColumns,
   type StreamBatch,
   streamPage,
   streamRefusal,
 } from "@durable/core/store";
 import { readHead, type Statements } from "./statements.js";
-
-/** The columns of a batch as read, of any type (`checkedStreamBatch` checks them). */
-type StreamColumns = Parameters<typeof checkedStreamBatch>[1];
 
 /**
  * Appends one batch to the run's stream (`CheckpointStore.appendStream`),
