@@ -24,9 +24,10 @@ const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /**
  * Each suite's load (its CPU time over its wall time) and its length (minutes), as whole CI runs on the
- * 2-core machine measured them (2026-12-06: the table at the end of a run prints both): suites start in
- * the order of their length, longest first, so the longest is not left to run alone at the end. A
- * package with a test script and no line here runs with load 1 and length 1.
+ * 2-core machine measured them (2026-12-06: the table at the end of a run prints both), and the suites
+ * it never runs beside (`apart`, none now): suites start in the order of their length,
+ * longest first, so the longest is not left to run alone at the end. A package with a test script and
+ * no line here runs with load 1 and length 1.
  */
 const SUITES = {
   // The two kits side by side (PostgreSQL and SQLite), each with crash trials in processes of their own, and the
@@ -95,7 +96,7 @@ const suites = [
     .filter((p) => JSON.parse(readFileSync(join(ROOT, p.dir, "package.json"), "utf8")).scripts?.test !== undefined)
     .map((p) => ({ name: p.name, command: ["pnpm", "run", "test"], cwd: join(ROOT, p.dir) })),
 ]
-  .map((suite) => ({ ...suite, load: 1, minutes: 1, ...SUITES[suite.name] }))
+  .map((suite) => ({ ...suite, load: 1, minutes: 1, apart: [], ...SUITES[suite.name] }))
   .map((suite) => ({ ...suite, load: Math.min(suite.load, budget) }))
   .sort((a, b) => b.minutes - a.minutes || a.name.localeCompare(b.name));
 
@@ -181,17 +182,22 @@ console.log(`test-all: ${suites.length} suites, a load of ${budget} at once`);
 const results = [];
 const waiting = [...suites];
 let load = 0;
+/** The suites running now, by name: a suite waits while one it must run apart from runs. */
+const runningNames = new Set();
 await new Promise((allDone) => {
   const next = () => {
     // The longest suite that fits; a suite of more load than is free waits, unless nothing runs.
     for (let i = 0; i < waiting.length; i++) {
       const suite = waiting[i];
       if (load + suite.load > budget + 1e-9 && load > 0) continue;
+      if (suite.apart.some((name) => runningNames.has(name))) continue;
       waiting.splice(i, 1);
       load += suite.load;
+      runningNames.add(suite.name);
       console.log(`test-all: ${suite.name} starts (load ${load.toFixed(1)} of ${budget}, ${elapsed(started)} in)`);
       void run(suite.name, suite.command, suite.cwd).then((result) => {
         load -= suite.load;
+        runningNames.delete(suite.name);
         results.push(result);
         if (results.length === suites.length) allDone();
         else next();
