@@ -51,9 +51,8 @@ export class RunDriver<D, R> {
   readonly #lease: LeaseTerms;
   readonly #codec: ValueCodec;
   readonly #drive: RunSteps<D, R>;
-  readonly #snapshotEvery: number | undefined;
-  /** Each drive writes its run's stream (`DriverOptions.stream`). */
-  readonly #stream: StreamTerms | undefined;
+  /** What each drive of a run holds it with: this worker's lease, how often it snapshots, and its stream, if any. */
+  readonly #drives: { lease: LeaseTerms; snapshotEvery: number | undefined; stream: StreamTerms | undefined };
 
   constructor(program: RunProgram<D, R>, options: DriverOptions) {
     this.#program = program;
@@ -64,9 +63,8 @@ export class RunDriver<D, R> {
     this.#events = withhold ? withholdingContent(options.events as EventSink) : options.events;
     this.#lease = options.lease ?? leaseTerms("RunDriver", undefined);
     this.#codec = options.codec ?? PLAIN_JSON;
-    this.#snapshotEvery = options.snapshotEvery;
     if (options.stream !== undefined) streamStore(program.name, options.store);
-    this.#stream = options.stream;
+    this.#drives = { lease: this.#lease, snapshotEvery: options.snapshotEvery, stream: options.stream };
     this.#drive = new RunSteps(program, this.#events, this.#codec);
   }
 
@@ -99,7 +97,7 @@ export class RunDriver<D, R> {
   ): Promise<DriveResult<R>> {
     const envelope = firstEnvelope(data);
     const { run } = DurableRun.startLater(
-      { ...this.#newRun(options.runId ?? newRunId(), options.ctx, envelope), stream: this.#stream },
+      { ...this.#newRun(options.runId ?? newRunId(), options.ctx, envelope), stream: this.#drives.stream },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
     );
     return this.#holding(run, options.signal, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
@@ -117,7 +115,7 @@ export class RunDriver<D, R> {
       identity: identityOf(ctx),
       data: this.#drive.json(envelope),
       lease: this.#lease,
-      snapshotEvery: this.#snapshotEvery,
+      snapshotEvery: this.#drives.snapshotEvery,
     };
   }
 
@@ -276,11 +274,9 @@ export class RunDriver<D, R> {
     // A retry's claim saves the run without its error, a woken run's without its wake time; any other recovery's, the
     // latest checkpoint's data as it is.
     const claim = {
-      lease: this.#lease,
+      ...this.#drives,
       takeOver: options.takeOver,
       callsFrom: envelope.roundStart,
-      snapshotEvery: this.#snapshotEvery,
-      stream: this.#stream,
       ...(retrying || asleep !== undefined ? { data: this.#drive.json(envelope) } : {}),
     };
     const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
@@ -356,12 +352,10 @@ export class RunDriver<D, R> {
     options.signal?.throwIfAborted();
     faultPoint("resume.before-answers-save");
     const claim = {
-      lease: this.#lease,
+      ...this.#drives,
       takeOver: options.takeOver,
       data: this.#drive.json(resumed),
       callsFrom: resumed.roundStart,
-      snapshotEvery: this.#snapshotEvery,
-      stream: this.#stream,
     };
     const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
     faultPoint("resume.after-answers-save");

@@ -24,8 +24,8 @@ export function streamStore(where: string, store: CheckpointStore): StreamStore 
 
 /**
  * How many parts the run's stream holds, read from the batch of part
- * `counted - 1` on (a checkpoint counted `counted`): fewer than `counted`
- * when parts it counted are gone.
+ * `counted - 1` on (a checkpoint counted `counted`); fewer than `counted` is
+ * `CheckpointStoreCorrupt`: parts it counted are gone.
  */
 export async function streamLength(store: StreamStore, runId: string, counted: number): Promise<number> {
   let length = 0;
@@ -33,11 +33,16 @@ export async function streamLength(store: StreamStore, runId: string, counted: n
   for (;;) {
     const page = await store.stream(runId, from);
     const last = page.at(-1);
-    if (last === undefined) return length;
-    length = last.offset + last.count;
-    if (page.length < MAX_STREAM_PAGE) return length;
+    if (last !== undefined) length = last.offset + last.count;
+    if (last === undefined || page.length < MAX_STREAM_PAGE) break;
     from = length;
   }
+  if (length < counted)
+    throw new CheckpointStoreCorrupt(
+      runId,
+      `its stream holds ${length} parts, and its latest checkpoint counted ${counted}: parts were deleted.`,
+    );
+  return length;
 }
 
 /** One part of a run's stream, verified: its place, the attempt (the drive's segment) that wrote it, and the part. */

@@ -1,16 +1,8 @@
-/** Where a run stands. `done` and `failed` are ended: a store refuses any later save. */
-export type RunStatus = "running" | "paused" | "done" | "failed";
+import { isEnded, type RunKind, type RunStatus, UNFINISHED } from "./run-status.js";
+import type { StoredStreamBatch, StreamBatch } from "./streams.js";
 
-/** What kind of run a checkpoint belongs to. */
-export type RunKind = "flow" | "loop";
-
-/** The statuses `listUnfinished` returns. */
-export const UNFINISHED: readonly RunStatus[] = ["running", "paused"];
-
-/** True for `done` and `failed`. */
-export function isEnded(status: RunStatus): boolean {
-  return status === "done" || status === "failed";
-}
+export { isEnded, type RunKind, type RunStatus, UNFINISHED };
+export type { StoredStreamBatch, StreamBatch };
 
 /**
  * How many call records each segment of a run holds, by segment number: what a
@@ -128,19 +120,6 @@ export interface StoredEvent {
   readonly key: string;
   /** The sealed envelope; opaque to the store. */
   readonly sealed: string;
-}
-
-/** One batch of a run's stream as a writer appends it: parts `offset` to `offset + count - 1`, sealed, of a drive's segment. */
-export interface StreamBatch {
-  readonly segment: number;
-  readonly offset: number;
-  readonly count: number;
-  readonly sealed: string;
-}
-
-/** A batch as a store keeps and gives it back. */
-export interface StoredStreamBatch extends StreamBatch {
-  readonly runId: string;
 }
 
 /** Who holds a run, and until when by the store's clock. */

@@ -1,5 +1,5 @@
 import { CheckpointConflict, CheckpointNotFound, InvalidInput } from "../base/errors.js";
-import type { RunStatus, StreamBatch } from "./contract.js";
+import type { RunStatus } from "./run-status.js";
 
 /**
  * The stream rules (see docs/protocol.md, "Streams"): what a store with the
@@ -11,6 +11,19 @@ export const MAX_STREAM_BATCH = 1_000;
 
 /** The most batches one `stream` read gives: a reader pages from the end of the last. */
 export const MAX_STREAM_PAGE = 1_000;
+
+/** One batch of a run's stream as a writer appends it: parts `offset` to `offset + count - 1`, sealed, of a drive's segment. */
+export interface StreamBatch {
+  readonly segment: number;
+  readonly offset: number;
+  readonly count: number;
+  readonly sealed: string;
+}
+
+/** A batch as a store keeps and gives it back. */
+export interface StoredStreamBatch extends StreamBatch {
+  readonly runId: string;
+}
 
 /**
  * Why a store refuses `batch` for a run whose latest checkpoint is `head`
