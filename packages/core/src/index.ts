@@ -18,6 +18,7 @@ export {
   RunAlreadyEnded,
   QueueFull,
   StreamTooLong,
+  VersionNotServed,
   RunFailed,
   ResultTimedOut,
   ToolFailed,
@@ -31,7 +32,9 @@ export type { RetryPolicy } from "./calls/retry.js";
 export { Executor, type ExecutorOptions } from "./calls/executor.js";
 export type { ApprovalAnswer, ApprovalAnswers, ApprovalPort, ApprovalRequest } from "./calls/approvals.js";
 export { idempotencyKey } from "./calls/idempotency.js";
-export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun } from "./operator/actions.js";
+export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun, migrateRun } from "./operator/actions.js";
+export { runsByVersion } from "./operator/run-versions.js";
+export type { RunVersion } from "./run/versions.js";
 export { RunHandle, runHandle, type RunHandleOptions, type RunHandleStatus } from "./operator/run-handle.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export { sendEvent, type SendEventOptions } from "./operator/send-event.js";

@@ -1,9 +1,15 @@
 import { createHash } from "node:crypto";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import type { Identity, JsonValue } from "@durable/core";
+import type { Identity, JsonValue, RunVersion } from "@durable/core";
 import type { EventWait, WaitOptions } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
-import { assertStorableText, canonicalJson, checkOptions, type OptionTable } from "@durable/core/runner";
+import {
+  assertStorableText,
+  canonicalJson,
+  checkOptions,
+  checkRunVersion,
+  type OptionTable,
+} from "@durable/core/runner";
 import { Call } from "./call.js";
 
 /** Options of `ctx.startChild`. */
@@ -99,9 +105,20 @@ export interface FlowOptions<S> {
   readonly reducers?: Reducers<S>;
   /** How often a node may run in one run before the run stops with `FlowError`; default 25. */
   readonly maxVisits?: number;
+  /**
+   * The version of this flow's code (`"2026-12-05"` or a number): every run records the version it started on, and
+   * only a runner given that version goes on with it, so a worker serves the old code's runs beside the new
+   * (see docs/protocol.md, "Versions"). Default: none.
+   */
+  readonly version?: RunVersion;
 }
 
-const FLOW_OPTIONS: OptionTable<FlowOptions<unknown>> = { state: true, reducers: "object", maxVisits: true };
+const FLOW_OPTIONS: OptionTable<FlowOptions<unknown>> = {
+  state: true,
+  reducers: "object",
+  maxVisits: true,
+  version: true,
+};
 
 /** Options of `Flow.node`. */
 export interface NodeOptions {
@@ -158,6 +175,8 @@ const DEFAULT_MAX_VISITS = 25;
  */
 export class Flow<S> {
   readonly name: string;
+  /** The version its runs record (`FlowOptions.version`). */
+  readonly version: RunVersion | undefined;
   readonly schema: StandardSchemaV1<unknown, S>;
   readonly reducers: Reducers<S>;
   readonly #maxVisits: number;
@@ -176,6 +195,7 @@ export class Flow<S> {
     assertStorableText(name, `The flow name ${JSON.stringify(name)}`);
     checkOptions(`Flow ${JSON.stringify(name)}`, options, FLOW_OPTIONS);
     this.name = name;
+    this.version = checkRunVersion(`Flow ${JSON.stringify(name)}`, options.version);
     this.schema = options.state;
     this.reducers = options.reducers ?? {};
     this.#maxVisits = options.maxVisits ?? DEFAULT_MAX_VISITS;

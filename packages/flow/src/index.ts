@@ -22,6 +22,7 @@ export {
   type FlowResult,
   type FlowDone,
   type FlowRunnerOptions,
+  type MigrateOptions,
   type RunOptions,
   type StartOptions,
   type CancelOptions,

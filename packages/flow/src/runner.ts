@@ -3,14 +3,14 @@ import type {
   ApprovalAnswers,
   Executor,
   Identity,
-  JsonValue,
   PausedResult,
   RecoverOptions,
   RunHandleOptions,
   ScheduleOptions,
   ValueCodec,
 } from "@durable/core";
-import { InvalidInput, newRunId, RunHandle, Schedule } from "@durable/core";
+import { InvalidInput, migrateRun, newRunId, type OperatorOptions, RunHandle, Schedule } from "@durable/core";
+import { retargeted, type NewState } from "./retarget.js";
 import type { AsleepResult } from "@durable/core/runner";
 import { FlowError } from "./flow-error.js";
 import {
@@ -18,7 +18,6 @@ import {
   checkOptions,
   checkRunnerOptions,
   decodeValue,
-  encodeValue,
   driverOptions,
   PLAIN_JSON,
   queuePlace,
@@ -36,7 +35,7 @@ import {
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import { Flow } from "./flow.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
-import { checkStoredState, settleState } from "./schema.js";
+import { checkStoredState, settleState, storedState } from "./schema.js";
 import { runSuperstep } from "./superstep.js";
 import type { ChildRuns } from "./children.js";
 import { Workflow } from "./workflow.js";
@@ -95,6 +94,17 @@ const START_OPTIONS: OptionTable<StartOptions> = {
   concurrencyKey: true,
 };
 const CANCEL_OPTIONS: OptionTable<CancelOptions> = { ctx: true };
+
+/** Options of `migrate`: who decides (recorded), why, and the state the run goes on with on the new code. */
+export interface MigrateOptions extends NewState {
+  /** Who moves the run (1 to 200 characters), recorded with the migration. */
+  readonly by: string;
+  readonly reason?: string;
+  /** The step the operator saw: refused (`CheckpointConflict`) when the run moved on since. */
+  readonly expectStep?: number;
+}
+
+const MIGRATE_OPTIONS: OptionTable<MigrateOptions> = { by: true, reason: true, expectStep: true, state: true };
 
 /**
  * Runs flows durably: a sealed checkpoint after every superstep, every tool
@@ -196,6 +206,31 @@ export class FlowRunner {
   }
 
   /**
+   * Moves a run that has not ended onto `flow`, a version of its flow's code
+   * (`flow.version`): an operator's decision, recorded with `by`, when and
+   * why. Its nodes must be `flow`'s; it goes on with `state` (checked by
+   * `flow`'s schema) or its own state (which must still parse); the graph
+   * check passes for `flow` from then on. A worker serving that version goes
+   * on with it. Returns the step saved (see core's `migrateRun`).
+   */
+  async migrate<S>(flow: Flow<S>, runId: string, options: MigrateOptions): Promise<number> {
+    checkOptions("FlowRunner.migrate", options, MIGRATE_OPTIONS);
+    const to = flow.version;
+    if (to === undefined)
+      throw new InvalidInput(
+        `FlowRunner.migrate: flow ${JSON.stringify(flow.name)} names no version to move the run to.`,
+      );
+    const { state, reason, ...operator } = options;
+    const migration = {
+      to,
+      reason,
+      of: { kind: "flow" as const, name: flow.name },
+      program: (stored: JsonObject) => retargeted(flow, this.#codec, runId, stored, { state }),
+    };
+    return migrateRun(runId, migration, { ...this.#storage, ...operator, codec: this.#codec } as OperatorOptions);
+  }
+
+  /**
    * Recovers the flow's claimable runs (never one whose lease another worker
    * holds), `concurrency` at once (default 8), yielding each outcome as it
    * settles; memory stays flat however many runs there are.
@@ -287,11 +322,6 @@ export class FlowRunner {
   };
 }
 
-/** A settled state as stored: its own form unless a codec encodes it. */
-function storedState(codec: ValueCodec, state: unknown): JsonValue {
-  return codec === PLAIN_JSON ? (state as JsonValue) : encodeValue(codec, state, "The state");
-}
-
 /** A flow as a program on the driver; its state is stored as `codec` encodes it. */
 function flowProgram<S>(
   flow: Flow<S>,
@@ -302,6 +332,7 @@ function flowProgram<S>(
   return {
     kind: "flow",
     name: flow.name,
+    version: flow.version,
     registry: executor.registry,
 
     async read(runId: string, stored: JsonObject): Promise<FlowData<S>> {

@@ -1,4 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
+import type { RunVersion } from "@durable/core";
 import { checkOptions, isStandardSchema, type OptionTable } from "@durable/core/runner";
 import { Flow, type NodeContext, type WorkflowState } from "./flow.js";
 
@@ -17,9 +18,11 @@ export type WorkflowFn<I, O> = (ctx: NodeContext, input: I) => O | Promise<O>;
 export interface WorkflowOptions<I> {
   /** Any Standard Schema (zod, valibot, arktype): a run's input is validated with it when it starts. */
   readonly input: StandardSchemaV1<unknown, I>;
+  /** The version of this workflow's code: as a flow's (`FlowOptions.version`). */
+  readonly version?: RunVersion;
 }
 
-const WORKFLOW_OPTIONS: OptionTable<WorkflowOptions<unknown>> = { input: true };
+const WORKFLOW_OPTIONS: OptionTable<WorkflowOptions<unknown>> = { input: true, version: true };
 
 /** The one node a workflow is: its whole function. */
 const BODY = "body";
@@ -41,7 +44,7 @@ export class Workflow<I, O> extends Flow<WorkflowState<I, O>> {
     if (!isStandardSchema(options.input))
       throw new FlowError(`workflow ${JSON.stringify(name)}: input must be a Standard Schema (zod, valibot, arktype).`);
     if (typeof fn !== "function") throw new FlowError(`workflow ${JSON.stringify(name)} needs its function.`);
-    super(name, { state: workflowState<I, O>(options.input) });
+    super(name, { state: workflowState<I, O>(options.input), version: options.version });
     super.node(BODY, async (state, ctx) => {
       const output = await fn(ctx, state.input);
       return output === undefined ? {} : { output };

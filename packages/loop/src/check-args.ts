@@ -1,5 +1,5 @@
 import { InvalidInput, type ToolRegistry } from "@durable/core";
-import { canonicalCopy, checkRegistry, checkRunnerOptions, describeType } from "@durable/core/runner";
+import { canonicalCopy, checkRegistry, checkRunnerOptions, checkRunVersion, describeType } from "@durable/core/runner";
 import { LOOP_ENTRIES, type LoopEntry } from "./loop-options.js";
 import { readHistory } from "./loop-data.js";
 import type { Message } from "./message.js";
@@ -37,6 +37,7 @@ function isAiSdkToolSet(value: unknown): boolean {
 /** Checks the options of a loop's entry point (see `checkLoopArgs`): every key one it takes. */
 export function checkLoopOptions(where: LoopEntry, options: unknown): void {
   checkRunnerOptions(where, options, LOOP_ENTRIES[where]);
+  checkRunVersion(where, (options as { version?: unknown }).version);
   const { toolErrors, stopWhen } = options as { toolErrors?: unknown; stopWhen?: unknown };
   const conditions = Array.isArray(stopWhen) ? stopWhen : [stopWhen];
   if (stopWhen !== undefined && !conditions.every((condition) => typeof condition === "function"))

@@ -5,6 +5,7 @@ import type {
   Identity,
   InDoubtDecisions,
   LeaseOptions,
+  RunVersion,
   ValueCodec,
 } from "@durable/core";
 import {
@@ -21,6 +22,11 @@ import type { LoopStopCondition } from "./loop-program.js";
 export interface LoopStoreOptions extends RunnerOptions {
   /** The loop's name in the store (its "flow"); default `"tool-loop"`. */
   readonly name?: string;
+  /**
+   * The version of this loop's code (`"2026-12-05"` or a number): every run records the version it started on, and
+   * only a worker given that version goes on with it (see docs/protocol.md, "Versions").
+   */
+  readonly version?: RunVersion;
   /** The end user, thread and principal; sealed in, and checked on recovery and resume. */
   readonly ctx?: Identity;
   readonly events?: EventSink;
@@ -131,6 +137,7 @@ export interface RecoverAllToolLoopsOptions extends LoopStoreOptions {
 const LOOP_STORE_OPTIONS: OptionTable<LoopStoreOptions> = {
   ...RUNNER_OPTIONS,
   name: "string",
+  version: true,
   ctx: true,
   approvals: "function",
   rerunInDoubt: "boolean",

@@ -1,4 +1,11 @@
-import { type Executor, InvalidInput, InvalidToolArgs, ToolFailed, type ToolRegistry } from "@durable/core";
+import {
+  type Executor,
+  InvalidInput,
+  InvalidToolArgs,
+  type RunVersion,
+  ToolFailed,
+  type ToolRegistry,
+} from "@durable/core";
 import { faultPoint } from "@durable/core/internal";
 import {
   type CallOutcome,
@@ -43,6 +50,7 @@ export type LoopStopCondition = {
 /** What a loop program is made of. */
 export interface LoopProgramInit {
   readonly name: string;
+  readonly version: RunVersion | undefined;
   readonly model: LoopModel;
   readonly registry: ToolRegistry;
   readonly executor: Executor;
@@ -62,6 +70,7 @@ export function loopProgram(init: LoopProgramInit): RunProgram<LoopData, LoopDon
   return {
     kind: "loop",
     name: init.name,
+    version: init.version,
     registry: init.registry,
     read: readLoopData,
     write: loopDataJson,

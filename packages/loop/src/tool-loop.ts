@@ -211,6 +211,7 @@ export function loopDriver(
   const { stopWhen = [] } = options;
   const program = loopProgram({
     name: options.name ?? "tool-loop",
+    version: options.version,
     model,
     registry,
     executor: new Executor(registry, options.approvals === undefined ? {} : { approvals: options.approvals }),

@@ -5,6 +5,7 @@ import {
   MemoryCheckpointStore,
   startWorker,
   ToolRegistry,
+  VersionNotServed,
 } from "@durable/core";
 import { Flow, FlowRunner } from "@durable/flow";
 import { describe, expect, it } from "vitest";
@@ -13,6 +14,7 @@ import {
   type LoopModel,
   type Message,
   type ModelReply,
+  recoverToolLoop,
   servedToolLoops,
   startToolLoop,
   toolLoopHandle,
@@ -37,6 +39,38 @@ function weather() {
   };
   return { ran, registry, model };
 }
+
+describe("a tool loop's version", () => {
+  it("is sealed at its start: a worker serving two versions drives each loop on its own, one serving another refuses it", async () => {
+    const { ran, registry, model } = weather();
+    const checkpoints = new MemoryCheckpointStore();
+    const base = { checkpoints, checkpointKey: KEY, name: "weather" };
+    const ask: Message[] = [{ role: "user", content: "weather?" }];
+    const old = await startToolLoop(model, registry, ask, { ...base, version: 1, runId: "old" });
+    const current = await startToolLoop(model, registry, ask, { ...base, version: "2", runId: "new" });
+    await expect(recoverToolLoop(model, registry, "old", { ...base, version: "2" })).rejects.toBeInstanceOf(
+      VersionNotServed,
+    );
+    expect(ran.weather).toBe(0);
+    const worker = startWorker({
+      serve: [
+        servedToolLoops(model, registry, { ...base, version: "2" }),
+        servedToolLoops(model, registry, { ...base, version: 1 }),
+      ],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+    });
+    try {
+      expect(await old.result({ timeoutMs: 5_000 })).toMatchObject({ status: "done" });
+      expect(await current.result({ timeoutMs: 5_000 })).toMatchObject({ status: "done" });
+    } finally {
+      await worker.stop();
+    }
+    expect(ran.weather).toBe(2);
+    expect(() => servedToolLoops(model, registry, { ...base, version: -1 })).toThrow(/version must be/);
+  });
+});
 
 describe("startToolLoop", () => {
   it("returns a queued loop's handle at once; a worker drives it; a start again starts nothing new", async () => {

@@ -15,6 +15,7 @@ export type DurableErrorCode =
   | "RUN_ALREADY_ENDED"
   | "QUEUE_FULL"
   | "STREAM_TOO_LONG"
+  | "VERSION_NOT_SERVED"
   | "RUN_FAILED"
   | "RESULT_TIMED_OUT"
   | "TOOL_FAILED"

@@ -113,6 +113,36 @@ export class StreamTooLong extends DurableError {
   }
 }
 
+/**
+ * A run recorded another version than the code recovering it serves: a
+ * worker with that version's code goes on with it (one serving several
+ * versions side by side picks the run's own), or an operator migrates it
+ * (`migrateRun`). Nothing was written.
+ */
+export class VersionNotServed extends DurableError {
+  readonly runId: string;
+  /** The run's version, as its start recorded it (undefined: it started on code that named none). */
+  readonly version: string | number | undefined;
+  /** The version the refusing code serves. */
+  readonly served: string | number | undefined;
+
+  constructor(runId: string, name: string, version: string | number | undefined, served: string | number | undefined) {
+    super(
+      "VERSION_NOT_SERVED",
+      `Run ${JSON.stringify(runId)} is a run of ${versionName(name, version)}, and this code serves ${versionName(name, served)}: serve that version beside this one until its runs end, or move the run with migrateRun.`,
+    );
+    this.runId = runId;
+    this.version = version;
+    this.served = served;
+  }
+}
+
+function versionName(name: string, version: string | number | undefined): string {
+  return version === undefined
+    ? `${JSON.stringify(name)} with no version`
+    : `${JSON.stringify(name)} version ${JSON.stringify(version)}`;
+}
+
 /** A run that a handle waited for (`RunHandle.result`) ended `failed`: `error` is its error text (`Cancelled: …` for a cancel). */
 export class RunFailed extends DurableError {
   readonly runId: string;

@@ -13,6 +13,7 @@ import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore, LeaseTerms, QueuePlace, RunKind } from "../store/contract.js";
 import type { Settled } from "../base/concurrent.js";
 import type { ToolRegistry } from "../calls/tools.js";
+import type { RunVersion } from "../run/versions.js";
 
 // The shapes of the run driver: what a program gives it, what it is given, what it returns.
 
@@ -90,6 +91,8 @@ export interface RunProgram<D, R> {
   readonly kind: RunKind;
   /** The flow's or loop's name: the run's `name`. */
   readonly name: string;
+  /** The version of its code, sealed by every run it starts: only code of a run's own version goes on with it. */
+  readonly version?: RunVersion | undefined;
   /** Its tools: calls in doubt of idempotent ones run again without a decision. */
   readonly registry: ToolRegistry;
   /**
@@ -170,6 +173,8 @@ export interface SubmitOptions {
 export interface ServedRuns {
   readonly kind: RunKind;
   readonly name: string;
+  /** The version of the code serving them: a worker may serve several of one name, each going on with its own runs. */
+  readonly version?: RunVersion | undefined;
   readonly store: CheckpointStore;
   recover(runId: string, options: RecoverOptions): Promise<unknown>;
   /** Whether recovering the run now would stop for a decision, claiming nothing (`RunDriver.needsDecision`). */

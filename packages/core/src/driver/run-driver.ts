@@ -36,6 +36,7 @@ import { checkQueuesCapability } from "./queue.js";
 import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
 import { cancelOrphan, saveCancelled } from "../run/cancel.js";
+import { checkServedVersion, type RunVersion } from "../run/versions.js";
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it
@@ -68,7 +69,7 @@ export class RunDriver<D, R> {
     this.#drive = new RunSteps(program, this.#events, this.#codec);
   }
 
-  /** What the driver drives: a flow's or a loop's runs of one name. */
+  /** What the driver drives: a flow's or a loop's runs of one name and version, kept in one store. */
   get kind(): RunKind {
     return this.#program.kind;
   }
@@ -77,7 +78,10 @@ export class RunDriver<D, R> {
     return this.#program.name;
   }
 
-  /** The store the driver keeps its runs in. */
+  get version(): RunVersion | undefined {
+    return this.#program.version;
+  }
+
   get store(): CheckpointStore {
     return this.#store;
   }
@@ -95,7 +99,7 @@ export class RunDriver<D, R> {
       readonly signal?: AbortSignal | undefined;
     } = {},
   ): Promise<DriveResult<R>> {
-    const envelope = firstEnvelope(data);
+    const envelope = firstEnvelope(data, { version: this.#program.version });
     const { run } = DurableRun.startLater(
       { ...this.#newRun(options.runId ?? newRunId(), options.ctx, envelope), stream: this.#drives.stream },
       (checkpoint) => void this.#drive.saved(checkpoint, data),
@@ -131,7 +135,7 @@ export class RunDriver<D, R> {
     options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly parent?: ParentRef | undefined },
   ): Promise<void> {
     const { parent, runId } = options;
-    const envelope = firstEnvelope(data, parent);
+    const envelope = firstEnvelope(data, { parent, version: this.#program.version });
     try {
       await this.#queued(envelope, runId, options.ctx);
     } catch (error) {
@@ -150,7 +154,8 @@ export class RunDriver<D, R> {
   async submit(data: D, options: SubmitOptions): Promise<boolean> {
     checkQueuesCapability(this.#program.name, this.#store, options.queue);
     try {
-      await this.#queued(firstEnvelope(data, undefined, options.queue), options.runId, options.ctx);
+      const envelope = firstEnvelope(data, { queue: options.queue, version: this.#program.version });
+      await this.#queued(envelope, options.runId, options.ctx);
       return true;
     } catch (error) {
       if (!(error instanceof CheckpointConflict) || options.ifExists === "error") throw error;
@@ -181,11 +186,13 @@ export class RunDriver<D, R> {
    * caller may go on with it here: its identity first (someone else's ctx
    * learns nothing of the run), then its kind and name, then that it has not
    * ended (for a retry: that it failed, and then its envelope comes without
-   * the error). `CheckpointNotFound` when nothing is stored.
+   * the error), then that it is a run of this program's version
+   * (`VersionNotServed`). `CheckpointNotFound` when nothing is stored.
    */
   async open(runId: string, ctx: Identity | undefined, retrying = false): Promise<OpenedRun<D>> {
     const latest = await this.#latestOwn(runId, ctx);
     const stored = readEnvelope(runId, latest.data);
+    checkServedVersion(runId, this.#program.name, stored.version, this.#program.version);
     if (!retrying) goesOn(latest, stored);
     const going = retrying ? retried(latest, stored) : stored;
     return { latest, envelope: { ...going, program: await this.#program.read(runId, going.program) } };
@@ -334,11 +341,9 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * Resumes a paused run with answers to its pending approvals. The
-   * answers are stored with the claim before any is spent, so one resume
-   * wins: a second one of the same pause is `CheckpointConflict`. `program`,
-   * when given, replaces the program's data with the claim (a conversation's
-   * next message, added to a run that waits for it).
+   * Resumes a paused run with answers to its pending approvals, stored with the claim before any is spent (a second
+   * resume of the pause is `CheckpointConflict`). `program` replaces the program's data with the claim (a
+   * conversation's next message).
    */
   async resume(
     opened: OpenedRun<D>,
@@ -367,12 +372,9 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * Does `work` (plan, events, drive) with the run this worker just claimed or
-   * started, and gives up its lease when the work stops short (the store
-   * failed, a call is in doubt, an event sink threw, the signal aborted):
-   * another worker may claim it at once. A run that paused or ended released
-   * it with its save. The caller's `signal` gives the run up through the
-   * run's own (`DurableRun.signal`), which also aborts when the drive lost the run.
+   * Does `work` (plan, events, drive) with the run just claimed or started, and gives its lease up when the work
+   * stops short (the store failed, a call is in doubt, an event sink threw, `signal` aborted): another worker may
+   * claim it at once. A run that paused or ended released it with its save.
    */
   async #holding(
     run: DurableRun,

@@ -113,10 +113,15 @@ export function checkWorkerOptions(options: WorkerOptions, where = "startWorker"
 /** What it serves, with the runs of each schedule it does not serve already: a tick's run whose worker died goes on. */
 function withScheduled(serve: readonly ServedRuns[], schedules: readonly Schedule[]): readonly ServedRuns[] {
   const all = [...serve];
-  for (const { served } of schedules)
-    if (!all.some((each) => each.kind === served.kind && each.name === served.name && each.store === served.store))
-      all.push(served);
+  for (const { served } of schedules) if (!all.some((each) => same(each, served))) all.push(served);
   return all;
+}
+
+/** True when two serve the same runs: a kind, a name and a version, in one store. */
+function same(one: ServedRuns, other: ServedRuns): boolean {
+  return (
+    one.kind === other.kind && one.name === other.name && one.version === other.version && one.store === other.store
+  );
 }
 
 function isServed(value: unknown): value is ServedRuns {

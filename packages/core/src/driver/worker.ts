@@ -6,6 +6,7 @@ import {
   QueueFull,
   RecoveryNeedsDecision,
   StoreUnavailable,
+  VersionNotServed,
 } from "../base/errors.js";
 import type { AsleepResult, ServedRuns } from "./program.js";
 import { isObject } from "../base/option-checks.js";
@@ -20,7 +21,7 @@ import { noLongerOnSignals, stopsOnSignals } from "./worker-signals.js";
  * again after a poll, so a run whose claims keep failing is not claimed in a
  * hot loop).
  */
-type Left = "decision" | "stuck" | "lost" | "unavailable" | "asleep";
+type Left = "decision" | "stuck" | "lost" | "unavailable" | "asleep" | "version";
 
 /** What a worker is doing. */
 export interface WorkerStatus {
@@ -30,6 +31,8 @@ export interface WorkerStatus {
   readonly waitingForDecision: number;
   /** Runs it left for another reason it reported through `onStuck`. */
   readonly stuck: number;
+  /** Runs it left because they are of a version it does not serve: a worker of theirs goes on with them. */
+  readonly otherVersion: number;
   /** Runs it took and drove until they were done, paused, asleep or failed (a failed run is reported through `onFailed`, not as stuck). */
   readonly finished: number;
   /** Claims it lost to another worker. */
@@ -99,6 +102,7 @@ export class RunWorker {
       running: this.#running.size,
       waitingForDecision: left.filter((entry) => entry.why === "decision").length,
       stuck: left.filter((entry) => entry.why === "stuck").length,
+      otherVersion: left.filter((entry) => entry.why === "version").length,
       finished: this.#finished,
       lost: this.#lost,
       gaveUp: this.#gaveUp,
@@ -108,9 +112,8 @@ export class RunWorker {
   }
 
   /**
-   * Stops taking runs, waits for the ones it drives up to the deadline, then
-   * gives the rest up: their leases are released at once and each stops
-   * before its next save, so another worker claims them without waiting.
+   * Stops taking runs, waits for the ones it drives up to the deadline, then gives the rest up: their leases are
+   * released at once and each stops before its next save, so another worker claims them without waiting.
    */
   stop(): Promise<void> {
     this.#stopped ??= this.#stop();
@@ -181,11 +184,10 @@ export class RunWorker {
   }
 
   /**
-   * Takes a queue's claimable runs in its order while it has free slots, one
-   * claim at a time (each a take the store may refuse), from every store it
-   * serves; returns how many it took. A refusal for the queue's concurrency
-   * ends the look (`#queueFull`); one for its rate leaves its starts (runs at
-   * step 0) until the window has room; one for a run's key skips the run.
+   * Takes a queue's claimable runs in its order while it has free slots, one claim at a time (each a take the store
+   * may refuse), from every store it serves; returns how many it took. A refusal for the queue's concurrency ends the
+   * look (`#queueFull`); one for its rate leaves its starts (runs at step 0) until the window has room; one for a
+   * run's key skips the run.
    */
   async #takeQueue(queue: string): Promise<number> {
     const full = this.#queueFull.get(queue);
@@ -272,7 +274,8 @@ export class RunWorker {
         // Another worker won the race, or it is another kind of run under the same name: not again until it moves on.
         this.#lost += 1;
         await this.#leave(served, runId, error, "lost");
-      } else await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
+      } else if (error instanceof VersionNotServed) await this.#leave(served, runId, error, "version");
+      else await this.#leave(served, runId, error, error instanceof RecoveryNeedsDecision ? "decision" : "stuck");
     } finally {
       this.#running.delete(runId);
       // A run that ended, slept or failed here may have freed a slot of its queue: look at the full ones again.
@@ -283,9 +286,8 @@ export class RunWorker {
   }
 
   /**
-   * A claim its queue refused: the queue is full (not looked at again until a
-   * run of its own ends, or a poll passed), or its rate has no room (until
-   * the store says), or the run's key is full (the run is skipped for a poll).
+   * A claim its queue refused: the queue is full (not looked at again until a run of its own ends, or a poll passed),
+   * or its rate has no room (until the store says), or the run's key is full (the run is skipped for a poll).
    */
   #queueRefused(served: ServedRuns, runId: string, error: QueueFull): void {
     const wait = error.limit === "rate" ? (error.retryAfterMs ?? this.#options.pollMs) : this.#options.pollMs;
@@ -305,13 +307,15 @@ export class RunWorker {
       return;
     }
     // A run lost at a step is tried again after a few idle polls, even at the same step: its winner may have died there.
-    const until = why === "lost" ? this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs) : undefined;
+    // One of another version is not read again until then: only a migration moves it on for this worker.
+    const later = this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs);
     this.#left.set(leftKey(served, runId), {
       step: latest?.step ?? -1,
       why,
-      ...(until === undefined ? {} : { until }),
+      ...(why === "lost" ? { until: later } : {}),
+      ...(why === "version" ? { lookAgain: later } : {}),
     });
-    if (why !== "lost") this.#options.onStuck?.(runId, error);
+    if (why !== "lost" && why !== "version") this.#options.onStuck?.(runId, error);
   }
 
   /** `ms` from now, by the process's clock. */
@@ -336,14 +340,15 @@ export class RunWorker {
       if (due) this.#left.delete(key);
       return !due;
     }
-    // Asleep and listed early, its step is read again every few idle polls only: a clock behind the store's lists it
-    // at every poll until its wake time.
-    if (left.why === "asleep" && (left.lookAgain ?? 0) > performance.now()) return true;
+    // Asleep and listed early, or of another version, its step is read again every few idle polls only: a clock
+    // behind the store's lists it at every poll until its wake time, and another version's worker may be busy.
+    const watched = left.why === "asleep" || left.why === "version";
+    if (watched && (left.lookAgain ?? 0) > performance.now()) return true;
     const step = await served.store.latest(runId).then(
       (row) => row.step,
       () => left.step,
     );
-    if (left.why === "asleep") {
+    if (watched) {
       if (step === left.step) left.lookAgain = this.#after(LOST_RETRY_POLLS * this.#options.maxPollMs);
       else this.#left.delete(key);
       return step === left.step;
@@ -368,7 +373,7 @@ export function startWorker(options: WorkerOptions): RunWorker {
 const LOST_RETRY_POLLS = 3;
 
 function leftKey(served: ServedRuns, runId: string): string {
-  return JSON.stringify([served.kind, served.name, runId]);
+  return JSON.stringify([served.kind, served.name, served.version ?? null, runId]);
 }
 
 /** True for the result of a recovery that left the run asleep (`AsleepResult`). */

@@ -1,5 +1,7 @@
 import { PLAIN_JSON } from "../base/codec.js";
 import { CheckpointConflict, InvalidInput } from "../base/errors.js";
+import { ASLEEP, WAITING } from "../store/rules.js";
+import { checkRunVersion, type RunVersion } from "../run/versions.js";
 import { isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
 import { assertStorableText } from "../base/names.js";
 import { checkCodec, checkOptions } from "../base/option-checks.js";
@@ -20,7 +22,7 @@ import { answered, goesOn, retried, woken } from "../run/run-changes.js";
 import { runStorage } from "../run/storage.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
-import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
+import type { CheckpointStore, LeaseTerms, RunKind } from "../store/contract.js";
 import { OPERATOR_OPTIONS, type OperatorAction, type OperatorMark, type OperatorOptions } from "./options.js";
 
 /*
@@ -48,6 +50,8 @@ interface Change<T> {
   readonly envelope: RunEnvelope;
   /** Writes after the claim (reopened or decided calls), counted by a checkpoint saved after them. */
   readonly after?: (run: DurableRun, records: readonly CallRecord[]) => Promise<T>;
+  /** The claim keeps the run paused (a migration of a run that waits for answers or a message). */
+  readonly paused?: boolean;
 }
 
 function acting(action: OperatorAction, where: string, options: OperatorOptions): Acting {
@@ -96,10 +100,11 @@ async function act<T>(
   runId: string,
   change: (latest: CheckpointBody, envelope: RunEnvelope) => Change<T> | Promise<Change<T>>,
   takeOver = false,
+  reason?: string,
 ): Promise<{ readonly step: number; readonly after: T | undefined }> {
   const latest = await latestSeen(at, runId);
-  const { envelope, after } = await change(latest, readEnvelope(runId, latest.data));
-  const data = { ...envelopeJson(envelope), ...mark(at) };
+  const { envelope, after, paused } = await change(latest, readEnvelope(runId, latest.data));
+  const data = { ...envelopeJson(envelope), ...mark(at, reason) };
   // No takeOver but a wake's: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
   // An action of one write (approve, wake) takes no lease, so its run's queue, full or not, never refuses it.
   const claim = {
@@ -107,6 +112,7 @@ async function act<T>(
     data,
     ...(takeOver ? { takeOver } : {}),
     ...(after === undefined ? { leased: false } : {}),
+    ...(paused === true ? { paused } : {}),
   };
   const { run, checkpoint, records } = await DurableRun.claim(at.store, at.sealer, latest, claim);
   try {
@@ -189,6 +195,54 @@ export async function wakeRun(runId: string, options: OperatorOptions): Promise<
   return (await act(at, runId, (latest, envelope) => ({ envelope: woken(latest, envelope) }), true)).step;
 }
 
+/** How a run moves to another version (`migrateRun`). */
+export interface Migration {
+  /** The version it moves to: only a worker serving that version goes on with it. */
+  readonly to: RunVersion;
+  /** Its program's data on the new version's code (a flow's state, checked by that version's schema); default: kept. */
+  readonly program?: (program: JsonObject) => JsonObject | Promise<JsonObject>;
+  /** Why, recorded with the migration. */
+  readonly reason?: string;
+  /** The run must be of this kind and name (`CheckpointConflict` otherwise): the code it moves to is of them. */
+  readonly of?: { readonly kind: RunKind; readonly name: string };
+}
+
+/**
+ * Moves a run that has not ended to another version of its code: claims it
+ * (`LeaseHeld` while a worker drives it; an asleep or waiting run is taken
+ * from its sleep's lease, as a wake takes it, and a worker that claims it
+ * finds it asleep again, or waiting: its round runs again), saves it with the
+ * version `to` and, when given, its program's data as `migration.program`
+ * makes it, recorded with who, when and why, and releases it. A paused run
+ * stays paused. Only code of version `to` goes on with it from then on.
+ * Returns the step saved.
+ */
+export async function migrateRun(runId: string, migration: Migration, options: OperatorOptions): Promise<number> {
+  const at = acting("migrate", "migrateRun", options);
+  const to = checkRunVersion("migrateRun", migration.to);
+  if (to === undefined) throw new InvalidInput("migrateRun: to must name the version the run moves to.");
+  const { reason } = migration;
+  if (reason !== undefined && (typeof reason !== "string" || reason.length > 1_000))
+    throw new InvalidInput("migrateRun: reason must be a string of at most 1000 characters.");
+  if (reason !== undefined) assertStorableText(reason, "migrateRun: the reason");
+  // A sleep's or a wait's lease is no worker's: the migration takes the run from it, as a wake does.
+  const holder = (await at.store.leaseOf(runId))?.owner;
+  const change = async (latest: CheckpointBody, envelope: RunEnvelope): Promise<Change<undefined>> => {
+    goesOn(latest, envelope);
+    const { of } = migration;
+    if (of !== undefined && (latest.kind !== of.kind || latest.name !== of.name))
+      throw new CheckpointConflict(
+        runId,
+        `it is a run of ${latest.kind} ${JSON.stringify(latest.name)}, not of ${of.kind} ${JSON.stringify(of.name)}.`,
+      );
+    const program = migration.program === undefined ? envelope.program : await migration.program(envelope.program);
+    if (!isJsonObject(program)) throw new InvalidInput("migrateRun: program must give the run's data as an object.");
+    return { envelope: { ...envelope, version: to, program }, paused: latest.status === "paused" };
+  };
+  const { step } = await act(at, runId, change, holder === ASLEEP || holder === WAITING, reason);
+  return step;
+}
+
 /**
  * Cancels a run that has not ended, even one a worker drives (it is fenced):
  * saved `failed` with `Cancelled: <reason>`, which no retry goes on from.
@@ -208,6 +262,6 @@ export function operatorMark(data: JsonValue): OperatorMark | undefined {
   if (!isJsonObject(found)) return undefined;
   const { action, by, at, reason } = found;
   if (!isString(action) || !isString(by) || !isString(at)) return undefined;
-  if (!["approve", "decide", "retry", "cancel", "wake"].includes(action)) return undefined;
+  if (!["approve", "decide", "retry", "cancel", "wake", "migrate"].includes(action)) return undefined;
   return { action: action as OperatorAction, by, at, ...(isString(reason) ? { reason } : {}) };
 }

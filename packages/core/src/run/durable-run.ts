@@ -156,7 +156,8 @@ export class DurableRun {
     const { takeOver } = options;
     const hold =
       options.leased === false ? { owner: run.lease.owner, ms: 0, ...(takeOver ? { takeOver } : {}) } : undefined;
-    const checkpoint = await run.#write(latest.step + 1, "running", options.data ?? latest.data, takeOver, hold);
+    const status = options.paused === true ? "paused" : "running";
+    const checkpoint = await run.#write(latest.step + 1, status, options.data ?? latest.data, takeOver, hold);
     faultPoint("claim.before-log-read");
     try {
       if (options.stream !== undefined) await run.#claimStream(options.stream, latest.streamed ?? 0);

@@ -13,6 +13,7 @@ import {
 import type { PendingCall } from "../calls/replay.js";
 import type { CallPosition, QueuePlace } from "../store/contract.js";
 import { checkQueuePlace, queuePlaceJson } from "../store/queues.js";
+import { isRunVersion, type RunVersion } from "./versions.js";
 
 /**
  * What every checkpoint of a flow or a tool loop seals as its `data`: the
@@ -70,6 +71,8 @@ export interface RunEnvelope<P = JsonObject> {
   readonly wokenBefore?: CallPosition;
   /** On a run started on a queue: its place and its queue's limits, as its step-0 row gave them to the store. */
   readonly queue?: QueuePlace;
+  /** The version of the code that started the run (or that an operator moved it to: `migrateRun`); absent when that code named none. */
+  readonly version?: RunVersion;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -94,6 +97,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     parent,
     wokenBefore,
     queue,
+    version,
     program,
   } = fields;
   const ok =
@@ -110,6 +114,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (parent === undefined || isParent(parent)) &&
     (wokenBefore === undefined || isPosition(wokenBefore)) &&
     (queue === undefined || isQueuePlace(queue)) &&
+    (version === undefined || isRunVersion(version)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -129,6 +134,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(parent === undefined ? {} : { parent }),
     ...(wokenBefore === undefined ? {} : { wokenBefore }),
     ...(queue === undefined ? {} : { queue }),
+    ...(version === undefined ? {} : { version }),
     program,
   };
 }
@@ -136,7 +142,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
   const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent } = envelope;
-  const { wokenBefore, queue, program } = envelope;
+  const { wokenBefore, queue, version, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -155,6 +161,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(parent === undefined ? {} : { parent: { runId: parent.runId, event: parent.event } }),
     ...(wokenBefore === undefined ? {} : { wokenBefore: { segment: wokenBefore.segment, seq: wokenBefore.seq } }),
     ...(queue === undefined ? {} : { queue: queuePlaceJson(queue) }),
+    ...(version === undefined ? {} : { version }),
     program,
   };
 }
@@ -190,14 +197,22 @@ function isBoundAnswer(value: JsonValue): value is JsonObject & BoundAnswer {
   );
 }
 
-/** The envelope of a new run's step 0: round 1, nothing pending or answered, a child's `parent` and a queued run's `queue` when given. */
-export function firstEnvelope<P>(program: P, parent?: ParentRef, queue?: QueuePlace): RunEnvelope<P> {
+/** What a new run's step 0 records besides its program's data: a child's parent, a queued run's place, its code's version. */
+export interface FirstTerms {
+  readonly parent?: ParentRef | undefined;
+  readonly queue?: QueuePlace | undefined;
+  readonly version?: RunVersion | undefined;
+}
+
+/** The envelope of a new run's step 0: round 1, nothing pending or answered, and what `terms` give. */
+export function firstEnvelope<P>(program: P, { parent, queue, version }: FirstTerms = {}): RunEnvelope<P> {
   return {
     round: 1,
     pending: [],
     answers: [],
     ...(parent === undefined ? {} : { parent }),
     ...(queue === undefined ? {} : { queue }),
+    ...(version === undefined ? {} : { version }),
     program,
   };
 }

@@ -48,4 +48,6 @@ export interface ClaimOptions {
   readonly leased?: boolean | undefined;
   /** As `RunStart.stream`. */
   readonly stream?: StreamTerms | undefined;
+  /** Saves the claim `paused`, not `running`: an operator's change to a paused run that keeps it waiting (a migration). */
+  readonly paused?: boolean | undefined;
 }
