@@ -147,6 +147,10 @@ export function checkpointTampers(flow: string): Tamper[] {
       "the same step of another run in its place": async (raw, id, other) =>
         io.write(raw, id, await io.read(raw, other)),
       "a call record in its place": async (raw, id) => io.write(raw, id, await raw.readCall(id, 0, RECORDS - 1)),
+      // Versions are sealed, never a plain column: a store cannot hand a run to another version's code.
+      "its version set to another under the kept signature": rewrite(io, (p) =>
+        withBody(p, io, { ...p.body, data: { ...(p.body["data"] as JsonObject | undefined), version: 2 } }),
+      ),
     }),
   ];
 }
