@@ -160,8 +160,12 @@ export class FlowRunner {
 
   /** A handle on a run of the flow (`RunHandle`): its status, its final state once done, its cancel. */
   handle<S>(flow: Flow<S>, runId: string): RunHandle<S> {
-    const program = this.#program(flow);
-    return new RunHandle(this.#storage, runId, async (stored, { runId: id }) => (await program.read(id, stored)).state);
+    this.#program(flow);
+    // The run's final state as stored, decoded: a run of another version of the flow (started before a deployment)
+    // is read as well, with no graph or schema of this code's asked of it.
+    const state = (stored: JsonObject, id: string) =>
+      decodeValue(this.#codec, readFlowData(id, stored).state, `the state of run ${id}`) as S;
+    return new RunHandle(this.#storage, runId, async (stored, { runId: id }) => state(stored, id));
   }
 
   /**

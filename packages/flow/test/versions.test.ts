@@ -161,6 +161,12 @@ describe("versions", () => {
     expect(resumed).toMatchObject({ status: "done", state: { n: 1 } });
   });
 
+  it("a handle given the new version's flow reads the result of a run that finished on the old one", async () => {
+    const { runner } = setUp();
+    await runner.run(orders(1), { n: 0 }, { runId: "h" });
+    expect(await runner.handle(orders(2, true), "h").result({ timeoutMs: 1_000 })).toEqual({ n: 2 });
+  });
+
   it("a graph changed without a new version still fails with FlowError", async () => {
     const { runner } = setUp();
     await runner.start(orders(1), { n: 0 }, { runId: "g" });
