@@ -167,6 +167,14 @@ describe("versions", () => {
     expect(await runner.handle(orders(2, true), "h").result({ timeoutMs: 1_000 })).toEqual({ n: 2 });
   });
 
+  it("cancels a run of the old version through the new version's runner", async () => {
+    const { store, effects, runner } = setUp();
+    await runner.start(orders(1), { n: 0 }, { runId: "c" });
+    expect(await runner.cancel(orders(2, true), "c", "no longer wanted")).toBe(1);
+    expect((await store.latest("c")).status).toBe("failed");
+    expect(effects).toEqual([]);
+  });
+
   it("a graph changed without a new version still fails with FlowError", async () => {
     const { runner } = setUp();
     await runner.start(orders(1), { n: 0 }, { runId: "g" });

@@ -227,10 +227,10 @@ export class RunDriver<D, R> {
    * `Cancelled: <reason>`; no retry goes on from it. Returns the step it was saved as.
    */
   async cancel(runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
-    const { latest, envelope } = await this.open(runId, options.ctx);
+    // Its data is not read as this program's: a run of another version (or graph) is cancelled as well.
+    const latest = await this.#latestOwn(runId, options.ctx);
     const at = { store: this.#store, sealer: this.#sealer, lease: this.#lease, kind: this.#program.kind };
-    const stored = { ...envelope, program: this.#program.write(envelope.program) };
-    return saveCancelled({ ...at, events: this.#events }, latest, stored, reason);
+    return saveCancelled({ ...at, events: this.#events }, latest, readEnvelope(runId, latest.data), reason);
   }
 
   /**
