@@ -23,6 +23,7 @@ export {
   ToolFailed,
   ToolTimedOut,
   NonRetryable,
+  PatchRemoved,
   type DurableErrorCode,
   type InDoubtCall,
 } from "./base/errors.js";
