@@ -24,6 +24,7 @@ export {
   ToolFailed,
   ToolTimedOut,
   NonRetryable,
+  PatchRemoved,
   type DurableErrorCode,
   type InDoubtCall,
 } from "./base/errors.js";

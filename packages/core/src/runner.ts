@@ -6,7 +6,8 @@ export { eachConcurrently, type Settled } from "./base/concurrent.js";
 export { CallScope, type CallScopeInit, type CallOutcome, type RoundWait } from "./calls/call-scope.js";
 export type { EventWait, WaitOptions } from "./calls/event-wait.js";
 export { childRunId, type ChildStart, type ChildEnd, type ParentRef } from "./calls/child-runs.js";
-export { SLEEP_TOOL, EVENT_TOOL, CHILD_TOOL } from "./calls/tools.js";
+export { SLEEP_TOOL, EVENT_TOOL, CHILD_TOOL, PATCH_TOOL } from "./calls/tools.js";
+export { checkPatchesAsked } from "./calls/patches.js";
 export { bindAnswers, type BoundAnswer } from "./calls/approvals.js";
 export {
   classifyCalls,

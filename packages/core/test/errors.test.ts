@@ -17,6 +17,7 @@ import {
   RunFailed,
   ResultTimedOut,
   NonRetryable,
+  PatchRemoved,
   InvalidToolArgs,
   ToolFailed,
   ToolTimedOut,
@@ -58,6 +59,7 @@ const samples: readonly DurableError[] = [
   new ToolTimedOut("charge_card", 500),
   new NonRetryable("card declined"),
   new InvalidToolArgs("charge_card", "cents: expected a number"),
+  new PatchRemoved("r", "send-receipt-v2", "send"),
 ];
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");

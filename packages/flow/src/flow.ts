@@ -54,6 +54,17 @@ export interface NodeContext extends Identity {
   /** Sleeps until `until` (a `Date`, or ms since the epoch; at most 3e14 ms from now), as `sleep` does. */
   sleepUntil(until: Date | number): Promise<void>;
   /**
+   * Asks whether this node runs patch `id` (1 to 200 characters), for code
+   * changed while runs are in flight: `if (await ctx.patched("v2")) { new }
+   * else { old }`. True for a node that reaches it on this code, false for one
+   * whose earlier attempt, on the code before, already went past it (the log
+   * holds its calls after this point): it goes on with the old branch. The
+   * answer is recorded the first time and replays. Keep the old branch until
+   * every run that took it has ended: a node whose log holds a false answer
+   * its code no longer asks fails with `PatchRemoved`.
+   */
+  patched(id: string): Promise<boolean>;
+  /**
    * Waits for the next event named `name` sent to this run (`sendEvent`), at
    * most `timeoutMs`: gives `{ status: "received", payload, key }`, or
    * `{ status: "timeout" }` once the timeout passed with none. Each event is

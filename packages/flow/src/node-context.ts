@@ -9,7 +9,7 @@ export class Stopped extends Error {}
 const CHILD_OPTIONS: OptionTable<ChildOptions> = { runId: "string", detached: "boolean" };
 
 /**
- * What a node's code gets: its calls, sleeps, waits and child runs, each
+ * What a node's code gets: its calls, sleeps, waits, patches and child runs, each
  * through the call log `within` the node's name. Once a sleep, a wait or a
  * child stopped the node, its later ones stop it too, even where its code
  * caught the stop: they wait for the wake.
@@ -61,12 +61,17 @@ export function nodeContext(
     if (end.status === "failed") throw new ChildRunFailed(runId, end.error);
     return children.output(flow, end.output);
   };
+  const patched = async (id: string): Promise<boolean> => {
+    if (stopped) stop("the node waits");
+    return executor.patched(scope, within, id);
+  };
   const ctx: NodeContext = {
     ...scope.init.identity,
     runId: scope.runId,
     call,
     sleep: (ms) => sleep({ ms }),
     sleepUntil: (until) => sleep({ until }),
+    patched,
     waitForEvent,
     startChild: startChild as NodeContext["startChild"],
   };

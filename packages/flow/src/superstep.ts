@@ -1,6 +1,6 @@
 import type { Executor } from "@durable/core";
 import { FlowError } from "./flow-error.js";
-import { type CallScope, deepFreeze } from "@durable/core/runner";
+import { type CallScope, checkPatchesAsked, deepFreeze } from "@durable/core/runner";
 import type { ChildRuns } from "./children.js";
 import { nodeContext, Stopped } from "./node-context.js";
 import { Call } from "./call.js";
@@ -72,11 +72,14 @@ async function runNode<S>(
   children: ChildRuns,
 ): Promise<Partial<S>> {
   const { ctx, call } = nodeContext(node.name, executor, scope, children);
+  let update: Partial<S>;
   if (node.body instanceof Call) {
     const value = await call(node.body.tool, node.body.args(state));
-    return (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
-  }
-  return (await node.body(state, ctx)) ?? {};
+    update = (node.body.into === undefined ? {} : { [node.body.into]: value }) as Partial<S>;
+  } else update = (await node.body(state, ctx)) ?? {};
+  // A node that ends without asking a patch it answered false went past it on code without the old branch.
+  checkPatchesAsked(scope, node.name);
+  return update;
 }
 
 /** The nodes after a superstep: static successors, routed ones, and joins whose every source has arrived. */

@@ -20,7 +20,8 @@ export type DurableErrorCode =
   | "RESULT_TIMED_OUT"
   | "TOOL_FAILED"
   | "TOOL_TIMED_OUT"
-  | "NON_RETRYABLE";
+  | "NON_RETRYABLE"
+  | "PATCH_REMOVED";
 
 /**
  * Marks every `DurableError` of every copy of this package: registered with

@@ -331,6 +331,29 @@ export class ApprovalDenied extends DurableError {
 }
 
 /**
+ * A node's log holds a patch it answered false (`ctx.patched(id)`: the run
+ * took the old branch) that its code no longer asks: the old branch was
+ * removed while a run that took it was still going. The run fails before the
+ * node makes a new call past it; retry it once the old branch is back.
+ */
+export class PatchRemoved extends DurableError {
+  readonly runId: string;
+  readonly patchId: string;
+  readonly node: string;
+
+  constructor(runId: string, patchId: string, node: string) {
+    super(
+      "PATCH_REMOVED",
+      `Run ${JSON.stringify(runId)}: node ${JSON.stringify(node)} took the old branch of patch ${JSON.stringify(patchId)}, ` +
+        "which this code no longer asks for: keep the old branch (if (await ctx.patched(id)) … else …) until every run that took it has ended, then retry this run.",
+    );
+    this.runId = runId;
+    this.patchId = patchId;
+    this.node = node;
+  }
+}
+
+/**
  * The store could not be reached, or did not confirm a write: whether the
  * write was applied is unknown. The run is left as it is; recover it once the
  * store answers. Stores wrap their driver's errors in it, with the cause.

@@ -100,6 +100,12 @@ export class CallScope {
     return `${site}:${occurrence}`;
   }
 
+  /** True once a call of this round was named `callId` (`nameCall`): the code reached it. */
+  named(callId: string): boolean {
+    const cut = callId.lastIndexOf(":");
+    return (this.#occurrences.get(callId.slice(0, cut)) ?? 0) > Number(callId.slice(cut + 1));
+  }
+
   /**
    * The error of the first call of this round left in doubt, if any: the round cannot end as if it were
    * settled, even when the code that made the call caught the error.

@@ -5,6 +5,7 @@ import { isJsonObject, isString, type JsonValue } from "../base/json.js";
 import { MAX_RUN_ID_LENGTH } from "../base/names.js";
 import type { CallScope } from "./call-scope.js";
 import { waitForEvent } from "./event-wait.js";
+import { checkPatchesAsked } from "./patches.js";
 import type { ReplayPlan } from "./replay.js";
 import { CHILD_TOOL, RESERVED_EVENTS } from "./tools.js";
 
@@ -84,6 +85,7 @@ export async function startChild(scope: CallScope, within: string, child: ChildS
       `the start of child run ${JSON.stringify(runId)} is recorded as another run.`,
     );
   }
+  checkPatchesAsked(scope, within);
   const parent = child.detached === true ? undefined : { runId: scope.runId, event: childEndEvent(runId) };
   // The parent is stored before its child (its step 0 and running steps land lazily): a child that ends at once
   // finds its parent there to tell, and a parent that dies here leaves no child of a run that never was.

@@ -4,6 +4,7 @@ import { isCount, isJsonObject, isString, type JsonValue } from "../base/json.js
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import { assertEventName, type InboxEvent } from "../log/inbox.js";
 import type { CallScope } from "./call-scope.js";
+import { checkPatchesAsked } from "./patches.js";
 import type { FinishedOutcome, ReplayPlan } from "./replay.js";
 import { EVENT_TOOL, MAX_SLEEP_MS, SLEEP_TOOL } from "./tools.js";
 
@@ -92,6 +93,7 @@ export async function waitForEvent(
     scope.claim(callId);
     return replayed(scope.runId, callId, name, finished.outcome);
   }
+  checkPatchesAsked(scope, within);
   let deadline: number | undefined;
   let woken = false;
   if (args.timeoutMs !== undefined) {

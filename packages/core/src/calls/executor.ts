@@ -11,6 +11,7 @@ import type { CallOutcome, CallScope } from "./call-scope.js";
 import { MAX_SLEEP_MS, RESERVED_EVENTS, SLEEP_TOOL, type ToolDefinition, type ToolRegistry } from "./tools.js";
 import { type EventWait, type WaitOptions, waitForEvent } from "./event-wait.js";
 import { awaitChild, type ChildEnd, type ChildStart, startChild } from "./child-runs.js";
+import { checkPatchesAsked, patched } from "./patches.js";
 import { validateWith } from "../base/standard-schema.js";
 
 /** Options of an `Executor`. */
@@ -66,6 +67,7 @@ export class Executor {
       return decoded(scope, tool, finished.outcome);
     }
 
+    checkPatchesAsked(scope, within);
     const next = plan.next.get(callId);
     // A call that started was approved already: its next attempt needs no new answer.
     if (definition.approval && next === undefined) {
@@ -112,6 +114,7 @@ export class Executor {
     let until: number;
     let woken = false;
     if (finished === undefined) {
+      checkPatchesAsked(scope, within);
       until = "until" in args ? args.until : Date.now() + args.ms;
       await scope.init.log.append({ round: plan.round, callId, tool: SLEEP_TOOL, kind: "done", args, result: until });
     } else {
@@ -125,6 +128,17 @@ export class Executor {
     if (woken || until <= Date.now()) return { until, passed: true };
     scope.sleepUntil(until);
     return { until, passed: false };
+  }
+
+  /**
+   * Asks patch `id` `within` a part of the round (see `patched` in
+   * patches.ts): true when the part reaches it on this code, false when an
+   * earlier attempt of it went past it on the code before; recorded once.
+   */
+  patched(scope: CallScope, within: string, id: string): Promise<boolean> {
+    const answer = patched(scope, within, id);
+    scope.track(answer);
+    return answer;
   }
 
   /**

@@ -59,6 +59,8 @@ export interface Classification {
   readonly next: ReadonlyMap<string, NextAttempt>;
   /** Calls of the round an operator decided on (a `decided` record), by call id. */
   readonly decided: ReadonlyMap<string, CallRef>;
+  /** Every call of the round with a record in the log, call id → tool: where each part of the round had come to. */
+  readonly recorded: ReadonlyMap<string, string>;
 }
 
 /** What the executor does with the calls of the round it reruns. */
@@ -68,7 +70,8 @@ export interface ReplayPlan extends Classification {
 
 /** The plan of a round with nothing in its log: every call runs. */
 export function freshPlan(round: number): ReplayPlan {
-  return { round, finished: new Map(), inDoubt: new Map(), pending: new Map(), next: new Map(), decided: new Map() };
+  const none = () => new Map();
+  return { round, finished: none(), inDoubt: none(), pending: none(), next: none(), decided: none(), recorded: none() };
 }
 
 /**
@@ -145,7 +148,8 @@ export function classifyCalls(records: readonly CallRecord[], round: number): Cl
         break;
     }
   }
-  return { finished, inDoubt, pending, next, decided };
+  const recorded = new Map([...last].map(([callId, record]) => [callId, record.tool]));
+  return { finished, inDoubt, pending, next, decided, recorded };
 }
 
 /**

@@ -84,7 +84,7 @@ const TOOL_OPTIONS: OptionTable<ToolOptions> = {
   timeoutMs: true,
 };
 
-/** Names of the calls the library makes itself (`SLEEP_TOOL`, `EVENT_TOOL`): no registered tool may take one. */
+/** Names of the calls the library makes itself (`SLEEP_TOOL`, `EVENT_TOOL`, …): no registered tool may take one. */
 const RESERVED = "durable:";
 
 /** The call a sleep records its wake time as: a `done` record whose result is the time (ms since the epoch). */
@@ -101,6 +101,9 @@ export const CHILD_TOOL: string = `${RESERVED}child`;
 
 /** The tool of a wait for an event (`waitForEvent`): its `done` record holds the event it took, or its timeout. */
 export const EVENT_TOOL: string = `${RESERVED}event`;
+
+/** The tool of a patch's question (`patched`): its `done` record, arguments `{ id }`, holds the answer, true or false. */
+export const PATCH_TOOL: string = `${RESERVED}patch`;
 
 /** The tools a run may call, by name. */
 export class ToolRegistry {
