@@ -32,6 +32,7 @@ function samplesOf(copy: Copy) {
     new copy.QueueFull("r", "q", "concurrency"),
     new copy.StreamTooLong("r", 10),
     new copy.VersionNotServed("r", "orders", 1, 2),
+    new copy.PatchRemoved("r", "v2", "body"),
     new copy.RunFailed("r", "Error: card declined"),
     new copy.ResultTimedOut("r", 5_000, "running"),
     new copy.ToolFailed("charge_card", "Error: card declined", 3),

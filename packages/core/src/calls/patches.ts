@@ -1,5 +1,6 @@
 import { canonicalJson } from "../base/canonical.js";
-import { CheckpointStoreCorrupt, InvalidInput, PatchRemoved } from "../base/errors.js";
+import { CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
+import { PatchRemoved } from "../base/code-errors.js";
 import { assertStorableText } from "../base/names.js";
 import { describeType } from "../base/option-checks.js";
 import { callSite } from "./call-id.js";

@@ -6,8 +6,8 @@ import {
   QueueFull,
   RecoveryNeedsDecision,
   StoreUnavailable,
-  VersionNotServed,
 } from "../base/errors.js";
+import { VersionNotServed } from "../base/code-errors.js";
 import type { AsleepResult, ServedRuns } from "./program.js";
 import { isObject } from "../base/option-checks.js";
 import { isEnded } from "../store/contract.js";

@@ -1,4 +1,5 @@
-import { InvalidInput, VersionNotServed } from "../base/errors.js";
+import { InvalidInput } from "../base/errors.js";
+import { VersionNotServed } from "../base/code-errors.js";
 import { assertStorableText } from "../base/names.js";
 
 /**
