@@ -151,6 +151,11 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
           403,
           layout(frame, "Read-only", "<h1>This console only reads: start it with --allow-actions.</h1>"),
         );
+      if (!g.sameOrigin(request))
+        return html(
+          403,
+          layout(frame, "Refused", "<h1>The form was posted from another site: open the console's own page.</h1>"),
+        );
       const form = new URLSearchParams(await bodyOf(request));
       if (!g.formMatches(form.get("csrf")))
         return html(403, layout(frame, "Refused", "<h1>The form is not this console's: reload the page.</h1>"));
