@@ -41,7 +41,14 @@ export function runPage(
   ].join("");
   const body = `<p><a href="/">← all runs</a></p>
     <h1>${esc(run.runId)} ${badge(run.status, run.status)}${marks}</h1>
-    <p class="meta">${esc(run.kind)} <code>${esc(run.name)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    <p class="meta">${esc(run.kind)} <code>${esc(run.name)}</code>${
+      run.version === undefined ? "" : ` · version <code class="version">${esc(String(run.version))}</code>`
+    } · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    ${
+      run.forkedFrom === undefined
+        ? ""
+        : `<p class="forked-from">Forked from <a href="${esc(runHref(run.forkedFrom.runId))}">${esc(run.forkedFrom.runId)}</a> at step ${run.forkedFrom.step}.</p>`
+    }
     <p id="run-changed" class="changed" role="status" hidden>This run changed since the page was loaded (now <span data-now></span>): its actions below would be refused. <a href="${esc(runHref(run.runId))}">Reload</a></p>
     ${notice === undefined ? "" : `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`}
     ${run.waiting === undefined ? "" : `<p class="waits" data-waits-for="${esc(run.waiting.for)}">${waitsText(run)}</p>`}
@@ -167,7 +174,9 @@ function waitsText(run: RunDetail): string {
         waiting.until === undefined ? "" : "; then its wait times out"
       }.`;
     case "worker":
-      return "Waits for a worker: nobody holds it, and the next worker serving it claims it.";
+      return run.version === undefined
+        ? "Waits for a worker: nobody holds it, and the next worker serving it claims it."
+        : `Waiting for a worker of version <code>${esc(String(run.version))}</code>: nobody holds it, and the next worker of that version serving it claims it.`;
   }
 }
 

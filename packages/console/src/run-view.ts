@@ -24,6 +24,7 @@ import {
 import { type CallView, callViews } from "./call-view.js";
 import { type Change, diffJson } from "./diff.js";
 import { type InboxView, readInboxView } from "./inbox-view.js";
+import { type RunOrigin, runOrigin } from "./run-origin.js";
 import { type Waiting, waitingFor } from "./waiting.js";
 
 /** One checkpoint of a run as its page shows it: what it sealed, and how its program's data changed since the step before. */
@@ -50,8 +51,11 @@ export interface StepView {
   readonly operator?: OperatorMark;
 }
 
-/** A run as its page shows it, read from the store (every read verified) and enriched by its events. */
-export interface RunDetail {
+/**
+ * A run as its page shows it, read from the store (every read verified) and enriched by its events; with the
+ * version it started on and the run it was forked from, when its latest checkpoint says so (`RunOrigin`).
+ */
+export interface RunDetail extends RunOrigin {
   readonly runId: string;
   readonly name: string;
   readonly kind: RunKind;
@@ -146,6 +150,7 @@ export async function readRun(
       step: latest.step,
       segment: latest.segment,
       identity: latest.identity,
+      ...runOrigin(latest.data),
       lease,
       waiting,
       recoveries: all.filter((step) => step.recovery).length,
