@@ -32,6 +32,7 @@ export { Executor, type ExecutorOptions } from "./calls/executor.js";
 export type { ApprovalAnswer, ApprovalAnswers, ApprovalPort, ApprovalRequest } from "./calls/approvals.js";
 export { idempotencyKey } from "./calls/idempotency.js";
 export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun } from "./operator/actions.js";
+export { forkRun, type ForkOptions, type ForkedRun } from "./operator/fork-run.js";
 export { RunHandle, runHandle, type RunHandleOptions, type RunHandleStatus } from "./operator/run-handle.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export { sendEvent, type SendEventOptions } from "./operator/send-event.js";

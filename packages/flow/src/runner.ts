@@ -3,7 +3,6 @@ import type {
   ApprovalAnswers,
   Executor,
   Identity,
-  JsonValue,
   PausedResult,
   RecoverOptions,
   RunHandleOptions,
@@ -18,7 +17,6 @@ import {
   checkOptions,
   checkRunnerOptions,
   decodeValue,
-  encodeValue,
   driverOptions,
   PLAIN_JSON,
   queuePlace,
@@ -35,8 +33,9 @@ import {
 } from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import { Flow } from "./flow.js";
+import { type ForkFlowOptions, forkFlowRun } from "./fork.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
-import { checkStoredState, settleState } from "./schema.js";
+import { checkStoredState, settleState, storedState } from "./schema.js";
 import { runSuperstep } from "./superstep.js";
 import type { ChildRuns } from "./children.js";
 import { Workflow } from "./workflow.js";
@@ -166,6 +165,17 @@ export class FlowRunner {
   }
 
   /**
+   * Forks a run of the flow from one of its steps (`forkRun`, see
+   * docs/protocol.md, "Forks"): a new run whose history up to `fromStep` is
+   * the run's (its finished calls replay), going on with this flow's code
+   * (its graph digest is the flow's) and `state` when given. Returns the
+   * fork's handle: a worker serving the flow drives it, or `recover(flow, handle.runId)`.
+   */
+  async fork<S>(flow: Flow<S>, runId: string, options: ForkFlowOptions<S>): Promise<RunHandle<S>> {
+    return this.handle(flow, await forkFlowRun(flow, runId, options, this.#storage, this.#codec));
+  }
+
+  /**
    * Goes on with a run from its last checkpoint: claims it (one worker wins),
    * replays finished calls, and fails closed on calls in doubt. A paused run
    * comes back as its paused result.
@@ -285,11 +295,6 @@ export class FlowRunner {
       return child instanceof Workflow ? (state as { output?: unknown }).output : state;
     },
   };
-}
-
-/** A settled state as stored: its own form unless a codec encodes it. */
-function storedState(codec: ValueCodec, state: unknown): JsonValue {
-  return codec === PLAIN_JSON ? (state as JsonValue) : encodeValue(codec, state, "The state");
 }
 
 /** A flow as a program on the driver; its state is stored as `codec` encodes it. */

@@ -1,6 +1,13 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { InvalidInput, type JsonValue, type ValueCodec } from "@durable/core";
-import { canonicalJson, decodeValue, encodedText, validated as validate } from "@durable/core/runner";
+import {
+  canonicalJson,
+  decodeValue,
+  encodedText,
+  encodeValue,
+  PLAIN_JSON,
+  validated as validate,
+} from "@durable/core/runner";
 
 /**
  * Parses a state with the flow's schema once and returns it as the store
@@ -46,6 +53,11 @@ export async function checkStoredState<T>(
     );
   }
   return value;
+}
+
+/** A settled state as stored: its own form unless a codec encodes it. */
+export function storedState(codec: ValueCodec, state: unknown): JsonValue {
+  return codec === PLAIN_JSON ? (state as JsonValue) : encodeValue(codec, state, "The state");
 }
 
 function preview(text: string): string {

@@ -70,8 +70,19 @@ export interface RunEnvelope<P = JsonObject> {
   readonly wokenBefore?: CallPosition;
   /** On a run started on a queue: its place and its queue's limits, as its step-0 row gave them to the store. */
   readonly queue?: QueuePlace;
+  /**
+   * On a fork (`forkRun`), from the row that began it on: the run and the
+   * step whose history it took up to there.
+   */
+  readonly forkedFrom?: ForkedFrom;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
+}
+
+/** Where a fork's history comes from: the original run, and its last step the fork took. */
+export interface ForkedFrom {
+  readonly runId: string;
+  readonly step: number;
 }
 
 /**
@@ -94,6 +105,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     parent,
     wokenBefore,
     queue,
+    forkedFrom,
     program,
   } = fields;
   const ok =
@@ -110,6 +122,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (parent === undefined || isParent(parent)) &&
     (wokenBefore === undefined || isPosition(wokenBefore)) &&
     (queue === undefined || isQueuePlace(queue)) &&
+    (forkedFrom === undefined || isForkedFrom(forkedFrom)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -129,6 +142,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(parent === undefined ? {} : { parent }),
     ...(wokenBefore === undefined ? {} : { wokenBefore }),
     ...(queue === undefined ? {} : { queue }),
+    ...(forkedFrom === undefined ? {} : { forkedFrom }),
     program,
   };
 }
@@ -136,7 +150,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
   const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent } = envelope;
-  const { wokenBefore, queue, program } = envelope;
+  const { wokenBefore, queue, forkedFrom, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -155,6 +169,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(parent === undefined ? {} : { parent: { runId: parent.runId, event: parent.event } }),
     ...(wokenBefore === undefined ? {} : { wokenBefore: { segment: wokenBefore.segment, seq: wokenBefore.seq } }),
     ...(queue === undefined ? {} : { queue: queuePlaceJson(queue) }),
+    ...(forkedFrom === undefined ? {} : { forkedFrom: { runId: forkedFrom.runId, step: forkedFrom.step } }),
     program,
   };
 }
@@ -166,6 +181,10 @@ function isQueuePlace(value: JsonValue): value is JsonObject & QueuePlace {
   } catch {
     return false;
   }
+}
+
+function isForkedFrom(value: JsonValue): value is JsonObject & ForkedFrom {
+  return isJsonObject(value) && isString(value["runId"]) && isCount(value["step"]);
 }
 
 function isParent(value: JsonValue): value is JsonObject & ParentRef {
