@@ -205,6 +205,7 @@ function inboxRow(event: InboxEventView): string {
 
 /** What an operator's action at a step did, in words: an approval's answers say whether they approved or denied. */
 function actionText(step: StepView, mark: OperatorMark): string {
+  if (mark.action === "fork") return `forked by ${mark.by}`;
   if (mark.action !== "approve") return `${mark.action} by ${mark.by}`;
   const approved = step.answers.filter((answer) => answer.approved).length;
   const verb = approved === step.answers.length ? "approved" : approved === 0 ? "denied" : "answered";

@@ -12,6 +12,7 @@ import {
   type BoundAnswer,
   type CheckpointBody,
   classifyCalls,
+  type ForkedFrom,
   openHistory,
   isJsonObject,
   openCheckpoint,
@@ -24,7 +25,7 @@ import {
 import { type CallView, callViews } from "./call-view.js";
 import { type Change, diffJson } from "./diff.js";
 import { type InboxView, readInboxView } from "./inbox-view.js";
-import { type RunOrigin, runOrigin } from "./run-origin.js";
+import { type RunVersion, runVersion } from "./run-version.js";
 import { type Waiting, waitingFor } from "./waiting.js";
 
 /** One checkpoint of a run as its page shows it: what it sealed, and how its program's data changed since the step before. */
@@ -51,11 +52,8 @@ export interface StepView {
   readonly operator?: OperatorMark;
 }
 
-/**
- * A run as its page shows it, read from the store (every read verified) and enriched by its events; with the
- * version it started on and the run it was forked from, when its latest checkpoint says so (`RunOrigin`).
- */
-export interface RunDetail extends RunOrigin {
+/** A run as its page shows it, read from the store (every read verified) and enriched by its events. */
+export interface RunDetail {
   readonly runId: string;
   readonly name: string;
   readonly kind: RunKind;
@@ -63,6 +61,10 @@ export interface RunDetail extends RunOrigin {
   readonly step: number;
   readonly segment: number;
   readonly identity: Identity;
+  /** The version of the code that started it, when its start recorded one (`runVersion`). */
+  readonly version?: RunVersion;
+  /** The run and step it was forked from (`forkRun`), when it is a fork. */
+  readonly forkedFrom?: ForkedFrom;
   readonly lease: LeaseView | undefined;
   /** What it waits for before it goes on, or undefined (a worker drives it, or it ended). */
   readonly waiting: Waiting | undefined;
@@ -142,6 +144,7 @@ export async function readRun(
     const now = lease?.now ?? Date.now();
     const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > now, now);
     const inbox = await readInboxView(store, sealer, runId, envelope, round);
+    const version = runVersion(latest.data);
     return {
       runId,
       name: latest.name,
@@ -150,7 +153,8 @@ export async function readRun(
       step: latest.step,
       segment: latest.segment,
       identity: latest.identity,
-      ...runOrigin(latest.data),
+      ...(version === undefined ? {} : { version }),
+      ...(envelope.forkedFrom === undefined ? {} : { forkedFrom: envelope.forkedFrom }),
       lease,
       waiting,
       recoveries: all.filter((step) => step.recovery).length,
