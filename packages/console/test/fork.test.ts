@@ -210,6 +210,14 @@ describe("a fork made", () => {
     expect(after.steps.at(-1)?.program).toEqual(original.steps.at(-1)?.program);
   });
 
+  it("forks a loop as it is, from its messages at that step", async () => {
+    const made = await fork(runs.loop, 1, { "run-id": "f-loop-again" });
+    expect(made.status).toBe(303);
+    const forked = await detail(actor, "f-loop-again");
+    expect(forked).toMatchObject({ kind: "loop", name: "seat-chat", forkedFrom: { runId: runs.loop, step: 1 } });
+    expect(forked.steps.at(-1)?.program).toEqual((await detail(actor, runs.loop)).steps[1]?.program);
+  });
+
   it("a taken run id is refused, and the form keeps it", async () => {
     const refused = await fork(runs.done, 1, { "run-id": runs.failed });
     expect(refused.status).toBe(409);
