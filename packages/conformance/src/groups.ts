@@ -15,6 +15,7 @@ import { anchorGroup } from "./cases/anchor.js";
 import { ttlGroup } from "./cases/ttl.js";
 import { timersGroup } from "./cases/timers.js";
 import { eventsGroup } from "./cases/events.js";
+import { forkGroup } from "./cases/fork.js";
 import { queueGroup } from "./cases/queue.js";
 import { streamGroup } from "./cases/stream.js";
 
@@ -30,6 +31,7 @@ export const GROUPS: readonly ConformanceGroup[] = [
   streamGroup,
   queueGroup,
   inspectGroup,
+  forkGroup,
   integrityGroup,
   tamperGroup,
   anchorGroup,

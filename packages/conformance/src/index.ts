@@ -27,4 +27,5 @@ export { tamperGroup } from "./cases/tamper.js";
 export { raceGroup } from "./cases/race.js";
 export { crashGroup } from "./cases/crash.js";
 export { anchorGroup } from "./cases/anchor.js";
+export { forkGroup } from "./cases/fork.js";
 export { anchorInFiles } from "./process/anchors.js";

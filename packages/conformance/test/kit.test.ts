@@ -12,6 +12,7 @@ import { expiringMemory, ttlOnPaused, ttlOnRunning } from "./expiring-stores.js"
 import * as leases from "./lease-stores.js";
 import * as events from "./event-stores.js";
 import * as queues from "./queue-stores.js";
+import * as forks from "./fork-stores.js";
 
 const { memory } = broken;
 
@@ -50,6 +51,9 @@ const STEP_ZERO =
   "the place a run's step 0 gave holds for its life: takes whose rows name no queue (as a runner saves a claim) or another one are held to its limits";
 const QUEUE_RACE =
   "8 racing workers take a queue's 24 runs: never more than its concurrency (3) hold one at once, and every run ends";
+const FORK_OWN =
+  "a fork's rows, records and events are its own, read back and verified under its id, and listed by its name; the original's are unchanged byte for byte";
+const FORK_DELETE = "delete of the original leaves the fork whole, and delete of a fork leaves its original whole";
 const CAUGHT: Caught[] = [
   [
     broken.batchOneByOne,
@@ -289,6 +293,13 @@ const CAUGHT: Caught[] = [
     "of 1,000 runs saved waiting for a decision and 20 claimable ones, the claimable listing gives the claimable ones only, and a run again once a save without the mark claimed it",
     "listUnfinished(flow, { claimable: true }) over 1000 runs whose latest step was saved waitsForDecision: expected none of them",
   ],
+  [
+    forks.historyByPattern,
+    "fork",
+    FORK_OWN,
+    "history(fork) after forkRun(original, { fromStep: 3 }): expected the fork's steps 0 to 4 under its own id",
+  ],
+  [broken.deleteByPrefix, "fork", FORK_DELETE, "the fork's rows after delete(original): expected the fork whole"],
   [ttlOnPaused, "ttl", TTL, "latest(runId) of a paused run"],
   [ttlOnRunning, "ttl", TTL, "latest(runId) of a running run 900 ms after its last write: expected the running row"],
 ];
@@ -334,6 +345,7 @@ describe("the kit catches broken stores", () => {
       "stream",
       "queue",
       "inspect",
+      "fork",
       "integrity",
       "tamper",
       "anchor",

@@ -26,10 +26,7 @@ export interface ActionContext {
 export function actionForms(run: RunDetail, actions: ActionContext): string {
   if (!actions.allowed) return "";
   const sections: string[] = [];
-  const start = (action: string, label: string) =>
-    `<form method="post" action="${esc(runHref(run.runId))}/actions" aria-label="${esc(label)}">
-      <input type="hidden" name="csrf" value="${esc(actions.csrf)}"><input type="hidden" name="step" value="${run.step}">
-      <input type="hidden" name="action" value="${action}">`;
+  const start = (action: string, label: string) => formStart(run, actions, action, label);
   if (run.waiting?.for === "approval") {
     const calls = run.pending.map(
       (
@@ -97,6 +94,16 @@ export function actionForms(run: RunDetail, actions: ActionContext): string {
         }</section>`,
     );
   return sections.length === 0 ? "" : `<h2 id="actions">Actions</h2>${sections.join("")}`;
+}
+
+/**
+ * The opening of an action's form, posted to the run's actions with the page's form token and the step the
+ * page shows (the action is refused once the run moved on): `action` names it, `label` names the form.
+ */
+export function formStart(run: RunDetail, actions: ActionContext, action: string, label: string): string {
+  return `<form method="post" action="${esc(runHref(run.runId))}/actions" aria-label="${esc(label)}">
+      <input type="hidden" name="csrf" value="${esc(actions.csrf)}"><input type="hidden" name="step" value="${run.step}">
+      <input type="hidden" name="action" value="${action}">`;
 }
 
 /** The event form: its name is the first the run waits for, its key a new one, unless a refused post (`given`) gave them. */

@@ -2,36 +2,34 @@ import {
   approveRun,
   type InDoubtDecision,
   cancelRun,
-  type CheckpointKeys,
-  type CheckpointStore,
   decideInDoubt,
   type ApprovalAnswers,
-  type EncryptionKeys,
   InvalidInput,
   type OperatorOptions,
   retryRun,
   sendEvent,
   wakeRun,
 } from "@durable/core";
-
-/** Where the console records actions, and as whom. */
-export interface Acting {
-  readonly store: CheckpointStore;
-  readonly keys: CheckpointKeys;
-  readonly encryptionKey: EncryptionKeys | undefined;
-  /** Who acts: recorded with every action. */
-  readonly by: string;
-}
+import type { Acting, ActionOutcome } from "./acting.js";
+import { forkTheRun } from "./fork-action.js";
+import { jsonField } from "./json-field.js";
 
 /**
  * Records one action posted by a run's page, through core's operator API
  * (only the store and the key: the worker serving the run acts on it), bound
  * to the step the page showed; an event is sent whatever the step (its key
- * makes a resend a no-op). Returns what to tell the operator. A form it
- * cannot read is `InvalidInput`; a run that moved on is `CheckpointConflict`.
+ * makes a resend a no-op). Returns what to tell the operator, and on which
+ * run's page (a fork's is the new run's). A form it cannot read is
+ * `InvalidInput`; a run that moved on is `CheckpointConflict`.
  */
-export async function recordAction(at: Acting, runId: string, form: URLSearchParams): Promise<string> {
-  if (form.get("action") === "send-event") return sendTheEvent(at, runId, form);
+export async function recordAction(at: Acting, runId: string, form: URLSearchParams): Promise<ActionOutcome> {
+  if (form.get("action") === "send-event") return { text: await sendTheEvent(at, runId, form), runId };
+  const text = await recordOnRun(at, runId, form);
+  return typeof text === "string" ? { text, runId } : text;
+}
+
+/** An action bound to the step the page showed: what to tell the operator (a fork's outcome with its new run). */
+async function recordOnRun(at: Acting, runId: string, form: URLSearchParams): Promise<string | ActionOutcome> {
   const step = Number(form.get("step"));
   if (!Number.isSafeInteger(step) || step < 0) throw new InvalidInput("The form names no step: reload the run's page.");
   const options: OperatorOptions = {
@@ -67,6 +65,8 @@ export async function recordAction(at: Acting, runId: string, form: URLSearchPar
       const saved = await cancelRun(runId, form.get("reason") ?? "", options);
       return `Cancelled at step ${saved}.`;
     }
+    case "fork":
+      return forkTheRun(at, runId, form, options);
     default:
       throw new InvalidInput("Unknown action: reload the run's page.");
   }
@@ -87,18 +87,6 @@ async function sendTheEvent(at: Acting, runId: string, form: URLSearchParams): P
   return sent.status === "sent"
     ? `Sent event ${JSON.stringify(name)} as seq ${sent.seq}; the run's next wait for it takes it.`
     : `Duplicate: the inbox holds an event with key ${JSON.stringify(sent.key)} already, and nothing was sent.`;
-}
-
-/** A form field that holds JSON, parsed: `InvalidInput` naming it when it is not JSON. */
-function jsonField(form: URLSearchParams, field: string): unknown {
-  const text = form.get(field) ?? "";
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new InvalidInput(
-      `The ${field} is not JSON: ${text.trim() === "" ? "it is empty (null for none)" : text.slice(0, 80)}`,
-    );
-  }
 }
 
 /** The approve/deny choices of the form: `call.<i>`, `approve.<i>` and `reason.<i>` for each pending call. */

@@ -14,7 +14,8 @@ export type Verdict = "ok" | "no token" | "wrong host";
  * printed (`?token=…`, then kept in an HttpOnly, SameSite=Strict cookie) or
  * as `Authorization: Bearer …`; a console on a loopback address answers only
  * requests naming a loopback host (no DNS rebinding); a post needs the form
- * token its pages hold (no cross-site forms).
+ * token its pages hold (no cross-site forms), and a browser's post must come
+ * from the console's own pages (`sameOrigin`).
  *
  * A cookie is not tied to a port: one set for 127.0.0.1 reaches every server
  * on 127.0.0.1. So a loopback console has a host name of its own, a random
@@ -31,6 +32,8 @@ export class Guard {
   readonly host: string;
   /** `host` as a browser names it in the Host header: without the port when it is HTTP's own, 80. */
   readonly #hostHeader: string;
+  /** The origins of this console's own pages: its own name's, and its bound address's. */
+  readonly #origins: ReadonlySet<string>;
 
   constructor(token: string, host: string, port: number) {
     this.#token = Buffer.from(token, "utf8");
@@ -40,6 +43,8 @@ export class Guard {
     const shown = name.includes(":") ? `[${name}]` : name;
     this.host = `${shown}:${port}`;
     this.#hostHeader = port === 80 ? shown : this.host;
+    const bound = host.includes(":") ? `[${host}]` : host;
+    this.#origins = new Set([`http://${this.#hostHeader}`, `http://${port === 80 ? bound : `${bound}:${port}`}`]);
   }
 
   /** Whether `request` may read. */
@@ -62,6 +67,23 @@ export class Guard {
     if (given === undefined) return false;
     const bytes = Buffer.from(given, "utf8");
     return bytes.length === this.#token.length && timingSafeEqual(bytes, this.#token);
+  }
+
+  /**
+   * Whether a post comes from this console's own pages, by what the browser
+   * says of its origin: `Sec-Fetch-Site`, when sent, is `same-origin`, and
+   * `Origin`, when sent, is the console's own or `null` (its pages' `no-referrer`
+   * policy has browsers send `null` for their own forms). A program sends
+   * neither; a page of another site or of another local server is refused even
+   * with the token and the form token.
+   */
+  sameOrigin(request: IncomingMessage): boolean {
+    const site = request.headers["sec-fetch-site"];
+    const origin = request.headers.origin;
+    return (
+      (site === undefined || site === "same-origin") &&
+      (origin === undefined || origin === "null" || this.#origins.has(origin))
+    );
   }
 
   /** True when `given` is the form token. */

@@ -103,3 +103,15 @@ export function layout(frame: Frame, title: string, body: string, data: Readonly
 <main id="main" tabindex="-1">${body}</main>
 <div id="live-status" class="visually-hidden" role="status" aria-live="polite"></div></body></html>`;
 }
+
+/** What a page says besides what it shows: the outcome of an action just taken, or why it was refused. */
+export interface PageNotice {
+  readonly kind: "notice" | "problem";
+  readonly text: string;
+}
+
+/** A notice as a page shows it: a problem is an alert, an outcome a status ("" for none). */
+export function noticeLine(notice: PageNotice | undefined): string {
+  if (notice === undefined) return "";
+  return `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`;
+}

@@ -30,13 +30,15 @@ export function listPage(frame: Frame, filters: ListFilters, list: RunList, now:
   const pager = `<nav class="pager" aria-label="Pages">${
     filters.cursor === undefined ? "" : `<a href="${esc(href("/", keep))}">Newest runs</a>`
   }${list.next === undefined ? "" : `<a href="${esc(href("/", { ...keep, cursor: list.next }))}" rel="next">Older runs</a>`}</nav>`;
+  // The version column only when a run of the page recorded one: runs of code that records none have no use for it.
+  const versions = list.runs.some((run) => run.version !== undefined);
   const table =
     list.runs.length === 0
       ? `<p>No run matches${filters.cursor === undefined ? "" : " on this page"}.</p>`
       : `<table class="runs"><caption>Runs, newest first</caption><thead><tr>
-          <th scope="col">run</th><th scope="col">name</th><th scope="col">kind</th><th scope="col">status</th>
+          <th scope="col">run</th><th scope="col">name</th>${versions ? '<th scope="col">version</th>' : ""}<th scope="col">kind</th><th scope="col">status</th>
           <th scope="col">step</th><th scope="col">segment</th><th scope="col">lease</th><th scope="col">last change</th>
-        </tr></thead><tbody>${list.runs.map((run) => row(run, now)).join("")}</tbody></table>`;
+        </tr></thead><tbody>${list.runs.map((run) => row(run, now, versions)).join("")}</tbody></table>`;
   return layout(
     frame,
     "Runs",
@@ -47,7 +49,7 @@ export function listPage(frame: Frame, filters: ListFilters, list: RunList, now:
   );
 }
 
-function row(run: ListedRun, now: number): string {
+function row(run: ListedRun, now: number, versions: boolean): string {
   const marks = run.marks.map((mark) => badge(mark.replaceAll(" ", "-"), mark)).join("");
   const until = run.waiting === undefined ? undefined : waitingUntil(run.waiting);
   const lease =
@@ -58,7 +60,9 @@ function row(run: ListedRun, now: number): string {
   const updated = isoTime(run.updatedAt);
   return `<tr data-run-id="${esc(run.runId)}" data-status="${esc(String(run.status))}">
     <th scope="row"><a href="${esc(runHref(run.runId))}">${esc(run.runId)}</a></th>
-    <td>${esc(String(run.name))}</td><td>${esc(String(run.kind))}</td>
+    <td>${esc(String(run.name))}</td>${
+      versions ? `<td class="version">${run.version === undefined ? "—" : esc(String(run.version))}</td>` : ""
+    }<td>${esc(String(run.kind))}</td>
     <td>${badge(String(run.status), String(run.status))}${marks}${
       until === undefined ? "" : `<br><span class="meta until">${esc(until)}</span>`
     }${run.problem === undefined ? "" : `<br><span class="problem">${esc(run.problem)}</span>`}</td>

@@ -1,14 +1,20 @@
 import type { RunSummary, RunQuery } from "@durable/core/store";
 import { type CheckpointStore, InvalidInput } from "@durable/core";
 import { classifyCalls, DurableRun, readCallLog, readEnvelope, type Sealer } from "@durable/core/runner";
+import { type RunVersion, runVersion } from "./run-version.js";
 import { problemOf } from "./run-view.js";
 import { type Waiting, waitingFor, waitingLabel } from "./waiting.js";
 
 /** What a run's row marks, beside its status: what it waits for (`waitingLabel`), or that it was cancelled. */
 export type RunMark = ReturnType<typeof waitingLabel> | "cancelled";
 
-/** A run as the list shows it: the store's summary, its marks, and why it could not be read, if it could not. */
+/**
+ * A run as the list shows it: the store's summary, its marks, the version it started on (when its latest
+ * checkpoint records one), and why it could not be read, if it could not.
+ */
 export interface ListedRun extends RunSummary {
+  /** The version of the code that started it, when its start recorded one (`runVersion`). */
+  readonly version?: RunVersion;
   readonly marks: readonly RunMark[];
   /** What it waits for (`waitingFor`), when something does hold it back. */
   readonly waiting?: Waiting;
@@ -47,13 +53,15 @@ async function marked(store: CheckpointStore, sealer: Sealer, listed: RunSummary
     // Every run shown is opened with the key: a row that does not verify is shown as a problem, never as listed.
     const latest = await DurableRun.latest(store, sealer, listed.runId);
     // What a row shows comes from the sealed checkpoint: the store's plain columns are anyone's to write.
-    const run: RunSummary = {
+    const version = runVersion(latest.data);
+    const run: RunSummary & { readonly version?: RunVersion } = {
       ...listed,
       name: latest.name,
       kind: latest.kind,
       step: latest.step,
       status: latest.status,
       segment: latest.segment,
+      ...(version === undefined ? {} : { version }),
     };
     const disagreement = disagreementOf(listed, run);
     if (disagreement !== undefined)

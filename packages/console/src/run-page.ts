@@ -2,18 +2,25 @@ import type { DurableEvent, JsonValue } from "@durable/core";
 import type { OperatorMark } from "@durable/core/runner";
 import type { CallView } from "./call-view.js";
 import { conversation } from "./conversation.js";
-import { badge, esc, type Frame, fromNow, href, json, layout, runHref, time } from "./html.js";
+import {
+  badge,
+  esc,
+  type Frame,
+  fromNow,
+  href,
+  json,
+  layout,
+  noticeLine,
+  type PageNotice,
+  runHref,
+  time,
+} from "./html.js";
 import { actionForms, type ActionContext } from "./action-forms.js";
+import { forkLink } from "./fork-page.js";
 import { type RunDetail, type RunProblem, type StepView, TIMELINE_PAGE } from "./run-view.js";
 import { valueHref } from "./values.js";
 import type { InboxEventView, InboxView } from "./inbox-view.js";
 import { type Waiting, waitingLabel, waitingUntil } from "./waiting.js";
-
-/** What a run's page says besides the run: the outcome of an action just taken, or why it was refused. */
-export interface PageNotice {
-  readonly kind: "notice" | "problem";
-  readonly text: string;
-}
 
 /** A run's page: its head, the actions it allows, its calls, its loop messages, its timeline of checkpoints, its events. */
 export function runPage(
@@ -41,9 +48,16 @@ export function runPage(
   ].join("");
   const body = `<p><a href="/">← all runs</a></p>
     <h1>${esc(run.runId)} ${badge(run.status, run.status)}${marks}</h1>
-    <p class="meta">${esc(run.kind)} <code>${esc(run.name)}</code> · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    <p class="meta">${esc(run.kind)} <code>${esc(run.name)}</code>${
+      run.version === undefined ? "" : ` · version <code class="version">${esc(String(run.version))}</code>`
+    } · step ${run.step} · segment ${run.segment} · lease ${lease} · identity ${identity}</p>
+    ${
+      run.forkedFrom === undefined
+        ? ""
+        : `<p class="forked-from">Forked from <a href="${esc(runHref(run.forkedFrom.runId))}">${esc(run.forkedFrom.runId)}</a> at step ${run.forkedFrom.step}.</p>`
+    }
     <p id="run-changed" class="changed" role="status" hidden>This run changed since the page was loaded (now <span data-now></span>): its actions below would be refused. <a href="${esc(runHref(run.runId))}">Reload</a></p>
-    ${notice === undefined ? "" : `<p class="${notice.kind}" role="${notice.kind === "problem" ? "alert" : "status"}">${esc(notice.text)}</p>`}
+    ${noticeLine(notice)}
     ${run.waiting === undefined ? "" : `<p class="waits" data-waits-for="${esc(run.waiting.for)}">${waitsText(run)}</p>`}
     ${run.error === undefined ? "" : `<p class="problem">${esc(run.error)}</p>`}
     ${actionForms(run, actions)}
@@ -53,7 +67,7 @@ export function runPage(
     ${run.messages === undefined ? "" : conversation(run.messages, valueHref(run.runId, { step: run.step }))}
     <h2 id="timeline">Timeline</h2>
     <p class="meta">Every checkpoint, oldest first, with what its step changed in the run's data.</p>
-    ${timelinePager(run)}${run.steps.map((step) => stepBlock(run.runId, step)).join("")}
+    ${timelinePager(run)}${run.steps.map((step) => stepBlock(run.runId, step, actions)).join("")}
     ${run.events.length === 0 ? "" : eventTable(run.events, run.skippedEventLines ?? 0)}`;
   return layout(frame, run.runId, body, {
     "run-id": run.runId,
@@ -167,7 +181,9 @@ function waitsText(run: RunDetail): string {
         waiting.until === undefined ? "" : "; then its wait times out"
       }.`;
     case "worker":
-      return "Waits for a worker: nobody holds it, and the next worker serving it claims it.";
+      return run.version === undefined
+        ? "Waits for a worker: nobody holds it, and the next worker serving it claims it."
+        : `Waiting for a worker of version <code>${esc(String(run.version))}</code>: nobody holds it, and the next worker of that version serving it claims it.`;
   }
 }
 
@@ -196,13 +212,14 @@ function inboxRow(event: InboxEventView): string {
 
 /** What an operator's action at a step did, in words: an approval's answers say whether they approved or denied. */
 function actionText(step: StepView, mark: OperatorMark): string {
+  if (mark.action === "fork") return `forked by ${mark.by}`;
   if (mark.action !== "approve") return `${mark.action} by ${mark.by}`;
   const approved = step.answers.filter((answer) => answer.approved).length;
   const verb = approved === step.answers.length ? "approved" : approved === 0 ? "denied" : "answered";
   return `${verb} by ${mark.by}`;
 }
 
-function stepBlock(runId: string, step: StepView): string {
+function stepBlock(runId: string, step: StepView, actions: ActionContext): string {
   const data = valueHref(runId, { step: step.step });
   const before = step.step === 0 ? undefined : valueHref(runId, { step: step.step - 1 });
   const marks = [
@@ -231,7 +248,7 @@ function stepBlock(runId: string, step: StepView): string {
   return `<details class="step" data-step="${step.step}"${step.changes.length > 0 && step.step > 0 ? " open" : ""}>
     <summary>step ${step.step} ${badge(step.status, step.status)}${marks} · segment ${step.segment} · round ${step.round}${
       step.at === undefined ? "" : ` · saved ${esc(time(step.at))}`
-    }${step.operator === undefined ? "" : ` · ${esc(time(step.operator.at))}`}</summary>
+    }${step.operator === undefined ? "" : ` · ${esc(time(step.operator.at))}`}${forkLink(runId, step, actions)}</summary>
     ${extra}${changes}<details><summary>Data at this step</summary>${json(step.program, data)}</details>
   </details>`;
 }

@@ -12,6 +12,7 @@ import {
   type BoundAnswer,
   type CheckpointBody,
   classifyCalls,
+  type ForkedFrom,
   openHistory,
   isJsonObject,
   openCheckpoint,
@@ -24,6 +25,7 @@ import {
 import { type CallView, callViews } from "./call-view.js";
 import { type Change, diffJson } from "./diff.js";
 import { type InboxView, readInboxView } from "./inbox-view.js";
+import { type RunVersion, runVersion } from "./run-version.js";
 import { type Waiting, waitingFor } from "./waiting.js";
 
 /** One checkpoint of a run as its page shows it: what it sealed, and how its program's data changed since the step before. */
@@ -59,6 +61,10 @@ export interface RunDetail {
   readonly step: number;
   readonly segment: number;
   readonly identity: Identity;
+  /** The version of the code that started it, when its start recorded one (`runVersion`). */
+  readonly version?: RunVersion;
+  /** The run and step it was forked from (`forkRun`), when it is a fork. */
+  readonly forkedFrom?: ForkedFrom;
   readonly lease: LeaseView | undefined;
   /** What it waits for before it goes on, or undefined (a worker drives it, or it ended). */
   readonly waiting: Waiting | undefined;
@@ -138,6 +144,7 @@ export async function readRun(
     const now = lease?.now ?? Date.now();
     const waiting = waitingFor(latest, envelope, round, lease !== undefined && lease.expiresAt > now, now);
     const inbox = await readInboxView(store, sealer, runId, envelope, round);
+    const version = runVersion(latest.data);
     return {
       runId,
       name: latest.name,
@@ -146,6 +153,8 @@ export async function readRun(
       step: latest.step,
       segment: latest.segment,
       identity: latest.identity,
+      ...(version === undefined ? {} : { version }),
+      ...(envelope.forkedFrom === undefined ? {} : { forkedFrom: envelope.forkedFrom }),
       lease,
       waiting,
       recoveries: all.filter((step) => step.recovery).length,

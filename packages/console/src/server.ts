@@ -10,14 +10,17 @@ import {
   InvalidInput,
 } from "@durable/core";
 import { checkOptions, type OptionTable, Sealer } from "@durable/core/runner";
+import type { Acting } from "./acting.js";
 import { recordAction } from "./actions.js";
 import { SCRIPT, STYLE } from "./assets.js";
 import { Guard, newToken } from "./auth.js";
 import { EventLog } from "./event-log.js";
-import { esc, type Frame, layout, runHref } from "./html.js";
+import { forkPage } from "./fork-page.js";
+import { checkSchemas, type StateSchemas } from "./fork-state.js";
+import { esc, type Frame, layout, type PageNotice, runHref } from "./html.js";
 import { type ListFilters, listPage } from "./list-page.js";
 import { checkKey, type KeyCheck, readRunList } from "./list-view.js";
-import { notFoundPage, type PageNotice, problemPage, runPage } from "./run-page.js";
+import { notFoundPage, problemPage, runPage } from "./run-page.js";
 import { readHead, readRun, TIMELINE_PAGE, type TimelinePage } from "./run-view.js";
 import { placeOf, valueAt, valueFileName, type ValuePlace } from "./values.js";
 
@@ -43,6 +46,11 @@ export interface ConsoleOptions {
   readonly allowActions?: boolean;
   /** Who acts, recorded with each action (default: `<user>@<host>` of this process). */
   readonly by?: string;
+  /**
+   * The flows' state schemas, by flow name (Standard Schemas: zod, valibot, …): a fork's edited state is checked
+   * with its flow's, and must parse to itself. A flow without one forks only with its state as it was.
+   */
+  readonly schemas?: StateSchemas;
   /** A JSON Lines event log (`jsonlEventSink`): adds step times, durations and the events to run pages. */
   readonly events?: string;
   /** How often the list and a run's page look for changes, in ms (default 5,000). */
@@ -61,6 +69,7 @@ const CONSOLE_OPTIONS: OptionTable<ConsoleOptions> = {
   token: "string",
   allowActions: "boolean",
   by: "string",
+  schemas: "object",
   events: "string",
   refreshMs: true,
   pageSize: true,
@@ -106,7 +115,15 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     );
   const frame: Frame = { store: options.label, actions: options.allowActions === true };
   const refreshMs = options.refreshMs ?? 5_000;
-  const by = options.by ?? `${userInfo().username}@${hostname()}`;
+  const schemas = options.schemas ?? {};
+  checkSchemas(schemas);
+  const acting: Acting = {
+    store: options.store,
+    keys: options.checkpointKey,
+    encryptionKey: options.encryptionKey,
+    by: options.by ?? `${userInfo().username}@${hostname()}`,
+    schemas,
+  };
   let guard: Guard | undefined;
 
   const eventLog = options.events === undefined ? undefined : new EventLog(options.events);
@@ -133,7 +150,9 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     const runId = decodeURIComponent(encoded);
     const posted = !api && tail.length === 1 && tail[0] === "actions";
     const place = api ? placeOf(tail) : undefined;
-    if (tail.length > 0 && !posted && place === undefined)
+    // `/runs/<id>/fork/<step>`: the fork form of a step.
+    const forkAt = !api && tail.length === 2 && tail[0] === "fork" ? stepNumber(tail[1] ?? null) : undefined;
+    if (tail.length > 0 && !posted && place === undefined && forkAt === undefined)
       return api ? jsonReply(404, { error: "not found" }) : html(404, layout(frame, "Not found", "<h1>Not found</h1>"));
     if (api && tail.length === 0 && url.searchParams.has("head")) {
       const head = await readHead(options.store, sealer, runId);
@@ -144,23 +163,22 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     let notice: PageNotice | undefined;
     let refused: URLSearchParams | undefined;
     let status = 200;
+    if ((posted || forkAt !== undefined) && !frame.actions)
+      return html(403, layout(frame, "Read-only", "<h1>This console only reads: start it with --allow-actions.</h1>"));
     if (posted) {
       if (request.method !== "POST") return html(405, layout(frame, "Not allowed", "<h1>Actions are posted</h1>"));
-      if (!frame.actions)
+      if (!g.sameOrigin(request))
         return html(
           403,
-          layout(frame, "Read-only", "<h1>This console only reads: start it with --allow-actions.</h1>"),
+          layout(frame, "Refused", "<h1>The form was posted from another site: open the console's own page.</h1>"),
         );
       const form = new URLSearchParams(await bodyOf(request));
       if (!g.formMatches(form.get("csrf")))
         return html(403, layout(frame, "Refused", "<h1>The form is not this console's: reload the page.</h1>"));
       try {
-        const text = await recordAction(
-          { store: options.store, keys: options.checkpointKey, encryptionKey: options.encryptionKey, by },
-          runId,
-          form,
-        );
-        return { status: 303, headers: { location: `${runHref(runId)}?done=${encodeURIComponent(text)}` }, body: "" };
+        const done = await recordAction(acting, runId, form);
+        const location = `${runHref(done.runId)}?done=${encodeURIComponent(done.text)}`;
+        return { status: 303, headers: { location }, body: "" };
       } catch (error) {
         if (!(error instanceof DurableError)) throw error;
         notice = { kind: "problem", text: `Refused: ${error.message}` };
@@ -170,7 +188,10 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     } else if (request.method !== "GET") return html(405, layout(frame, "Not allowed", "<h1>Not allowed</h1>"));
     const done = url.searchParams.get("done");
     if (notice === undefined && done !== null) notice = { kind: "notice", text: done };
-    const read = await readRun(options.store, sealer, runId, eventLog?.of(runId) ?? [], timelinePage(url, place));
+    // A fork's form shows its step alone: the one asked for, or the one of a fork refused.
+    const forkStep = forkAt ?? (refused?.get("action") === "fork" ? stepNumber(refused.get("from")) : undefined);
+    const page = forkStep === undefined ? timelinePage(url, place) : { size: 1, before: forkStep + 1 };
+    const read = await readRun(options.store, sealer, runId, eventLog?.of(runId) ?? [], page);
     const skipped = eventLog?.skippedLines() ?? 0;
     const run =
       read !== undefined && !("problem" in read) && skipped > 0 ? { ...read, skippedEventLines: skipped } : read;
@@ -187,7 +208,11 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     }
     if (api) return jsonReply(200, run);
     const actions = { allowed: frame.actions, csrf: g.csrf, ...(refused === undefined ? {} : { posted: refused }) };
-    return html(status, runPage(frame, run, actions, refreshMs, notice));
+    if (forkStep === undefined) return html(status, runPage(frame, run, actions, refreshMs, notice));
+    const step = run.steps.find((each) => each.step === forkStep);
+    if (step === undefined)
+      return html(404, layout(frame, "Not found", `<h1>No step ${forkStep} of ${esc(runId)}</h1>`));
+    return html(status, forkPage(frame, run, step, actions, { schema: Object.hasOwn(schemas, run.name) }, notice));
   };
 
   const server: Server = createServer((request, response) => {
@@ -317,10 +342,13 @@ function filtersOf(url: URL): ListFilters {
 /** The timeline's page a request asks for: `?before=<step>`, or the one step whose value is downloaded. */
 function timelinePage(url: URL, place: ValuePlace | undefined): TimelinePage {
   if (place !== undefined && "step" in place) return { size: 1, before: place.step + 1 };
-  const before = url.searchParams.get("before");
-  return before !== null && /^\d{1,9}$/.test(before)
-    ? { size: TIMELINE_PAGE, before: Number(before) }
-    : { size: TIMELINE_PAGE };
+  const before = stepNumber(url.searchParams.get("before"));
+  return before === undefined ? { size: TIMELINE_PAGE } : { size: TIMELINE_PAGE, before };
+}
+
+/** A step named in a path or a form: a whole number of up to 9 digits, else undefined. */
+function stepNumber(text: string | null): number | undefined {
+  return text !== null && /^\d{1,9}$/.test(text) ? Number(text) : undefined;
 }
 
 async function bodyOf(request: IncomingMessage): Promise<string> {

@@ -11,7 +11,8 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../src/index.js";
 import { headlessChromium } from "@durable/test-utils/chromium";
-import { failingCharges, KEY, payments, runner, seed, type Seeded, worker } from "./fixture.js";
+import { detail } from "./client.js";
+import { failingCharges, KEY, orders, payments, runner, seed, type Seeded, worker } from "./fixture.js";
 
 /** Screenshots the tests save (not committed; the README's are docs/console-*.png). */
 const shots = fileURLToPath(new URL("./output/", import.meta.url));
@@ -75,6 +76,7 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
       allowActions: true,
       by: "ops@browser",
       refreshMs: 500,
+      schemas: { orders: orders.schema },
     });
     page = await (chromium.browser as Browser).newPage({ viewport: { width: 1280, height: 900 } });
     // The printed address: its token becomes a cookie, and the page loads without it.
@@ -221,6 +223,41 @@ describe.each(BACKENDS)("the console in headless Chromium on $name", (backend) =
     expect(await page.locator("h1 .badge").allTextContents()).toEqual(["done"]);
     expect(await page.locator('table.inbox tr[data-seq="0"]').textContent()).toContain(key);
     expect(await page.locator('table.inbox tr[data-seq="0"] td').nth(4).textContent()).toBe("taken");
+  }, 60_000);
+
+  it("forks a done run from step 1 with four seats instead of two; the worker finishes the fork, the original is as it was", async (ctx) => {
+    if (skip) return ctx.skip();
+    const fork = `${runs.done}-four-seats`;
+    const original = await detail(console_, runs.done);
+    expect(original).toMatchObject({ status: "done", step: 3 });
+    await openRun(runs.done);
+    // The step that saved the run done offers no fork.
+    expect(await page.locator('details.step[data-step="3"] a.fork').count()).toBe(0);
+    await page.locator('details.step[data-step="1"]').getByRole("link", { name: "Fork from step 1" }).click();
+    await page.getByRole("heading", { name: `Fork ${runs.done} from step 1` }).waitFor();
+    const state = page.getByLabel("State at step 1 (JSON)");
+    const shown = JSON.parse(await state.inputValue()) as { seats: number };
+    expect(shown).toEqual({ show: "Hamlet", seats: 2, note: "held 2 for Hamlet" });
+    await state.fill(JSON.stringify({ ...shown, seats: 4 }, null, 2));
+    await page.getByLabel("New run id (optional)").fill(fork);
+    await page.getByLabel("Reason (optional)").fill("four seats after all");
+    await page.getByRole("button", { name: "Fork the run" }).click();
+    await page.waitForURL(/\?done=/);
+    expect(await page.locator(".notice").textContent()).toContain(`Forked from ${runs.done} at step 1`);
+    expect(await page.locator(".forked-from").textContent()).toBe(`Forked from ${runs.done} at step 1.`);
+    expect(await page.locator(".forked-from a").getAttribute("href")).toBe(`/runs/${runs.done}`);
+    expect(await page.locator("details.step .badge.operator").allTextContents()).toEqual(["forked by ops@browser"]);
+    if (backend.name === "SQLite") await page.screenshot({ path: join(shots, "console-fork.png") });
+    w ??= worker(store, events);
+    await untilStatus(fork, "done");
+    expect((await detail(console_, fork)).steps.at(-1)?.program).toMatchObject({
+      state: { show: "Hamlet", seats: 4, note: "mailed Hamlet" },
+    });
+    expect(await page.locator('table.calls tr:has(code:text-is("charge_card"))').textContent()).toContain(
+      "charged $160",
+    );
+    // The original is only read.
+    expect(await detail(console_, runs.done)).toEqual(original);
   }, 60_000);
 
   it("refuses an action once the run moved on since the page was loaded, and says so", async (ctx) => {

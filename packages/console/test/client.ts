@@ -24,23 +24,29 @@ export async function formToken(c: RunningConsole, runId: string): Promise<strin
   return /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "";
 }
 
-/** Posts `fields` to the run's actions, with the bearer token and nothing else. */
-export function post(c: RunningConsole, runId: string, fields: Record<string, string>): Promise<Response> {
+/** Posts `fields` to the run's actions, with the bearer token and `headers` (a browser's `origin`, …). */
+export function post(
+  c: RunningConsole,
+  runId: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(`${c.api}/runs/${encodeURIComponent(runId)}/actions`, {
     method: "POST",
-    headers: { ...bearer(c), "content-type": "application/x-www-form-urlencoded" },
+    headers: { ...bearer(c), "content-type": "application/x-www-form-urlencoded", ...headers },
     body: new URLSearchParams(fields),
     redirect: "manual",
   });
 }
 
-/** Posts an action as the run's page would: its form token, and the step it shows (or `step`). */
+/** Posts an action as the run's page would: its form token, and the step it shows (or `step`), with `headers`. */
 export async function act(
   c: RunningConsole,
   runId: string,
   fields: Record<string, string>,
   step?: number,
+  headers: Record<string, string> = {},
 ): Promise<Response> {
   const csrf = await formToken(c, runId);
-  return post(c, runId, { csrf, step: String(step ?? (await detail(c, runId)).step), ...fields });
+  return post(c, runId, { csrf, step: String(step ?? (await detail(c, runId)).step), ...fields }, headers);
 }

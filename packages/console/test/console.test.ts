@@ -21,7 +21,8 @@ let actor: RunningConsole;
 const auth = { authorization: `Bearer ${TOKEN}` };
 const detail = (runId: string): Promise<RunDetail> => detailOf(reader, runId);
 /** Posts an action as a run's page would: its form token, the step it shows. */
-const act = (runId: string, fields: Record<string, string>, step?: number) => actOn(actor, runId, fields, step);
+const act = (runId: string, fields: Record<string, string>, step?: number, headers?: Record<string, string>) =>
+  actOn(actor, runId, fields, step, headers);
 
 /** A GET to the console's address naming `headers.host` (fetch may not set Host): as a browser on that name would. */
 function getAs(c: RunningConsole, path: string, headers: Record<string, string>) {
@@ -186,6 +187,30 @@ describe("the console acts (--allow-actions), and the worker serving the run act
     expect(stale.status).toBe(409);
     expect(await stale.text()).toContain("changed since step 0");
     expect((await detail(runs.paused)).status).toBe("paused");
+  });
+
+  it("refuses a post from another site's page (its Origin, or Sec-Fetch-Site), even with both tokens", async () => {
+    const own = `http://${new URL(actor.url).host}`;
+    for (const headers of [
+      { origin: "http://evil.example" } as Record<string, string>,
+      { origin: `http://other.localhost:${new URL(actor.api).port}` },
+      { "sec-fetch-site": "cross-site" },
+      { "sec-fetch-site": "same-site" },
+    ]) {
+      const refused = await act(runs.paused, { action: "cancel", reason: "forged" }, undefined, headers);
+      expect(refused.status, JSON.stringify(headers)).toBe(403);
+      expect(await refused.text()).toContain("posted from another site");
+    }
+    expect((await detail(runs.paused)).status).toBe("paused");
+    // The console's own pages post with their origin, or "null" under their no-referrer policy: past this guard,
+    // the stale step refuses the post.
+    const owns: Record<string, string>[] = [
+      { origin: own },
+      { origin: "null", "sec-fetch-site": "same-origin" },
+      { origin: actor.api },
+    ];
+    for (const headers of owns)
+      expect((await act(runs.paused, { action: "cancel", reason: "x" }, 0, headers)).status).toBe(409);
   });
 
   it("approves a pending call, records who did, and the worker finishes the run", async () => {

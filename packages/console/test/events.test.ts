@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sendEvent } from "@durable/core";
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type ListedRun, type RunningConsole, startConsole } from "../src/index.js";
 import { act, detail, formToken, get, post } from "./client.js";
-import { KEY, orders, payments, runner, worker } from "./fixture.js";
+import { closeAll, KEY, orders, payments, runner, worker } from "./fixture.js";
 
 /*
  * A run waiting for an event, as the console shows it (what it waits for,
@@ -33,12 +33,7 @@ beforeAll(async () => {
   reader = await startConsole(common);
 }, 60_000);
 
-afterAll(async () => {
-  await actor?.close();
-  await reader?.close();
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => closeAll(dir, actor, reader, store));
 
 const page = async (runId: string) => (await get(actor, `/runs/${encodeURIComponent(runId)}`)).text();
 /** The value a page's field holds: an input's `value`, a textarea's text. */

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import {
   type CheckpointKeys,
   type CheckpointStore,
@@ -173,4 +174,13 @@ export async function seed(
     events: jsonlEventSink(events),
   });
   return ids;
+}
+
+/** Closes what a test file opened (consoles, then its store), in order, and removes its folder. */
+export async function closeAll(
+  dir: string,
+  ...opened: ReadonlyArray<{ close(): Promise<void> } | undefined>
+): Promise<void> {
+  for (const each of opened) await each?.close();
+  rmSync(dir, { recursive: true, force: true });
 }

@@ -36,6 +36,7 @@ export { idempotencyKey } from "./calls/idempotency.js";
 export { approveRun, decideInDoubt, retryRun, cancelRun, wakeRun, migrateRun } from "./operator/actions.js";
 export { runsByVersion } from "./operator/run-versions.js";
 export type { RunVersion } from "./run/versions.js";
+export { forkRun, type ForkOptions, type ForkedRun } from "./operator/fork-run.js";
 export { RunHandle, runHandle, type RunHandleOptions, type RunHandleStatus } from "./operator/run-handle.js";
 export { pruneRuns, type PruneOptions } from "./operator/prune.js";
 export { sendEvent, type SendEventOptions } from "./operator/send-event.js";

@@ -71,7 +71,7 @@ export {
 export { checkExecutor, checkRegistry } from "./calls/executor.js";
 export { RunDriver } from "./driver/run-driver.js";
 export type { RunProgram, StepOutcome, SteppedData, StepContext, DriverOptions, OpenedRun } from "./driver/program.js";
-export { readEnvelope, envelopeJson, type RunEnvelope } from "./run/envelope.js";
+export { readEnvelope, envelopeJson, type RunEnvelope, type ForkedFrom } from "./run/envelope.js";
 export { checkRunVersion } from "./run/versions.js";
 export { isJsonObject, isString, isCount, isArrayOf, isRecordOf } from "./base/json.js";
 export type {

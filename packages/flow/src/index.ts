@@ -30,3 +30,4 @@ export {
 export type { ApprovalAnswers, PendingCall, PausedResult, RecoverOptions, RunHandle } from "@durable/core";
 export type { AsleepResult, EventWait, WaitOptions } from "@durable/core/runner";
 export type { FlowData } from "./flow-data.js";
+export type { ForkFlowOptions } from "./fork.js";

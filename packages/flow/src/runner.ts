@@ -34,6 +34,7 @@ import {
 } from "@durable/core/runner";
 import type { DriverOptions, RunProgram, StepContext, StepOutcome } from "@durable/core/runner";
 import { Flow } from "./flow.js";
+import { type ForkFlowOptions, forkFlowRun } from "./fork.js";
 import { flowDataJson, readFlowData, type FlowData } from "./flow-data.js";
 import { checkStoredState, settleState, storedState } from "./schema.js";
 import { runSuperstep } from "./superstep.js";
@@ -177,6 +178,17 @@ export class FlowRunner {
   schedule<S>(flow: Flow<S>, options: ScheduleOptions): Schedule {
     const driver = this.#driver(flow);
     return new Schedule(options, { served: driver, start: (input, start) => this.#start(flow, driver, input, start) });
+  }
+
+  /**
+   * Forks a run of the flow from one of its steps (`forkRun`, see
+   * docs/protocol.md, "Forks"): a new run whose history up to `fromStep` is
+   * the run's (its finished calls replay), going on with this flow's code
+   * (its graph digest is the flow's) and `state` when given. Returns the
+   * fork's handle: a worker serving the flow drives it, or `recover(flow, handle.runId)`.
+   */
+  async fork<S>(flow: Flow<S>, runId: string, options: ForkFlowOptions<S>): Promise<RunHandle<S>> {
+    return this.handle(flow, await forkFlowRun(flow, runId, options, this.#storage, this.#codec));
   }
 
   /**

@@ -14,6 +14,7 @@ export type GroupName =
   | "stream"
   | "queue"
   | "inspect"
+  | "fork"
   | "integrity"
   | "tamper"
   | "anchor"

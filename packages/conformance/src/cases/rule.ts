@@ -9,6 +9,7 @@ export type ProtocolSection =
   | "streams"
   | "queues"
   | "inspection"
+  | "forks"
   | "call-records"
   | "what-each-read-verifies"
   | "run-ids-and-names";

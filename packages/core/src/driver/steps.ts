@@ -102,6 +102,7 @@ export class RunSteps<D, R> {
             answers: [],
             ...(taken === undefined ? {} : { taken }),
             ...(envelope.parent === undefined ? {} : { parent: envelope.parent }),
+            ...(envelope.forkedFrom === undefined ? {} : { forkedFrom: envelope.forkedFrom }),
             program: outcome.data,
           }
         : { ...envelope, program: outcome.data };

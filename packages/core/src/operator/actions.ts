@@ -4,7 +4,7 @@ import { ASLEEP, WAITING } from "../store/rules.js";
 import { checkRunVersion, type RunVersion } from "../run/versions.js";
 import { isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
 import { assertStorableText } from "../base/names.js";
-import { checkCodec, checkOptions } from "../base/option-checks.js";
+import { checkCodec, checkOptions, type OptionTable } from "../base/option-checks.js";
 import type { ApprovalAnswers } from "../calls/approvals.js";
 import type { CallRecord } from "../log/call-log.js";
 import { saveCancelled } from "../run/cancel.js";
@@ -34,7 +34,7 @@ import { OPERATOR_OPTIONS, type OperatorAction, type OperatorMark, type Operator
  */
 
 /** What each action works with once its options are checked. */
-interface Acting {
+export interface Acting {
   readonly action: OperatorAction;
   /** The function acting, for messages. */
   readonly where: string;
@@ -54,8 +54,14 @@ interface Change<T> {
   readonly paused?: boolean;
 }
 
-function acting(action: OperatorAction, where: string, options: OperatorOptions): Acting {
-  checkOptions(where, options, OPERATOR_OPTIONS);
+/** Checks an action's options (`table`: the operator's, or an action's own that spreads them) and who acts. */
+export function acting(
+  action: OperatorAction,
+  where: string,
+  options: OperatorOptions,
+  table: OptionTable<OperatorOptions> = OPERATOR_OPTIONS,
+): Acting {
+  checkOptions(where, options, table);
   if (typeof options.by !== "string" || options.by.length === 0 || options.by.length > 200)
     throw new InvalidInput(`${where}: by must be a string of 1 to 200 characters: who acts.`);
   assertStorableText(options.by, "by");
@@ -66,7 +72,7 @@ function acting(action: OperatorAction, where: string, options: OperatorOptions)
 }
 
 /** The run's latest checkpoint, verified, refused when it is not the step the operator saw. */
-async function latestSeen(at: Acting, runId: string): Promise<CheckpointBody> {
+export async function latestSeen(at: Acting, runId: string): Promise<CheckpointBody> {
   const latest = await DurableRun.latest(at.store, at.sealer, runId);
   const seen = at.options.expectStep;
   if (seen !== undefined && latest.step !== seen)
@@ -78,7 +84,7 @@ async function latestSeen(at: Acting, runId: string): Promise<CheckpointBody> {
 }
 
 /** Who acted, how and when, as sealed beside the envelope. */
-function mark(at: Acting, reason?: string): JsonObject {
+export function mark(at: Acting, reason?: string): JsonObject {
   const made: OperatorMark = {
     action: at.action,
     by: at.options.by,
@@ -262,6 +268,6 @@ export function operatorMark(data: JsonValue): OperatorMark | undefined {
   if (!isJsonObject(found)) return undefined;
   const { action, by, at, reason } = found;
   if (!isString(action) || !isString(by) || !isString(at)) return undefined;
-  if (!["approve", "decide", "retry", "cancel", "wake", "migrate"].includes(action)) return undefined;
+  if (!["approve", "decide", "retry", "cancel", "wake", "migrate", "fork"].includes(action)) return undefined;
   return { action: action as OperatorAction, by, at, ...(isString(reason) ? { reason } : {}) };
 }

@@ -5,7 +5,7 @@ import { STORAGE_OPTIONS, type StorageOptions } from "../run/storage.js";
 import type { CheckpointKeys } from "../seal/sealer.js";
 
 /** The actions an operator records. */
-export type OperatorAction = "approve" | "decide" | "retry" | "cancel" | "wake" | "migrate";
+export type OperatorAction = "approve" | "decide" | "retry" | "cancel" | "wake" | "migrate" | "fork";
 
 /** Who acted, how and when: sealed into the checkpoint an operator's action saves (its data's `operator`). */
 export interface OperatorMark {

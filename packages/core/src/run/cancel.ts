@@ -75,9 +75,11 @@ async function cancelChildren(at: Cancelling, parent: CheckpointBody, reason: st
       if (error instanceof CheckpointNotFound) continue;
       throw error;
     }
-    if (isEnded(child.status)) continue;
+    const envelope = readEnvelope(child.runId, child.data);
+    // A fork's log names the children its original started: they are the original's, not the fork's to cancel.
+    if (isEnded(child.status) || envelope.parent?.runId !== parent.runId) continue;
     const why = orphanReason(parent.runId, `cancelled: ${reason}`);
-    await saveCancelled({ ...at, kind: child.kind }, child, readEnvelope(child.runId, child.data), why);
+    await saveCancelled({ ...at, kind: child.kind }, child, envelope, why);
   }
 }
 

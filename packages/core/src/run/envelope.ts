@@ -73,8 +73,19 @@ export interface RunEnvelope<P = JsonObject> {
   readonly queue?: QueuePlace;
   /** The version of the code that started the run (or that an operator moved it to: `migrateRun`); absent when that code named none. */
   readonly version?: RunVersion;
+  /**
+   * On a fork (`forkRun`), from the row that began it on: the run and the
+   * step whose history it took up to there.
+   */
+  readonly forkedFrom?: ForkedFrom;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
+}
+
+/** Where a fork's history comes from: the original run, and its last step the fork took. */
+export interface ForkedFrom {
+  readonly runId: string;
+  readonly step: number;
 }
 
 /**
@@ -98,6 +109,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     wokenBefore,
     queue,
     version,
+    forkedFrom,
     program,
   } = fields;
   const ok =
@@ -115,6 +127,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (wokenBefore === undefined || isPosition(wokenBefore)) &&
     (queue === undefined || isQueuePlace(queue)) &&
     (version === undefined || isRunVersion(version)) &&
+    (forkedFrom === undefined || isForkedFrom(forkedFrom)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -135,6 +148,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(wokenBefore === undefined ? {} : { wokenBefore }),
     ...(queue === undefined ? {} : { queue }),
     ...(version === undefined ? {} : { version }),
+    ...(forkedFrom === undefined ? {} : { forkedFrom }),
     program,
   };
 }
@@ -142,7 +156,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
   const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent } = envelope;
-  const { wokenBefore, queue, version, program } = envelope;
+  const { wokenBefore, queue, version, forkedFrom, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -162,6 +176,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(wokenBefore === undefined ? {} : { wokenBefore: { segment: wokenBefore.segment, seq: wokenBefore.seq } }),
     ...(queue === undefined ? {} : { queue: queuePlaceJson(queue) }),
     ...(version === undefined ? {} : { version }),
+    ...(forkedFrom === undefined ? {} : { forkedFrom: { runId: forkedFrom.runId, step: forkedFrom.step } }),
     program,
   };
 }
@@ -173,6 +188,10 @@ function isQueuePlace(value: JsonValue): value is JsonObject & QueuePlace {
   } catch {
     return false;
   }
+}
+
+function isForkedFrom(value: JsonValue): value is JsonObject & ForkedFrom {
+  return isJsonObject(value) && isString(value["runId"]) && isCount(value["step"]);
 }
 
 function isParent(value: JsonValue): value is JsonObject & ParentRef {

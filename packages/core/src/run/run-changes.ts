@@ -42,13 +42,18 @@ export function retried<D>(latest: CheckpointBody, envelope: RunEnvelope<D>): Ru
 
 /** A run that has not ended, failed with `Cancelled: <reason>` and marked so no retry goes on from it. */
 export function cancelled<D>(latest: CheckpointBody, envelope: RunEnvelope<D>, reason: string): RunEnvelope<D> {
-  if (typeof reason !== "string" || reason.length === 0 || reason.length > 1_000)
-    throw new InvalidInput("cancel: reason must be a string of 1 to 1,000 characters.");
-  assertStorableText(reason, "reason");
+  assertReason("cancel", reason);
   if (isEnded(latest.status)) throw new CheckpointConflict(latest.runId, `the run ended (${latest.status}).`);
   // A run cancelled in its sleep ended asleep no more.
   const { asleep: _asleep, waitsFor: _waitsFor, ...awake } = envelope;
   return { ...awake, error: `Cancelled: ${reason}`, cancelled: true };
+}
+
+/** Checks why an operator acts (a cancel's reason, a fork's): 1 to 1,000 characters of storable text. */
+export function assertReason(where: string, reason: unknown): asserts reason is string {
+  if (typeof reason !== "string" || reason.length === 0 || reason.length > 1_000)
+    throw new InvalidInput(`${where}: reason must be a string of 1 to 1,000 characters.`);
+  assertStorableText(reason, "reason");
 }
 
 function refuseCancelled(latest: CheckpointBody, envelope: RunEnvelope<unknown>): void {
