@@ -1,8 +1,7 @@
 import { forkRun, InvalidInput, type OperatorOptions, type StorageOptions, type ValueCodec } from "@durable/core";
 import { checkOptions, DurableRun, type OptionTable, runStorage } from "@durable/core/runner";
 import type { Flow } from "./flow.js";
-import { flowDataJson, readFlowData } from "./flow-data.js";
-import { checkStoredState, settleState, storedState } from "./schema.js";
+import { retargeted } from "./retarget.js";
 
 /** Options of `FlowRunner.fork`. */
 export interface ForkFlowOptions<S> {
@@ -51,7 +50,6 @@ export async function forkFlowRun<S>(
       `${where}: run ${JSON.stringify(runId)} is a run of ${latest.kind} ${JSON.stringify(latest.name)}, not of flow ${JSON.stringify(flow.name)}.`,
     );
   const { fromStep, state, by, reason } = options;
-  const what = `The state of the fork of run ${runId} at step ${fromStep}`;
   // A store that never leaves this process needs no key (`sealerFor`): the runner's options are an operator's as they are.
   const operator = { ...storage, by } as OperatorOptions;
   const forked = await forkRun(runId, {
@@ -59,17 +57,9 @@ export async function forkFlowRun<S>(
     fromStep,
     ...(options.runId === undefined ? {} : { runId: options.runId }),
     ...(reason === undefined ? {} : { reason }),
-    async program(program) {
-      const data = readFlowData(runId, program);
-      const given =
-        typeof state === "function"
-          ? await (state as (state: S) => S | Promise<S>)(await checkStoredState(flow.schema, codec, data.state, what))
-          : state;
-      const settled =
-        given === undefined ? data.state : storedState(codec, await settleState(flow.schema, codec, given, what));
-      // The fork runs on the code it is forked with.
-      return flowDataJson({ ...data, digest: flow.digest }, settled);
-    },
+    // The fork goes on with the code it is forked with: its graph, its schema, its version.
+    ...(flow.version === undefined ? {} : { version: flow.version }),
+    program: (program) => retargeted(flow, codec, runId, program, { state }),
   });
   return forked.runId;
 }

@@ -5,9 +5,12 @@ import { flowDataJson, readFlowData } from "./flow-data.js";
 import type { Flow } from "./flow.js";
 import { checkStoredState, settleState, storedState } from "./schema.js";
 
-/** The state a run goes on with on other code: `{ state }` gives a new one; none keeps the run's own. */
-export interface NewState {
-  readonly state?: unknown;
+/**
+ * The state a run goes on with on other code: `state` gives a new one, or a
+ * function of the run's own (decoded, checked); none keeps the run's own.
+ */
+export interface NewState<S = unknown> {
+  readonly state?: S | ((state: S) => S | Promise<S>) | undefined;
 }
 
 /**
@@ -23,7 +26,7 @@ export async function retargeted<S>(
   codec: ValueCodec,
   runId: string,
   stored: JsonObject,
-  given: NewState,
+  given: NewState<S>,
 ): Promise<JsonObject> {
   const data = readFlowData(runId, stored);
   const { nodes } = flow.graph;
@@ -33,9 +36,9 @@ export async function retargeted<S>(
       `Run ${JSON.stringify(runId)} goes on with node ${JSON.stringify(unknown)}, which flow ${JSON.stringify(flow.name)} does not have: keep that node in the code it moves to.`,
     );
   const what = `The state of run ${runId} on flow ${flow.name}`;
-  const state =
-    "state" in given && given.state !== undefined
-      ? await settleState(flow.schema, codec, given.state, what)
-      : await checkStoredState(flow.schema, codec, data.state, what);
+  const own = await checkStoredState(flow.schema, codec, data.state, what);
+  const next =
+    typeof given.state === "function" ? await (given.state as (state: S) => S | Promise<S>)(own) : given.state;
+  const state = next === undefined ? own : await settleState(flow.schema, codec, next, what);
   return flowDataJson({ ...data, state, digest: flow.digest }, storedState(codec, state));
 }

@@ -97,7 +97,7 @@ const START_OPTIONS: OptionTable<StartOptions> = {
 const CANCEL_OPTIONS: OptionTable<CancelOptions> = { ctx: true };
 
 /** Options of `migrate`: who decides (recorded), why, and the state the run goes on with on the new code. */
-export interface MigrateOptions extends NewState {
+export interface MigrateOptions<S = unknown> extends NewState<S> {
   /** Who moves the run (1 to 200 characters), recorded with the migration. */
   readonly by: string;
   readonly reason?: string;
@@ -229,7 +229,7 @@ export class FlowRunner {
    * check passes for `flow` from then on. A worker serving that version goes
    * on with it. Returns the step saved (see core's `migrateRun`).
    */
-  async migrate<S>(flow: Flow<S>, runId: string, options: MigrateOptions): Promise<number> {
+  async migrate<S>(flow: Flow<S>, runId: string, options: MigrateOptions<S>): Promise<number> {
     checkOptions("FlowRunner.migrate", options, MIGRATE_OPTIONS);
     const to = flow.version;
     if (to === undefined)

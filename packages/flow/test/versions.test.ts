@@ -175,6 +175,19 @@ describe("versions", () => {
     expect(effects).toEqual([]);
   });
 
+  it("a fork goes on with the version it is forked with, checked by its graph", async () => {
+    const { store, effects, runner } = setUp();
+    await runner.run(orders(1), { n: 0 }, { runId: "f" });
+    const elsewhere = new Flow<State>("orders", { state: State, version: 3 }).node("z", async () => ({})).end("z");
+    await expect(runner.fork(elsewhere, "f", { fromStep: 1, runId: "f3", by: "ops" })).rejects.toThrow(/node "b"/);
+    await expect(store.latest("f3")).rejects.toThrow(/No checkpoint/);
+    const fork = await runner.fork(orders(2, true), "f", { fromStep: 1, runId: "f2", by: "ops" });
+    expect(await versionOf(store, "f2")).toBe(2);
+    await expect(runner.recover(orders(1), "f2")).rejects.toBeInstanceOf(VersionNotServed);
+    expect(await runner.recover(orders(2, true), fork.runId)).toMatchObject({ status: "done", state: { n: 2 } });
+    expect(effects).toEqual(["1:a", "1:b", "2:b"]);
+  });
+
   it("a graph changed without a new version still fails with FlowError", async () => {
     const { runner } = setUp();
     await runner.start(orders(1), { n: 0 }, { runId: "g" });

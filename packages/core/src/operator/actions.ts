@@ -18,7 +18,7 @@ import {
 } from "../run/in-doubt-decisions.js";
 import { leaseTerms } from "../run/lease.js";
 import { reopenFailed } from "../run/reopen.js";
-import { answered, goesOn, retried, woken } from "../run/run-changes.js";
+import { answered, assertReason, goesOn, retried, woken } from "../run/run-changes.js";
 import { runStorage } from "../run/storage.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { Sealer } from "../seal/sealer.js";
@@ -228,9 +228,7 @@ export async function migrateRun(runId: string, migration: Migration, options: O
   const to = checkRunVersion("migrateRun", migration.to);
   if (to === undefined) throw new InvalidInput("migrateRun: to must name the version the run moves to.");
   const { reason } = migration;
-  if (reason !== undefined && (typeof reason !== "string" || reason.length > 1_000))
-    throw new InvalidInput("migrateRun: reason must be a string of at most 1000 characters.");
-  if (reason !== undefined) assertStorableText(reason, "migrateRun: the reason");
+  if (reason !== undefined) assertReason("migrateRun", reason);
   // A sleep's or a wait's lease is no worker's: the migration takes the run from it, as a wake does.
   const holder = (await at.store.leaseOf(runId))?.owner;
   const change = async (latest: CheckpointBody, envelope: RunEnvelope): Promise<Change<undefined>> => {

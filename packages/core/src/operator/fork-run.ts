@@ -11,6 +11,7 @@ import { envelopeJson, readEnvelope, type RunEnvelope } from "../run/envelope.js
 import { copyHistory } from "../run/fork-copy.js";
 import { driveLease } from "../run/lease.js";
 import { assertReason } from "../run/run-changes.js";
+import { checkRunVersion, type RunVersion } from "../run/versions.js";
 import { openHistory, sealNext } from "../seal/chain.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import { type CheckpointStore, isEnded } from "../store/contract.js";
@@ -31,6 +32,8 @@ export interface ForkOptions extends OperatorOptions {
   readonly program?: (program: JsonObject) => JsonObject | Promise<JsonObject>;
   /** Why, recorded with the fork's mark (1 to 1,000 characters). */
   readonly reason?: string;
+  /** The version of the code the fork goes on with (see docs/protocol.md, "Versions"). Default: the original's. */
+  readonly version?: RunVersion;
 }
 
 /** Where a fork stands once made: its run id, and the step of its first row of its own (`fromStep` + 1). */
@@ -45,6 +48,7 @@ const FORK_OPTIONS: OptionTable<ForkOptions> = {
   runId: "string",
   program: "function",
   reason: true,
+  version: true,
 };
 
 /**
@@ -68,11 +72,17 @@ export async function forkRun(runId: string, options: ForkOptions): Promise<Fork
     throw new InvalidInput(`forkRun: fromStep must be a whole number ≥ 0, not ${String(fromStep)}.`);
   if (reason !== undefined) assertReason("forkRun", reason);
   const forkId = assertRunId(options.runId ?? newRunId());
+  const version = checkRunVersion("forkRun", options.version);
   const { from, envelope, bodies, records, events } = await readOriginal(at, runId, fromStep);
   const program = await forkedProgram(options.program, envelope.program);
   // A fork is no child: its end is told to no parent.
   const { parent: _parent, ...own } = envelope;
-  const forked: RunEnvelope = { ...own, program, forkedFrom: { runId, step: fromStep } };
+  const forked: RunEnvelope = {
+    ...own,
+    program,
+    forkedFrom: { runId, step: fromStep },
+    ...(version === undefined ? {} : { version }),
+  };
   const { store, sealer } = at;
   const changes = { on: true, snapshotEvery: options.snapshotEvery };
   const lease = driveLease(at.lease);
