@@ -9,6 +9,7 @@ import {
   forkRun,
   sendEvent,
   StoreUnavailable,
+  startWorker,
   ToolRegistry,
 } from "@durable/core";
 import type { MemoryData } from "@durable/core/internal";
@@ -117,6 +118,19 @@ describe("a fork of a five-step run from step 2, with a changed state and change
     ]);
     // The worker that claimed the fork wrote the rest: supersteps 3–5, under segment 2.
     expect(calls.slice(4).map((call) => call.segment)).toEqual([2, 2, 2, 2, 2, 2]);
+  });
+
+  it("is taken by a worker serving the flow, as a run started for the fleet", async () => {
+    const { runner, effects } = await doneRun();
+    const v2 = fiveSteps("v2");
+    const handle = await runner.fork(v2, "orig", { fromStep: 3, by: "dev@example.com" });
+    const worker = startWorker({ serve: [runner.served(v2)], pollMs: 20, maxPollMs: 20, stopOnSignals: false });
+    try {
+      expect(await handle.result({ timeoutMs: 10_000 })).toEqual({ note: "first", count: 5 });
+    } finally {
+      await worker.stop();
+    }
+    expect(effects.slice(5)).toEqual(["v2 s4 first", "v2 s5 first"]);
   });
 
   it("is a run of its own: listed by its name, deleted apart from the original and the reverse", async () => {
