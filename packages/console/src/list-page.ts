@@ -1,4 +1,6 @@
 import type { RunStatus } from "@durable/core/store";
+import type { CheckpointStore } from "@durable/core";
+import { type Sealer, versionCounts, type VersionRuns } from "@durable/core/runner";
 import { badge, esc, type Frame, fromNow, href, isoTime, layout, runHref, time } from "./html.js";
 import { type ListedRun, noRunVerifies, type RunList } from "./list-view.js";
 import { waitingUntil } from "./waiting.js";
@@ -13,8 +15,30 @@ export interface ListFilters {
 
 const STATUSES: readonly RunStatus[] = ["running", "paused", "done", "failed"];
 
-/** The page of runs: filters, the table (refreshed live), and the links to older runs. */
-export function listPage(frame: Frame, filters: ListFilters, list: RunList, now: number, refreshMs: number): string {
+/**
+ * The unfinished runs of `name` counted by version (`versionCounts`), when any
+ * recorded one: what a deployment waits on before it retires a version's
+ * code. Undefined when none did, or a run of the name does not verify (its
+ * row in the table says why).
+ */
+export async function unfinishedByVersion(
+  store: CheckpointStore,
+  sealer: Sealer,
+  name: string,
+): Promise<readonly VersionRuns[] | undefined> {
+  const counts = await versionCounts(store, sealer, name).catch(() => undefined);
+  return counts?.some((each) => each.version !== undefined) === true ? counts : undefined;
+}
+
+/** The page of runs: filters, the table (refreshed live), the links to older runs, and the named flow's runs left by version. */
+export function listPage(
+  frame: Frame,
+  filters: ListFilters,
+  list: RunList,
+  now: number,
+  refreshMs: number,
+  byVersion?: readonly VersionRuns[],
+): string {
   const checks = STATUSES.map(
     (status) =>
       `<label><input type="checkbox" name="status" value="${status}"${filters.status.includes(status) ? " checked" : ""}> ${status}</label>`,
@@ -42,7 +66,7 @@ export function listPage(frame: Frame, filters: ListFilters, list: RunList, now:
   return layout(
     frame,
     "Runs",
-    `<h1>Runs</h1>${form}<div id="runs-region">${noRunVerifies(list) ? WRONG_KEY : ""}${table}${pager}</div>`,
+    `<h1>Runs</h1>${form}${byVersion === undefined ? "" : versionsLine(filters.name, byVersion)}<div id="runs-region">${noRunVerifies(list) ? WRONG_KEY : ""}${table}${pager}</div>`,
     {
       "refresh-ms": String(refreshMs),
     },
@@ -69,6 +93,14 @@ function row(run: ListedRun, now: number, versions: boolean): string {
     <td class="num">${esc(String(run.step))}</td><td class="num">${esc(String(run.segment))}</td><td>${lease}</td>
     <td>${updated === undefined ? "—" : `<time datetime="${updated}">${esc(time(updated))}</time>`}</td>
   </tr>`;
+}
+
+function versionsLine(name: string, versions: readonly VersionRuns[]): string {
+  const each = versions.map(
+    ({ version, runs }) =>
+      `<span data-version="${esc(String(version ?? ""))}">${version === undefined ? "no version" : `version <code>${esc(String(version))}</code>`}: ${runs} ${runs === 1 ? "run" : "runs"}</span>`,
+  );
+  return `<p class="versions meta" role="status">Unfinished runs of <code>${esc(name)}</code> by version: ${each.join(" · ")}</p>`;
 }
 
 const WRONG_KEY =

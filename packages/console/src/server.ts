@@ -18,7 +18,7 @@ import { EventLog } from "./event-log.js";
 import { forkPage } from "./fork-page.js";
 import { checkSchemas, type StateSchemas } from "./fork-state.js";
 import { esc, type Frame, layout, type PageNotice, runHref } from "./html.js";
-import { type ListFilters, listPage } from "./list-page.js";
+import { type ListFilters, listPage, unfinishedByVersion } from "./list-page.js";
 import { checkKey, type KeyCheck, readRunList } from "./list-view.js";
 import { notFoundPage, problemPage, runPage } from "./run-page.js";
 import { readHead, readRun, TIMELINE_PAGE, type TimelinePage } from "./run-view.js";
@@ -141,7 +141,9 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
         ...(filters.status.length === 0 ? {} : { status: filters.status }),
         ...(filters.cursor === undefined ? {} : { cursor: filters.cursor }),
       });
-      return path === "/" ? html(200, listPage(frame, filters, list, Date.now(), refreshMs)) : jsonReply(200, list);
+      if (path !== "/") return jsonReply(200, list);
+      const versions = filters.name === "" ? undefined : await unfinishedByVersion(options.store, sealer, filters.name);
+      return html(200, listPage(frame, filters, list, Date.now(), refreshMs, versions));
     }
     const api = path.startsWith("/api/runs/");
     if (!api && !path.startsWith("/runs/")) return html(404, layout(frame, "Not found", "<h1>Not found</h1>"));

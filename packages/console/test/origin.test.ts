@@ -63,7 +63,8 @@ describe("a run's version and the run it was forked from", () => {
     const html = await page(ids.versioned);
     expect(html).toContain('version <code class="version">2.1</code>');
     expect(html).toContain("Waiting for a worker of version <code>2.1</code>");
-    expect(await page(ids.odd)).toContain("Waits for a worker: nobody holds it");
+    // A version no runner seals (an object) makes the envelope corrupt: the run does not read.
+    expect(await page(ids.odd)).toContain("is not a run envelope of this version");
   });
 
   it("a fork's head links to the run and step it was forked from", async () => {
@@ -89,5 +90,18 @@ describe("a run's version and the run it was forked from", () => {
     expect(html).toMatch(new RegExp(`data-run-id="${ids.plain}"[^]*?<td class="version">—</td>`));
     const plainOnly = await (await get(reader, `/?q=${ids.plain}`)).text();
     expect(plainOnly).not.toContain('<th scope="col">version</th>');
+  });
+
+  it("the list filtered by a name counts its unfinished runs by version; a run that does not verify hides the count", async () => {
+    const line = /<p class="versions meta" role="status">(.*?)<\/p>/;
+    expect((await (await get(reader, "/?name=orders")).text()).match(line)).toBeNull();
+    await store.delete(ids.odd);
+    const html = await (await get(reader, "/?name=orders")).text();
+    const counted = html.match(line)?.[1] ?? "";
+    expect(counted).toContain("version <code>2.1</code>: 1 run</span>");
+    expect(counted).toContain("version <code>7</code>: 1 run</span>");
+    // The done run counts for nothing: only runs left for a worker do.
+    expect(counted).not.toContain("no version");
+    expect(await (await get(reader, "/")).text()).not.toMatch(line);
   });
 });

@@ -73,6 +73,7 @@ export { RunDriver } from "./driver/run-driver.js";
 export type { RunProgram, StepOutcome, SteppedData, StepContext, DriverOptions, OpenedRun } from "./driver/program.js";
 export { readEnvelope, envelopeJson, type RunEnvelope, type ForkedFrom } from "./run/envelope.js";
 export { checkRunVersion } from "./run/versions.js";
+export { versionCounts, type VersionRuns } from "./operator/run-versions.js";
 export { isJsonObject, isString, isCount, isArrayOf, isRecordOf } from "./base/json.js";
 export type {
   CallRef,

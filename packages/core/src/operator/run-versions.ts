@@ -4,6 +4,8 @@ import { readEnvelope } from "../run/envelope.js";
 import { STORAGE_OPTIONS, runStorage, type StorageOptions } from "../run/storage.js";
 import type { RunVersion } from "../run/versions.js";
 import { readLatest } from "../seal/chain.js";
+import type { Sealer } from "../seal/sealer.js";
+import type { CheckpointStore } from "../store/contract.js";
 
 /** How many runs of a name that have not ended are of one version. */
 export interface VersionRuns {
@@ -22,8 +24,13 @@ export interface VersionRuns {
 export async function runsByVersion(name: string, options: StorageOptions): Promise<VersionRuns[]> {
   checkOptions("runsByVersion", options, STORAGE_OPTIONS);
   const { store, sealer } = runStorage("runsByVersion", options);
+  return versionCounts(store, sealer, assertRunName(name));
+}
+
+/** `runsByVersion` with a store and a sealer that verifies (a reader's, a console's). */
+export async function versionCounts(store: CheckpointStore, sealer: Sealer, name: string): Promise<VersionRuns[]> {
   const counts = new Map<RunVersion | undefined, number>();
-  for await (const runId of store.listUnfinished(assertRunName(name))) {
+  for await (const runId of store.listUnfinished(name)) {
     const { version } = readEnvelope(runId, (await readLatest(store, sealer, runId)).data);
     counts.set(version, (counts.get(version) ?? 0) + 1);
   }
