@@ -58,7 +58,7 @@ export async function forkFlowRun<S>(
     ...(options.runId === undefined ? {} : { runId: options.runId }),
     ...(reason === undefined ? {} : { reason }),
     // The fork goes on with the code it is forked with: its graph, its schema, its version.
-    ...(flow.version === undefined ? {} : { version: flow.version }),
+    version: flow.version ?? null,
     program: (program) => retargeted(flow, codec, runId, program, { state }),
   });
   return forked.runId;

@@ -103,12 +103,12 @@ describe("a fork of a five-step run from step 2, with a changed state and change
     expect(rows.slice(0, 3).map((row) => row.data)).toEqual(original.slice(0, 3).map((row) => row.data));
     const claim = rows[3]!;
     expect(claim).toMatchObject({ runId: "fork", segment: 1, status: "running", calls: [4, 0] });
-    expect(readEnvelope("fork", claim.data).forkedFrom).toEqual({ runId: "orig", step: 2 });
+    expect(readEnvelope("fork", claim.data).forkedFrom).toMatchObject({ runId: "orig", step: 2 });
     expect(claim.data).toMatchObject({
       operator: { action: "fork", by: "dev@example.com", reason: "try another note" },
     });
     // The fork says where it came from to its end, and tells no parent.
-    expect(readEnvelope("fork", rows.at(-1)!.data).forkedFrom).toEqual({ runId: "orig", step: 2 });
+    expect(readEnvelope("fork", rows.at(-1)!.data).forkedFrom).toMatchObject({ runId: "orig", step: 2 });
     const calls = (await stored(store, "fork")).calls;
     expect(calls.slice(0, 4).map((call) => [call.runId, call.segment, call.seq])).toEqual([
       ["fork", 0, 0],

@@ -123,7 +123,9 @@ describe("versions", () => {
     const v2 = orders(2, true);
     await runner.start(v1, { n: 5 }, { runId: "m" });
     // A state the new schema refuses, or code without the node the run goes on with, writes nothing.
-    await expect(runner.migrate(v2, "m", { by: "ops", state: { n: "five" } as never })).rejects.toBeInstanceOf(InvalidInput);
+    await expect(runner.migrate(v2, "m", { by: "ops", state: { n: "five" } as never })).rejects.toBeInstanceOf(
+      InvalidInput,
+    );
     const elsewhere = new Flow<State>("orders", { state: State, version: 3 }).node("z", async () => ({})).end("z");
     await expect(runner.migrate(elsewhere, "m", { by: "ops" })).rejects.toThrow(/node "a"/);
     await expect(runner.migrate(orders(undefined), "m", { by: "ops" })).rejects.toBeInstanceOf(InvalidInput);

@@ -6,6 +6,7 @@ import type { CallRef } from "../log/events.js";
 import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
 import type { CallPosition } from "../store/contract.js";
+import type { ForkedFrom } from "../run/envelope.js";
 
 /** What a finished call ended with: its result, the error its tool threw, or its approval's denial, as recorded. */
 export type FinishedOutcome =
@@ -162,14 +163,36 @@ export function planReplay(
   records: readonly CallRecord[],
   round: number,
   registry: ToolRegistry,
-  options: { readonly rerunInDoubt?: boolean } = {},
+  options: { readonly rerunInDoubt?: boolean; readonly forkedFrom?: ForkedFrom | undefined } = {},
 ): ReplayPlan {
   const classified = classifyCalls(records, round);
   if (options.rerunInDoubt !== true) {
-    const blocking = [...classified.inDoubt.values()].filter(
-      (call) => !(registry.has(call.tool) && registry.get(call.tool).idempotent),
-    );
+    // A call in doubt copied into a fork was made under its original's idempotency key: a rerun under the fork's is
+    // a new call to the tool's system, so even an idempotent tool's waits for a decision, told the original's key.
+    const copied = copiedInDoubt(records, classified.inDoubt, options.forkedFrom);
+    const blocking = [...classified.inDoubt.values()]
+      .filter((call) => copied.has(call.callId) || !(registry.has(call.tool) && registry.get(call.tool).idempotent))
+      .map((call) => (copied.has(call.callId) ? { ...call, idempotencyKey: copied.get(call.callId) as string } : call));
     if (blocking.length > 0) throw new RecoveryNeedsDecision(runId, blocking);
   }
   return { round, ...classified };
+}
+
+/**
+ * The calls in doubt a fork copied from its original (their last record of a
+ * segment below the fork's own), each with the original's idempotency key.
+ */
+function copiedInDoubt(
+  records: readonly CallRecord[],
+  inDoubt: ReadonlyMap<string, InDoubtCall>,
+  forkedFrom: ForkedFrom | undefined,
+): ReadonlyMap<string, string> {
+  const copied = new Map<string, string>();
+  const below = forkedFrom?.segment;
+  if (forkedFrom === undefined || below === undefined) return copied;
+  const last = new Map<string, number>();
+  for (const record of records) last.set(record.callId, record.segment);
+  for (const callId of inDoubt.keys())
+    if ((last.get(callId) ?? below) < below) copied.set(callId, idempotencyKeyFor(forkedFrom.runId, callId));
+  return copied;
 }

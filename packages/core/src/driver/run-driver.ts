@@ -322,7 +322,10 @@ export class RunDriver<D, R> {
     if (latest.status === "paused") return false;
     const records = await readCallLog(this.#store, this.#sealer, runId, latest.calls, envelope.roundStart);
     try {
-      planReplay(runId, records, envelope.round, this.#program.registry, options);
+      planReplay(runId, records, envelope.round, this.#program.registry, {
+        ...options,
+        forkedFrom: envelope.forkedFrom,
+      });
       return false;
     } catch (error) {
       if (error instanceof RecoveryNeedsDecision) return true;

@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "../base/json.js";
 import type { CallRecord } from "../log/call-log.js";
 import type { CheckpointBody } from "../seal/checkpoint.js";
-import { envelopeJson, type RunEnvelope } from "../run/envelope.js";
+import { envelopeJson, readEnvelope, type RunEnvelope } from "../run/envelope.js";
 import { RecoveryNeedsDecision, errorText, leavesRunForRecovery } from "../base/errors.js";
 import { emit, type CallRef, type EventSink } from "../log/events.js";
 import type { ValueCodec } from "../base/codec.js";
@@ -103,6 +103,7 @@ export class RunSteps<D, R> {
             ...(taken === undefined ? {} : { taken }),
             ...(envelope.parent === undefined ? {} : { parent: envelope.parent }),
             ...(envelope.forkedFrom === undefined ? {} : { forkedFrom: envelope.forkedFrom }),
+            ...(envelope.version === undefined ? {} : { version: envelope.version }),
             program: outcome.data,
           }
         : { ...envelope, program: outcome.data };
@@ -151,7 +152,8 @@ export class RunSteps<D, R> {
     data: JsonValue,
   ): Promise<ReplayPlan> {
     try {
-      return planReplay(run.runId, records, round, this.#program.registry, options);
+      const { forkedFrom } = readEnvelope(run.runId, data);
+      return planReplay(run.runId, records, round, this.#program.registry, { ...options, forkedFrom });
     } catch (error) {
       if (error instanceof RecoveryNeedsDecision) {
         // A mark that did not land leaves the run claimable, as before: the next recovery stops and marks it again.

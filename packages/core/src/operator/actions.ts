@@ -1,6 +1,5 @@
 import { PLAIN_JSON } from "../base/codec.js";
 import { CheckpointConflict, InvalidInput } from "../base/errors.js";
-import { ASLEEP, WAITING } from "../store/rules.js";
 import { checkRunVersion, type RunVersion } from "../run/versions.js";
 import { isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
 import { assertStorableText } from "../base/names.js";
@@ -52,6 +51,8 @@ interface Change<T> {
   readonly after?: (run: DurableRun, records: readonly CallRecord[]) => Promise<T>;
   /** The claim keeps the run paused (a migration of a run that waits for answers or a message). */
   readonly paused?: boolean;
+  /** The claim takes the run from its sleep's lease: the step read is asleep (a claim of the next step wins over a worker that woke it). */
+  readonly fromSleep?: boolean;
 }
 
 /** Checks an action's options (`table`: the operator's, or an action's own that spreads them) and who acts. */
@@ -109,14 +110,14 @@ async function act<T>(
   reason?: string,
 ): Promise<{ readonly step: number; readonly after: T | undefined }> {
   const latest = await latestSeen(at, runId);
-  const { envelope, after, paused } = await change(latest, readEnvelope(runId, latest.data));
+  const { envelope, after, paused, fromSleep } = await change(latest, readEnvelope(runId, latest.data));
   const data = { ...envelopeJson(envelope), ...mark(at, reason) };
   // No takeOver but a wake's: a drive's live lease, in this process or another, refuses the action (LeaseHeld).
   // An action of one write (approve, wake) takes no lease, so its run's queue, full or not, never refuses it.
   const claim = {
     lease: at.lease,
     data,
-    ...(takeOver ? { takeOver } : {}),
+    ...(takeOver || fromSleep === true ? { takeOver: true } : {}),
     ...(after === undefined ? { leased: false } : {}),
     ...(paused === true ? { paused } : {}),
   };
@@ -229,8 +230,6 @@ export async function migrateRun(runId: string, migration: Migration, options: O
   if (to === undefined) throw new InvalidInput("migrateRun: to must name the version the run moves to.");
   const { reason } = migration;
   if (reason !== undefined) assertReason("migrateRun", reason);
-  // A sleep's or a wait's lease is no worker's: the migration takes the run from it, as a wake does.
-  const holder = (await at.store.leaseOf(runId))?.owner;
   const change = async (latest: CheckpointBody, envelope: RunEnvelope): Promise<Change<undefined>> => {
     goesOn(latest, envelope);
     const { of } = migration;
@@ -241,9 +240,12 @@ export async function migrateRun(runId: string, migration: Migration, options: O
       );
     const program = migration.program === undefined ? envelope.program : await migration.program(envelope.program);
     if (!isJsonObject(program)) throw new InvalidInput("migrateRun: program must give the run's data as an object.");
-    return { envelope: { ...envelope, version: to, program }, paused: latest.status === "paused" };
+    // A sleep's or a wait's lease is no drive's: the migration takes the run from it, as a wake does. It claims the
+    // step it read asleep, so a worker that woke the run since took that step, and the claim is refused.
+    const fromSleep = latest.status === "running" && envelope.asleep !== undefined;
+    return { envelope: { ...envelope, version: to, program }, paused: latest.status === "paused", fromSleep };
   };
-  const { step } = await act(at, runId, change, holder === ASLEEP || holder === WAITING, reason);
+  const { step } = await act(at, runId, change, false, reason);
   return step;
 }
 

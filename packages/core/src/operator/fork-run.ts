@@ -32,8 +32,11 @@ export interface ForkOptions extends OperatorOptions {
   readonly program?: (program: JsonObject) => JsonObject | Promise<JsonObject>;
   /** Why, recorded with the fork's mark (1 to 1,000 characters). */
   readonly reason?: string;
-  /** The version of the code the fork goes on with (see docs/protocol.md, "Versions"). Default: the original's. */
-  readonly version?: RunVersion;
+  /**
+   * The version of the code the fork goes on with (see docs/protocol.md,
+   * "Versions"); `null`: code that names none. Default: the original's.
+   */
+  readonly version?: RunVersion | null;
 }
 
 /** Where a fork stands once made: its run id, and the step of its first row of its own (`fromStep` + 1). */
@@ -72,16 +75,18 @@ export async function forkRun(runId: string, options: ForkOptions): Promise<Fork
     throw new InvalidInput(`forkRun: fromStep must be a whole number ≥ 0, not ${String(fromStep)}.`);
   if (reason !== undefined) assertReason("forkRun", reason);
   const forkId = assertRunId(options.runId ?? newRunId());
-  const version = checkRunVersion("forkRun", options.version);
+  const version = options.version === null ? null : checkRunVersion("forkRun", options.version);
   const { from, envelope, bodies, records, events } = await readOriginal(at, runId, fromStep);
   const program = await forkedProgram(options.program, envelope.program);
   // A fork is no child: its end is told to no parent.
-  const { parent: _parent, ...own } = envelope;
+  const { parent: _parent, version: originals, ...own } = envelope;
+  // The version given (null: none), or the original's.
+  const kept = version === undefined ? originals : (version ?? undefined);
   const forked: RunEnvelope = {
     ...own,
     program,
-    forkedFrom: { runId, step: fromStep },
-    ...(version === undefined ? {} : { version }),
+    forkedFrom: { runId, step: fromStep, segment: from.segment + 1 },
+    ...(kept === undefined ? {} : { version: kept }),
   };
   const { store, sealer } = at;
   const changes = { on: true, snapshotEvery: options.snapshotEvery };

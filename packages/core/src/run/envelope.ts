@@ -86,6 +86,13 @@ export interface RunEnvelope<P = JsonObject> {
 export interface ForkedFrom {
   readonly runId: string;
   readonly step: number;
+  /**
+   * The fork's first segment of its own: its records of lower segments were
+   * copied from the original, so a call in doubt among them was made under
+   * the original's idempotency key, and no rerun under the fork's goes on
+   * without a decision. Absent on forks an earlier version made.
+   */
+  readonly segment?: number;
 }
 
 /**
@@ -176,7 +183,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(wokenBefore === undefined ? {} : { wokenBefore: { segment: wokenBefore.segment, seq: wokenBefore.seq } }),
     ...(queue === undefined ? {} : { queue: queuePlaceJson(queue) }),
     ...(version === undefined ? {} : { version }),
-    ...(forkedFrom === undefined ? {} : { forkedFrom: { runId: forkedFrom.runId, step: forkedFrom.step } }),
+    ...(forkedFrom === undefined ? {} : { forkedFrom: forkedFromJson(forkedFrom) }),
     program,
   };
 }
@@ -191,7 +198,17 @@ function isQueuePlace(value: JsonValue): value is JsonObject & QueuePlace {
 }
 
 function isForkedFrom(value: JsonValue): value is JsonObject & ForkedFrom {
-  return isJsonObject(value) && isString(value["runId"]) && isCount(value["step"]);
+  const segment = isJsonObject(value) ? value["segment"] : undefined;
+  return (
+    isJsonObject(value) &&
+    isString(value["runId"]) &&
+    isCount(value["step"]) &&
+    (segment === undefined || isCount(segment))
+  );
+}
+
+function forkedFromJson({ runId, step, segment }: ForkedFrom): JsonObject {
+  return { runId, step, ...(segment === undefined ? {} : { segment }) };
 }
 
 function isParent(value: JsonValue): value is JsonObject & ParentRef {

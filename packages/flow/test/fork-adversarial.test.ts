@@ -5,11 +5,11 @@ import { z } from "zod";
 import { Flow } from "../src/index.js";
 import { runnerOn } from "./helpers.js";
 
-// Adversarial review of forks: each test here failed when written.
+// Forks attacked: each test here failed when it was written.
 
 const State = z.object({ n: z.number() });
 
-describe("review: a fork's call in doubt stays in doubt", () => {
+describe("a fork's call in doubt stays in doubt", () => {
   it("an idempotent tool's call in doubt is not run again in the fork under another idempotency key without a decision", async () => {
     const store = new MemoryCheckpointStore();
     // An idempotent tool: safe to run again *under the same key*, which its system dedupes (a payment API).
@@ -38,6 +38,15 @@ describe("review: a fork's call in doubt stays in doubt", () => {
     // rerun is under the fork's key: a second charge at the tool's system, decided by nobody. It must either stop
     // for a decision or reuse the key the attempt in doubt was made with.
     const outcome = await runner.recover(flow, "fork").catch((error: unknown) => error);
-    if (!(outcome instanceof RecoveryNeedsDecision)) expect(new Set(keys).size).toBe(1);
+    expect(outcome).toBeInstanceOf(RecoveryNeedsDecision);
+    // The decision is asked with the key the attempt in doubt was made under: the original's.
+    expect((outcome as RecoveryNeedsDecision).calls.map((call) => call.idempotencyKey)).toEqual(keys);
+    expect(keys.length).toBe(1);
+    // Decided, it runs again (under the fork's key): someone decided it.
+    const [call] = (outcome as RecoveryNeedsDecision).calls;
+    expect(await runner.recover(flow, "fork", { decide: { [call!.callId]: "rerun" }, by: "ops" })).toMatchObject({
+      status: "done",
+    });
+    expect(keys.length).toBe(2);
   });
 });
