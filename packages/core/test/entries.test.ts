@@ -316,6 +316,7 @@ describe("entry points", () => {
         "StreamStore",
         "StreamTerms",
         "StreamWriter",
+        "VersionRuns",
         "WaitOptions",
         "anchoredStore",
         "assertEventName",
@@ -379,6 +380,7 @@ describe("entry points", () => {
         "unknownOption",
         "validateWith",
         "validated",
+        "versionCounts",
       ]
     `);
     expect([...exported("@durable/core/internal")].sort()).toEqual(
