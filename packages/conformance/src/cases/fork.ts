@@ -110,7 +110,7 @@ export const forkGroup: ConformanceGroup = {
         expect(bodies.slice(0, FROM + 1).map((body) => body.data)).toEqual(
           theirs.slice(0, FROM + 1).map((body) => body.data),
         );
-        expect(readEnvelope(forkId, bodies[FROM + 1]!.data).forkedFrom).toEqual({ runId: original, step: FROM });
+        expect(readEnvelope(forkId, bodies[FROM + 1]!.data).forkedFrom).toMatchObject({ runId: original, step: FROM });
         const latest = await expectResolves(
           rule(`latest(fork) after forkRun`, "the fork's claim"),
           DurableRun.latest(h.store, h.sealer, forkId),
