@@ -161,6 +161,28 @@ describe("versions", () => {
     expect(resumed).toMatchObject({ status: "done", state: { n: 1 } });
   });
 
+  it("a run keeps its version past its first superstep: its version's code resumes it, another's still refuses it", async () => {
+    const { store } = setUp();
+    const registry = new ToolRegistry().tool("approve_me", async () => "ok", { approval: true });
+    const runner = new FlowRunner(new Executor(registry), { checkpoints: store });
+    const make = (version: number) =>
+      new Flow<State>("steps", { state: State, version })
+        .node("a", async (state) => ({ n: state.n + 1 }))
+        .node("ask", async (state, ctx) => {
+          await ctx.call("approve_me", {});
+          return { n: state.n + 1 };
+        })
+        .edge("a", "ask")
+        .end("ask");
+    // Paused in its second round: the checkpoints after the first superstep seal the version too.
+    expect(await runner.run(make(1), { n: 0 }, { runId: "s" })).toMatchObject({ status: "paused" });
+    expect(await versionOf(store, "s")).toBe(1);
+    const answers = { [(await pendingOf(store, "s"))[0] as string]: true };
+    await expect(runner.resume(make(2), "s", answers)).rejects.toBeInstanceOf(VersionNotServed);
+    expect(await runner.resume(make(1), "s", answers)).toMatchObject({ status: "done", state: { n: 2 } });
+    expect(await versionOf(store, "s")).toBe(1);
+  });
+
   it("a graph changed without a new version still fails with FlowError", async () => {
     const { runner } = setUp();
     await runner.start(orders(1), { n: 0 }, { runId: "g" });

@@ -102,6 +102,8 @@ export class RunSteps<D, R> {
             answers: [],
             ...(taken === undefined ? {} : { taken }),
             ...(envelope.parent === undefined ? {} : { parent: envelope.parent }),
+            // The run's version goes on with it: code of another version still refuses it after its first round.
+            ...(envelope.version === undefined ? {} : { version: envelope.version }),
             program: outcome.data,
           }
         : { ...envelope, program: outcome.data };
