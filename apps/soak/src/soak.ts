@@ -12,7 +12,8 @@ import { type Death, newProgress, type Progress, WorkerSlot } from "./slot.js";
 import { clusterRootNodes, openSoakStore, soakStoreKind } from "./store.js";
 import { type Findings, verify } from "./verify.js";
 import { customerOf, type QueueFigures, type QueueSoak, queueFigures, queueViolations } from "./queue.js";
-import { startStarter } from "./starter.js";
+import { type Starter, startStarter } from "./starter.js";
+import { indexOfRun } from "./tickets.js";
 
 export type { Progress } from "./slot.js";
 
@@ -88,10 +89,10 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const progress = newProgress();
   const deaths: Death[] = [];
   const startedFile = join(dir, "started");
-  const starter =
-    options.queue === undefined
-      ? undefined
-      : startStarter({ startedFile, url: target.url, prefix: target.prefix, runs: options.runs, queue: options.queue });
+  const [{ url, prefix }, { runs }] = [target, options];
+  // A starter starts the runs in the queue soak; otherwise each worker starts its share.
+  const starter: Starter | undefined =
+    options.queue !== undefined ? startStarter({ startedFile, url, prefix, runs, queue: options.queue }) : undefined;
   const slots = Array.from(
     { length: options.workers },
     (_, slot) =>
@@ -107,7 +108,8 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
           stopDeadlineMs: options.stopDeadlineMs,
           toolMs: options.toolMs,
           saveDelayMs: options.saveDelayMs,
-          ...(options.queue === undefined ? {} : { queue: { limits: options.queue, startedFile } }),
+          ...(starter === undefined ? {} : { startedFile }),
+          ...(options.queue === undefined ? {} : { queue: options.queue }),
         },
         process.env,
         progress,
@@ -183,8 +185,8 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     // A soak that failed leaves no worker behind, and no fault going on while it cleans up.
     for (const w of slots) w.stop();
-    starter?.stop();
     progress.over = true;
+    await starter?.stop();
     await disturbance?.catch(() => {});
     await Promise.allSettled(restarting);
     await target.drop();
@@ -198,9 +200,7 @@ function queueVerdict(
   ledger: ReturnType<typeof readLedger>,
   deaths: readonly Death[],
 ): { figures: QueueFigures; violations: string[] } {
-  const figures = queueFigures(ledger.executions, deaths, (runId) =>
-    customerOf(Number(runId.slice("soak-".length)), limits),
-  );
+  const figures = queueFigures(ledger.executions, deaths, (runId) => customerOf(indexOfRun(runId), limits));
   return { figures, violations: queueViolations(figures, limits) };
 }
 

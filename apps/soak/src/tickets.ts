@@ -1,6 +1,8 @@
-import { idempotencyKey, ToolRegistry } from "@durable/core";
+import { type CheckpointStore, Executor, idempotencyKey, ToolRegistry } from "@durable/core";
+import { FlowRunner } from "@durable/flow";
 import { checkoutFlow } from "@durable-apps/shared/tickets";
-import type { LedgerWriter } from "./ledger.js";
+import { LedgerWriter } from "./ledger.js";
+import { KEY } from "./store.js";
 
 /**
  * The soak's flow: hold the seats, then charge and email in one node, so kills inside the email find the
@@ -50,8 +52,20 @@ export function soakTools(ledger: LedgerWriter, toolMs?: number, hearSignal = fa
     .tool("email_tickets", tool("email_tickets"));
 }
 
+/**
+ * A runner that only starts runs (`runner.start`, for the workers to take): it checks its flows' tools are
+ * registered, and runs none, so its ledger is nowhere.
+ */
+export function startingRunner(store: CheckpointStore): FlowRunner {
+  const tools = soakTools(new LedgerWriter("/dev/null", "starter"));
+  return new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY });
+}
+
 export function order(k: number): { show: string; seats: number } {
   return { show: `show-${k % 7}`, seats: 1 + (k % 4) };
 }
 
 export const runIdOf = (k: number): string => `soak-${k}`;
+
+/** The k of run `soak-<k>`. */
+export const indexOfRun = (runId: string): number => Number(runId.slice("soak-".length));

@@ -4,7 +4,9 @@
  * It serves the soak's one flow with `startWorker`: any run whose lease ran
  * out or was released, whoever started it, it recovers. It also starts its
  * share of the runs (every run k with k % workers = slot that does not exist
- * yet), so runs it drives and runs it takes over mix. A claim that finds calls
+ * yet), so runs it drives and runs it takes over mix; or, when a starter
+ * process starts them (the queue soak), it starts none and takes them all. A
+ * claim that finds calls
  * in doubt is written to the ledger, then decided: recovered again with
  * `rerunInDoubt` (the card and the mail provider take the idempotency key).
  *
@@ -13,7 +15,8 @@
  * "done <run>" for each run it finished, "unavailable" for each store
  * operation that failed with `StoreUnavailable` (it then waits and tries
  * again: it never exits on it), "op <ms>" for a slow store operation, and
- * "finished" once its share exists and no run is left unfinished.
+ * "finished" once its share exists (or the starter's file does) and no run is
+ * left unfinished.
  *
  * SIGTERM: it stops starting and taking runs, lets the ones it drives go on
  * for `stopDeadlineMs`, then gives the rest up (the worker releases their
@@ -55,11 +58,10 @@ export interface WorkerConfig {
   readonly toolMs?: number;
   /** How long each checkpoint save waits before it is sent (default 0). */
   readonly saveDelayMs?: number;
-  /**
-   * The queue soak: it starts no run; it serves the soak's queue, whose runs
-   * a starter process starts, and finishes only once `startedFile` exists.
-   */
-  readonly queue?: { readonly limits: QueueSoak; readonly startedFile: string };
+  /** A starter starts the runs (the queue soak): it starts none, and finishes only once this file exists. */
+  readonly startedFile?: string;
+  /** The queue soak: it serves the soak's queue, whose runs the starter starts on it. */
+  readonly queue?: QueueSoak;
 }
 
 /** Runs a worker started itself at once (its lanes), and runs its worker drives at once. */
@@ -122,7 +124,7 @@ const served = runner.served(SOAK_FLOW);
 const giveUp = new AbortController();
 const worker = startWorker({
   serve: [served],
-  ...(config.queue === undefined ? {} : { queues: [soakQueue(config.queue.limits)] }),
+  ...(config.queue === undefined ? {} : { queues: [soakQueue(config.queue)] }),
   concurrency: LANES,
   pollMs: 250,
   maxPollMs: 1_000,
@@ -145,7 +147,7 @@ async function decideWaiting(): Promise<void> {
   const claimable = new Set<string>();
   for await (const runId of store.listUnfinished(SOAK_FLOW.name, { claimable: true })) claimable.add(runId);
   if (config.queue !== undefined)
-    for await (const { runId } of store.listQueued?.(soakQueue(config.queue.limits).name) ?? []) claimable.add(runId);
+    for await (const { runId } of store.listQueued?.(soakQueue(config.queue).name) ?? []) claimable.add(runId);
   for await (const runId of store.listUnfinished(SOAK_FLOW.name)) {
     if (stopping) return;
     // A claimable run is the workers' to take: one that stops for a decision is reported through onStuck.
@@ -218,7 +220,7 @@ const exists = (runId: string): Promise<boolean> =>
 /** True once no run of the flow is left unfinished and this process drives none. */
 async function allDone(): Promise<boolean> {
   if (worker.status().running > 0 || deciding.size > 0) return false;
-  if (config.queue !== undefined && !existsSync(config.queue.startedFile)) return false;
+  if (config.startedFile !== undefined && !existsSync(config.startedFile)) return false;
   try {
     for await (const _ of store.listUnfinished(SOAK_FLOW.name)) return false;
     return true;
@@ -258,7 +260,7 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-const starting = config.queue === undefined ? startMine().catch(fail) : Promise.resolve();
+const starting = config.startedFile === undefined ? startMine().catch(fail) : Promise.resolve();
 // Until here a SIGTERM ends the process at once: it holds no run yet.
 process.once("SIGTERM", () => void stop());
 await starting;
