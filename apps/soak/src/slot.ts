@@ -94,7 +94,8 @@ export class WorkerSlot {
   #heard(line: string): void {
     const progress = this.#progress;
     const [what, runId = ""] = line.split(" ");
-    if (what === "started" || what === "recovered" || what === "decided") progress.inFlight.add(runId);
+    if (what === "started" || what === "claimed" || what === "recovered" || what === "decided")
+      progress.inFlight.add(runId);
     if (what === "recovered") progress.recovered += 1;
     if (what === "done") {
       progress.inFlight.delete(runId);

@@ -10,9 +10,10 @@
  * in doubt is written to the ledger, then decided: recovered again with
  * `rerunInDoubt` (the card and the mail provider take the idempotency key).
  *
- * It prints "started <run>" when it starts a run, "recovered <run>" when its
- * worker took one over, "decided <run>" when it reran one's calls in doubt,
- * "done <run>" for each run it finished, "unavailable" for each store
+ * It prints "started <run>" when it starts a run, "claimed <run>" when its
+ * worker took a run a starter started, "recovered <run>" when it took one
+ * over, "decided <run>" when it reran one's calls in doubt, "done <run>" for
+ * each run it finished, "unavailable" for each store
  * operation that failed with `StoreUnavailable` (it then waits and tries
  * again: it never exits on it), "op <ms>" for a slow store operation, and
  * "finished" once its share exists (or the starter's file does) and no run is
@@ -105,7 +106,9 @@ const events: EventSink = (event) => {
     ledger.claimed(event.runId);
     for (const call of event.replayed) ledger.replayed(event.runId, call.callId);
     if (event.rerun.length > 0) ledger.inDoubt(event.runId, claimedAt(event.runId), event.rerun, true);
-    say(`${deciding.has(event.runId) ? "decided" : "recovered"} ${event.runId}`);
+    // A run a starter started is first claimed at step 1: that is no takeover.
+    const first = config.startedFile !== undefined && event.step === 1;
+    say(`${deciding.has(event.runId) ? "decided" : first ? "claimed" : "recovered"} ${event.runId}`);
   } else if (event.type === "run.needs-decision") {
     ledger.inDoubt(event.runId, claimedAt(event.runId), event.calls, false);
   } else if (event.type === "run.done") {
