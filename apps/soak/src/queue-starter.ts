@@ -9,7 +9,7 @@
 import { writeFileSync } from "node:fs";
 import { customerOf, type QueueSoak, soakQueue } from "./queue.js";
 import { openSoakStore, untilStored } from "./store.js";
-import { order, runIdOf, SOAK_FLOW, startingRunner } from "./tickets.js";
+import { order, runIdOf, soakFlow, startingRunner } from "./tickets.js";
 
 export interface StarterConfig {
   /** Written once every run is started: the workers finish only after it exists. */
@@ -30,7 +30,7 @@ await Promise.all(
   Array.from({ length: LANES }, async () => {
     for (const k of next) {
       const concurrencyKey = customerOf(k, config.queue);
-      await untilStored(() => runner.start(SOAK_FLOW, order(k), { runId: runIdOf(k), queue, concurrencyKey }));
+      await untilStored(() => runner.start(soakFlow(), order(k), { runId: runIdOf(k), queue, concurrencyKey }));
     }
   }),
 );

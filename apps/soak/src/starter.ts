@@ -4,7 +4,7 @@ import type { StarterConfig } from "./queue-starter.js";
 
 const STARTER = fileURLToPath(new URL("./queue-starter.ts", import.meta.url));
 
-/** What starts the soak's runs when the workers do not (the queue soak's process). */
+/** What starts the soak's runs when the workers do not (the queue soak's process, the versions soak's starter). */
 export interface Starter {
   /** Throws when the starter failed: the soak cannot go on without its runs. */
   check(): void;
