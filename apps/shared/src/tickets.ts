@@ -20,20 +20,31 @@ export function ticketsFlow(name = "tickets"): Flow<Order> {
 
 export const tickets: Flow<Order> = ticketsFlow();
 
+/** Options of `checkoutFlow`: the version its runs seal, and a last node that mails a receipt. */
+export interface CheckoutOptions {
+  readonly version?: number;
+  /** A `receipt` node after the checkout that calls `send_receipt`: a node a later version adds. */
+  readonly receipt?: boolean;
+}
+
 /**
  * The same tools with the charge and the email in one node, one call after the other: a worker killed
  * inside the email leaves the charge's result stored (it went with the email's `started` record), so its
  * recovery replays it. (In the three-node flow a call's result lands with the next node's first record.)
  */
-export function checkoutFlow(name: string): Flow<Order> {
-  return new Flow(name, { state: Order })
+export function checkoutFlow(name: string, { version, receipt = false }: CheckoutOptions = {}): Flow<Order> {
+  const flow = new Flow(name, { state: Order, ...(version === undefined ? {} : { version }) })
     .node("hold", new Call("hold_seats", { args, into: "note" }))
     .node("checkout", async (o, ctx) => {
       await ctx.call("charge_card", args(o));
       return { note: String(await ctx.call("email_tickets", { show: o.show })) };
     })
-    .edge("hold", "checkout")
-    .end("checkout");
+    .edge("hold", "checkout");
+  if (!receipt) return flow.end("checkout");
+  return flow
+    .node("receipt", new Call("send_receipt", { args: (o) => ({ show: o.show }), into: "note" }))
+    .edge("checkout", "receipt")
+    .end("receipt");
 }
 
 /** One charge as the card processor logs it. */

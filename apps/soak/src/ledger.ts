@@ -5,7 +5,9 @@
  * are: they wrap around within a long one on a busy machine). The verdict reads it instead of the store: when each tool ran and
  * by whom, which runs each worker claimed, which calls it found in doubt.
  *
- *   S <exec> <who> <ms> <run> <call> <tool> <key>   a tool execution began
+ *   S <exec> <who> <ms> <run> <call> <tool> <key> [<version>]
+ *                                                   a tool execution began (<version>: of the flow the
+ *                                                   process serves, in the versions soak)
  *   E <exec> <who> <ms>                             and ended
  *   C <who> <ms> <run>                              a worker claimed a run (started it, or recovered it)
  *   D <who> <ms> <run> <call>:<tool>,…              a claim sent at <ms> found calls in doubt and stopped for a decision
@@ -29,6 +31,8 @@ export interface Execution {
   readonly callId: string;
   readonly tool: string;
   readonly key: string;
+  /** The version of the flow its process serves (the versions soak), as the process wrote it. */
+  readonly version?: number;
 }
 
 /** A run's calls a claim found in doubt, and when it was sent. */
@@ -84,18 +88,20 @@ export interface LedgerEntries {
 export class LedgerWriter {
   readonly #path: string;
   readonly #worker: string;
+  readonly #version: string;
   #executions = 0;
 
-  /** `worker`: this process's name in the soak. */
-  constructor(path: string, worker: string) {
+  /** `worker`: this process's name in the soak; `version`: of the flow it serves, written with each tool execution. */
+  constructor(path: string, worker: string, version?: number) {
     this.#path = path;
     this.#worker = worker;
+    this.#version = version === undefined ? "" : ` ${version}`;
   }
 
   /** Writes the start of a tool's execution; the returned function writes its end. */
   execution(runId: string, callId: string, tool: string, key: string): () => void {
     const exec = `${this.#worker}.${++this.#executions}`;
-    this.#write(`S ${exec} ${this.#worker} ${Date.now()} ${runId} ${callId} ${tool} ${key}`);
+    this.#write(`S ${exec} ${this.#worker} ${Date.now()} ${runId} ${callId} ${tool} ${key}${this.#version}`);
     return () => this.#write(`E ${exec} ${this.#worker} ${Date.now()}`);
   }
 
@@ -159,8 +165,8 @@ export function readLedger(path: string): LedgerEntries {
   const text = existsSync(path) ? readFileSync(path, "utf8") : "";
   for (const line of text.split("\n")) {
     const [kind, ...fields] = line.split(" ");
-    if (kind === "S" && fields.length === 7) {
-      const [exec, worker, at, runId, callId, tool, key] = fields as [
+    if (kind === "S" && (fields.length === 7 || fields.length === 8)) {
+      const [exec, worker, at, runId, callId, tool, key, version] = fields as [
         string,
         string,
         string,
@@ -168,8 +174,10 @@ export function readLedger(path: string): LedgerEntries {
         string,
         string,
         string,
+        string | undefined,
       ];
-      executions.set(exec, { worker, start: Number(at), runId, callId, tool, key });
+      const execution = { worker, start: Number(at), runId, callId, tool, key };
+      executions.set(exec, version === undefined ? execution : { ...execution, version: Number(version) });
       touch(runId, worker, Number(at));
     } else if (kind === "E" && fields.length === 3) {
       const execution = executions.get(fields[0] as string);

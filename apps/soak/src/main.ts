@@ -6,7 +6,9 @@
  * unless a claim found it in doubt, and calls in doubt only where a worker
  * died inside a tool. `--faults`: server faults on the soak's own Redis and
  * PostgreSQL instead of kills (src/faults.ts); `--cluster`: a master killed
- * and slots resharded on the soak's own Redis Cluster (src/cluster-faults.ts).
+ * and slots resharded on the soak's own Redis Cluster (src/cluster-faults.ts);
+ * `--versions`: a rolling deploy of a second version of the flow under the
+ * kills (src/versions.ts).
  */
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 import { runCommand, wholeNumber, type CommandLineSpec, type OptionSpecs } from "@durable-apps/shared/command-line";
@@ -16,6 +18,8 @@ import { SOAK_DEFAULTS, soak, soakSummary } from "./soak.js";
 import { QUEUE_SOAK_DEFAULTS } from "./queue.js";
 import { soakStoreKind } from "./store.js";
 import { vacuousSoak } from "./verdict.js";
+import { vacuousDeploy } from "./version-verdict.js";
+import { versionSoak } from "./versions.js";
 
 /** The queue soak's pause between kills: a kill holds the dead worker's slots until their leases run out. */
 const QUEUE_KILL_EVERY_MS = [2_000, 6_000] as const;
@@ -83,6 +87,14 @@ const SOAK_COMMAND = {
         `the queue soak: a fifth process starts the runs on one queue (concurrency ${QUEUE_SOAK_DEFAULTS.concurrency}, one run per customer at a time, ${QUEUE_SOAK_DEFAULTS.customers} customers) and the workers serve the queue while they are killed and restarted; ` +
         "the verdict adds, from the tools' ledger, the most runs inside a tool at once and the most of one customer",
     },
+    versions: {
+      type: "boolean",
+      about:
+        "the versions soak, a rolling deploy under the kills: every worker serves version 1 of the flow, and the soak starts the runs a backlog ahead of them; " +
+        "once half are started (on version 1), half the workers are restarted one at a time, 2 s apart, with SIGTERM, serving version 2 only (a node added), and every run after starts on version 2; " +
+        "the verdict adds, from the tools' ledger, that every tool call, claim and save of a run came from a process of its version, that the added node ran in every run of version 2 and in none of version 1, " +
+        "and that runs of version 1 finished after the first worker of version 2 started",
+    },
     freeze: {
       type: "string",
       default: String(FAULT_DEFAULTS.freezeMs / 1000),
@@ -95,13 +107,16 @@ const SOAK_COMMAND = {
     DATABASE_URL: "the PostgreSQL of the default stores",
     DURABLE_KEY: "the key the workers seal with (default: a fixed soak key)",
   },
-  example: "pnpm soak --runs 2000 --store redis://127.0.0.1:6379   (or: pnpm soak --faults --runs 2000)",
+  example:
+    "pnpm soak --runs 2000 --store redis://127.0.0.1:6379   (or: pnpm soak --faults --runs 2000, pnpm soak --versions)",
 } as const satisfies CommandLineSpec<OptionSpecs>;
 
 await runCommand(SOAK_COMMAND, async (values) => {
   if (values.cluster === true) {
-    if (values.store !== undefined || values.faults === true || values.queue === true)
-      throw new CommandLineError("--cluster starts its own Redis Cluster: it takes no --store, --faults or --queue.");
+    if (values.store !== undefined || values.faults === true || values.queue === true || values.versions === true)
+      throw new CommandLineError(
+        "--cluster starts its own Redis Cluster: it takes no --store, --faults, --queue or --versions.",
+      );
     return soakCluster(
       wholeNumber("runs", values.runs),
       wholeNumber("workers", values.workers),
@@ -109,8 +124,10 @@ await runCommand(SOAK_COMMAND, async (values) => {
     );
   }
   if (values.faults === true) {
-    if (values.store !== undefined || values.queue === true)
-      throw new CommandLineError("--faults starts its own Redis and PostgreSQL: it takes no --store or --queue.");
+    if (values.store !== undefined || values.queue === true || values.versions === true)
+      throw new CommandLineError(
+        "--faults starts its own Redis and PostgreSQL: it takes no --store, --queue or --versions.",
+      );
     return soakUnderFaults(
       wholeNumber("runs", values.runs),
       wholeNumber("workers", values.workers),
@@ -124,12 +141,21 @@ await runCommand(SOAK_COMMAND, async (values) => {
   const workers = wholeNumber("workers", values.workers);
   const deadlineSeconds = wholeNumber("seconds", values.seconds);
   const leaseMs = wholeNumber("lease", values.lease, 100);
+  const versions = values.versions === true ? versionSoak(workers, runs) : undefined;
+  if (versions !== undefined && values.queue === true)
+    throw new CommandLineError("--versions and --queue are two soaks: give one of them.");
+  if (versions !== undefined && versions.deployed === 0)
+    throw new CommandLineError("--versions deploys version 2 to half the workers: give it --workers 2 or more.");
   let failed = false;
   for (const store of stores) {
     const queue = values.queue === true;
     const [killMin, killMax] = queue ? QUEUE_KILL_EVERY_MS : SOAK_DEFAULTS.killEveryMs;
+    const deploy =
+      versions === undefined
+        ? ""
+        : `; halfway, version 2 deployed to ${versions.deployed} of them, ${versions.pauseMs / 1000} s apart (${versions.backlog} runs started ahead of the workers)`;
     console.log(
-      `soak on ${store}: ${runs} runs${queue ? " on one queue" : ""}, ${workers} workers, ${leaseMs} ms leases, every ${killMin / 1000}–${killMax / 1000} s a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th time) a SIGTERM restart`,
+      `soak on ${store}: ${runs} runs${queue ? " on one queue" : ""}, ${workers} workers, ${leaseMs} ms leases, every ${killMin / 1000}–${killMax / 1000} s a SIGKILL or (every ${SOAK_DEFAULTS.restartEvery}th time) a SIGTERM restart${deploy}`,
     );
     const report = await soak({
       ...SOAK_DEFAULTS,
@@ -140,11 +166,12 @@ await runCommand(SOAK_COMMAND, async (values) => {
       leaseMs,
       // Queued runs wait their turn 5 at a time: shorter tools keep a soak of thousands within minutes.
       ...(queue ? { queue: QUEUE_SOAK_DEFAULTS, toolMs: 20, saveDelayMs: 0, killEveryMs: QUEUE_KILL_EVERY_MS } : {}),
+      ...(versions === undefined ? {} : { versions }),
       log: (line) => console.log(`  ${line}`),
     });
     for (const line of soakSummary(report)) console.log(`  ${line}`);
     for (const violation of report.violations.slice(0, 20)) console.log(`  VIOLATION ${violation}`);
-    const vacuous = vacuousSoak(report);
+    const vacuous = vacuousSoak(report) ?? (report.versions === undefined ? undefined : vacuousDeploy(report.versions));
     if (vacuous !== undefined) console.log(`  FAILED ${vacuous}`);
     failed ||= report.violations.length > 0 || vacuous !== undefined;
   }

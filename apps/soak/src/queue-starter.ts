@@ -7,12 +7,9 @@
  * starts nothing new (the run id is the same).
  */
 import { writeFileSync } from "node:fs";
-import { Executor, StoreUnavailable } from "@durable/core";
-import { FlowRunner } from "@durable/flow";
 import { customerOf, type QueueSoak, soakQueue } from "./queue.js";
-import { KEY, openSoakStore } from "./store.js";
-import { LedgerWriter } from "./ledger.js";
-import { order, runIdOf, SOAK_FLOW, soakTools } from "./tickets.js";
+import { openSoakStore, untilStored } from "./store.js";
+import { order, runIdOf, soakFlow, startingRunner } from "./tickets.js";
 
 export interface StarterConfig {
   /** Written once every run is started: the workers finish only after it exists. */
@@ -25,25 +22,16 @@ export interface StarterConfig {
 
 const config = JSON.parse(process.argv[2] ?? "{}") as StarterConfig;
 const store = await openSoakStore(config.url, config.prefix);
-// A runner checks its flows' tools are registered; the starter runs none (the workers do), so its ledger is nowhere.
-const tools = soakTools(new LedgerWriter("/dev/null", "starter"));
-const runner = new FlowRunner(new Executor(tools), { checkpoints: store, checkpointKey: KEY });
+const runner = startingRunner(store);
 const queue = soakQueue(config.queue);
 const LANES = 8;
 const next = Array.from({ length: config.runs }, (_, k) => k).values();
 await Promise.all(
   Array.from({ length: LANES }, async () => {
-    for (const k of next)
-      for (;;) {
-        try {
-          const concurrencyKey = customerOf(k, config.queue);
-          await runner.start(SOAK_FLOW, order(k), { runId: runIdOf(k), queue, concurrencyKey });
-          break;
-        } catch (error) {
-          if (!(error instanceof StoreUnavailable)) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 250));
-        }
-      }
+    for (const k of next) {
+      const concurrencyKey = customerOf(k, config.queue);
+      await untilStored(() => runner.start(soakFlow(), order(k), { runId: runIdOf(k), queue, concurrencyKey }));
+    }
   }),
 );
 writeFileSync(config.startedFile, `${config.runs}\n`);

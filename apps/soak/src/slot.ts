@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import type { SoakVersion } from "./tickets.js";
 import type { WorkerConfig } from "./worker.js";
 
 const WORKER = fileURLToPath(new URL("./worker.ts", import.meta.url));
@@ -14,6 +15,15 @@ export interface Death {
   readonly signalledAt: number;
   /** When the soak saw the process exit: it did nothing after. */
   readonly diedAt: number;
+}
+
+/** A worker process the soak started: its name in the soak, the version of the flow it serves, when it was spawned. */
+export interface Life {
+  readonly worker: string;
+  readonly version: SoakVersion | undefined;
+  readonly startedAt: number;
+  /** When it said it takes runs ("ready"). */
+  readyAt?: number;
 }
 
 /** What the workers reported so far, summed over all of them. */
@@ -34,6 +44,8 @@ export interface Progress {
   windowUnavailable: number;
   /** Workers that printed "finished". */
   finished: number;
+  /** Per version served (the versions soak): the most runs of another version one worker had left (`WorkerStatus.otherVersion`). */
+  readonly otherVersion: Map<SoakVersion, number>;
   /** Set once the soak stops waiting for the workers: a disturbance then ends. */
   over: boolean;
 }
@@ -48,37 +60,60 @@ export function newProgress(): Progress {
     windowMaxOpMs: 0,
     windowUnavailable: 0,
     finished: 0,
+    otherVersion: new Map(),
     over: false,
   };
 }
 
-/** One worker slot: a process, started again in the slot after each kill or restart, until it prints "finished". */
+/**
+ * One worker slot: a process, started again in the slot after each kill or restart, until it prints "finished";
+ * at the version it serves now (a rolling deploy moves it to another: `redeploy`).
+ */
 export class WorkerSlot {
-  readonly #config: Omit<WorkerConfig, "worker">;
+  #config: Omit<WorkerConfig, "worker">;
   readonly #env: NodeJS.ProcessEnv;
   readonly #progress: Progress;
   readonly #deaths: Death[];
+  readonly #lives: Life[];
   #process: ChildProcess;
-  #lives = 0;
+  /** How many processes the slot started, and the running one. */
+  #started = 0;
+  #life: Life | undefined;
   /** The running process's name in the soak: `<slot>.<life>`. */
   #name = "";
   #stderr = "";
   finished = false;
-  /** Set while a SIGTERM drains the process: it is not killed again meanwhile. */
-  draining = false;
+  /** Set while the process is ended (SIGKILL, or a SIGTERM while it drains) and replaced: nothing else ends it meanwhile. */
+  ending = false;
   /** Runs this process finished since it started: only one that made progress is killed again. */
   ranSinceStart = 0;
 
-  constructor(config: Omit<WorkerConfig, "worker">, env: NodeJS.ProcessEnv, progress: Progress, deaths: Death[]) {
+  /** `deaths` and `lives`: where the slot notes each process it ends and each one it starts. */
+  constructor(
+    config: Omit<WorkerConfig, "worker">,
+    env: NodeJS.ProcessEnv,
+    progress: Progress,
+    deaths: Death[],
+    lives: Life[],
+  ) {
     this.#config = config;
     this.#env = env;
     this.#progress = progress;
     this.#deaths = deaths;
+    this.#lives = lives;
     this.#process = this.#start();
   }
 
+  /** Whether the slot's running process said it takes runs. */
+  get ready(): boolean {
+    return this.#life?.readyAt !== undefined;
+  }
+
   #start(): ChildProcess {
-    this.#name = `${this.#config.slot}.${++this.#lives}`;
+    this.#name = `${this.#config.slot}.${++this.#started}`;
+    const life: Life = { worker: this.#name, version: this.#config.version, startedAt: Date.now() };
+    this.#life = life;
+    this.#lives.push(life);
     const config: WorkerConfig = { ...this.#config, worker: this.#name };
     const child = spawn(process.execPath, ["--import", "tsx", WORKER, JSON.stringify(config)], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -87,14 +122,19 @@ export class WorkerSlot {
     this.#stderr = "";
     this.ranSinceStart = 0;
     child.stderr.on("data", (chunk: Buffer) => (this.#stderr += chunk.toString()));
-    createInterface({ input: child.stdout }).on("line", (line) => this.#heard(line));
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      if (line === "ready") life.readyAt = Date.now();
+      this.#heard(line, life.version);
+    });
     return child;
   }
 
-  #heard(line: string): void {
+  /** A line of a process of the slot that serves `version`. */
+  #heard(line: string, version: SoakVersion | undefined): void {
     const progress = this.#progress;
     const [what, runId = ""] = line.split(" ");
-    if (what === "started" || what === "recovered" || what === "decided") progress.inFlight.add(runId);
+    if (what === "started" || what === "claimed" || what === "recovered" || what === "decided")
+      progress.inFlight.add(runId);
     if (what === "recovered") progress.recovered += 1;
     if (what === "done") {
       progress.inFlight.delete(runId);
@@ -110,6 +150,8 @@ export class WorkerSlot {
       progress.maxOpMs = Math.max(progress.maxOpMs, ms);
       progress.windowMaxOpMs = Math.max(progress.windowMaxOpMs, ms);
     }
+    if (what === "other" && version !== undefined)
+      progress.otherVersion.set(version, Math.max(progress.otherVersion.get(version) ?? 0, Number(runId)));
     if (what === "finished") {
       this.finished = true;
       progress.finished += 1;
@@ -135,15 +177,25 @@ export class WorkerSlot {
 
   /** A rolling restart: SIGTERM, wait while the process drains and exits, then a new one in the slot. */
   async restart(): Promise<void> {
-    this.draining = true;
-    try {
-      await this.#end("SIGTERM");
-    } finally {
-      this.draining = false;
-    }
+    await this.#end("SIGTERM");
+  }
+
+  /** A deploy of another version to the slot: a rolling restart whose new process serves `version`. */
+  async redeploy(version: SoakVersion): Promise<void> {
+    this.#config = { ...this.#config, version };
+    await this.#end("SIGTERM");
   }
 
   async #end(signal: "SIGKILL" | "SIGTERM"): Promise<void> {
+    this.ending = true;
+    try {
+      await this.#replace(signal);
+    } finally {
+      this.ending = false;
+    }
+  }
+
+  async #replace(signal: "SIGKILL" | "SIGTERM"): Promise<void> {
     const child = this.#process;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     const signalledAt = Date.now();

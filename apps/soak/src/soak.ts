@@ -7,12 +7,16 @@ import { RedisCheckpointStore } from "@durable/store-redis";
 import { ownDatabase } from "@durable/test-utils/postgres";
 import { dropKeys } from "@durable/test-utils/redis";
 import { dropClusterKeys } from "@durable/test-utils/redis-cluster";
+import { rollingDeploy } from "./deploy.js";
 import { readLedger } from "./ledger.js";
-import { type Death, newProgress, type Progress, WorkerSlot } from "./slot.js";
+import { type Death, type Life, newProgress, type Progress, WorkerSlot } from "./slot.js";
 import { clusterRootNodes, openSoakStore, soakStoreKind } from "./store.js";
 import { type Findings, verify } from "./verify.js";
 import { customerOf, type QueueFigures, type QueueSoak, queueFigures, queueViolations } from "./queue.js";
-import { startStarter } from "./starter.js";
+import { type Starter, startStarter } from "./starter.js";
+import { indexOfRun } from "./tickets.js";
+import { type VersionFigures, versionSummary, versionVerdict } from "./version-verdict.js";
+import { type DeployState, startVersions, type VersionSoak, versionOfRun } from "./versions.js";
 
 export type { Progress } from "./slot.js";
 
@@ -43,6 +47,12 @@ export interface SoakOptions {
    * queue; the verdict adds the limits as the tools' ledger saw them.
    */
   readonly queue?: QueueSoak;
+  /**
+   * The versions soak: a starter starts the runs, the first half on version 1 of the soak's flow, which every
+   * worker serves at first; then a rolling deploy moves some slots to version 2, and every run after starts on
+   * it; the verdict adds that each run went on only in processes of its version (src/version-verdict.ts).
+   */
+  readonly versions?: VersionSoak;
   readonly log?: (line: string) => void;
 }
 
@@ -61,6 +71,8 @@ export interface SoakReport extends Findings {
   readonly maxOpMs: number;
   /** The queue soak: the most runs inside a tool at once, and the most of one customer. */
   readonly queue?: QueueFigures;
+  /** The versions soak: what the deploy did. */
+  readonly versions?: VersionFigures;
 }
 
 export const SOAK_DEFAULTS = {
@@ -87,11 +99,17 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const started = Date.now();
   const progress = newProgress();
   const deaths: Death[] = [];
+  const lives: Life[] = [];
   const startedFile = join(dir, "started");
-  const starter =
-    options.queue === undefined
-      ? undefined
-      : startStarter({ startedFile, url: target.url, prefix: target.prefix, runs: options.runs, queue: options.queue });
+  const [{ url, prefix }, { runs }] = [target, options];
+  // A starter starts the runs in the queue soak and the versions soak; otherwise each worker starts its share.
+  const deployState: DeployState = { halfway: false, over: false };
+  const starter: Starter | undefined =
+    options.versions !== undefined
+      ? startVersions({ url, prefix, runs, startedFile, versions: options.versions }, progress, deployState)
+      : options.queue !== undefined
+        ? startStarter({ startedFile, url, prefix, runs, queue: options.queue })
+        : undefined;
   const slots = Array.from(
     { length: options.workers },
     (_, slot) =>
@@ -107,14 +125,21 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
           stopDeadlineMs: options.stopDeadlineMs,
           toolMs: options.toolMs,
           saveDelayMs: options.saveDelayMs,
-          ...(options.queue === undefined ? {} : { queue: { limits: options.queue, startedFile } }),
+          ...(starter === undefined ? {} : { startedFile }),
+          ...(options.queue === undefined ? {} : { queue: options.queue }),
+          ...(options.versions === undefined ? {} : { version: 1 as const }),
         },
         process.env,
         progress,
         deaths,
+        lives,
       ),
   );
   const disturbance = options.disturb?.(progress, target.prefix);
+  const deploy =
+    options.versions === undefined
+      ? undefined
+      : outcomeOf(rollingDeploy(slots, deployState, { url, prefix, started }, options.versions, progress, log));
   const restarting = new Set<Promise<void>>();
   let [kills, restarts] = [0, 0];
   try {
@@ -122,6 +147,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
     const waitFor = (): void => {
       for (const w of slots) w.check();
       starter?.check();
+      if (deploy?.failed !== undefined) throw deploy.failed;
       if (Date.now() > deadline)
         throw new Error(`the workers did not finish ${options.runs} runs in ${options.deadlineSeconds} s`);
     };
@@ -132,7 +158,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
       waitFor();
       // Only a worker that finished a run since it started may be ended: every life makes progress,
       // so the soak ends even on a machine so busy that start-up takes longer than the pause.
-      const eligible = slots.filter((w) => !w.finished && !w.draining && w.ranSinceStart > 0);
+      const eligible = slots.filter((w) => !w.finished && !w.ending && w.ranSinceStart > 0);
       const victim = eligible[Math.floor(Math.random() * eligible.length)];
       if (victim === undefined) continue;
       const at = `${((Date.now() - started) / 1000).toFixed(1)} s`;
@@ -149,6 +175,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
       }
     }
     await Promise.all(restarting);
+    await deploy?.settled;
     const seconds = (Date.now() - started) / 1000;
     const store = await openSoakStore(target.url, target.prefix);
     try {
@@ -159,9 +186,22 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         deaths,
         leaseMs: options.leaseMs,
         inDoubtOnlyAfterDeaths: disturbance === undefined,
+        ...(options.versions === undefined ? {} : { versionOf: (k: number) => versionOfRun(k, runs) }),
       });
       const queue = options.queue === undefined ? undefined : queueVerdict(options.queue, readLedger(ledger), deaths);
       if (queue !== undefined) (findings.violations as string[]).push(...queue.violations);
+      const deployed =
+        options.versions === undefined
+          ? undefined
+          : versionVerdict({
+              ledger: readLedger(ledger),
+              lives,
+              runs,
+              deployed: deploy?.value ?? 0,
+              toDeploy: options.versions.deployed,
+              otherVersion: progress.otherVersion,
+            });
+      if (deployed !== undefined) (findings.violations as string[]).push(...deployed.violations);
       // The ledger of a soak that found violations stays, for whoever looks into them.
       keepLedger = findings.violations.length > 0;
       if (keepLedger) (options.log ?? console.error)(`the ledger is kept at ${ledger}`);
@@ -176,6 +216,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
         maxOpMs: progress.maxOpMs,
         ...findings,
         ...(queue === undefined ? {} : { queue: queue.figures }),
+        ...(deployed === undefined ? {} : { versions: deployed.figures }),
       };
     } finally {
       await store.close();
@@ -183,8 +224,9 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   } finally {
     // A soak that failed leaves no worker behind, and no fault going on while it cleans up.
     for (const w of slots) w.stop();
-    starter?.stop();
     progress.over = true;
+    await starter?.stop();
+    await deploy?.settled;
     await disturbance?.catch(() => {});
     await Promise.allSettled(restarting);
     await target.drop();
@@ -198,9 +240,7 @@ function queueVerdict(
   ledger: ReturnType<typeof readLedger>,
   deaths: readonly Death[],
 ): { figures: QueueFigures; violations: string[] } {
-  const figures = queueFigures(ledger.executions, deaths, (runId) =>
-    customerOf(Number(runId.slice("soak-".length)), limits),
-  );
+  const figures = queueFigures(ledger.executions, deaths, (runId) => customerOf(indexOfRun(runId), limits));
   return { figures, violations: queueViolations(figures, limits) };
 }
 
@@ -214,12 +254,27 @@ export function soakSummary(report: SoakReport): string[] {
         ];
   return [
     ...queue,
+    ...(report.versions === undefined ? [] : [versionSummary(report.versions)]),
     `${report.runs} runs done in ${report.seconds.toFixed(1)} s through ${report.kills} SIGKILLs (${report.killsInsideTools} inside a tool) ` +
       `and ${report.restarts} SIGTERM restarts (${report.gaveUp} gave runs up at their deadline)`,
     `${report.recovered} runs taken over by a worker; ${report.takeOvers} claims with takeOver; ${report.leaseHeld} claims refused for a live lease (LeaseHeld); ${report.lapsedLeases} leases of a live, starved worker ran out and the run was taken over`,
     `${report.inDoubtRuns} runs found in doubt, ${report.rerunCalls} non-idempotent calls reran after being reported, ${report.replayedCalls} calls replayed from the log; ` +
       `${report.violations.length} violations`,
   ];
+}
+
+/** A task the soak runs beside its kills, its outcome readable at any turn: `failed` once it threw. */
+function outcomeOf<T>(task: Promise<T>): { value?: T; failed?: unknown; readonly settled: Promise<void> } {
+  const outcome: { value?: T; failed?: unknown; settled: Promise<void> } = { settled: Promise.resolve() };
+  outcome.settled = task.then(
+    (value) => {
+      outcome.value = value;
+    },
+    (error: unknown) => {
+      outcome.failed = error ?? new Error("the task failed");
+    },
+  );
+  return outcome;
 }
 
 /** Waits for the disturbance and for every worker to finish, failing on a worker that died or on the deadline. */

@@ -4,13 +4,15 @@ import type { StarterConfig } from "./queue-starter.js";
 
 const STARTER = fileURLToPath(new URL("./queue-starter.ts", import.meta.url));
 
-/** The queue soak's starter process: it starts every run on the queue, then exits. */
+/** What starts the soak's runs when the workers do not (the queue soak's process, the versions soak's starter). */
 export interface Starter {
   /** Throws when the starter failed: the soak cannot go on without its runs. */
   check(): void;
-  stop(): void;
+  /** Stops it, whatever it was doing. */
+  stop(): Promise<void>;
 }
 
+/** The queue soak's starter process: it starts every run on the queue, then exits. */
 export function startStarter(config: StarterConfig): Starter {
   let stderr = "";
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", STARTER, JSON.stringify(config)], {
@@ -22,7 +24,7 @@ export function startStarter(config: StarterConfig): Starter {
       if (child.exitCode !== null && child.exitCode !== 0)
         throw new Error(`the starter failed (exit ${child.exitCode}): ${stderr}`);
     },
-    stop() {
+    async stop() {
       child.kill("SIGKILL");
     },
   };

@@ -1,4 +1,4 @@
-import type { CheckpointStore } from "@durable/core";
+import { type CheckpointStore, StoreUnavailable } from "@durable/core";
 import { CommandLineError } from "@durable-apps/shared/command-line-error";
 
 export const KEY = process.env["DURABLE_KEY"] ?? "soak-key-0123456789abcdef-0123456789";
@@ -43,4 +43,16 @@ export async function openSoakStore(url: string, prefix: string): Promise<Checkp
   }
   const { PrismaCheckpointStore } = await import("@durable/store-prisma");
   return new PrismaCheckpointStore(url, { tablePrefix: prefix });
+}
+
+/** Sends `write` again 250 ms after each `StoreUnavailable` until the store answers: a start sent again starts nothing new (its run id is the same). */
+export async function untilStored<T>(write: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailable)) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }

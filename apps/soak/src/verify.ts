@@ -9,7 +9,7 @@ import { SAVE_RENEWS_AFTER } from "@durable/core/store";
 import { type Execution, type LedgerEntries, push, type Touch } from "./ledger.js";
 import type { Death } from "./slot.js";
 import { KEY } from "./store.js";
-import { NON_IDEMPOTENT, runIdOf } from "./tickets.js";
+import { NON_IDEMPOTENT, runIdOf, type SoakVersion, toolsOf } from "./tickets.js";
 
 /** What the checks found. */
 export interface Findings {
@@ -49,6 +49,8 @@ export interface VerifyInput {
    * in doubt without dying, so the fault soak does not ask it.
    */
   readonly inDoubtOnlyAfterDeaths: boolean;
+  /** The version of the soak's flow run k started on (the versions soak; default none): it seals it, and makes its calls. */
+  readonly versionOf?: (k: number) => SoakVersion | undefined;
 }
 
 /** A process the soak ended, with when its runs became another worker's to claim. */
@@ -58,7 +60,8 @@ interface Ended extends Death {
 }
 
 /**
- * (a) every run is done, with its three calls, none lost; (b) no
+ * (a) every run is done, none lost, sealed with the version it started on,
+ * with one call of each tool of that version (three; four on version 2); (b) no
  * non-idempotent call ran more often than once plus the times a recovery ran
  * it again as in doubt (`run.recovered`'s `rerun`, after a decision); (c) and
  * (d): see `failoverViolations`.
@@ -194,9 +197,9 @@ class LeaseClock {
   }
 }
 
-/** (a) and (b) for every run: done, three calls done, each ran with one key, non-idempotent ones no more often than announced. */
+/** (a) and (b) for every run: done, its version's calls done, each ran with one key, non-idempotent ones no more often than announced. */
 async function checkRuns(
-  { store, runs, ledger }: VerifyInput,
+  { store, runs, ledger, versionOf = () => undefined }: VerifyInput,
   byCall: ReadonlyMap<string, readonly Execution[]>,
   reruns: ReadonlyMap<string, number>,
   violations: string[],
@@ -208,13 +211,22 @@ async function checkRuns(
     const runId = runIdOf(k);
     const latest = await DurableRun.latest(store, sealer, runId).catch((error: unknown) => error as Error);
     if (latest instanceof Error || latest.status !== "done") {
-      violations.push(`${runId} is ${latest instanceof Error ? `lost (${latest.message})` : latest.status}`);
+      // A failed run says why (a FlowError, a VersionNotServed, a tool's error).
+      const error = latest instanceof Error ? undefined : sealed(latest.data, "error");
+      const why = latest instanceof Error ? `lost (${latest.message})` : latest.status;
+      violations.push(`${runId} is ${why}${error === undefined ? "" : `: ${String(error)}`}`);
       continue;
     }
+    const version = versionOf(k);
+    if (sealed(latest.data, "version") !== version)
+      violations.push(
+        `${runId} started on version ${String(version)} but seals ${String(sealed(latest.data, "version"))}`,
+      );
     const records = await readCallLog(store, sealer, runId, latest.calls);
     const done = records.filter((r) => r.kind === "done");
-    if (done.length !== 3 || new Set(done.map((r) => r.callId)).size !== 3)
-      violations.push(`${runId} has ${done.length} done records`);
+    const tools = done.map((r) => r.tool).sort();
+    if (tools.join() !== [...toolsOf(version)].sort().join() || new Set(done.map((r) => r.callId)).size !== done.length)
+      violations.push(`${runId} has ${done.length} done records (${tools.join(", ")})`);
     for (const record of done) {
       const call = `${runId} ${record.callId}`;
       const ran = byCall.get(call) ?? [];
@@ -233,6 +245,11 @@ async function checkRuns(
     }
   }
   return { rerunCalls, replayedCalls };
+}
+
+/** A field of the envelope a run's checkpoint seals (its `version`, a failed run's `error`), as stored. */
+function sealed(data: unknown, field: "version" | "error"): unknown {
+  return typeof data === "object" && data !== null ? (data as Record<string, unknown>)[field] : undefined;
 }
 
 /**

@@ -4,16 +4,22 @@
  * It serves the soak's one flow with `startWorker`: any run whose lease ran
  * out or was released, whoever started it, it recovers. It also starts its
  * share of the runs (every run k with k % workers = slot that does not exist
- * yet), so runs it drives and runs it takes over mix. A claim that finds calls
- * in doubt is written to the ledger, then decided: recovered again with
+ * yet), so runs it drives and runs it takes over mix; or, when a starter
+ * starts them (the queue soak, the versions soak), it starts none and takes
+ * them all. In the versions soak it serves one version of the flow
+ * (`version`) and leaves the other's runs. A claim that finds calls in doubt
+ * is written to the ledger, then decided: recovered again with
  * `rerunInDoubt` (the card and the mail provider take the idempotency key).
  *
- * It prints "started <run>" when it starts a run, "recovered <run>" when its
- * worker took one over, "decided <run>" when it reran one's calls in doubt,
- * "done <run>" for each run it finished, "unavailable" for each store
- * operation that failed with `StoreUnavailable` (it then waits and tries
- * again: it never exits on it), "op <ms>" for a slow store operation, and
- * "finished" once its share exists and no run is left unfinished.
+ * It prints "ready" once its worker takes runs, "started <run>" when it
+ * starts a run, "claimed <run>" when its worker took a run a starter started,
+ * "recovered <run>" when it took one over, "decided <run>" when it reran
+ * one's calls in doubt, "done <run>" for each run it finished, "unavailable"
+ * for each store operation that failed with `StoreUnavailable` (it then waits
+ * and tries again: it never exits on it), "op <ms>" for a slow store
+ * operation, "other <n>" when the runs of another version its worker left
+ * (`WorkerStatus.otherVersion`) became n, and "finished" once its share
+ * exists (or the starter's file does) and no run is left unfinished.
  *
  * SIGTERM: it stops starting and taking runs, lets the ones it drives go on
  * for `stopDeadlineMs`, then gives the rest up (the worker releases their
@@ -36,7 +42,7 @@ import { existsSync } from "node:fs";
 import { LedgerWriter } from "./ledger.js";
 import { type QueueSoak, soakQueue } from "./queue.js";
 import { KEY, openSoakStore } from "./store.js";
-import { order, runIdOf, SOAK_FLOW, soakTools } from "./tickets.js";
+import { order, runIdOf, type SoakVersion, soakFlow, soakTools } from "./tickets.js";
 import { watchedStore } from "./watched-store.js";
 
 /** What the soak tells each worker process. */
@@ -55,11 +61,12 @@ export interface WorkerConfig {
   readonly toolMs?: number;
   /** How long each checkpoint save waits before it is sent (default 0). */
   readonly saveDelayMs?: number;
-  /**
-   * The queue soak: it starts no run; it serves the soak's queue, whose runs
-   * a starter process starts, and finishes only once `startedFile` exists.
-   */
-  readonly queue?: { readonly limits: QueueSoak; readonly startedFile: string };
+  /** A starter starts the runs (the queue soak, the versions soak): it starts none, and finishes only once this file exists. */
+  readonly startedFile?: string;
+  /** The queue soak: it serves the soak's queue, whose runs the starter starts on it. */
+  readonly queue?: QueueSoak;
+  /** The versions soak: the version of the soak's flow it serves (and seals, were it to start a run). */
+  readonly version?: SoakVersion;
 }
 
 /** Runs a worker started itself at once (its lanes), and runs its worker drives at once. */
@@ -71,7 +78,8 @@ const SWEEP_MS = 2_000;
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;
 let stopping = false;
 
-const ledger = new LedgerWriter(config.ledger, config.worker);
+const ledger = new LedgerWriter(config.ledger, config.worker, config.version);
+const flow = soakFlow(config.version);
 const say = (line: string): void => void console.log(line);
 /** When this process last sent a save of each run: a claim that finds calls in doubt is dated by it. */
 const lastSave = new Map<string, number>();
@@ -103,7 +111,9 @@ const events: EventSink = (event) => {
     ledger.claimed(event.runId);
     for (const call of event.replayed) ledger.replayed(event.runId, call.callId);
     if (event.rerun.length > 0) ledger.inDoubt(event.runId, claimedAt(event.runId), event.rerun, true);
-    say(`${deciding.has(event.runId) ? "decided" : "recovered"} ${event.runId}`);
+    // A run a starter started is first claimed at step 1: that is no takeover.
+    const first = config.startedFile !== undefined && event.step === 1;
+    say(`${deciding.has(event.runId) ? "decided" : first ? "claimed" : "recovered"} ${event.runId}`);
   } else if (event.type === "run.needs-decision") {
     ledger.inDoubt(event.runId, claimedAt(event.runId), event.calls, false);
   } else if (event.type === "run.done") {
@@ -118,11 +128,11 @@ const runner = new FlowRunner(executor, {
   events,
   lease: { ms: config.leaseMs },
 });
-const served = runner.served(SOAK_FLOW);
+const served = runner.served(flow);
 const giveUp = new AbortController();
 const worker = startWorker({
   serve: [served],
-  ...(config.queue === undefined ? {} : { queues: [soakQueue(config.queue.limits)] }),
+  ...(config.queue === undefined ? {} : { queues: [soakQueue(config.queue)] }),
   concurrency: LANES,
   pollMs: 250,
   maxPollMs: 1_000,
@@ -143,12 +153,13 @@ const worker = startWorker({
  */
 async function decideWaiting(): Promise<void> {
   const claimable = new Set<string>();
-  for await (const runId of store.listUnfinished(SOAK_FLOW.name, { claimable: true })) claimable.add(runId);
+  for await (const runId of store.listUnfinished(flow.name, { claimable: true })) claimable.add(runId);
   if (config.queue !== undefined)
-    for await (const { runId } of store.listQueued?.(soakQueue(config.queue.limits).name) ?? []) claimable.add(runId);
-  for await (const runId of store.listUnfinished(SOAK_FLOW.name)) {
+    for await (const { runId } of store.listQueued?.(soakQueue(config.queue).name) ?? []) claimable.add(runId);
+  for await (const runId of store.listUnfinished(flow.name)) {
     if (stopping) return;
-    // A claimable run is the workers' to take: one that stops for a decision is reported through onStuck.
+    // A claimable run is the workers' to take: one that stops for a decision is reported through onStuck. A run of
+    // another version needs no decision of this process: its `needsDecision` is `VersionNotServed`, taken for false.
     if (deciding.has(runId) || claimable.has(runId)) continue;
     const lease = await store.leaseOf(runId);
     if (lease !== undefined && lease.expiresAt > lease.now) continue;
@@ -163,7 +174,7 @@ function decide(runId: string): void {
     for (;;) {
       try {
         // The decision's drive holds the run under a lease owner of its own: the worker's drives cannot claim it.
-        await runner.recover(SOAK_FLOW, runId, { rerunInDoubt: true, signal: giveUp.signal });
+        await runner.recover(flow, runId, { rerunInDoubt: true, signal: giveUp.signal });
         return;
       } catch (error) {
         if (giveUp.signal.aborted || isAnotherWorkers(error)) return;
@@ -192,7 +203,7 @@ async function startMine(): Promise<void> {
         if (stopping) return;
         lanesRunning += 1;
         try {
-          if (!(await exists(runIdOf(k)))) await runner.run(SOAK_FLOW, order(k), { runId: runIdOf(k) });
+          if (!(await exists(runIdOf(k)))) await runner.run(flow, order(k), { runId: runIdOf(k) });
           break;
         } catch (error) {
           // Cut short by another worker's claim: it goes on with the run.
@@ -218,9 +229,9 @@ const exists = (runId: string): Promise<boolean> =>
 /** True once no run of the flow is left unfinished and this process drives none. */
 async function allDone(): Promise<boolean> {
   if (worker.status().running > 0 || deciding.size > 0) return false;
-  if (config.queue !== undefined && !existsSync(config.queue.startedFile)) return false;
+  if (config.startedFile !== undefined && !existsSync(config.startedFile)) return false;
   try {
-    for await (const _ of store.listUnfinished(SOAK_FLOW.name)) return false;
+    for await (const _ of store.listUnfinished(flow.name)) return false;
     return true;
   } catch (error) {
     if (error instanceof StoreUnavailable) return false;
@@ -258,12 +269,18 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-const starting = config.queue === undefined ? startMine().catch(fail) : Promise.resolve();
+say("ready");
+const starting = config.startedFile === undefined ? startMine().catch(fail) : Promise.resolve();
 // Until here a SIGTERM ends the process at once: it holds no run yet.
 process.once("SIGTERM", () => void stop());
 await starting;
 let swept = Date.now();
+let otherVersion = 0;
 while (!stopping && !(await allDone())) {
+  if (worker.status().otherVersion !== otherVersion) {
+    otherVersion = worker.status().otherVersion;
+    say(`other ${otherVersion}`);
+  }
   if (Date.now() - swept >= SWEEP_MS) {
     await decideWaiting().catch((error: unknown) => (error instanceof StoreUnavailable ? undefined : fail(error)));
     swept = Date.now();

@@ -47,6 +47,28 @@ function setUp() {
   return { store, effects, runner };
 }
 
+/** A flow whose node `ask` waits for an approval, so its runs pause there; `first`: a node before it, so they pause in their second round. */
+function asks(version: number, first = false): Flow<State> {
+  const flow = new Flow<State>("asks", { state: State, version });
+  const ask: NodeFn<State> = async (state, ctx) => {
+    await ctx.call("approve_me", {});
+    return { n: state.n + 1 };
+  };
+  if (!first) return flow.node("ask", ask).end("ask");
+  return flow
+    .node("a", async (state) => ({ n: state.n + 1 }))
+    .node("ask", ask)
+    .edge("a", "ask")
+    .end("ask");
+}
+
+/** A store and a runner of `asks`: its tool `approve_me` waits for an approval. */
+function setUpAsks() {
+  const { store } = setUp();
+  const registry = new ToolRegistry().tool("approve_me", async () => "ok", { approval: true });
+  return { store, paused: new FlowRunner(new Executor(registry), { checkpoints: store }) };
+}
+
 async function versionOf(store: MemoryCheckpointStore, runId: string): Promise<unknown> {
   return readEnvelope(runId, (await readLatest(store, Sealer.unsigned(), runId)).data).version;
 }
@@ -145,21 +167,12 @@ describe("versions", () => {
   });
 
   it("a migrated paused run stays paused, and a run of another name is not migrated", async () => {
-    const { store } = setUp();
-    const registry = new ToolRegistry().tool("approve_me", async () => "ok", { approval: true });
-    const paused = new FlowRunner(new Executor(registry), { checkpoints: store });
-    const make = (version: number) =>
-      new Flow<State>("asks", { state: State, version })
-        .node("ask", async (state, ctx) => {
-          await ctx.call("approve_me", {});
-          return { n: state.n + 1 };
-        })
-        .end("ask");
-    expect(await paused.run(make(1), { n: 0 }, { runId: "p" })).toMatchObject({ status: "paused" });
-    await paused.migrate(make(2), "p", { by: "ops" });
+    const { store, paused } = setUpAsks();
+    expect(await paused.run(asks(1), { n: 0 }, { runId: "p" })).toMatchObject({ status: "paused" });
+    await paused.migrate(asks(2), "p", { by: "ops" });
     expect((await store.latest("p")).status).toBe("paused");
     await expect(paused.migrate(orders(2, true), "p", { by: "ops" })).rejects.toBeInstanceOf(CheckpointConflict);
-    const resumed = await paused.resume(make(2), "p", { [(await pendingOf(store, "p"))[0] as string]: true });
+    const resumed = await paused.resume(asks(2), "p", { [(await pendingOf(store, "p"))[0] as string]: true });
     expect(resumed).toMatchObject({ status: "done", state: { n: 1 } });
   });
 
@@ -188,6 +201,17 @@ describe("versions", () => {
     await expect(runner.recover(orders(1), "f2")).rejects.toBeInstanceOf(VersionNotServed);
     expect(await runner.recover(orders(2, true), fork.runId)).toMatchObject({ status: "done", state: { n: 2 } });
     expect(effects).toEqual(["1:a", "1:b", "2:b"]);
+  });
+
+  it("a run keeps its version past its first superstep: its version's code resumes it, another's still refuses it", async () => {
+    const { store, paused } = setUpAsks();
+    // Paused in its second round: the checkpoints after the first superstep seal the version too.
+    expect(await paused.run(asks(1, true), { n: 0 }, { runId: "s" })).toMatchObject({ status: "paused" });
+    expect(await versionOf(store, "s")).toBe(1);
+    const answers = { [(await pendingOf(store, "s"))[0] as string]: true };
+    await expect(paused.resume(asks(2, true), "s", answers)).rejects.toBeInstanceOf(VersionNotServed);
+    expect(await paused.resume(asks(1, true), "s", answers)).toMatchObject({ status: "done", state: { n: 2 } });
+    expect(await versionOf(store, "s")).toBe(1);
   });
 
   it("a graph changed without a new version still fails with FlowError", async () => {

@@ -103,6 +103,7 @@ export class RunSteps<D, R> {
             ...(taken === undefined ? {} : { taken }),
             ...(envelope.parent === undefined ? {} : { parent: envelope.parent }),
             ...(envelope.forkedFrom === undefined ? {} : { forkedFrom: envelope.forkedFrom }),
+            // The run's version goes on with it: code of another version still refuses it after its first round.
             ...(envelope.version === undefined ? {} : { version: envelope.version }),
             program: outcome.data,
           }
