@@ -16,10 +16,9 @@ import { checkWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } fr
 import { noLongerOnSignals, stopsOnSignals } from "./worker-signals.js";
 
 /**
- * Why a worker left a run: it waits for a decision, it cannot go on here,
- * another worker (or kind of run) has it, or the store failed it (tried
- * again after a poll, so a run whose claims keep failing is not claimed in a
- * hot loop).
+ * Why a worker left a run: it waits for a decision, it cannot go on here, another worker (or kind of run) has it,
+ * the store failed it (tried again after a poll, so a run whose claims keep failing is not claimed in a hot loop),
+ * it sleeps, or it is of a version the worker does not serve.
  */
 type Left = "decision" | "stuck" | "lost" | "unavailable" | "asleep" | "version";
 
@@ -45,12 +44,10 @@ export interface WorkerStatus {
 }
 
 /**
- * A worker a service starts once and forgets: it looks for claimable runs of
- * what it serves (running, no live lease: their worker died or gave them up),
- * recovers them up to its concurrency, and keeps their leases alive while it
- * drives them. A run that needs a decision is reported once and left until
- * its step changes. `stop()` (or SIGTERM) stops taking runs, lets the ones it
- * drives go on until the deadline, then releases them for another worker.
+ * A worker a service starts once and forgets: it looks for claimable runs of what it serves (running, no live lease:
+ * their worker died or gave them up), recovers them up to its concurrency, and keeps their leases alive while it
+ * drives them. A run that needs a decision is reported once and left until its step changes. `stop()` (or SIGTERM)
+ * stops taking runs, lets the ones it drives go on until the deadline, then releases them for another worker.
  */
 export class RunWorker {
   readonly #options: ResolvedWorkerOptions;
@@ -169,17 +166,26 @@ export class RunWorker {
     }
   }
 
-  /** Takes claimable runs of one served name while it has free slots; returns how many it took. */
+  /**
+   * Takes claimable runs of one served name while it has free slots; returns how many it took. A look through the
+   * whole listing forgets the runs of other versions it left that are no longer listed (ended, or held by their
+   * own version's worker): an old version's worker meets every run of the new one, and keeps none of them.
+   */
   async #take(served: ServedRuns): Promise<number> {
     let took = 0;
+    const listed = new Set<string>();
     for await (const runId of served.store.listUnfinished(served.name, { claimable: true })) {
-      if (this.#stopping || this.#running.size >= this.#options.concurrency) break;
+      if (this.#stopping || this.#running.size >= this.#options.concurrency) return took;
+      listed.add(leftKey(served, runId));
       if (this.#running.has(runId) || (await this.#stillLeft(served, runId))) continue;
       // Stopped while it read the run's latest step: a run taken now would be given up at once.
-      if (this.#stopping) break;
+      if (this.#stopping) return took;
       this.#running.set(runId, this.#drive(served, runId));
       took += 1;
     }
+    const mine = leftKey(served, "").slice(0, -3);
+    for (const [key, left] of this.#left)
+      if (left.why === "version" && key.startsWith(mine) && !listed.has(key)) this.#left.delete(key);
     return took;
   }
 
@@ -324,12 +330,10 @@ export class RunWorker {
   }
 
   /**
-   * True while a run it left is still at the step it left it at; a run left
-   * for a decision stays left while it still needs one, whoever claimed it
-   * since, so workers do not take turns claiming it. A run lost to a worker
-   * that then died at the step it claimed never moves on by itself: it is
-   * tried again after a few idle polls. A run left asleep is left until its
-   * wake time, or until it moved on from the step it sleeps at (woken).
+   * True while a run it left is still at the step it left it at; one left for a decision stays left while it still
+   * needs one, whoever claimed it since, so workers do not take turns claiming it. A run lost to a worker that then
+   * died at the step it claimed never moves on by itself: it is tried again after a few idle polls. One left asleep
+   * is left until its wake time, or until it moved on from the step it sleeps at (woken).
    */
   async #stillLeft(served: ServedRuns, runId: string): Promise<boolean> {
     const key = leftKey(served, runId);
