@@ -6,7 +6,6 @@ import type { CallRef } from "../log/events.js";
 import { idempotencyKeyFor } from "./idempotency.js";
 import type { ToolRegistry } from "./tools.js";
 import type { CallPosition } from "../store/contract.js";
-import type { ForkedFrom } from "../run/envelope.js";
 
 /** What a finished call ended with: its result, the error its tool threw, or its approval's denial, as recorded. */
 export type FinishedOutcome =
@@ -163,7 +162,7 @@ export function planReplay(
   records: readonly CallRecord[],
   round: number,
   registry: ToolRegistry,
-  options: { readonly rerunInDoubt?: boolean; readonly forkedFrom?: ForkedFrom | undefined } = {},
+  options: { readonly rerunInDoubt?: boolean; readonly forkedFrom?: CopiedFrom | undefined } = {},
 ): ReplayPlan {
   const classified = classifyCalls(records, round);
   if (options.rerunInDoubt !== true) {
@@ -178,6 +177,12 @@ export function planReplay(
   return { round, ...classified };
 }
 
+/** Where a fork's records came from: its original, and the fork's first segment of its own (`ForkedFrom`). */
+interface CopiedFrom {
+  readonly runId: string;
+  readonly segment?: number | undefined;
+}
+
 /**
  * The calls in doubt a fork copied from its original (their last record of a
  * segment below the fork's own), each with the original's idempotency key.
@@ -185,7 +190,7 @@ export function planReplay(
 function copiedInDoubt(
   records: readonly CallRecord[],
   inDoubt: ReadonlyMap<string, InDoubtCall>,
-  forkedFrom: ForkedFrom | undefined,
+  forkedFrom: CopiedFrom | undefined,
 ): ReadonlyMap<string, string> {
   const copied = new Map<string, string>();
   const below = forkedFrom?.segment;
