@@ -32,8 +32,16 @@ export const twoCalls = new Flow("two-calls", { state: State })
   .edge("first", "both")
   .end("both");
 
-/** A runner on `store` whose tools append to `effects`; `b` then waits on `inB` (a process killed there). */
-export function runner(store: CheckpointStore, effects: string, inB?: () => Promise<void>): FlowRunner {
+/**
+ * A runner on `store` whose tools append to `effects`; `b` then waits on `inB` (a process killed there), under
+ * leases of `leaseMs` (default 30 s).
+ */
+export function runner(
+  store: CheckpointStore,
+  effects: string,
+  inB?: () => Promise<void>,
+  leaseMs?: number,
+): FlowRunner {
   const effect = (line: string) => appendFileSync(effects, `${line}\n`);
   const registry = new ToolRegistry()
     .tool("effect", (args: { line: string }) => effect(args.line))
@@ -42,8 +50,12 @@ export function runner(store: CheckpointStore, effects: string, inB?: () => Prom
       effect("b");
       await inB?.();
     });
-  return new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY });
+  const lease = leaseMs === undefined ? {} : { lease: { ms: leaseMs } };
+  return new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY, ...lease });
 }
+
+/** The lease of the worker the tests kill inside `b`. */
+export const KILLED_LEASE_MS = 1_000;
 
 /** What the tools did, as they wrote it. */
 export function effects(path: string): string[] {

@@ -5,13 +5,15 @@ import {
   CheckpointNotFound,
   CheckpointStoreCorrupt,
   InvalidInput,
+  LeaseHeld,
   RecoveryNeedsDecision,
 } from "@durable/core";
 import type { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { printedLines } from "@durable/test-utils/processes";
+import { until } from "@durable/test-utils/waiting";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { effects, fiveSteps, runner, twoCalls } from "./fork-flows.js";
+import { effects, fiveSteps, KILLED_LEASE_MS, runner, twoCalls } from "./fork-flows.js";
 import { sqliteFiles } from "./sqlite-files.js";
 
 // Forks on a SQLite file: the original run is driven (and killed) in a worker process, forked and driven on in
@@ -132,6 +134,15 @@ describe("a fork on a SQLite file", () => {
     const store = open(db);
     const r = runner(store, effectsFile);
     const { step } = await store.latest("killed");
+    // While the dead worker's lease is live, a fork from the latest step is refused: a live drive would still record.
+    await expect(r.fork(twoCalls, "killed", { fromStep: step, runId: "fork", by: "dev@example.com" })).rejects.toThrow(
+      LeaseHeld,
+    );
+    await expect(store.latest("fork")).rejects.toThrow(CheckpointNotFound);
+    await until(async () => {
+      const lease = await store.leaseOf("killed");
+      return lease === undefined || lease.expiresAt <= lease.now;
+    }, KILLED_LEASE_MS * 5);
     await r.fork(twoCalls, "killed", { fromStep: step, runId: "fork", by: "dev@example.com" });
     const error = await r.recover(twoCalls, "fork").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RecoveryNeedsDecision);

@@ -1,5 +1,6 @@
 import { canonicalCopy } from "../base/canonical.js";
-import { CheckpointConflict, CheckpointStoreCorrupt, InvalidInput } from "../base/errors.js";
+import { CheckpointConflict, CheckpointStoreCorrupt, InvalidInput, LeaseHeld } from "../base/errors.js";
+import { isAsleepOwner } from "../store/owners.js";
 import { isCount, isJsonObject, type JsonObject } from "../base/json.js";
 import { assertRunId, newRunId } from "../base/names.js";
 import type { OptionTable } from "../base/option-checks.js";
@@ -65,7 +66,7 @@ const FORK_OPTIONS: OptionTable<ForkOptions> = {
  * that step was). Its finished calls replay, its calls in doubt stay in
  * doubt, and its stream starts empty. The original is only read. A step past
  * the latest, or one that ended the run, is `InvalidInput`, and a store
- * without history too; a taken id is `CheckpointConflict`: nothing written.
+ * without history too; a taken id is `CheckpointConflict`, and the latest step of a run a drive holds `LeaseHeld`: nothing written.
  * A copy that fails on its way is deleted.
  */
 export async function forkRun(runId: string, options: ForkOptions): Promise<ForkedRun> {
@@ -175,6 +176,7 @@ async function readOriginal(at: Acting, runId: string, fromStep: number): Promis
     throw new InvalidInput(
       `forkRun: step ${fromStep} of run ${runId} ended it (${from.status}): fork from an earlier step.`,
     );
+  if (atLatest && from.status === "running") await refuseLiveDrive(store, runId);
   const log = await readCallLog(store, sealer, runId, from.calls);
   // At the latest step, the records after those it counts are of the round a recovery would go on with: they
   // are its history too. Only while it is the latest: a round the run went on with is the fork's to run again.
@@ -184,6 +186,17 @@ async function readOriginal(at: Acting, runId: string, fromStep: number): Promis
   const envelope = readEnvelope(runId, from.data);
   const events = await takenEvents(store, at, runId, envelope.taken, records);
   return { from, envelope, bodies, records, events };
+}
+
+/**
+ * Refuses a fork from the latest step of a run a drive holds (`LeaseHeld`):
+ * its records still land after the fork read the log, and the fork would make
+ * those calls afresh. A sleep's or a wait's lease is no drive's.
+ */
+async function refuseLiveDrive(store: CheckpointStore, runId: string): Promise<void> {
+  const lease = await store.leaseOf(runId);
+  if (lease !== undefined && lease.expiresAt > lease.now && !isAsleepOwner(lease.owner))
+    throw new LeaseHeld(runId, lease.owner, lease.expiresAt, lease.now);
 }
 
 /**
