@@ -124,11 +124,10 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * Saves step 0 of a new run with `data` and leaves it to the fleet: its
-   * lease released at once, so a worker serving it claims it at its next poll.
-   * With `parent`, it is a child run, whose end is sent to its parent
-   * (`startChild`). A run id already taken by this child of this parent (its
-   * start's record did not land) is no error; by any other run, `CheckpointConflict`.
+   * Saves step 0 of a new run with `data` and leaves it to the fleet: its lease released at once, so a worker serving
+   * it claims it at its next poll. With `parent`, it is a child run, whose end is sent to its parent (`startChild`). A
+   * run id already taken by this child of this parent (its start's record did not land) is no error; by any other
+   * run, `CheckpointConflict`.
    */
   async enqueue(
     data: D,
@@ -146,10 +145,9 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * `enqueue` for a start from outside (`FlowRunner.start`): a run id already
-   * taken by a run of this driver's that `ctx` may see is no error (a retried
-   * start starts nothing new), unless `ifExists` is `"error"`; taken by any
-   * other run, `CheckpointConflict`. True when this call started the run.
+   * `enqueue` for a start from outside (`FlowRunner.start`): a run id already taken by a run of this driver's that
+   * `ctx` may see is no error (a retried start starts nothing new), unless `ifExists` is `"error"`; taken by any other
+   * run, `CheckpointConflict`. True when this call started the run.
    */
   async submit(data: D, options: SubmitOptions): Promise<boolean> {
     checkQueuesCapability(this.#program.name, this.#store, options.queue);
@@ -171,11 +169,10 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * Tells the parent of child run `runId` (this driver's) again how it
-   * ended, when it ended: true then (the telling is a duplicate when the
-   * first one landed). A parent that waits for a child's end and finds none
-   * asks it, so an end its parent refused (it had failed, and was retried
-   * since; it was not stored yet) is not lost. Reads one row while the child runs.
+   * Tells the parent of child run `runId` (this driver's) again how it ended, when it ended: true then (the telling
+   * is a duplicate when the first one landed). A parent that waits for a child's end and finds none asks it, so an end
+   * its parent refused (it had failed, and was retried since; it was not stored yet) is not lost. Reads one row while
+   * the child runs.
    */
   retellEnd(runId: string): Promise<boolean> {
     return this.#drive.retellEnd(this.#store, this.#sealer, runId);
@@ -222,9 +219,8 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * Cancels a run that has not ended, even one a worker drives, in this
-   * process or another (it is fenced): saved `failed` with
-   * `Cancelled: <reason>`; no retry goes on from it. Returns the step it was saved as.
+   * Cancels a run that has not ended, even one a worker drives, in this process or another (it is fenced): saved
+   * `failed` with `Cancelled: <reason>`; no retry goes on from it. Returns the step it was saved as.
    */
   async cancel(runId: string, reason: string, options: { readonly ctx?: Identity } = {}): Promise<number> {
     // Its data is not read as this program's: a run of another version (or graph) is cancelled as well.
@@ -312,10 +308,9 @@ export class RunDriver<D, R> {
   }
 
   /**
-   * True when recovering the run now would stop for a decision (a call in
-   * doubt of a tool that is not idempotent): reads the run and its log and
-   * plans its round, claiming and writing nothing. A worker asks it before it
-   * claims again a run it left waiting, so workers do not take turns claiming it.
+   * True when recovering the run now would stop for a decision (a call in doubt of a tool that is not idempotent):
+   * reads the run and its log and plans its round, claiming and writing nothing. A worker asks it before it claims
+   * again a run it left waiting, so workers do not take turns claiming it.
    */
   async needsDecision(runId: string, options: RecoverOptions = {}): Promise<boolean> {
     const { latest, envelope } = await this.open(runId, options.ctx);

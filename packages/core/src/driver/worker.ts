@@ -14,6 +14,7 @@ import { isEnded } from "../store/contract.js";
 import { Ticker, type ScheduleStatus, type Slots, type TickRun } from "./ticker.js";
 import { checkWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from "./worker-options.js";
 import { noLongerOnSignals, stopsOnSignals } from "./worker-signals.js";
+import { jitter, within } from "./waits.js";
 
 /**
  * Why a worker left a run: it waits for a decision, it cannot go on here, another worker (or kind of run) has it,
@@ -383,22 +384,4 @@ function leftKey(served: ServedRuns, runId: string): string {
 /** True for the result of a recovery that left the run asleep (`AsleepResult`). */
 function isAsleep(result: unknown): result is AsleepResult {
   return isObject(result) && result["status"] === "asleep";
-}
-
-/** `ms` give or take a quarter, so workers started together do not poll together. */
-function jitter(ms: number): number {
-  return Math.round(ms * (0.75 + Math.random() * 0.5));
-}
-
-/** True when `promise` settled within `ms`. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

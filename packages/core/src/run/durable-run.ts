@@ -88,10 +88,9 @@ export class DurableRun {
   }
 
   /**
-   * Aborted when this drive must stop: its worker gave the run up (`giveUp`),
-   * or it lost the run (its lease renewal was refused, or a cancel made in
-   * this process took it), with `CheckpointConflict`. Its calls' tools get it
-   * as `ctx.signal`: no call starts after it, and the drive saves nothing more.
+   * Aborted when this drive must stop: its worker gave the run up (`giveUp`), or it lost the run (its lease renewal
+   * was refused, or a cancel made in this process took it), with `CheckpointConflict`. Its calls' tools get it as
+   * `ctx.signal`: no call starts after it, and the drive saves nothing more.
    */
   get signal(): AbortSignal {
     return this.#stop.signal;
@@ -112,9 +111,8 @@ export class DurableRun {
   }
 
   /**
-   * Queues step 0 of a new run, to land with the run's first commit (its first
-   * call's `started`, or a save that must land), where a run id that is taken
-   * is `CheckpointConflict`. State that is not plain JSON is `InvalidInput` at once.
+   * Queues step 0 of a new run, to land with the run's first commit (its first call's `started`, or a save that must
+   * land), where a run id that is taken is `CheckpointConflict`. State that is not plain JSON is `InvalidInput` at once.
    */
   static startLater(
     init: RunStart,
@@ -139,11 +137,10 @@ export class DurableRun {
   }
 
   /**
-   * Claims a run from its latest checkpoint: saves the next step with a new
-   * call-log segment (of two racing workers one wins, the other gets
-   * `CheckpointConflict`), then reads the whole call log. Reading after the
-   * claim matters: the fenced worker can add no record once the claim is stored.
-   * A run whose lease another worker holds is `LeaseHeld`, unless `takeOver`.
+   * Claims a run from its latest checkpoint: saves the next step with a new call-log segment (of two racing workers
+   * one wins, the other gets `CheckpointConflict`), then reads the whole call log. Reading after the claim matters:
+   * the fenced worker can add no record once the claim is stored. A run another worker holds is `LeaseHeld`, unless
+   * `takeOver`.
    */
   static async claim(
     store: CheckpointStore,
@@ -215,10 +212,9 @@ export class DurableRun {
   }
 
   /**
-   * Saves the next step `running` with `data`, waiting for a decision
-   * (`CheckpointRow.waitsForDecision`): its lease is released with it, and
-   * the store leaves the run out of claimable listings until a decision
-   * claims it, so idle workers do not read it again and again.
+   * Saves the next step `running` with `data`, waiting for a decision (`CheckpointRow.waitsForDecision`): its lease
+   * is released with it, and the store leaves the run out of claimable listings until a decision claims it, so idle
+   * workers do not read it again and again.
    */
   async waitForDecision(data: JsonValue): Promise<CheckpointBody> {
     const { body, landed } = this.#queue(this.#step + 1, "running", data, false, true, undefined, "decision");
@@ -232,13 +228,11 @@ export class DurableRun {
   }
 
   /**
-   * Saves the next step `running` with `data`, asleep for `ms`: the store
-   * holds the run's lease for the sleep (owner `ASLEEP`) until its now + `ms`,
-   * so no worker claims it before then, and any claims it after, as the run
-   * of a worker that died. With `events` (how many events of its inbox the
-   * round read), the run waits for an event too: the lease is `WAITING`'s,
-   * which the next event sent releases (and a save that has not seen every
-   * event takes none). This drive stops keeping its own lease first.
+   * Saves the next step `running` with `data`, asleep for `ms`: the store holds the run's lease for the sleep (owner
+   * `ASLEEP`) until its now + `ms`, so no worker claims it before then, and any claims it after, as the run of a
+   * worker that died. With `events` (how many events of its inbox the round read), the run waits for an event too:
+   * the lease is `WAITING`'s, which the next event sent releases (and a save that has not seen every event takes
+   * none). This drive stops keeping its own lease first.
    */
   async sleep(data: JsonValue, ms: number, events?: number): Promise<CheckpointBody> {
     await this.#keeper.stop(false);
