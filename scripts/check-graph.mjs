@@ -28,7 +28,7 @@ const SPECIFIERS = [
  * top of `src` (the entry files) may import any folder.
  */
 export const LAYERS = {
-  "packages/core": ["base", "store", "seal", "log", "calls", "run", "driver|operator"],
+  "packages/core": ["base", "telemetry", "store", "seal", "log", "calls", "run", "driver|operator"],
   "packages/conformance": ["harness", "process", "cases"],
 };
 

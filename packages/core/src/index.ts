@@ -53,6 +53,7 @@ export { RunWorker, startWorker, type WorkerStatus } from "./driver/worker.js";
 export { drain, type DrainOptions, type DrainResult } from "./driver/drain.js";
 export { defineQueue, type Queue, type QueueOptions } from "./driver/queue.js";
 export type { WorkerOptions } from "./driver/worker-options.js";
+export type { WorkerLogger } from "./driver/worker-log.js";
 export { Schedule, type ScheduleOptions } from "./driver/schedule.js";
 export { workerId, type LeaseOptions } from "./run/lease.js";
 export { MemoryCheckpointStore } from "./store/memory-store.js";

@@ -70,7 +70,16 @@ export {
 } from "./driver/runner-options.js";
 export { checkExecutor, checkRegistry } from "./calls/executor.js";
 export { RunDriver } from "./driver/run-driver.js";
-export type { RunProgram, StepOutcome, SteppedData, StepContext, DriverOptions, OpenedRun } from "./driver/program.js";
+export { inSpan, runAttributes, type RunAttributes, type RunTrace } from "./telemetry/tracing.js";
+export type {
+  RunProgram,
+  StepOutcome,
+  SteppedData,
+  StepContext,
+  DriverOptions,
+  OpenedRun,
+  ClaimLanded,
+} from "./driver/program.js";
 export { readEnvelope, envelopeJson, type RunEnvelope, type ForkedFrom } from "./run/envelope.js";
 export { checkRunVersion } from "./run/versions.js";
 export { versionCounts, type VersionRuns } from "./operator/run-versions.js";

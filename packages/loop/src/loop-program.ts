@@ -11,6 +11,7 @@ import {
   type CallOutcome,
   type CallRecord,
   canonicalCopy,
+  inSpan,
   isJsonObject,
   type JsonObject,
   type RunProgram,
@@ -121,10 +122,14 @@ async function modelReply(
   const sink = partSink(init.sink, stream);
   sink?.({ type: "step-start", runId, round, modelCall });
   const signal = scope.init.signal;
-  const reply = await init.model.reply(data.messages, specs, {
-    ...(signal === undefined ? {} : { signal }),
-    ...(sink === undefined ? {} : { onPart: sink }),
-  });
+  // The model call's span is active while it runs: an AI SDK call's own telemetry spans are its children.
+  const attributes = { "durable.run.id": runId, "durable.run.round": round, "durable.model.call": modelCall };
+  const reply = await inSpan("durable.model", attributes, () =>
+    init.model.reply(data.messages, specs, {
+      ...(signal === undefined ? {} : { signal }),
+      ...(sink === undefined ? {} : { onPart: sink }),
+    }),
+  );
   const message = pinned(reply);
   const step = stepOf(reply, data.messages.length, data.turn);
   sink?.({ type: "step-finish", runId, round, message, ...stepInfo(step) });

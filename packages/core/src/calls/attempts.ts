@@ -9,6 +9,7 @@ import { idempotencyKeyFor, withIdempotencyKey } from "./idempotency.js";
 import type { FinishedOutcome, NextAttempt } from "./replay.js";
 import { backoffMs, sleepUntil, worthRetrying } from "./retry.js";
 import type { ToolDefinition } from "./tools.js";
+import { callSpan, type CallSpan } from "../telemetry/calls.js";
 
 /** One call the executor runs (it did not replay, and no approval stops it). */
 export interface AttemptedCall {
@@ -47,15 +48,17 @@ export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome>
     // Given up while its record was on its way: the call is left in doubt, its tool not run.
     giveUp?.throwIfAborted();
     await emit(events, { type: "call.started", runId: scope.runId, kind, call: ref, attempt });
+    const span = callSpan(scope.runId, ref, attempt, plan.inDoubt.has(ref.callId));
     const started = performance.now();
     let returned: unknown;
     try {
-      returned = await runAttempt(scope, definition, args, ref.callId, attempt);
+      returned = await runAttempt(scope, definition, args, ref.callId, attempt, span);
     } catch (error) {
       // The worker gave the run up: the attempt is left `started`, in doubt, for whoever claims the run.
-      if (giveUp?.aborted === true) throw error;
+      if (giveUp?.aborted === true) throw span.end("in_doubt", error);
       // A timed-out attempt may still act: a tool that may not run twice is left in doubt, not tried again.
-      if (error instanceof ToolTimedOut && !definition.idempotent) throw scope.leaveInDoubt(error);
+      if (error instanceof ToolTimedOut && !definition.idempotent)
+        throw span.end("in_doubt", scope.leaveInDoubt(error));
       const text = errorText(error);
       const durationMs = Math.round(performance.now() - started);
       const failure = { runId: scope.runId, kind, call: ref, error: text, attempt, durationMs };
@@ -63,6 +66,7 @@ export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome>
         faultPoint("call.before-done");
         await log.append({ ...base, kind: "error", error: text, attempt });
         faultPoint("call.after-done");
+        span.end("error", error);
         await emit(events, { type: "call.failed", ...failure });
         return { status: "error", error: text, attempts: attempt, cause: error };
       }
@@ -70,11 +74,12 @@ export async function attemptCall(call: AttemptedCall): Promise<FinishedOutcome>
       notBefore = Date.now() + delayMs;
       await log.append({ ...base, kind: "failed", error: text, attempt, retryAt: notBefore });
       faultPoint("call.after-failed");
+      span.end("retrying", error);
       await emit(events, { type: "call.retrying", ...failure, delayMs });
       attempt += 1;
       continue;
     }
-    return recordResult(call, base, returned, Math.round(performance.now() - started), attempt);
+    return recordResult(call, base, returned, Math.round(performance.now() - started), attempt, span);
   }
 }
 
@@ -85,6 +90,7 @@ async function runAttempt(
   args: JsonValue,
   callId: string,
   attempt: number,
+  span: CallSpan,
 ): Promise<unknown> {
   const idempotencyKey = idempotencyKeyFor(scope.runId, callId);
   const { timeoutMs } = definition;
@@ -100,9 +106,12 @@ async function runAttempt(
     stream?.write({ type: "data", callId, data: copy });
   };
   const ctx = { runId: scope.runId, callId, idempotencyKey, identity: scope.init.identity, attempt, signal, writeData };
-  const running = withIdempotencyKey(idempotencyKey, async () => definition.fn(args, ctx)).finally(() => {
-    settled = true;
-  });
+  // The call's span is active while the tool runs: its own spans (an instrumented HTTP call) are the call's children.
+  const running = span
+    .around(() => withIdempotencyKey(idempotencyKey, async () => definition.fn(args, ctx)))
+    .finally(() => {
+      settled = true;
+    });
   if (timeoutMs === undefined) return running;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -132,6 +141,7 @@ async function recordResult(
   returned: unknown,
   durationMs: number,
   attempt: number,
+  span: CallSpan,
 ): Promise<FinishedOutcome> {
   const { scope, ref } = call;
   const { log, events, kind } = scope.init;
@@ -141,10 +151,11 @@ async function recordResult(
     result = encodeValue(scope.codec, returned === undefined ? null : returned, `the result of ${ref.tool}`);
     await log.append({ ...base, kind: "done", result });
   } catch (error) {
-    if (!(error instanceof InvalidInput)) throw error;
+    if (!(error instanceof InvalidInput)) throw span.end("in_doubt", error);
     await log.append({ ...base, kind: "unrecordable", reason: error.message });
-    throw scope.leaveInDoubt(new UnrecordableResult(ref.tool, error));
+    throw span.end("in_doubt", scope.leaveInDoubt(new UnrecordableResult(ref.tool, error)));
   }
+  span.end("done");
   faultPoint("call.after-done");
   await emit(events, { type: "call.done", runId: scope.runId, kind, call: ref, attempt, durationMs });
   return { status: "ok", value: result };

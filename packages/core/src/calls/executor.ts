@@ -13,6 +13,7 @@ import { type EventWait, type WaitOptions, waitForEvent } from "./event-wait.js"
 import { awaitChild, type ChildEnd, type ChildStart, startChild } from "./child-runs.js";
 import { checkPatchesAsked, patched } from "./patches.js";
 import { validateWith } from "../base/standard-schema.js";
+import { settledCall } from "../telemetry/calls.js";
 
 /** Options of an `Executor`. */
 export interface ExecutorOptions {
@@ -64,6 +65,7 @@ export class Executor {
     const finished = plan.finished.get(callId);
     if (finished !== undefined) {
       scope.claim(callId);
+      settledCall(scope.runId, ref, "replayed");
       return decoded(scope, tool, finished.outcome);
     }
 
@@ -78,6 +80,7 @@ export class Executor {
         // The denial is the call's outcome, durable before the caller sees it: a recovery replays it, and never
         // takes the call for one in doubt (a `pending` on the port, with nothing after it).
         await scope.init.log.append({ round: plan.round, ...ref, kind: "denied", args: jsonArgs, ...reason });
+        settledCall(scope.runId, ref, "denied");
         return { status: "denied", ...reason };
       }
     }

@@ -155,8 +155,17 @@ export interface RecoverOptions {
    * worker aborts so when its stop deadline passes.
    */
   readonly signal?: AbortSignal;
-  /** Told once the claim landed, before anything runs: a worker takes a queue's runs one claim at a time by it. */
-  readonly onClaimed?: () => void;
+  /**
+   * Told once a recovery's claim landed, before anything runs: a worker takes a queue's runs one claim at a time by
+   * it, and logs a takeover.
+   */
+  readonly onClaimed?: (claim: ClaimLanded) => void;
+}
+
+/** A recovery's claim that landed: the step it was saved as, and whether it took the run from a drive that held it (one that died, or gave it up). */
+export interface ClaimLanded {
+  readonly step: number;
+  readonly takenOver: boolean;
 }
 
 /** How `RunDriver.submit` starts a run for the fleet. */

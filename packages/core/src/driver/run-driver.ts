@@ -37,6 +37,8 @@ import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
 import { cancelOrphan, saveCancelled } from "../run/cancel.js";
 import { checkServedVersion, type RunVersion } from "../run/versions.js";
+import { AttemptSpan, inContext, traceStart, type RunAttributes } from "../telemetry/tracing.js";
+import { instruments } from "../telemetry/metrics.js";
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it
@@ -99,12 +101,34 @@ export class RunDriver<D, R> {
       readonly signal?: AbortSignal | undefined;
     } = {},
   ): Promise<DriveResult<R>> {
-    const envelope = firstEnvelope(data, { version: this.#program.version });
+    const runId = options.runId ?? newRunId();
+    // Its first attempt is sealed with step 0: a worker that takes the run over links its attempt to this one.
+    const attempt = new AttemptSpan(this.#attributes(runId), traceStart(this.#attributes(runId)), {
+      "durable.claim": "start",
+    });
+    const envelope = firstEnvelope(data, { version: this.#program.version, trace: attempt.sealed });
     const { run } = DurableRun.startLater(
-      { ...this.#newRun(options.runId ?? newRunId(), options.ctx, envelope), stream: this.#drives.stream },
-      (checkpoint) => void this.#drive.saved(checkpoint, data),
+      { ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream },
+      (checkpoint) => {
+        this.#counted("runsStarted");
+        void this.#drive.saved(checkpoint, data);
+      },
     );
-    return this.#holding(run, options.signal, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
+    return this.#holding(run, attempt, options.signal, () =>
+      this.#drive.steps(run, envelope, freshPlan(envelope.round)),
+    );
+  }
+
+  /** What the spans of run `runId` say of it. */
+  #attributes(runId: string): RunAttributes {
+    const { kind, name, version } = this.#program;
+    return { runId, kind, name, version };
+  }
+
+  /** Adds one to a run counter, with the run's kind and name (and `attributes`). */
+  #counted(counter: "runsStarted" | "runsClaimed" | "runsTakenOver", attributes: Record<string, string> = {}): void {
+    const { kind, name } = this.#program;
+    instruments()[counter].add(1, { "durable.run.kind": kind, "durable.run.name": name, ...attributes });
   }
 
   /** What step 0 of a new run of this driver's is saved from. */
@@ -134,7 +158,8 @@ export class RunDriver<D, R> {
     options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly parent?: ParentRef | undefined },
   ): Promise<void> {
     const { parent, runId } = options;
-    const envelope = firstEnvelope(data, { parent, version: this.#program.version });
+    const trace = traceStart(this.#attributes(runId));
+    const envelope = firstEnvelope(data, { parent, version: this.#program.version, trace });
     try {
       await this.#queued(envelope, runId, options.ctx);
     } catch (error) {
@@ -152,7 +177,8 @@ export class RunDriver<D, R> {
   async submit(data: D, options: SubmitOptions): Promise<boolean> {
     checkQueuesCapability(this.#program.name, this.#store, options.queue);
     try {
-      const envelope = firstEnvelope(data, { queue: options.queue, version: this.#program.version });
+      const trace = traceStart(this.#attributes(options.runId));
+      const envelope = firstEnvelope(data, { queue: options.queue, version: this.#program.version, trace });
       await this.#queued(envelope, options.runId, options.ctx);
       return true;
     } catch (error) {
@@ -165,6 +191,7 @@ export class RunDriver<D, R> {
   /** Saves step 0 of a new run with no lease: a worker serving it claims it at once. */
   async #queued(envelope: RunEnvelope<D>, runId: string, ctx: Identity | undefined): Promise<void> {
     const { checkpoint } = await DurableRun.start({ ...this.#newRun(runId, ctx, envelope), leased: false });
+    this.#counted("runsStarted");
     await this.#drive.saved(checkpoint, envelope.program);
   }
 
@@ -274,18 +301,31 @@ export class RunDriver<D, R> {
       };
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
-    // A retry's claim saves the run without its error, a woken run's without its wake time; any other recovery's, the
-    // latest checkpoint's data as it is.
+    // Taken over: it was running, and a drive held it before (one that died, or gave it up), not left to the fleet.
+    const why = retrying ? "retry" : asleep !== undefined ? "wake" : decided !== undefined ? "decision" : "recover";
+    const takenOver = why === "recover" && (latest.step > 0 || envelope.trace?.attempt !== undefined);
+    const attempt = new AttemptSpan(this.#attributes(runId), envelope.trace, {
+      "durable.claim": why,
+      "durable.run.taken_over": takenOver,
+    });
+    const traced = attempt.sealed === envelope.trace ? envelope : { ...envelope, trace: attempt.sealed };
+    // A retry's claim saves the run without its error, a woken run's without its wake time, a traced one with its new
+    // attempt; any other recovery's, the latest checkpoint's data as it is.
     const claim = {
       ...this.#drives,
       takeOver: options.takeOver,
       callsFrom: envelope.roundStart,
-      ...(retrying || asleep !== undefined ? { data: this.#drive.json(envelope) } : {}),
+      ...(retrying || asleep !== undefined || traced !== envelope ? { data: this.#drive.json(traced) } : {}),
     };
-    const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
-    options.onClaimed?.();
+    const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim).catch((error: unknown) => {
+      attempt.end({ error });
+      throw error;
+    });
+    this.#counted("runsClaimed", { "durable.claim": why });
+    if (takenOver) this.#counted("runsTakenOver");
+    options.onClaimed?.({ step: claimed.checkpoint.step, takenOver });
     const { run, checkpoint } = claimed;
-    return this.#holding(run, options.signal, async () => {
+    return this.#holding(run, attempt, options.signal, async () => {
       await this.#drive.saved(checkpoint, envelope.program);
       let records = claimed.records;
       if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
@@ -303,7 +343,7 @@ export class RunDriver<D, R> {
         decided: refs(plan.decided.values()),
         ...(asleep === undefined ? {} : { woke: true }),
       });
-      return this.#drive.steps(run, this.#drive.claimed(run, envelope, records), plan);
+      return this.#drive.steps(run, this.#drive.claimed(run, traced, records), plan);
     });
   }
 
@@ -351,7 +391,9 @@ export class RunDriver<D, R> {
   ): Promise<DriveResult<R>> {
     const { latest } = opened;
     const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
-    const resumed = answered(latest, envelope, answers);
+    const attempt = new AttemptSpan(this.#attributes(latest.runId), envelope.trace, { "durable.claim": "resume" });
+    const trace = attempt.sealed;
+    const resumed = { ...answered(latest, envelope, answers), ...(trace === undefined ? {} : { trace }) };
     options.signal?.throwIfAborted();
     faultPoint("resume.before-answers-save");
     const claim = {
@@ -360,9 +402,15 @@ export class RunDriver<D, R> {
       data: this.#drive.json(resumed),
       callsFrom: resumed.roundStart,
     };
-    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim).catch(
+      (error: unknown) => {
+        attempt.end({ error });
+        throw error;
+      },
+    );
+    this.#counted("runsClaimed", { "durable.claim": "resume" });
     faultPoint("resume.after-answers-save");
-    return this.#holding(run, options.signal, async () => {
+    return this.#holding(run, attempt, options.signal, async () => {
       await this.#drive.saved(checkpoint, resumed.program);
       const plan = await this.#drive.plan(run, records, resumed.round, options, checkpoint.data);
       return this.#drive.steps(run, this.#drive.claimed(run, resumed, records), plan);
@@ -376,18 +424,23 @@ export class RunDriver<D, R> {
    */
   async #holding(
     run: DurableRun,
+    attempt: AttemptSpan,
     signal: AbortSignal | undefined,
     work: () => Promise<DriveResult<R>>,
   ): Promise<DriveResult<R>> {
     const giveUp = (): void => void run.giveUp(signal?.reason);
     signal?.addEventListener("abort", giveUp, { once: true });
+    attempt.span.setAttribute("durable.worker", run.lease.owner);
     try {
       signal?.throwIfAborted();
-      const result = await work();
+      // The attempt's span is active while it runs: its steps, calls and the tools' own spans are its children.
+      const result = await inContext(attempt.context, work);
       await run.stopLease(false);
+      attempt.end({ result });
       return result;
     } catch (error) {
       await run.giveUp();
+      attempt.end({ error });
       throw error;
     } finally {
       signal?.removeEventListener("abort", giveUp);

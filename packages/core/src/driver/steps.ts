@@ -14,6 +14,8 @@ import { endedChild, tellParent } from "../run/parent.js";
 import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore } from "../store/contract.js";
 import type { ChildEnd } from "../calls/child-runs.js";
+import { inSpan, runAttributes } from "../telemetry/tracing.js";
+import { instruments } from "../telemetry/metrics.js";
 import type {
   AsleepResult,
   DriveResult,
@@ -77,7 +79,7 @@ export class RunSteps<D, R> {
       };
       let outcome: StepOutcome<D>;
       try {
-        outcome = await this.#program.step(envelope.program, context);
+        outcome = await this.#step(run, envelope, context);
       } catch (error) {
         // Given up or lost mid-step: the run is left as it stands for the worker that takes it, not failed.
         signal.throwIfAborted();
@@ -105,6 +107,7 @@ export class RunSteps<D, R> {
             ...(envelope.forkedFrom === undefined ? {} : { forkedFrom: envelope.forkedFrom }),
             // The run's version goes on with it: code of another version still refuses it after its first round.
             ...(envelope.version === undefined ? {} : { version: envelope.version }),
+            ...(envelope.trace === undefined ? {} : { trace: envelope.trace }),
             program: outcome.data,
           }
         : { ...envelope, program: outcome.data };
@@ -125,6 +128,7 @@ export class RunSteps<D, R> {
         throw await this.#fail(run, envelope, error);
       }
       if (outcome.next === "done") {
+        this.#ended("done");
         await this.saved(checkpoint, next.program, unreplayed);
         await emit(this.#events, {
           type: "run.done",
@@ -137,6 +141,29 @@ export class RunSteps<D, R> {
       if (outcome.roundOver) plan = freshPlan(next.round);
       envelope = next;
     }
+  }
+
+  /** One step of the program, in its span (a child of the attempt's), timed. */
+  #step(run: DurableRun, envelope: RunEnvelope<D>, context: StepContext): Promise<StepOutcome<D>> {
+    const { kind, name, version } = this.#program;
+    const attributes = runAttributes({ runId: run.runId, kind, name, version });
+    const started = performance.now();
+    return inSpan(`durable.step ${name}`, { ...attributes, "durable.run.round": envelope.round }, () =>
+      this.#program.step(envelope.program, context),
+    ).finally(() => {
+      const seconds = (performance.now() - started) / 1000;
+      instruments().stepDuration.record(seconds, { "durable.run.kind": kind, "durable.run.name": name });
+    });
+  }
+
+  /** Counts a run that ended. */
+  #ended(status: "done" | "failed"): void {
+    const { kind, name } = this.#program;
+    instruments().runsEnded.add(1, {
+      "durable.run.kind": kind,
+      "durable.run.name": name,
+      "durable.run.status": status,
+    });
   }
 
   /**
@@ -154,9 +181,12 @@ export class RunSteps<D, R> {
   ): Promise<ReplayPlan> {
     try {
       const { forkedFrom } = readEnvelope(run.runId, data);
-      return planReplay(run.runId, records, round, this.#program.registry, { ...options, forkedFrom });
+      const plan = planReplay(run.runId, records, round, this.#program.registry, { ...options, forkedFrom });
+      countInDoubt(plan.inDoubt.values());
+      return plan;
     } catch (error) {
       if (error instanceof RecoveryNeedsDecision) {
+        countInDoubt(error.calls);
         // A mark that did not land leaves the run claimable, as before: the next recovery stops and marks it again.
         const step = await run.waitForDecision(data).then(
           (saved) => saved.step,
@@ -238,6 +268,7 @@ export class RunSteps<D, R> {
     try {
       await this.#tellParent(run, envelope, { status: "failed", error: text });
       const checkpoint = await run.save("failed", this.json({ ...envelope, pending: [], answers: [], error: text }));
+      this.#ended("failed");
       await this.saved(checkpoint, envelope.program);
       await emit(this.#events, {
         type: "run.failed",
@@ -303,4 +334,9 @@ export class RunSteps<D, R> {
       unreplayed,
     });
   }
+}
+
+/** Counts the calls a recovery found in doubt: those it reruns, or those it stops for. */
+function countInDoubt(calls: Iterable<{ readonly tool: string }>): void {
+  for (const { tool } of calls) instruments().callsInDoubt.add(1, { "durable.call.tool": tool });
 }

@@ -3,6 +3,7 @@ import { checkOptions, isObject, type OptionTable } from "../base/option-checks.
 import type { ServedRuns } from "./program.js";
 import { Schedule } from "./schedule.js";
 import { isQueue, type Queue } from "./queue.js";
+import { type WorkerLog, type WorkerLogger, workerLog } from "./worker-log.js";
 
 /** Options of `startWorker`. */
 export interface WorkerOptions {
@@ -45,6 +46,14 @@ export interface WorkerOptions {
    * `retryRun` can go on from it once the cause is fixed.
    */
   readonly onFailed?: (runId: string, error: unknown) => void;
+  /**
+   * Where it says what it did, one line each: a run it took over, a run that
+   * failed, a run it left waiting for a decision (or stuck), a lease it lost.
+   * A console-shaped logger (default: `console`) gets a message; a pino-shaped
+   * one (`levels`, `child`) fields and a message; an OpenTelemetry logs
+   * `Logger` (`emit`) a record. `false` says nothing.
+   */
+  readonly logger?: WorkerLogger;
 }
 
 const WORKER_OPTIONS: OptionTable<WorkerOptions> = {
@@ -59,11 +68,12 @@ const WORKER_OPTIONS: OptionTable<WorkerOptions> = {
   stopOnSignals: "boolean",
   onStuck: "function",
   onFailed: "function",
+  logger: true,
 };
 
-/** The options with their defaults. */
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, "onStuck" | "onFailed">> &
-  Pick<WorkerOptions, "onStuck" | "onFailed">;
+/** The options with their defaults; the logger as one function. */
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, "onStuck" | "onFailed" | "logger">> &
+  Pick<WorkerOptions, "onStuck" | "onFailed"> & { readonly log: WorkerLog };
 
 /** The options with their defaults, checked: `InvalidInput` (its message naming `where`) before the worker starts. */
 export function checkWorkerOptions(options: WorkerOptions, where = "startWorker"): ResolvedWorkerOptions {
@@ -101,6 +111,7 @@ export function checkWorkerOptions(options: WorkerOptions, where = "startWorker"
     stopOnSignals: options.stopOnSignals ?? true,
     onStuck: options.onStuck,
     onFailed: options.onFailed,
+    log: workerLog(where, options.logger ?? console),
   };
   for (const name of ["concurrency", "pollMs", "maxPollMs", "stopDeadlineMs"] as const) {
     const value = resolved[name];

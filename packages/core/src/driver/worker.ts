@@ -8,7 +8,9 @@ import {
   StoreUnavailable,
 } from "../base/errors.js";
 import { VersionNotServed } from "../base/code-errors.js";
-import type { AsleepResult, ServedRuns } from "./program.js";
+import { errorText } from "../base/errors.js";
+import type { AsleepResult, ClaimLanded, ServedRuns } from "./program.js";
+import { leftMessage, runLine } from "./worker-log.js";
 import { isObject } from "../base/option-checks.js";
 import { isEnded } from "../store/contract.js";
 import { Ticker, type ScheduleStatus, type Slots, type TickRun } from "./ticker.js";
@@ -245,11 +247,17 @@ export class RunWorker {
     const { signal } = this.#giveUp;
     // A claim its queue refused frees no slot: its end must not undo the full mark it just set.
     let refused = false;
+    let claimed = false;
     try {
       const options = {
         rerunInDoubt: this.#options.rerunInDoubt,
         signal,
-        ...(onClaimed === undefined ? {} : { onClaimed }),
+        onClaimed: ({ step, takenOver }: ClaimLanded) => {
+          claimed = true;
+          if (takenOver)
+            this.#options.log(runLine("info", served, runId, `took over run ${runId} at step ${step}`, { step }));
+          onClaimed?.();
+        },
       };
       const result = await (tick === undefined ? served.recover(runId, options) : tick.start(signal));
       tick?.started();
@@ -279,6 +287,8 @@ export class RunWorker {
         });
       } else if (error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
         // Another worker won the race, or it is another kind of run under the same name: not again until it moves on.
+        // Once its claim landed, the drive lost the run's lease (a takeover, a cancel) or was fenced.
+        if (claimed) this.#options.log(runLine("warn", served, runId, `lost run ${runId}: ${errorText(error)}`));
         this.#lost += 1;
         await this.#leave(served, runId, error, "lost");
       } else if (error instanceof VersionNotServed) await this.#leave(served, runId, error, "version");
@@ -310,7 +320,12 @@ export class RunWorker {
       // A tool's or node's error saved the run failed: it ended, as a done run did, and its caller hears why.
       if (why === "lost") return;
       this.#finished += 1;
-      if (latest.status === "failed") this.#options.onFailed?.(runId, error);
+      if (latest.status === "failed") {
+        this.#options.log(
+          runLine("error", served, runId, `run ${runId} failed: ${errorText(error)}`, { step: latest.step }),
+        );
+        this.#options.onFailed?.(runId, error);
+      }
       return;
     }
     // A run lost at a step is tried again after a few idle polls, even at the same step: its winner may have died there.
@@ -322,7 +337,9 @@ export class RunWorker {
       ...(why === "lost" ? { until: later } : {}),
       ...(why === "version" ? { lookAgain: later } : {}),
     });
-    if (why !== "lost" && why !== "version") this.#options.onStuck?.(runId, error);
+    if (why === "lost" || why === "version") return;
+    this.#options.log(runLine("warn", served, runId, leftMessage(runId, error), { step: latest?.step ?? -1 }));
+    this.#options.onStuck?.(runId, error);
   }
 
   /** `ms` from now, by the process's clock. */

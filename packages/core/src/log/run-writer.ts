@@ -1,6 +1,7 @@
 import { MAX_BATCH_WRITES } from "../store/rules.js";
 import type { CheckpointStore, RunWrite } from "../store/contract.js";
 import type { StreamBatch } from "../store/contract.js";
+import { instruments } from "../telemetry/metrics.js";
 
 /** A batch of the run's stream (`appendStream`), in order with the run's other writes: alone in its commit. */
 type StreamWrite = { readonly kind: "stream" } & StreamBatch;
@@ -125,7 +126,18 @@ export class RunWriter {
     }
   }
 
+  /** Commits `writes`, timed (`durable.commit.duration`, by the store's class). */
   async #commit(writes: readonly WriterWrite[]): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.#commitWrites(writes);
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      instruments().commitDuration.record(seconds, { "durable.store": this.#store.constructor.name });
+    }
+  }
+
+  async #commitWrites(writes: readonly WriterWrite[]): Promise<void> {
     const store = this.#store;
     const [first] = writes;
     if (first?.kind === "stream") {

@@ -18,6 +18,7 @@ import type { CheckpointBody } from "../seal/checkpoint.js";
 import { type CheckpointStore, isEnded } from "../store/contract.js";
 import { type Acting, acting, latestSeen, mark } from "./actions.js";
 import { OPERATOR_OPTIONS, type OperatorOptions } from "./options.js";
+import { traceStart } from "../telemetry/tracing.js";
 
 /** What `forkRun` takes: the step to fork from, and the operator's options. */
 export interface ForkOptions extends OperatorOptions {
@@ -79,15 +80,17 @@ export async function forkRun(runId: string, options: ForkOptions): Promise<Fork
   const version = options.version === null ? null : checkRunVersion("forkRun", options.version);
   const { from, envelope, bodies, records, events } = await readOriginal(at, runId, fromStep);
   const program = await forkedProgram(options.program, envelope.program);
-  // A fork is no child: its end is told to no parent.
-  const { parent: _parent, version: originals, ...own } = envelope;
+  // A fork is no child: its end is told to no parent. It is a run of its own, in a trace of its own (started here).
+  const { parent: _parent, version: originals, trace: _trace, ...own } = envelope;
   // The version given (null: none), or the original's.
   const kept = version === undefined ? originals : (version ?? undefined);
+  const trace = traceStart({ runId: forkId, kind: from.kind, name: from.name, version: kept });
   const forked: RunEnvelope = {
     ...own,
     program,
     forkedFrom: { runId, step: fromStep, segment: from.segment + 1 },
     ...(kept === undefined ? {} : { version: kept }),
+    ...(trace === undefined ? {} : { trace }),
   };
   const { store, sealer } = at;
   const changes = { on: true, snapshotEvery: options.snapshotEvery };

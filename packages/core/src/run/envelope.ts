@@ -14,6 +14,7 @@ import type { PendingCall } from "../calls/replay.js";
 import type { CallPosition, QueuePlace } from "../store/contract.js";
 import { checkQueuePlace, queuePlaceJson } from "../store/queues.js";
 import { isRunVersion, type RunVersion } from "./versions.js";
+import { isRunTrace, runTraceJson, type RunTrace } from "../telemetry/tracing.js";
 
 /**
  * What every checkpoint of a flow or a tool loop seals as its `data`: the
@@ -78,6 +79,12 @@ export interface RunEnvelope<P = JsonObject> {
    * step whose history it took up to there.
    */
   readonly forkedFrom?: ForkedFrom;
+  /**
+   * The run's trace (OpenTelemetry): its start span's context, which parents
+   * every attempt, and the latest attempt's, which the next links to. Absent
+   * when no SDK recorded its start.
+   */
+  readonly trace?: RunTrace;
   /** The program's own data: a flow's state and frontier, a loop's history. */
   readonly program: P;
 }
@@ -117,6 +124,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     queue,
     version,
     forkedFrom,
+    trace,
     program,
   } = fields;
   const ok =
@@ -135,6 +143,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     (queue === undefined || isQueuePlace(queue)) &&
     (version === undefined || isRunVersion(version)) &&
     (forkedFrom === undefined || isForkedFrom(forkedFrom)) &&
+    (trace === undefined || isRunTrace(trace)) &&
     isJsonObject(program);
   if (!ok)
     throw new CheckpointStoreCorrupt(
@@ -156,6 +165,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
     ...(queue === undefined ? {} : { queue }),
     ...(version === undefined ? {} : { version }),
     ...(forkedFrom === undefined ? {} : { forkedFrom }),
+    ...(trace === undefined ? {} : { trace }),
     program,
   };
 }
@@ -163,7 +173,7 @@ export function readEnvelope(runId: string, data: JsonValue): RunEnvelope {
 /** The envelope as sealed: plain JSON. */
 export function envelopeJson(envelope: RunEnvelope): JsonObject {
   const { round, roundStart, pending, answers, error, cancelled, asleep, waitsFor, taken, parent } = envelope;
-  const { wokenBefore, queue, version, forkedFrom, program } = envelope;
+  const { wokenBefore, queue, version, forkedFrom, trace, program } = envelope;
   return {
     round,
     ...(roundStart === undefined ? {} : { roundStart: { segment: roundStart.segment, seq: roundStart.seq } }),
@@ -184,6 +194,7 @@ export function envelopeJson(envelope: RunEnvelope): JsonObject {
     ...(queue === undefined ? {} : { queue: queuePlaceJson(queue) }),
     ...(version === undefined ? {} : { version }),
     ...(forkedFrom === undefined ? {} : { forkedFrom: forkedFromJson(forkedFrom) }),
+    ...(trace === undefined ? {} : { trace: runTraceJson(trace) }),
     program,
   };
 }
@@ -233,15 +244,16 @@ function isBoundAnswer(value: JsonValue): value is JsonObject & BoundAnswer {
   );
 }
 
-/** What a new run's step 0 records besides its program's data: a child's parent, a queued run's place, its code's version. */
+/** What a new run's step 0 records besides its program's data: a child's parent, a queued run's place, its code's version, its trace. */
 export interface FirstTerms {
   readonly parent?: ParentRef | undefined;
   readonly queue?: QueuePlace | undefined;
   readonly version?: RunVersion | undefined;
+  readonly trace?: RunTrace | undefined;
 }
 
 /** The envelope of a new run's step 0: round 1, nothing pending or answered, and what `terms` give. */
-export function firstEnvelope<P>(program: P, { parent, queue, version }: FirstTerms = {}): RunEnvelope<P> {
+export function firstEnvelope<P>(program: P, { parent, queue, version, trace }: FirstTerms = {}): RunEnvelope<P> {
   return {
     round: 1,
     pending: [],
@@ -249,6 +261,7 @@ export function firstEnvelope<P>(program: P, { parent, queue, version }: FirstTe
     ...(parent === undefined ? {} : { parent }),
     ...(queue === undefined ? {} : { queue }),
     ...(version === undefined ? {} : { version }),
+    ...(trace === undefined ? {} : { trace }),
     program,
   };
 }

@@ -4,6 +4,7 @@ import { CheckpointConflict, CheckpointNotFound, InvalidInput, QueueFull } from 
 import { checkOptions, type OptionTable } from "../base/option-checks.js";
 import { MAX_OWNER_LENGTH, SAVE_RENEWS_AFTER } from "../store/rules.js";
 import type { CheckpointStore, LeaseTerms } from "../store/contract.js";
+import { instruments } from "../telemetry/metrics.js";
 
 /** How long a lease lasts unless a runner says otherwise: a dead worker's runs are claimable this long after its last write. */
 const DEFAULT_LEASE_MS = 30_000;
@@ -169,6 +170,7 @@ export class LeaseKeeper {
     const startedAt = performance.now();
     try {
       await this.#store.renew(this.#runId, this.#segment(), this.#terms);
+      instruments().leaseRenewals.add(1);
       this.#set = { from: startedAt, to: performance.now() };
       this.#schedule(this.#renewEvery - (performance.now() - startedAt));
     } catch (error) {
@@ -177,6 +179,7 @@ export class LeaseKeeper {
       if (full || error instanceof CheckpointConflict || error instanceof CheckpointNotFound) {
         if (this.#stopped) return;
         await this.stop(false);
+        instruments().leaseLosses.add(1);
         const lost = full ? "its lease ran out and its queue gave the slot to another run" : why;
         this.#onLost(
           new CheckpointConflict(
