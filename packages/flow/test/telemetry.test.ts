@@ -1,4 +1,11 @@
-import { Executor, MemoryCheckpointStore, RecoveryNeedsDecision, ToolRegistry } from "@durable/core";
+import {
+  defineQueue,
+  Executor,
+  MemoryCheckpointStore,
+  RecoveryNeedsDecision,
+  startWorker,
+  ToolRegistry,
+} from "@durable/core";
 import { trace } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { until } from "@durable/test-utils/waiting";
@@ -167,6 +174,22 @@ describe("metrics", () => {
     const commits = got.get("durable.commit.duration")!;
     expect(commits.map((point) => point.attributes["durable.store"])).toEqual(["MemoryCheckpointStore"]);
     expect((commits[0]!.value as { count: number }).count).toBeGreaterThan(3);
+  });
+});
+
+describe("queue depth", () => {
+  it("a worker serving a queue reports how many of its runs wait, as the gauge durable.queue.depth", async () => {
+    const { registry, flow } = orders(() => true);
+    const store = new MemoryCheckpointStore();
+    const jobs = defineQueue("jobs", { concurrency: 1 });
+    const w1 = runner(store, registry, "w1");
+    for (const id of ["q1", "q2", "q3"]) await w1.start(flow, { order: id }, { runId: id, queue: jobs });
+    const w = startWorker({ serve: [w1.served(flow)], queues: [jobs], pollMs: 20, stopOnSignals: false, logger: false });
+    // One run holds the queue's one slot (its charge hangs); the other two wait. The gauge reports the depth it read
+    // at the collection before, so it is read until it settles.
+    const depth = async () => sumOf((await otel.metrics()).get("durable.queue.depth"), { "durable.queue": "jobs" });
+    await until(async () => (await depth()) === 2);
+    await w.stop();
   });
 });
 

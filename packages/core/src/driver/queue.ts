@@ -80,3 +80,20 @@ export function checkQueuesCapability(where: string, store: CheckpointStore, pla
       `${where}: its store has no queues capability (listQueued), so it cannot keep queue ${JSON.stringify(place.queue)}'s limits; start the run without a queue, or on a store that has it.`,
     );
 }
+
+/**
+ * How many claimable runs wait in each of `queues`, over every store that may hold them (`listQueued`): what the
+ * gauge `durable.queue.depth` reports. A store without the capability counts none.
+ */
+export async function queueDepths(
+  queues: readonly Queue[],
+  stores: Iterable<CheckpointStore>,
+): Promise<Map<string, number>> {
+  const depths = new Map<string, number>();
+  for (const { name } of queues) {
+    let count = 0;
+    for (const store of new Set(stores)) for await (const _ of store.listQueued?.(name) ?? []) count += 1;
+    depths.set(name, count);
+  }
+  return depths;
+}

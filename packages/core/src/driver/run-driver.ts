@@ -301,13 +301,8 @@ export class RunDriver<D, R> {
       };
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
-    // Taken over: it was running, and a drive held it before (one that died, or gave it up), not left to the fleet.
     const why = retrying ? "retry" : asleep !== undefined ? "wake" : decided !== undefined ? "decision" : "recover";
-    const takenOver = why === "recover" && (latest.step > 0 || envelope.trace?.attempt !== undefined);
-    const attempt = new AttemptSpan(this.#attributes(runId), envelope.trace, {
-      "durable.claim": why,
-      "durable.run.taken_over": takenOver,
-    });
+    const attempt = new AttemptSpan(this.#attributes(runId), envelope.trace, { "durable.claim": why });
     const traced = attempt.sealed === envelope.trace ? envelope : { ...envelope, trace: attempt.sealed };
     // A retry's claim saves the run without its error, a woken run's without its wake time, a traced one with its new
     // attempt; any other recovery's, the latest checkpoint's data as it is.
@@ -321,6 +316,10 @@ export class RunDriver<D, R> {
       attempt.end({ error });
       throw error;
     });
+    // Taken over: a drive held it before (one that died, or gave it up). A run left to the fleet is at step 0 with no
+    // call yet: the step 0 of a run a drive started lands with that drive's first call.
+    const takenOver = why === "recover" && (latest.step > 0 || claimed.records.length > 0);
+    attempt.span.setAttribute("durable.run.taken_over", takenOver);
     this.#counted("runsClaimed", { "durable.claim": why });
     if (takenOver) this.#counted("runsTakenOver");
     options.onClaimed?.({ step: claimed.checkpoint.step, takenOver });

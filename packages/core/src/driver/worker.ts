@@ -13,38 +13,15 @@ import type { AsleepResult, ClaimLanded, ServedRuns } from "./program.js";
 import { leftMessage, runLine } from "./worker-log.js";
 import { isObject } from "../base/option-checks.js";
 import { isEnded } from "../store/contract.js";
-import { Ticker, type ScheduleStatus, type Slots, type TickRun } from "./ticker.js";
+import { Ticker, type Slots, type TickRun } from "./ticker.js";
+import type { Left, WorkerStatus } from "./worker-status.js";
 import { checkWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from "./worker-options.js";
 import { noLongerOnSignals, stopsOnSignals } from "./worker-signals.js";
 import { jitter, within } from "./waits.js";
+import { queueDepths } from "./queue.js";
+import { observeQueueDepth } from "../telemetry/metrics.js";
 
-/**
- * Why a worker left a run: it waits for a decision, it cannot go on here, another worker (or kind of run) has it,
- * the store failed it (tried again after a poll, so a run whose claims keep failing is not claimed in a hot loop),
- * it sleeps, or it is of a version the worker does not serve.
- */
-type Left = "decision" | "stuck" | "lost" | "unavailable" | "asleep" | "version";
-
-/** What a worker is doing. */
-export interface WorkerStatus {
-  /** Runs it drives now. */
-  readonly running: number;
-  /** Runs it left because a call of theirs is in doubt: they wait for a decision. */
-  readonly waitingForDecision: number;
-  /** Runs it left for another reason it reported through `onStuck`. */
-  readonly stuck: number;
-  /** Runs it left because they are of a version it does not serve: a worker of theirs goes on with them. */
-  readonly otherVersion: number;
-  /** Runs it took and drove until they were done, paused, asleep or failed (a failed run is reported through `onFailed`, not as stuck). */
-  readonly finished: number;
-  /** Claims it lost to another worker. */
-  readonly lost: number;
-  /** Runs it gave up at its stop deadline: released for another worker. */
-  readonly gaveUp: number;
-  readonly stopping: boolean;
-  /** Each schedule it serves, with its next tick. */
-  readonly schedules: readonly ScheduleStatus[];
-}
+export type { WorkerStatus } from "./worker-status.js";
 
 /**
  * A worker a service starts once and forgets: it looks for claimable runs of what it serves (running, no live lease:
@@ -76,6 +53,8 @@ export class RunWorker {
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #stopped: Promise<void> | undefined;
+  /** Stops reporting its queues' depth (`durable.queue.depth`). */
+  #unobserve: (() => void) | undefined;
 
   constructor(options: WorkerOptions) {
     this.#options = checkWorkerOptions(options);
@@ -92,6 +71,14 @@ export class RunWorker {
     if (this.#loop !== undefined) return this;
     if (this.#options.stopOnSignals) stopsOnSignals(this);
     this.#ticker.arm(Date.now());
+    const { queues, serve } = this.#options;
+    if (queues.length > 0)
+      this.#unobserve = observeQueueDepth(() =>
+        queueDepths(
+          queues,
+          serve.map((served) => served.store),
+        ),
+      );
     this.#loop = this.#poll();
     return this;
   }
@@ -130,6 +117,7 @@ export class RunWorker {
 
   async #stop(): Promise<void> {
     this.#stopping = true;
+    this.#unobserve?.();
     noLongerOnSignals(this);
     this.#wake?.();
     const deadline = performance.now() + this.#options.stopDeadlineMs;
