@@ -7,7 +7,7 @@
 import { startWorker } from "@durable/core";
 import { SQLiteCheckpointStore } from "@durable/store-sqlite";
 import { orders, runner } from "./otel-kill-flow.js";
-import { registerOtel } from "./otel-spans.js";
+import { registerOtel } from "@durable/test-utils/otel";
 
 const [db, effects, spans] = process.argv.slice(2);
 if (db === undefined || effects === undefined || spans === undefined) {

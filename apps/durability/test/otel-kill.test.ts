@@ -8,7 +8,7 @@ import { until } from "@durable/test-utils/waiting";
 import { trace } from "@opentelemetry/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { effects, KEY, LEASE_MS, orders, RUN_ID, runner } from "./otel-kill-flow.js";
-import { registerOtel, type SpanLine, spansIn } from "./otel-spans.js";
+import { registerOtel, type SpanLine, spanLine, spansIn } from "@durable/test-utils/otel";
 import { sqliteFiles } from "./sqlite-files.js";
 
 // One trace across a SIGKILL: a request in this process starts a run, worker A (a process of its own) drives it and
@@ -88,7 +88,7 @@ describe("a run SIGKILLed in its second step and finished by another worker proc
     ]);
 
     const spansA = spansIn(spansFile);
-    const spansB = otel.spans();
+    const spansB = otel.spans().map(spanLine);
     expect(new Set([...spansA, ...spansB].map((span) => span.traceId))).toEqual(new Set([spansB[0]?.traceId]));
     const request = one(spansB, "POST /orders");
     const start = one(spansB, "durable.start orders");

@@ -7,13 +7,12 @@ import {
   ToolRegistry,
 } from "@durable/core";
 import { trace } from "@opentelemetry/api";
-import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { until } from "@durable/test-utils/waiting";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";
 import { KEY } from "./helpers.js";
-import { parentOf, registerOtel, sumOf } from "./otel.js";
+import { parentOf, type ReadableSpan, registerOtel, sumOf } from "@durable/test-utils/otel";
 
 // OpenTelemetry, registered as a service registers it: the spans a run makes hang together in one trace under the
 // caller's span, a tool's own spans under its call's; the metrics count what happened, read from the SDK's reader.
@@ -184,7 +183,13 @@ describe("queue depth", () => {
     const jobs = defineQueue("jobs", { concurrency: 1 });
     const w1 = runner(store, registry, "w1");
     for (const id of ["q1", "q2", "q3"]) await w1.start(flow, { order: id }, { runId: id, queue: jobs });
-    const w = startWorker({ serve: [w1.served(flow)], queues: [jobs], pollMs: 20, stopOnSignals: false, logger: false });
+    const w = startWorker({
+      serve: [w1.served(flow)],
+      queues: [jobs],
+      pollMs: 20,
+      stopOnSignals: false,
+      logger: false,
+    });
     // One run holds the queue's one slot (its charge hangs); the other two wait. The gauge reports the depth it read
     // at the collection before, so it is read until it settles.
     const depth = async () => sumOf((await otel.metrics()).get("durable.queue.depth"), { "durable.queue": "jobs" });

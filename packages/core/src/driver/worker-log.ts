@@ -3,14 +3,14 @@ import { describeType, isObject } from "../base/option-checks.js";
 import { errorText, RecoveryNeedsDecision } from "../base/errors.js";
 
 /** A logger as `console` is shaped: a message, first. */
-export interface ConsoleLikeLogger {
+interface ConsoleLikeLogger {
   info(message: string, ...rest: unknown[]): void;
   warn(message: string, ...rest: unknown[]): void;
   error(message: string, ...rest: unknown[]): void;
 }
 
 /** A logger as pino (and bunyan) are shaped: the fields first, then the message; it has `levels` and `child`. */
-export interface PinoLikeLogger {
+interface PinoLikeLogger {
   readonly levels: unknown;
   child(bindings: Record<string, unknown>): unknown;
   info(fields: Record<string, unknown>, message: string): void;
@@ -19,7 +19,7 @@ export interface PinoLikeLogger {
 }
 
 /** An OpenTelemetry logs `Logger` (`@opentelemetry/api-logs`): one record each. */
-export interface OtelLikeLogger {
+interface OtelLikeLogger {
   emit(record: {
     severityNumber?: number;
     severityText?: string;

@@ -3,7 +3,7 @@ import { instruments } from "./metrics.js";
 import { failSpan, TRACER_NAME } from "./tracing.js";
 
 /** How a tool call's attempt ended, as its span and the `durable.calls` counter say. */
-export type CallOutcomeName = "done" | "error" | "retrying" | "replayed" | "denied" | "in_doubt";
+type CallOutcomeName = "done" | "error" | "retrying" | "replayed" | "denied" | "in_doubt";
 
 interface CallNamed {
   readonly callId: string;
