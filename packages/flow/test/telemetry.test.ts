@@ -8,11 +8,19 @@ import {
 } from "@durable/core";
 import { trace } from "@opentelemetry/api";
 import { until } from "@durable/test-utils/waiting";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { context, type ContextManager, type MeterProvider, metrics, trace as traceApi } from "@opentelemetry/api";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";
 import { KEY } from "./helpers.js";
-import { parentOf, type ReadableSpan, registerOtel, sumOf } from "@durable/test-utils/otel";
+import {
+  BasicTracerProvider,
+  parentOf,
+  type ReadableSpan,
+  registerOtel,
+  type SpanProcessor,
+  sumOf,
+} from "@durable/test-utils/otel";
 
 // OpenTelemetry, registered as a service registers it: the spans a run makes hang together in one trace under the
 // caller's span, a tool's own spans under its call's; the metrics count what happened, read from the SDK's reader.
@@ -26,11 +34,12 @@ beforeEach(() => {
 afterEach(() => otel.dispose());
 
 /** An order flow: charge, then mail; the charge's own HTTP call is a span of the app's, and `hang` keeps it from ending. */
-function orders(hang: (order: string) => boolean = () => false) {
+function orders(hang: (order: string) => boolean = () => false, appSpan = true) {
   const ran = { charge_card: 0, send_mail: 0 };
   const registry = new ToolRegistry()
     .tool("charge_card", async ({ order }: { order: string }) => {
       ran.charge_card++;
+      if (!appSpan) return `charged ${order}`;
       return trace.getTracer("app").startActiveSpan("POST /charges", async (span) => {
         if (hang(order)) await new Promise(() => undefined);
         span.end();
@@ -195,6 +204,40 @@ describe("queue depth", () => {
     const depth = async () => sumOf((await otel.metrics()).get("durable.queue.depth"), { "durable.queue": "jobs" });
     await until(async () => (await depth()) === 2);
     await w.stop();
+  });
+});
+
+describe("a broken OpenTelemetry SDK", () => {
+  it("never fails a run, leaves a call in doubt or runs a tool twice: a warning, once", async () => {
+    otel.dispose();
+    const boom = (): never => {
+      throw new Error("the SDK broke");
+    };
+    const processor: SpanProcessor = {
+      onStart: boom,
+      onEnd: boom,
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    traceApi.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [processor] }));
+    const instrument = { add: boom, record: boom, addCallback: boom, removeCallback: boom };
+    const meter = { createCounter: () => instrument, createHistogram: () => instrument, createObservableGauge: boom };
+    metrics.setGlobalMeterProvider({ getMeter: () => meter } as unknown as MeterProvider);
+    const manager = { active: boom, with: boom, bind: boom, enable: () => manager, disable: () => manager };
+    context.setGlobalContextManager(manager as unknown as ContextManager);
+    const warnings = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
+    try {
+      // The tools make no span of their own: the SDK would fail them, as it would any code of the user's.
+      const { ran, registry, flow } = orders(() => false, false);
+      const store = new MemoryCheckpointStore();
+      const done = await runner(store, registry, "w1").run(flow, { order: "o1" }, { runId: "b1" });
+      expect(done).toMatchObject({ status: "done", state: { note: "mailed o1" } });
+      expect(ran).toEqual({ charge_card: 1, send_mail: 1 });
+      const said = warnings.mock.calls.map(([warning]) => String(warning));
+      expect(said).toEqual([expect.stringMatching(/^@durable: OpenTelemetry failed \(runs go on without it\)/)]);
+    } finally {
+      warnings.mockRestore();
+    }
   });
 });
 

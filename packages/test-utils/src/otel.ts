@@ -10,7 +10,7 @@ import {
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 
-export type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
+export { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 
 /** A finished span as the trace tests compare them, in this process or read back from a dead worker's file. */
 export interface SpanLine {

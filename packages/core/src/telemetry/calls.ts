@@ -1,6 +1,7 @@
-import { context, type Span, SpanKind, trace } from "@opentelemetry/api";
+import { SpanKind } from "@opentelemetry/api";
+import { activeContext, withContext, withSpan } from "./guard.js";
 import { instruments } from "./metrics.js";
-import { failSpan, TRACER_NAME } from "./tracing.js";
+import { failSpan, startSpan } from "./tracing.js";
 
 /** How a tool call's attempt ended, as its span and the `durable.calls` counter say. */
 type CallOutcomeName = "done" | "error" | "retrying" | "replayed" | "denied" | "in_doubt";
@@ -28,8 +29,8 @@ function attributes(runId: string, call: CallNamed): Record<string, string> {
  * outcome, which is counted.
  */
 export function callSpan(runId: string, call: CallNamed, attempt: number, rerun: boolean): CallSpan {
-  const parent = context.active();
-  const span: Span = trace.getTracer(TRACER_NAME).startSpan(
+  const parent = activeContext();
+  const span = startSpan(
     `durable.call ${call.tool}`,
     {
       kind: SpanKind.INTERNAL,
@@ -39,7 +40,7 @@ export function callSpan(runId: string, call: CallNamed, attempt: number, rerun:
   );
   let ended = false;
   return {
-    around: (tool) => context.with(trace.setSpan(parent, span), tool),
+    around: (tool) => withContext(withSpan(parent, span), tool),
     end(outcome, error) {
       if (ended) return error as never;
       ended = true;
@@ -56,7 +57,7 @@ export function callSpan(runId: string, call: CallNamed, attempt: number, rerun:
 
 /** A call whose outcome came from the log (replayed, not run) or from a denial: a span of no length, and its count. */
 export function settledCall(runId: string, call: CallNamed, outcome: "replayed" | "denied"): void {
-  const span = trace.getTracer(TRACER_NAME).startSpan(`durable.call ${call.tool}`, {
+  const span = startSpan(`durable.call ${call.tool}`, {
     kind: SpanKind.INTERNAL,
     attributes: {
       ...attributes(runId, call),

@@ -1,12 +1,16 @@
-import {
-  type Attributes,
-  type Counter,
-  type Histogram,
-  type MeterProvider,
-  metrics,
-  type ObservableGauge,
-} from "@opentelemetry/api";
+import { type Attributes, type MeterProvider, metrics, type ObservableGauge } from "@opentelemetry/api";
+import { safely } from "./guard.js";
 import { TRACER_NAME } from "./tracing.js";
+
+/** A counter, as @durable records to it. */
+interface Counter {
+  add(value: number, attributes?: Attributes): void;
+}
+
+/** A histogram, as @durable records to it. */
+interface Histogram {
+  record(value: number, attributes?: Attributes): void;
+}
 
 /**
  * The instruments @durable records to, on the global meter provider (the
@@ -40,13 +44,25 @@ let cached: { provider: MeterProvider; instruments: DurableInstruments } | undef
 
 /** The instruments on the meter provider registered now: made again when another provider was registered since. */
 export function instruments(): DurableInstruments {
-  const provider = metrics.getMeterProvider();
-  if (cached?.provider === provider) return cached.instruments;
+  const provider = safely(() => metrics.getMeterProvider(), undefined);
+  if (cached !== undefined && cached.provider === provider) return cached.instruments;
+  const made = safely(() => (provider === undefined ? undefined : madeOn(provider)), undefined) ?? NONE;
+  if (provider !== undefined) cached = { provider, instruments: made };
+  return made;
+}
+
+/** Every instrument on `provider`'s meter, each guarded: an SDK that throws as it records is a warning. */
+function madeOn(provider: MeterProvider): DurableInstruments {
   const meter = provider.getMeter(TRACER_NAME);
-  const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
-  const seconds = (name: string, description: string): Histogram =>
-    meter.createHistogram(name, { description, unit: "s" });
-  const made: DurableInstruments = {
+  const counter = (name: string, description: string): Counter => {
+    const made = meter.createCounter(name, { description });
+    return { add: (value, attributes) => safely(() => made.add(value, attributes), undefined) };
+  };
+  const seconds = (name: string, description: string): Histogram => {
+    const made = meter.createHistogram(name, { description, unit: "s" });
+    return { record: (value, attributes) => safely(() => made.record(value, attributes), undefined) };
+  };
+  return {
     runsStarted: counter("durable.runs.started", "Runs started (step 0 saved)."),
     runsClaimed: counter("durable.runs.claimed", "Claims of runs that landed, by why."),
     runsTakenOver: counter("durable.runs.taken_over", "Claims of runs another drive held until it died or gave up."),
@@ -58,9 +74,23 @@ export function instruments(): DurableInstruments {
     stepDuration: seconds("durable.step.duration", "How long a step of a run ran."),
     commitDuration: seconds("durable.commit.duration", "How long a commit to the store took."),
   };
-  cached = { provider, instruments: made };
-  return made;
 }
+
+const NOTHING = { add: () => undefined, record: () => undefined };
+
+/** What records when no meter could be made. */
+const NONE: DurableInstruments = {
+  runsStarted: NOTHING,
+  runsClaimed: NOTHING,
+  runsTakenOver: NOTHING,
+  runsEnded: NOTHING,
+  calls: NOTHING,
+  callsInDoubt: NOTHING,
+  leaseRenewals: NOTHING,
+  leaseLosses: NOTHING,
+  stepDuration: NOTHING,
+  commitDuration: NOTHING,
+};
 
 /**
  * Observes `depth()` (the runs waiting in each queue) as the gauge
@@ -68,10 +98,6 @@ export function instruments(): DurableInstruments {
  * been called. The gauge is read when the user's SDK collects.
  */
 export function observeQueueDepth(depth: () => Promise<ReadonlyMap<string, number>>): () => void {
-  const meter = metrics.getMeterProvider().getMeter(TRACER_NAME);
-  const gauge: ObservableGauge = meter.createObservableGauge("durable.queue.depth", {
-    description: "Runs waiting in each queue a worker serves.",
-  });
   let last = new Map<string, number>();
   // The SDK's callback must not wait on the store: it reports the last depth read, and reads the next.
   const observe = (result: { observe(value: number, attributes?: Attributes): void }): void => {
@@ -83,6 +109,12 @@ export function observeQueueDepth(depth: () => Promise<ReadonlyMap<string, numbe
       () => undefined,
     );
   };
-  gauge.addCallback(observe);
-  return () => gauge.removeCallback(observe);
+  const gauge = safely((): ObservableGauge | undefined => {
+    const made = metrics.getMeterProvider().getMeter(TRACER_NAME).createObservableGauge("durable.queue.depth", {
+      description: "Runs waiting in each queue a worker serves.",
+    });
+    made.addCallback(observe);
+    return made;
+  }, undefined);
+  return () => safely(() => gauge?.removeCallback(observe), undefined);
 }

@@ -1,16 +1,17 @@
 import {
   type Attributes,
   type Context,
-  context,
   createTraceState,
   type Link,
   type Span,
+  type SpanOptions,
   type SpanContext,
   SpanKind,
   SpanStatusCode,
   trace,
 } from "@opentelemetry/api";
 import { isJsonObject, isString, type JsonObject, type JsonValue } from "../base/json.js";
+import { activeContext, GuardedSpan, safely, withContext, withSpan } from "./guard.js";
 
 /** The tracer's name: the instrumentation scope of every span @durable makes. */
 export const TRACER_NAME = "@durable/core";
@@ -41,9 +42,9 @@ export interface RunAttributes {
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
-function tracer() {
-  // Asked each time: a provider registered (or replaced) after this module loaded is the one used.
-  return trace.getTracer(TRACER_NAME);
+/** Starts a span on the tracer of the provider registered now (one registered after this module loaded counts). */
+export function startSpan(name: string, options: SpanOptions, parent: Context = activeContext()): GuardedSpan {
+  return new GuardedSpan(() => trace.getTracer(TRACER_NAME).startSpan(name, options, parent));
 }
 
 /** The attributes of a run's spans. */
@@ -62,10 +63,7 @@ export function runAttributes(run: RunAttributes): Attributes {
  * when no SDK records spans.
  */
 export function traceStart(run: RunAttributes): RunTrace | undefined {
-  const span = tracer().startSpan(`durable.start ${run.name}`, {
-    kind: SpanKind.PRODUCER,
-    attributes: runAttributes(run),
-  });
+  const span = startSpan(`durable.start ${run.name}`, { kind: SpanKind.PRODUCER, attributes: runAttributes(run) });
   const sealed = span.isRecording() ? { run: traceparentOf(span.spanContext()), ...stateOf(span) } : undefined;
   span.end();
   return sealed;
@@ -78,21 +76,21 @@ export function traceStart(run: RunAttributes): RunTrace | undefined {
  * attempt as the latest), so the next attempt links to this one.
  */
 export class AttemptSpan {
-  readonly span: Span;
+  readonly span: GuardedSpan;
   readonly context: Context;
   readonly #trace: RunTrace | undefined;
 
   constructor(run: RunAttributes, sealed: RunTrace | undefined, attributes: Attributes) {
-    const parent = sealed === undefined ? context.active() : remoteContext(sealed.run, sealed.state);
+    const parent = sealed === undefined ? activeContext() : remoteContext(sealed.run, sealed.state);
     const before = sealed?.attempt === undefined ? undefined : spanContextOf(sealed.attempt);
     const links: Link[] =
       before === undefined ? [] : [{ context: before, attributes: { "durable.link": "previous attempt" } }];
-    this.span = tracer().startSpan(
+    this.span = startSpan(
       `durable.run ${run.name}`,
       { kind: SpanKind.CONSUMER, attributes: { ...runAttributes(run), ...attributes }, links },
       parent,
     );
-    this.context = trace.setSpan(parent, this.span);
+    this.context = withSpan(parent, this.span);
     this.#trace = sealed;
   }
 
@@ -119,11 +117,11 @@ export async function inSpan<T>(
   name: string,
   attributes: Attributes,
   work: (span: Span) => Promise<T>,
-  parent: Context = context.active(),
+  parent: Context = activeContext(),
 ): Promise<T> {
-  const span = tracer().startSpan(name, { attributes }, parent);
+  const span = startSpan(name, { attributes }, parent);
   try {
-    return await context.with(trace.setSpan(parent, span), () => work(span));
+    return await withContext(withSpan(parent, span), () => work(span));
   } catch (error) {
     failSpan(span, error);
     throw error;
@@ -132,9 +130,9 @@ export async function inSpan<T>(
   }
 }
 
-/** Runs `work` with `ctx` active. */
+/** Runs `work` with `ctx` active (see `withContext`). */
 export function inContext<T>(ctx: Context, work: () => T): T {
-  return context.with(ctx, work);
+  return withContext(ctx, work);
 }
 
 /** Marks a span failed by `error`: its status, and the error as an exception event. */
@@ -168,7 +166,7 @@ function traceparentOf(span: SpanContext): string {
 }
 
 function stateOf(span: Span): { state?: string } {
-  const state = span.spanContext().traceState?.serialize();
+  const state = safely(() => span.spanContext().traceState?.serialize(), undefined);
   return state === undefined || state === "" ? {} : { state };
 }
 
@@ -187,6 +185,7 @@ function spanContextOf(traceparent: string, state?: string): SpanContext | undef
 
 /** A context whose parent is the sealed span: a span started in it continues that trace, in any process. */
 function remoteContext(traceparent: string, state: string | undefined): Context {
-  const parent = spanContextOf(traceparent, state);
-  return parent === undefined ? context.active() : trace.setSpanContext(context.active(), parent);
+  const active = activeContext();
+  const parent = safely(() => spanContextOf(traceparent, state), undefined);
+  return parent === undefined ? active : safely(() => trace.setSpanContext(active, parent), active);
 }
