@@ -136,25 +136,22 @@ describe("a run SIGKILLed in its second step and finished by another worker proc
     const log = await readCallLog(store, Sealer.withKeys(KEY), RUN_ID, []);
     const started = log.filter((record) => record.kind === "started");
     expect(started.map((call) => call.tool)).toEqual(["reserve", "charge", "charge", "mail"]);
-    const charge = one(spansB, "durable.call charge");
-    expect(charge.parentSpanId).toBe(stepsB[0]?.spanId);
-    expect(charge.attributes).toMatchObject({
-      "durable.call.id": started[1]?.callId,
-      "durable.call.tool": "charge",
-      "durable.call.attempt": 1,
-      "durable.call.rerun": true,
-      "durable.call.outcome": "done",
-    });
+    /** B's span of a call of `tool`: under `step`, attempt 1 of the call the log started, done. */
+    const callSpan = (tool: string, step: SpanLine | undefined, callId: string | undefined, rerun: boolean) => {
+      const span = one(spansB, `durable.call ${tool}`);
+      expect(span.parentSpanId).toBe(step?.spanId);
+      expect(span.attributes).toMatchObject({
+        "durable.call.id": callId,
+        "durable.call.tool": tool,
+        "durable.call.attempt": 1,
+        "durable.call.rerun": rerun,
+        "durable.call.outcome": "done",
+      });
+      return span;
+    };
+    const charge = callSpan("charge", stepsB[0], started[1]?.callId, true);
     expect(charge.attributes["durable.call.in_doubt"]).toBeUndefined();
-    const mail = one(spansB, "durable.call mail");
-    expect(mail.parentSpanId).toBe(stepsB[1]?.spanId);
-    expect(mail.attributes).toMatchObject({
-      "durable.call.id": started[3]?.callId,
-      "durable.call.tool": "mail",
-      "durable.call.attempt": 1,
-      "durable.call.rerun": false,
-      "durable.call.outcome": "done",
-    });
+    const mail = callSpan("mail", stepsB[1], started[3]?.callId, false);
     expect(reserve.attributes["durable.call.id"]).toBe(started[0]?.callId);
     // B goes on from the checkpoint after step 1: reserve is neither run nor replayed there.
     expect(named(spansB, "durable.call reserve")).toEqual([]);
