@@ -317,8 +317,10 @@ export class RunDriver<D, R> {
       throw error;
     });
     // Taken over: a drive held it before (one that died, or gave it up). A run left to the fleet is at step 0 with no
-    // call yet: the step 0 of a run a drive started lands with that drive's first call.
-    const takenOver = why === "recover" && (latest.step > 0 || claimed.records.length > 0);
+    // call yet: the step 0 of a run a drive started lands with that drive's first call. A fork's own row (its first
+    // segment) is left to the fleet too, past step 0 with the original's calls: no drive held the fork before.
+    const unclaimedFork = envelope.forkedFrom?.segment === latest.segment;
+    const takenOver = why === "recover" && !unclaimedFork && (latest.step > 0 || claimed.records.length > 0);
     attempt.span.setAttribute("durable.run.taken_over", takenOver);
     this.#counted("runsClaimed", { "durable.claim": why });
     if (takenOver) this.#counted("runsTakenOver");

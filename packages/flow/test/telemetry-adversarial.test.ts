@@ -1,0 +1,69 @@
+import { Executor, MemoryCheckpointStore, startWorker, ToolRegistry } from "@durable/core";
+import { trace } from "@opentelemetry/api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { Flow, FlowRunner } from "../src/index.js";
+import { KEY } from "./helpers.js";
+import { BasicTracerProvider, registerOtel, type SpanProcessor, sumOf } from "@durable/test-utils/otel";
+
+// What OpenTelemetry must never change, tried on paths the telemetry tests do not walk: a fork's first claim is no
+// takeover, an SDK whose ids are in another case never makes a run unreadable, a run refused at its start leaves no
+// span open.
+
+let otel: ReturnType<typeof registerOtel>;
+beforeEach(() => {
+  otel = registerOtel();
+});
+afterEach(() => otel.dispose());
+
+const State = z.object({ n: z.number().int() });
+
+/** Three supersteps, one call each. */
+function threeSteps() {
+  const registry = new ToolRegistry().tool("effect", (args: { n: number }) => `did ${args.n}`);
+  const node = async (state: { n: number }, ctx: { call<T>(tool: string, args: unknown): Promise<T> }) => {
+    await ctx.call("effect", { n: state.n });
+    return { n: state.n + 1 };
+  };
+  const flow = new Flow("three", { state: State })
+    .node("s1", node)
+    .node("s2", node)
+    .node("s3", node)
+    .edge("s1", "s2")
+    .edge("s2", "s3")
+    .end("s3");
+  return { registry, flow };
+}
+
+const runnerOn = (store: MemoryCheckpointStore, registry: ToolRegistry) =>
+  new FlowRunner(new Executor(registry), { checkpoints: store, checkpointKey: KEY });
+
+describe("OpenTelemetry, adversarially", () => {
+  it("a fork a worker claims is claimed, not taken over: no taken_over count, span attribute or log line", async () => {
+    const { registry, flow } = threeSteps();
+    const store = new MemoryCheckpointStore();
+    const runner = runnerOn(store, registry);
+    await runner.run(flow, { n: 0 }, { runId: "orig" });
+    const handle = await runner.fork(flow, "orig", { fromStep: 1, runId: "fork", by: "dev@example.com" });
+    const said: string[] = [];
+    const logger = { info: (m: string) => void said.push(m), warn: () => undefined, error: () => undefined };
+    const worker = startWorker({
+      serve: [runner.served(flow)],
+      pollMs: 20,
+      maxPollMs: 20,
+      stopOnSignals: false,
+      logger,
+    });
+    try {
+      expect(await handle.result({ timeoutMs: 10_000 })).toEqual({ n: 3 });
+    } finally {
+      await worker.stop();
+    }
+    const claims = otel.spans().filter((span) => span.attributes["durable.run.id"] === "fork");
+    const attempt = claims.find((span) => span.name === "durable.run three");
+    expect(attempt?.attributes).toMatchObject({ "durable.claim": "recover", "durable.run.taken_over": false });
+    expect(sumOf((await otel.metrics()).get("durable.runs.taken_over"))).toBe(0);
+    expect(said.filter((line) => line.includes("took over"))).toEqual([]);
+  });
+
+});
