@@ -66,4 +66,26 @@ describe("OpenTelemetry, adversarially", () => {
     expect(said.filter((line) => line.includes("took over"))).toEqual([]);
   });
 
+  it("an SDK whose ids are upper-case hex (valid to OpenTelemetry) never makes a run unreadable: its retry goes on", async () => {
+    otel.dispose();
+    const hex = (length: number) =>
+      Array.from({ length }, () => "0123456789ABCDEF"[Math.floor(Math.random() * 16)]).join("");
+    trace.setGlobalTracerProvider(
+      new BasicTracerProvider({ idGenerator: { generateTraceId: () => hex(32), generateSpanId: () => hex(16) } }),
+    );
+    const registry = new ToolRegistry().tool("effect", () => "ok");
+    let fail = true;
+    const flow = new Flow("upper", { state: State })
+      .node("s1", async (state, ctx) => {
+        await ctx.call("effect", {});
+        if (fail) throw new Error("the node failed once");
+        return { n: state.n + 1 };
+      })
+      .end("s1");
+    const runner = runnerOn(new MemoryCheckpointStore(), registry);
+    await expect(runner.run(flow, { n: 0 }, { runId: "u" })).rejects.toThrow(/failed once/);
+    fail = false;
+    expect(await runner.retry(flow, "u")).toMatchObject({ status: "done", state: { n: 1 } });
+  });
+
 });
