@@ -88,4 +88,19 @@ describe("OpenTelemetry, adversarially", () => {
     expect(await runner.retry(flow, "u")).toMatchObject({ status: "done", state: { n: 1 } });
   });
 
+  it("a start refused before its step 0 (a malformed run id) ends every span it began", async () => {
+    otel.dispose();
+    const open = new Set<string>();
+    const processor: SpanProcessor = {
+      onStart: (span) => void open.add(span.spanContext().spanId),
+      onEnd: (span) => void open.delete(span.spanContext().spanId),
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [processor] }));
+    const { registry, flow } = threeSteps();
+    const runner = runnerOn(new MemoryCheckpointStore(), registry);
+    await expect(runner.run(flow, { n: 0 }, { runId: "x".repeat(300) })).rejects.toThrow(/run id/);
+    expect(open.size).toBe(0);
+  });
 });

@@ -107,13 +107,21 @@ export class RunDriver<D, R> {
       "durable.claim": "start",
     });
     const envelope = firstEnvelope(data, { version: this.#program.version, trace: attempt.sealed });
-    const { run } = DurableRun.startLater(
-      { ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream },
-      (checkpoint) => {
-        this.#counted("runsStarted");
-        void this.#drive.saved(checkpoint, data);
-      },
-    );
+    let run: DurableRun;
+    try {
+      ({ run } = DurableRun.startLater(
+        { ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream },
+        (checkpoint) => {
+          this.#counted("runsStarted");
+          void this.#drive.saved(checkpoint, data);
+        },
+      ));
+    } catch (error) {
+      // Refused before its step 0 was queued (a malformed run id, data that cannot be sealed): the attempt's span
+      // ends here, as `#holding` would have ended it.
+      attempt.end({ error });
+      throw error;
+    }
     return this.#holding(run, attempt, options.signal, () =>
       this.#drive.steps(run, envelope, freshPlan(envelope.round)),
     );
