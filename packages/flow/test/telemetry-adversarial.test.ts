@@ -1,9 +1,16 @@
-import { Executor, MemoryCheckpointStore, startWorker, ToolRegistry } from "@durable/core";
+import {
+  Executor,
+  MemoryCheckpointStore,
+  NonRetryable,
+  StoreUnavailable,
+  startWorker,
+  ToolRegistry,
+} from "@durable/core";
 import { trace } from "@opentelemetry/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Flow, FlowRunner } from "../src/index.js";
-import { KEY } from "./helpers.js";
+import { KEY, storeWith } from "./helpers.js";
 import { BasicTracerProvider, registerOtel, type SpanProcessor, sumOf } from "@durable/test-utils/otel";
 
 // What OpenTelemetry must never change, tried on paths the telemetry tests do not walk: a fork's first claim is no
@@ -102,5 +109,52 @@ describe("OpenTelemetry, adversarially", () => {
     const runner = runnerOn(new MemoryCheckpointStore(), registry);
     await expect(runner.run(flow, { n: 0 }, { runId: "x".repeat(300) })).rejects.toThrow(/run id/);
     expect(open.size).toBe(0);
+  });
+});
+
+describe("a call's span", () => {
+  it("ends when the record of its tool's error cannot be stored (the store failed): no span is left open", async () => {
+    otel.dispose();
+    const open = new Map<string, string>();
+    const processor: SpanProcessor = {
+      onStart: (span) => void open.set(span.spanContext().spanId, span.name),
+      onEnd: (span) => void open.delete(span.spanContext().spanId),
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [processor] }));
+    let storeDown = false;
+    const memory = new MemoryCheckpointStore();
+    const failing = storeWith(memory, {
+      recordCall: (runId, segment, seq, sealed) =>
+        storeDown
+          ? Promise.reject(new StoreUnavailable("the store is down"))
+          : memory.recordCall(runId, segment, seq, sealed),
+    });
+    const registry = new ToolRegistry().tool("declined", () => {
+      storeDown = true;
+      throw new NonRetryable("card declined");
+    });
+    const flow = new Flow("leaky", { state: State })
+      .node("s1", async (state, ctx) => {
+        await ctx.call("declined", {}).catch(() => undefined);
+        return state;
+      })
+      .end("s1");
+    const runner = new FlowRunner(new Executor(registry), { checkpoints: failing, checkpointKey: KEY });
+    await expect(runner.run(flow, { n: 0 }, { runId: "l" })).rejects.toThrow(/down/);
+    expect([...open.values()]).toEqual([]);
+  });
+});
+
+describe("durable.runs.ended", () => {
+  it("counts a run once: a cancel of a run that ended is refused and counts nothing", async () => {
+    const { registry, flow } = threeSteps();
+    const runner = runnerOn(new MemoryCheckpointStore(), registry);
+    await runner.run(flow, { n: 0 }, { runId: "e" });
+    await expect(runner.cancel(flow, "e", "too late")).rejects.toThrow();
+    const ended = (await otel.metrics()).get("durable.runs.ended");
+    expect(sumOf(ended)).toBe(1);
+    expect(sumOf(ended, { "durable.run.status": "done" })).toBe(1);
   });
 });
