@@ -144,6 +144,32 @@ describe("the worker's log", () => {
     expect(plain).toBeDefined();
   });
 
+  it("gives a winston logger (levels and child, but the message first) its message: it is no pino", async () => {
+    // winston 3's level methods: one argument is the message (or an info object); with more, the first is the
+    // message and the rest its splat (meta). Given fields first, the line would be the fields, its message lost.
+    const said: { level: string; message: unknown }[] = [];
+    const level = (name: string) => (message: unknown) => void said.push({ level: name, message });
+    const winstonLike = {
+      levels: { error: 0, warn: 1, info: 2, debug: 5 },
+      child: () => winstonLike,
+      info: level("info"),
+      warn: level("warn"),
+      error: level("error"),
+    };
+    const store = new MemoryCheckpointStore();
+    const failing = tools("fails");
+    const w = serve(store, failing.registry, winstonLike);
+    await runner(store, failing.registry).start(flow, order, { runId: "w" });
+    await until(() => said.length === 1);
+    await w.stop();
+    expect(said).toEqual([
+      {
+        level: "error",
+        message: '@durable: flow "tickets": run w failed: ToolFailed: charge_card failed: NonRetryable: card declined',
+      },
+    ]);
+  });
+
   it("refuses a logger of no known shape with InvalidInput, before it starts", () => {
     const store = new MemoryCheckpointStore();
     for (const logger of [{}, { info: () => undefined }, "console", true])

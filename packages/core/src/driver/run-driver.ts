@@ -107,13 +107,21 @@ export class RunDriver<D, R> {
       "durable.claim": "start",
     });
     const envelope = firstEnvelope(data, { version: this.#program.version, trace: attempt.sealed });
-    const { run } = DurableRun.startLater(
-      { ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream },
-      (checkpoint) => {
-        this.#counted("runsStarted");
-        void this.#drive.saved(checkpoint, data);
-      },
-    );
+    let run: DurableRun;
+    try {
+      ({ run } = DurableRun.startLater(
+        { ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream },
+        (checkpoint) => {
+          this.#counted("runsStarted");
+          void this.#drive.saved(checkpoint, data);
+        },
+      ));
+    } catch (error) {
+      // Refused before its step 0 was queued (a malformed run id, data that cannot be sealed): the attempt's span
+      // ends here, as `#holding` would have ended it.
+      attempt.end({ error });
+      throw error;
+    }
     return this.#holding(run, attempt, options.signal, () =>
       this.#drive.steps(run, envelope, freshPlan(envelope.round)),
     );
@@ -317,8 +325,10 @@ export class RunDriver<D, R> {
       throw error;
     });
     // Taken over: a drive held it before (one that died, or gave it up). A run left to the fleet is at step 0 with no
-    // call yet: the step 0 of a run a drive started lands with that drive's first call.
-    const takenOver = why === "recover" && (latest.step > 0 || claimed.records.length > 0);
+    // call yet: the step 0 of a run a drive started lands with that drive's first call. A fork's own row (its first
+    // segment) is left to the fleet too, past step 0 with the original's calls: no drive held the fork before.
+    const unclaimedFork = envelope.forkedFrom?.segment === latest.segment;
+    const takenOver = why === "recover" && !unclaimedFork && (latest.step > 0 || claimed.records.length > 0);
     attempt.span.setAttribute("durable.run.taken_over", takenOver);
     this.#counted("runsClaimed", { "durable.claim": why });
     if (takenOver) this.#counted("runsTakenOver");

@@ -77,12 +77,23 @@ function writerFor(logger: unknown): ((line: WorkerLine) => void) | undefined {
       });
   }
   if (!["info", "warn", "error"].every((level) => typeof target[level] === "function")) return undefined;
-  if ("levels" in target && typeof target["child"] === "function") {
+  if (isPinoShaped(target)) {
     const pino = logger as unknown as PinoLikeLogger;
     return ({ level, message, fields }) => pino[level]({ ...fields }, message);
   }
   const plain = logger as unknown as ConsoleLikeLogger;
   return ({ level, message }) => plain[level](`@durable: ${message}`);
+}
+
+/**
+ * True for pino (`levels` is `{ values, labels }`) and bunyan (`levels()` is a method), which take the fields first.
+ * Winston has `levels` (a map of numbers) and `child` too, but takes the message first: it is console-shaped, or its
+ * lines would be the fields, their message lost.
+ */
+function isPinoShaped(target: Record<string, unknown>): boolean {
+  const levels = target["levels"];
+  const pinoLevels = isObject(levels) && isObject(levels["values"]);
+  return typeof target["child"] === "function" && (typeof levels === "function" || pinoLevels);
 }
 
 /** A line about run `runId` of a served flow or loop: the message names the run's kind and name, the fields the run. */

@@ -50,7 +50,7 @@ export interface WorkerOptions {
    * Where it says what it did, one line each: a run it took over, a run that
    * failed, a run it left waiting for a decision (or stuck), a lease it lost.
    * A console-shaped logger (default: `console`) gets a message; a pino-shaped
-   * one (`levels`, `child`) fields and a message; an OpenTelemetry logs
+   * one (pino, bunyan: `child` and their `levels`) fields and a message; an OpenTelemetry logs
    * `Logger` (`emit`) a record. `false` says nothing.
    */
   readonly logger?: WorkerLogger;

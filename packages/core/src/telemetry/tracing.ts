@@ -2,6 +2,7 @@ import {
   type Attributes,
   type Context,
   createTraceState,
+  isSpanContextValid,
   type Link,
   type Span,
   type SpanOptions,
@@ -64,9 +65,9 @@ export function runAttributes(run: RunAttributes): Attributes {
  */
 export function traceStart(run: RunAttributes): RunTrace | undefined {
   const span = startSpan(`durable.start ${run.name}`, { kind: SpanKind.PRODUCER, attributes: runAttributes(run) });
-  const sealed = span.isRecording() ? { run: traceparentOf(span.spanContext()), ...stateOf(span) } : undefined;
+  const traceparent = span.isRecording() ? traceparentOf(span.spanContext()) : undefined;
   span.end();
-  return sealed;
+  return traceparent === undefined ? undefined : { run: traceparent, ...stateOf(span) };
 }
 
 /**
@@ -96,8 +97,8 @@ export class AttemptSpan {
 
   /** The run's trace to seal with the attempt's claim: this attempt as the latest. Undefined while nothing records. */
   get sealed(): RunTrace | undefined {
-    if (!this.span.isRecording()) return this.#trace;
-    const attempt = traceparentOf(this.span.spanContext());
+    const attempt = this.span.isRecording() ? traceparentOf(this.span.spanContext()) : undefined;
+    if (attempt === undefined) return this.#trace;
     return this.#trace === undefined ? { run: attempt, attempt } : { ...this.#trace, attempt };
   }
 
@@ -161,8 +162,15 @@ export function runTraceJson(sealed: RunTrace): JsonObject {
   return { run, ...(state === undefined ? {} : { state }), ...(attempt === undefined ? {} : { attempt }) };
 }
 
-function traceparentOf(span: SpanContext): string {
-  return `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+/**
+ * The span's W3C `traceparent` (lowercase hex, as `isRunTrace` reads it back), or undefined for ids that are not
+ * valid hex of the right length: OpenTelemetry takes ids in upper case too, and a broken SDK may give anything, and
+ * a sealed `trace` no reader accepts would make every later read of the run `CheckpointStoreCorrupt`.
+ */
+function traceparentOf(span: SpanContext): string | undefined {
+  const flags = (Number(span.traceFlags) & 0xff).toString(16).padStart(2, "0");
+  const traceparent = `00-${String(span.traceId)}-${String(span.spanId)}-${flags}`.toLowerCase();
+  return TRACEPARENT.test(traceparent) && isSpanContextValid(span) ? traceparent : undefined;
 }
 
 function stateOf(span: Span): { state?: string } {
