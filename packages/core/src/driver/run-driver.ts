@@ -37,8 +37,8 @@ import { RunSteps } from "./steps.js";
 import { reopenFailed } from "../run/reopen.js";
 import { cancelOrphan, saveCancelled } from "../run/cancel.js";
 import { checkServedVersion, type RunVersion } from "../run/versions.js";
-import { AttemptSpan, inContext, traceStart, type RunAttributes } from "../telemetry/tracing.js";
-import { instruments } from "../telemetry/metrics.js";
+import { holding } from "./holding.js";
+import { RunTelemetry } from "./run-telemetry.js";
 
 /**
  * Owns the life of a run of one program: starts it, opens and checks it
@@ -54,6 +54,7 @@ export class RunDriver<D, R> {
   readonly #lease: LeaseTerms;
   readonly #codec: ValueCodec;
   readonly #drive: RunSteps<D, R>;
+  readonly #telemetry: RunTelemetry;
   /** What each drive of a run holds it with: this worker's lease, how often it snapshots, and its stream, if any. */
   readonly #drives: { lease: LeaseTerms; snapshotEvery: number | undefined; stream: StreamTerms | undefined };
 
@@ -69,6 +70,7 @@ export class RunDriver<D, R> {
     if (options.stream !== undefined) streamStore(program.name, options.store);
     this.#drives = { lease: this.#lease, snapshotEvery: options.snapshotEvery, stream: options.stream };
     this.#drive = new RunSteps(program, this.#events, this.#codec);
+    this.#telemetry = new RunTelemetry(program);
   }
 
   /** What the driver drives: a flow's or a loop's runs of one name and version, kept in one store. */
@@ -103,40 +105,16 @@ export class RunDriver<D, R> {
   ): Promise<DriveResult<R>> {
     const runId = options.runId ?? newRunId();
     // Its first attempt is sealed with step 0: a worker that takes the run over links its attempt to this one.
-    const attempt = new AttemptSpan(this.#attributes(runId), traceStart(this.#attributes(runId)), {
-      "durable.claim": "start",
-    });
+    const attempt = this.#telemetry.attempt(runId, "start");
     const envelope = firstEnvelope(data, { version: this.#program.version, trace: attempt.sealed });
-    let run: DurableRun;
-    try {
-      ({ run } = DurableRun.startLater(
-        { ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream },
-        (checkpoint) => {
-          this.#counted("runsStarted");
-          void this.#drive.saved(checkpoint, data);
-        },
-      ));
-    } catch (error) {
-      // Refused before its step 0 was queued (a malformed run id, data that cannot be sealed): the attempt's span
-      // ends here, as `#holding` would have ended it.
-      attempt.end({ error });
-      throw error;
-    }
-    return this.#holding(run, attempt, options.signal, () =>
-      this.#drive.steps(run, envelope, freshPlan(envelope.round)),
+    // Refused before its step 0 is queued (a malformed run id, data that cannot be sealed), it ends the attempt.
+    const { run } = await this.#telemetry.begun(attempt, () =>
+      DurableRun.startLater({ ...this.#newRun(runId, options.ctx, envelope), stream: this.#drives.stream }, (saved) => {
+        this.#telemetry.counted("runsStarted");
+        void this.#drive.saved(saved, data);
+      }),
     );
-  }
-
-  /** What the spans of run `runId` say of it. */
-  #attributes(runId: string): RunAttributes {
-    const { kind, name, version } = this.#program;
-    return { runId, kind, name, version };
-  }
-
-  /** Adds one to a run counter, with the run's kind and name (and `attributes`). */
-  #counted(counter: "runsStarted" | "runsClaimed" | "runsTakenOver", attributes: Record<string, string> = {}): void {
-    const { kind, name } = this.#program;
-    instruments()[counter].add(1, { "durable.run.kind": kind, "durable.run.name": name, ...attributes });
+    return holding(run, attempt, options.signal, () => this.#drive.steps(run, envelope, freshPlan(envelope.round)));
   }
 
   /** What step 0 of a new run of this driver's is saved from. */
@@ -166,7 +144,7 @@ export class RunDriver<D, R> {
     options: { readonly runId: string; readonly ctx?: Identity | undefined; readonly parent?: ParentRef | undefined },
   ): Promise<void> {
     const { parent, runId } = options;
-    const trace = traceStart(this.#attributes(runId));
+    const trace = this.#telemetry.startTrace(runId);
     const envelope = firstEnvelope(data, { parent, version: this.#program.version, trace });
     try {
       await this.#queued(envelope, runId, options.ctx);
@@ -185,7 +163,7 @@ export class RunDriver<D, R> {
   async submit(data: D, options: SubmitOptions): Promise<boolean> {
     checkQueuesCapability(this.#program.name, this.#store, options.queue);
     try {
-      const trace = traceStart(this.#attributes(options.runId));
+      const trace = this.#telemetry.startTrace(options.runId);
       const envelope = firstEnvelope(data, { queue: options.queue, version: this.#program.version, trace });
       await this.#queued(envelope, options.runId, options.ctx);
       return true;
@@ -199,7 +177,7 @@ export class RunDriver<D, R> {
   /** Saves step 0 of a new run with no lease: a worker serving it claims it at once. */
   async #queued(envelope: RunEnvelope<D>, runId: string, ctx: Identity | undefined): Promise<void> {
     const { checkpoint } = await DurableRun.start({ ...this.#newRun(runId, ctx, envelope), leased: false });
-    this.#counted("runsStarted");
+    this.#telemetry.counted("runsStarted");
     await this.#drive.saved(checkpoint, envelope.program);
   }
 
@@ -310,8 +288,8 @@ export class RunDriver<D, R> {
     // Decisions are checked on the log as it stands before the claim: one on a call not in doubt writes nothing.
     if (decided !== undefined) await checkBeforeClaim(this.#store, this.#sealer, latest, envelope.round, decided);
     const why = retrying ? "retry" : asleep !== undefined ? "wake" : decided !== undefined ? "decision" : "recover";
-    const attempt = new AttemptSpan(this.#attributes(runId), envelope.trace, { "durable.claim": why });
-    const traced = attempt.sealed === envelope.trace ? envelope : { ...envelope, trace: attempt.sealed };
+    const attempt = this.#telemetry.attempt(runId, why, envelope.trace);
+    const traced = this.#telemetry.traced(envelope, attempt);
     // A retry's claim saves the run without its error, a woken run's without its wake time, a traced one with its new
     // attempt; any other recovery's, the latest checkpoint's data as it is.
     const claim = {
@@ -320,21 +298,13 @@ export class RunDriver<D, R> {
       callsFrom: envelope.roundStart,
       ...(retrying || asleep !== undefined || traced !== envelope ? { data: this.#drive.json(traced) } : {}),
     };
-    const claimed = await DurableRun.claim(this.#store, this.#sealer, latest, claim).catch((error: unknown) => {
-      attempt.end({ error });
-      throw error;
-    });
-    // Taken over: a drive held it before (one that died, or gave it up). A run left to the fleet is at step 0 with no
-    // call yet: the step 0 of a run a drive started lands with that drive's first call. A fork's own row (its first
-    // segment) is left to the fleet too, past step 0 with the original's calls: no drive held the fork before.
-    const unclaimedFork = envelope.forkedFrom?.segment === latest.segment;
-    const takenOver = why === "recover" && !unclaimedFork && (latest.step > 0 || claimed.records.length > 0);
-    attempt.span.setAttribute("durable.run.taken_over", takenOver);
-    this.#counted("runsClaimed", { "durable.claim": why });
-    if (takenOver) this.#counted("runsTakenOver");
+    const claimed = await this.#telemetry.begun(attempt, () =>
+      DurableRun.claim(this.#store, this.#sealer, latest, claim),
+    );
+    const takenOver = this.#telemetry.claimed(attempt, why, latest, envelope, claimed.records);
     options.onClaimed?.({ step: claimed.checkpoint.step, takenOver });
     const { run, checkpoint } = claimed;
-    return this.#holding(run, attempt, options.signal, async () => {
+    return holding(run, attempt, options.signal, async () => {
       await this.#drive.saved(checkpoint, envelope.program);
       let records = claimed.records;
       if (retrying) records = await reopenFailed(this.#store, this.#sealer, run, records, envelope.round);
@@ -400,9 +370,8 @@ export class RunDriver<D, R> {
   ): Promise<DriveResult<R>> {
     const { latest } = opened;
     const envelope = program === undefined ? opened.envelope : { ...opened.envelope, program };
-    const attempt = new AttemptSpan(this.#attributes(latest.runId), envelope.trace, { "durable.claim": "resume" });
-    const trace = attempt.sealed;
-    const resumed = { ...answered(latest, envelope, answers), ...(trace === undefined ? {} : { trace }) };
+    const attempt = this.#telemetry.attempt(latest.runId, "resume", envelope.trace);
+    const resumed = this.#telemetry.traced(answered(latest, envelope, answers), attempt);
     options.signal?.throwIfAborted();
     faultPoint("resume.before-answers-save");
     const claim = {
@@ -411,49 +380,15 @@ export class RunDriver<D, R> {
       data: this.#drive.json(resumed),
       callsFrom: resumed.roundStart,
     };
-    const { run, checkpoint, records } = await DurableRun.claim(this.#store, this.#sealer, latest, claim).catch(
-      (error: unknown) => {
-        attempt.end({ error });
-        throw error;
-      },
-    );
-    this.#counted("runsClaimed", { "durable.claim": "resume" });
+    const claiming = () => DurableRun.claim(this.#store, this.#sealer, latest, claim);
+    const { run, checkpoint, records } = await this.#telemetry.begun(attempt, claiming);
+    this.#telemetry.counted("runsClaimed", { "durable.claim": "resume" });
     faultPoint("resume.after-answers-save");
-    return this.#holding(run, attempt, options.signal, async () => {
+    return holding(run, attempt, options.signal, async () => {
       await this.#drive.saved(checkpoint, resumed.program);
       const plan = await this.#drive.plan(run, records, resumed.round, options, checkpoint.data);
       return this.#drive.steps(run, this.#drive.claimed(run, resumed, records), plan);
     });
-  }
-
-  /**
-   * Does `work` (plan, events, drive) with the run just claimed or started, and gives its lease up when the work
-   * stops short (the store failed, a call is in doubt, an event sink threw, `signal` aborted): another worker may
-   * claim it at once. A run that paused or ended released it with its save.
-   */
-  async #holding(
-    run: DurableRun,
-    attempt: AttemptSpan,
-    signal: AbortSignal | undefined,
-    work: () => Promise<DriveResult<R>>,
-  ): Promise<DriveResult<R>> {
-    const giveUp = (): void => void run.giveUp(signal?.reason);
-    signal?.addEventListener("abort", giveUp, { once: true });
-    attempt.span.setAttribute("durable.worker", run.lease.owner);
-    try {
-      signal?.throwIfAborted();
-      // The attempt's span is active while it runs: its steps, calls and the tools' own spans are its children.
-      const result = await inContext(attempt.context, work);
-      await run.stopLease(false);
-      attempt.end({ result });
-      return result;
-    } catch (error) {
-      await run.giveUp();
-      attempt.end({ error });
-      throw error;
-    } finally {
-      signal?.removeEventListener("abort", giveUp);
-    }
   }
 }
 
