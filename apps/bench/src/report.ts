@@ -90,6 +90,7 @@ export function report(results: readonly StoreResult[]): string {
       "spans per run",
       "metric points per run",
       "measurements per run",
+      "bytes added per run",
     ],
     results.map(({ store, tickets: { telemetry: o } }) => [
       store,
@@ -99,12 +100,13 @@ export function report(results: readonly StoreResult[]): string {
       o.spansPerRun,
       o.metricPointsPerRun,
       o.measurementsPerRun,
+      o.bytesAddedPerRun,
     ]),
   );
   lines.push(
     "What OpenTelemetry adds per run: a run's median with no SDK registered (the default) and with the SDK registered (BasicTracerProvider, SimpleSpanProcessor to an InMemorySpanExporter, a MeterProvider and its reader, AsyncLocalStorageContextManager), the two taken in turns in one process. " +
       "With no SDK the API calls are no-ops (no span records, nothing is sealed in the checkpoints): a run without the integration cannot be measured in the same build, so OTel off is the run's own time, not a difference. " +
-      "Metric points: the data points (an instrument and a set of attributes) one run records to, collected after it alone; measurements: its counter increments and histogram records.",
+      "Metric points: the data points (an instrument and a set of attributes) one run records to, collected after it alone; measurements: its counter increments and histogram records; bytes added: the run's trace, which its checkpoints seal once a span records (none with no SDK).",
   );
   lines.push("");
   for (const { store, sweeps: s } of results) {

@@ -1,7 +1,7 @@
 import type { CheckpointStore } from "@durable/core";
 import { OtelSdk } from "./otel-sdk.js";
 import { latencyOf, round } from "./stats.js";
-import { ORDER, runner, tickets } from "./workload.js";
+import { noting, ORDER, runner, tickets, type WriteLog } from "./workload.js";
 
 /** What OpenTelemetry adds to a tickets run, one run at a time. */
 export interface TelemetryFigures {
@@ -17,6 +17,8 @@ export interface TelemetryFigures {
   readonly metricPointsPerRun: number;
   /** Measurements one run records: counter increments and histogram records. */
   readonly measurementsPerRun: number;
+  /** What the SDK adds to the bytes a run writes: its checkpoints seal the run's trace (`traceparent`s) when a span records. */
+  readonly bytesAddedPerRun: number;
 }
 
 /** Timed runs per turn, after one untimed run that meets the turn's setting first. */
@@ -64,7 +66,7 @@ export async function telemetryCost(store: CheckpointStore, rounds: number): Pro
       // Now and then, as a service's reader would; never inside a timed run.
       if (i % 10 === 9) await sdk.collect();
     }
-    const counted = await oneRunCounted(sdk, run);
+    const counted = await oneRunCounted(sdk, store);
     const offMs = latencyOf(off).p50;
     const onMs = latencyOf(on).p50;
     return {
@@ -78,18 +80,32 @@ export async function telemetryCost(store: CheckpointStore, rounds: number): Pro
   }
 }
 
-/** The spans and metrics of one run under the SDK, alone: what was recorded before it is dropped first. */
-async function oneRunCounted(
-  sdk: OtelSdk,
-  run: () => Promise<void>,
-): Promise<Pick<TelemetryFigures, "spansPerRun" | "metricPointsPerRun" | "measurementsPerRun">> {
+type Counted = Pick<TelemetryFigures, "spansPerRun" | "metricPointsPerRun" | "measurementsPerRun" | "bytesAddedPerRun">;
+
+/**
+ * The spans, metrics and written bytes of one run under the SDK, alone (what
+ * was recorded before it is dropped first), and the bytes of one run without.
+ */
+async function oneRunCounted(sdk: OtelSdk, store: CheckpointStore): Promise<Counted> {
+  const bytesOfRun = async (runId: string) => {
+    const log: WriteLog = { writes: [], commits: 0 };
+    await runner(noting(store, log)).run(tickets, ORDER, { runId });
+    return log.writes.reduce((sum, w) => sum + w.bytes, 0);
+  };
+  // Run ids of one length: each sealed value holds its run's id.
+  const bytesOff = await bytesOfRun("otel-counted-a");
   sdk.register();
   try {
     sdk.dropSpans();
     await sdk.collect();
-    await run();
+    const bytesOn = await bytesOfRun("otel-counted-b");
     const { points, measurements } = await sdk.collect();
-    return { spansPerRun: sdk.spans, metricPointsPerRun: points, measurementsPerRun: measurements };
+    return {
+      spansPerRun: sdk.spans,
+      metricPointsPerRun: points,
+      measurementsPerRun: measurements,
+      bytesAddedPerRun: bytesOn - bytesOff,
+    };
   } finally {
     sdk.unregister();
     sdk.dropSpans();

@@ -34,9 +34,12 @@ describe("the bench, on small sizes", () => {
           spansPerRun: 8,
           metricPointsPerRun: 7,
           measurementsPerRun: 12,
+          bytesAddedPerRun: expect.any(Number),
         },
       });
       expect(figures.single.runsPerSecond).toBeGreaterThan(0);
+      // Checkpoints seal the run's trace only while a span records: with no SDK a run writes no byte for it.
+      expect(figures.telemetry.bytesAddedPerRun).toBeGreaterThan(0);
       // The SDK registered for its turns is gone after them: what the bench measures next runs on the API's no-ops.
       expect(trace.getTracer("bench").startSpan("after").isRecording()).toBe(false);
     } finally {
