@@ -26,7 +26,7 @@ const BENCH_COMMAND = {
   command: "pnpm bench",
   about:
     "what durability costs, per store (memory, SQLite, SQLite through Prisma, Redis, PostgreSQL through Prisma): the tickets flow one run at a time and 16 at once, " +
-    "the cost per tool call over no store, the same writes straight through the driver, and how the cost grows; " +
+    "the cost per tool call over no store, the same writes straight through the driver, what security options and an OpenTelemetry SDK add per run, and how the cost grows; " +
     "next to the peers on the same kind of store (LangGraph.js with its memory, SQLite and PostgreSQL savers, DBOS Transact on PostgreSQL). " +
     "Prints tables; writes JSON to apps/bench/results/. A store whose server does not answer is skipped.",
   options: {

@@ -4,6 +4,7 @@ import type { Peer } from "./peers/peer.js";
 import { latencyOf, round, type Latency } from "./stats.js";
 import { mediansInTurns, securityCost, type SecurityFigures } from "./security.js";
 import type { RawWriter } from "./targets.js";
+import { telemetryCost, type TelemetryFigures } from "./telemetry.js";
 import { ORDER, noting, plainTickets, runner, tickets, unleased, type WriteLog } from "./workload.js";
 
 interface RunFigures {
@@ -31,6 +32,8 @@ export interface TicketsFigures {
   readonly lease: { readonly writesPerRun: number; readonly usPerRun: number };
   /** What encryption, Ed25519 and an anchor add to a run (µs at the median over the default). */
   readonly security: SecurityFigures;
+  /** What OpenTelemetry adds to a run: no SDK registered (the default) against the SDK registered, in turns. */
+  readonly telemetry: TelemetryFigures;
   /** The same writes (number and sizes) straight through the driver, and durable ÷ raw at the median. */
   readonly raw?: { readonly p50Ms: number; readonly ratio: number };
   /** Other libraries running the same flow on the same kind of store, measured alongside. */
@@ -107,6 +110,8 @@ export async function measureTickets(
     budgetMs,
   );
   if (concurrent16 === undefined) throw new Error("16 at once measured nothing");
+  // Last: the measures above run before this store's turns register an SDK in the process.
+  const telemetry = await telemetryCost(store, Math.max(10, Math.round(budgetMs / durable.mean / 8)));
   const single = figures(durable, 1000 / durable.mean);
 
   return {
@@ -123,6 +128,7 @@ export async function measureTickets(
       usPerRun: leased,
     },
     security,
+    telemetry,
     ...(raw === undefined
       ? {}
       : { raw: { p50Ms: round(latency("raw").p50, 3), ratio: round(durable.p50 / latency("raw").p50) } }),

@@ -1,3 +1,4 @@
+import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { clusterTestsWanted } from "@durable/test-utils/redis-cluster";
 import { measureTickets } from "../src/runs.js";
@@ -25,8 +26,22 @@ describe("the bench, on small sizes", () => {
           ed25519EncryptedUs: expect.any(Number),
           sqliteAnchorUs: expect.any(Number),
         },
+        // The start, the attempt, 3 steps and 3 tool calls; runs started and ended, 3 tools' calls, step and commit durations.
+        telemetry: {
+          offUs: expect.any(Number),
+          onUs: expect.any(Number),
+          sdkUs: expect.any(Number),
+          spansPerRun: 8,
+          metricPointsPerRun: 7,
+          measurementsPerRun: 12,
+          bytesAddedPerRun: expect.any(Number),
+        },
       });
       expect(figures.single.runsPerSecond).toBeGreaterThan(0);
+      // Checkpoints seal the run's trace only while a span records: with no SDK a run writes no byte for it.
+      expect(figures.telemetry.bytesAddedPerRun).toBeGreaterThan(0);
+      // The SDK registered for its turns is gone after them: what the bench measures next runs on the API's no-ops.
+      expect(trace.getTracer("bench").startSpan("after").isRecording()).toBe(false);
     } finally {
       await target.cleanup();
     }

@@ -14,15 +14,18 @@ it("pnpm bench --quick runs the stores and their peers, writes its JSON and exit
     expect(stderr).not.toMatch(/Error/);
     expect(code, `exit ${code} (killed at 240 s if still running); stderr: ${stderr.slice(-2000)}`).toBe(0);
     expect(stdout.join("\n")).toMatch(/^store +commits +round trips +runs\/s/m);
+    expect(stdout.join("\n")).toMatch(
+      /^store +OTel off µs per run +OTel SDK on µs per run +SDK adds µs +spans per run/m,
+    );
     const [file, ...more] = readdirSync(out);
     expect(more).toEqual([]);
     const { results } = JSON.parse(readFileSync(join(out, file ?? ""), "utf8")) as {
-      results: Array<{ store: string; tickets: { commitsPerRun: number } }>;
+      results: Array<{ store: string; tickets: { commitsPerRun: number; telemetry: { spansPerRun: number } } }>;
     };
-    expect(results.map((r) => [r.store, r.tickets.commitsPerRun])).toEqual([
-      ["memory", 4],
-      ["sqlite", 4],
-      ["redis", 4],
+    expect(results.map((r) => [r.store, r.tickets.commitsPerRun, r.tickets.telemetry.spansPerRun])).toEqual([
+      ["memory", 4, 8],
+      ["sqlite", 4, 8],
+      ["redis", 4, 8],
     ]);
   } finally {
     rmSync(out, { recursive: true, force: true });
