@@ -1,4 +1,6 @@
 import type { CheckpointStore } from "@durable/core";
+import { inSpan } from "@durable/core/runner";
+import { metrics, trace } from "@opentelemetry/api";
 import { OtelSdk } from "./otel-sdk.js";
 import { latencyOf, round } from "./stats.js";
 import { noting, ORDER, runner, tickets, type WriteLog } from "./workload.js";
@@ -11,6 +13,12 @@ export interface TelemetryFigures {
   readonly onUs: number;
   /** What the SDK adds: on − off, µs at the median. */
   readonly sdkUs: number;
+  /**
+   * With no SDK, what a run's own telemetry calls cost: a run's worth of them (its 8 spans, 7 of them made active
+   * around their work, its 12 measurements) through the API's no-ops, timed alone, µs. What the integration costs a
+   * service that registers no SDK.
+   */
+  readonly noSdkCallsUs: number;
   /** Spans one run ends under the SDK. */
   readonly spansPerRun: number;
   /** Metric data points one run records to (instruments × attribute sets), collected after it alone. */
@@ -73,6 +81,7 @@ export async function telemetryCost(store: CheckpointStore, rounds: number): Pro
       offUs: round(offMs * 1000, 0),
       onUs: round(onMs * 1000, 0),
       sdkUs: round((onMs - offMs) * 1000, 0),
+      noSdkCallsUs: await noSdkCallsUs(),
       ...counted,
     };
   } finally {
@@ -110,4 +119,31 @@ async function oneRunCounted(sdk: OtelSdk, store: CheckpointStore): Promise<Coun
     sdk.unregister();
     sdk.dropSpans();
   }
+}
+
+/** Runs' worth of telemetry calls timed with no SDK: after as many untimed, the median of batches of this many. */
+const NO_SDK_RUNS = 2_000;
+
+/**
+ * What a run's telemetry calls cost with no SDK registered (`noSdkCallsUs`): its spans as the integration makes them
+ * (`inSpan`, which starts a span, makes it active around the work and ends it; the start span started and ended),
+ * and its measurements, each with its attributes, on the API's no-op meter. The median of 5 batches.
+ */
+async function noSdkCallsUs(): Promise<number> {
+  const attributes = { "durable.run.id": "otel-no-sdk", "durable.run.name": "tickets" };
+  const counter = metrics.getMeter("@durable/core").createCounter("durable.calls");
+  const oneRun = async () => {
+    trace.getTracer("@durable/core").startSpan("durable.start tickets", { attributes }).end();
+    for (let span = 0; span < 7; span++) await inSpan("durable.step tickets", attributes, async () => undefined);
+    for (let measurement = 0; measurement < 12; measurement++) counter.add(1, attributes);
+  };
+  const batch = async () => {
+    const start = performance.now();
+    for (let i = 0; i < NO_SDK_RUNS; i++) await oneRun();
+    return (performance.now() - start) / NO_SDK_RUNS;
+  };
+  await batch();
+  const batches: number[] = [];
+  for (let i = 0; i < 5; i++) batches.push(await batch());
+  return round(latencyOf(batches).p50 * 1000, 1);
 }

@@ -31,6 +31,7 @@ describe("the bench, on small sizes", () => {
           offUs: expect.any(Number),
           onUs: expect.any(Number),
           sdkUs: expect.any(Number),
+          noSdkCallsUs: expect.any(Number),
           spansPerRun: 8,
           metricPointsPerRun: 7,
           measurementsPerRun: 12,
