@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DATABASE_URL, postgresAnswers } from "@durable/test-utils/postgres";
 import { REDIS_URL, redisAnswers } from "@durable/test-utils/redis";
 import { SOAK_DEFAULTS, type SoakOptions, type SoakReport, soak } from "../src/soak.js";
-import { vacuousSoak } from "../src/verdict.js";
+import { type ProofFigures, vacuousSoak } from "../src/verdict.js";
 import { vacuousDeploy } from "../src/version-verdict.js";
 import { versionSoak } from "../src/versions.js";
 
@@ -16,15 +16,26 @@ describe("the soak: workers serving one flow are killed and restarted at random 
   // runs still last through some 15 disturbances, enough to see every kind of failover several times.
   const [runs, toolMs, saveDelayMs, killEveryMs] = [120, 400, 100, [400, 1_200] as const];
 
-  /** The soak at CI's size on `url`: no violation, and kills inside tools, restarts, runs taken over, runs in doubt and calls replayed all seen. */
+  /**
+   * The soak at CI's size on `url`: no violation, and kills inside tools, restarts, runs taken over, runs in doubt
+   * and calls replayed all seen. The kills land at random: about one soak in 25 at this size has no kill inside the
+   * last call of a round, the one place a replay comes from; then a second soak runs, itself free of violations,
+   * and the two together must have seen everything.
+   */
   async function soaked(name: string, url: string, more: Partial<SoakOptions> = {}): Promise<SoakReport> {
     const options = { ...SOAK_DEFAULTS, runs, toolMs, saveDelayMs, killEveryMs, deadlineSeconds: 300, ...more };
-    const report = await soak({ ...options, store: url });
-    console.log(`${name}: ${JSON.stringify({ ...report, violations: report.violations.length })}`);
-    expect(report.violations).toEqual([]);
-    expect(report.takeOvers).toBe(0);
-    expect(vacuousSoak(report)).toBeUndefined();
-    return report;
+    const once = async (): Promise<SoakReport> => {
+      const report = await soak({ ...options, store: url });
+      console.log(`${name}: ${JSON.stringify({ ...report, violations: report.violations.length })}`);
+      expect(report.violations).toEqual([]);
+      expect(report.takeOvers).toBe(0);
+      return report;
+    };
+    const first = await once();
+    if (vacuousSoak(first) === undefined) return first;
+    const second = await once();
+    expect(vacuousSoak(provedBy(first, second))).toBeUndefined();
+    return second;
   }
 
   it.for(targets)(
@@ -47,3 +58,16 @@ describe("the soak: workers serving one flow are killed and restarted at random 
     expect(report.versions && vacuousDeploy(report.versions)).toBeUndefined();
   });
 });
+
+/** What two soaks proved together: each figure of the verdict summed. */
+function provedBy(one: ProofFigures, other: ProofFigures): ProofFigures {
+  const sum = (key: keyof ProofFigures) => one[key] + other[key];
+  return {
+    kills: sum("kills"),
+    restarts: sum("restarts"),
+    killsInsideTools: sum("killsInsideTools"),
+    recovered: sum("recovered"),
+    inDoubtRuns: sum("inDoubtRuns"),
+    replayedCalls: sum("replayedCalls"),
+  };
+}
