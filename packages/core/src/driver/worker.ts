@@ -2,13 +2,13 @@ import { setMaxListeners } from "node:events";
 import {
   CheckpointConflict,
   CheckpointNotFound,
+  errorText,
   LeaseHeld,
   QueueFull,
   RecoveryNeedsDecision,
   StoreUnavailable,
 } from "../base/errors.js";
 import { VersionNotServed } from "../base/code-errors.js";
-import { errorText } from "../base/errors.js";
 import type { AsleepResult, ClaimLanded, ServedRuns } from "./program.js";
 import { leftMessage, runLine } from "./worker-log.js";
 import { isObject } from "../base/option-checks.js";
