@@ -41,6 +41,8 @@ export async function runSecond(options: DemoOptions, card: CardProcessor): Prom
     serve: [runner.served(tickets)],
     pollMs: POLL_MS,
     maxPollMs: 2 * POLL_MS,
+    // The worker's own log lines (a takeover, a run left for a decision), marked as this worker's.
+    logger: { info: say, warn: say, error: say },
     onStuck: (runId, error) => {
       stuck.set(runId, error);
       if (error instanceof RecoveryNeedsDecision)
