@@ -1,7 +1,7 @@
 import type { CheckpointBody } from "../seal/checkpoint.js";
 import type { RunEnvelope } from "../run/envelope.js";
 import type { RunKind } from "../store/contract.js";
-import { instruments } from "../telemetry/metrics.js";
+import { instruments, runMetricAttributes } from "../telemetry/metrics.js";
 import { AttemptSpan, type RunTrace, traceStart } from "../telemetry/tracing.js";
 import type { RunVersion } from "../run/versions.js";
 
@@ -72,8 +72,7 @@ export class RunTelemetry {
 
   /** Adds one to a run counter, with the run's kind and name (and `attributes`). */
   counted(counter: "runsStarted" | "runsClaimed" | "runsTakenOver", attributes: Record<string, string> = {}): void {
-    const { kind, name } = this.#program;
-    instruments()[counter].add(1, { "durable.run.kind": kind, "durable.run.name": name, ...attributes });
+    instruments()[counter].add(1, runMetricAttributes(this.#program, attributes));
   }
 
   #attributes(runId: string) {

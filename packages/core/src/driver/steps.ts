@@ -15,7 +15,7 @@ import type { Sealer } from "../seal/sealer.js";
 import type { CheckpointStore } from "../store/contract.js";
 import type { ChildEnd } from "../calls/child-runs.js";
 import { inSpan, runAttributes } from "../telemetry/tracing.js";
-import { instruments } from "../telemetry/metrics.js";
+import { instruments, runMetricAttributes } from "../telemetry/metrics.js";
 import type {
   AsleepResult,
   DriveResult,
@@ -152,18 +152,13 @@ export class RunSteps<D, R> {
       this.#program.step(envelope.program, context),
     ).finally(() => {
       const seconds = (performance.now() - started) / 1000;
-      instruments().stepDuration.record(seconds, { "durable.run.kind": kind, "durable.run.name": name });
+      instruments().stepDuration.record(seconds, runMetricAttributes(this.#program));
     });
   }
 
   /** Counts a run that ended. */
   #ended(status: "done" | "failed"): void {
-    const { kind, name } = this.#program;
-    instruments().runsEnded.add(1, {
-      "durable.run.kind": kind,
-      "durable.run.name": name,
-      "durable.run.status": status,
-    });
+    instruments().runsEnded.add(1, runMetricAttributes(this.#program, { "durable.run.status": status }));
   }
 
   /**

@@ -13,7 +13,7 @@ import { readCallLog } from "../log/call-log.js";
 import { isEnded } from "../store/contract.js";
 import { cancelledParent, tellParent } from "./parent.js";
 import { cancelled } from "./run-changes.js";
-import { instruments } from "../telemetry/metrics.js";
+import { instruments, runMetricAttributes } from "../telemetry/metrics.js";
 
 /** What `saveCancelled` needs: where the run is, who cancels, where events go. */
 export interface Cancelling {
@@ -57,8 +57,7 @@ export async function saveCancelled(
     // The save may have landed even when it failed on its way back: a drive of this process learns it now.
     checkLeasesOf(latest.runId, `it was cancelled (${reason})`);
   }
-  const attributes = { "durable.run.kind": latest.kind, "durable.run.name": latest.name };
-  instruments().runsEnded.add(1, { ...attributes, "durable.run.status": "cancelled" });
+  instruments().runsEnded.add(1, runMetricAttributes(latest, { "durable.run.status": "cancelled" }));
   await emit(at.events, { type: "run.cancelled", runId: latest.runId, kind: at.kind, step, reason });
   await cancelChildren(at, latest, reason);
   return step;

@@ -40,6 +40,14 @@ export interface DurableInstruments {
   readonly commitDuration: Histogram;
 }
 
+/** The attributes every run metric has: the run's kind and name (and `more`). */
+export function runMetricAttributes(
+  run: { readonly kind: string; readonly name: string },
+  more: Attributes = {},
+): Attributes {
+  return { "durable.run.kind": run.kind, "durable.run.name": run.name, ...more };
+}
+
 let cached: { provider: MeterProvider; instruments: DurableInstruments } | undefined;
 
 /** The instruments on the meter provider registered now: made again when another provider was registered since. */
