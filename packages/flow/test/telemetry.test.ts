@@ -154,6 +154,8 @@ describe("metrics", () => {
     const stuck = w1.run(flow, { order: "o3" }, { runId: "m3" });
     stuck.catch(() => undefined);
     await until(() => ran.charge_card === 3);
+    // Long enough for w1's timer to renew its 300 ms lease (every 100 ms) while the charge hangs.
+    await until(async () => sumOf((await otel.metrics()).get("durable.lease.renewals")) > 0);
     // Another worker takes the run over while w1's tool still hangs: the charge is in doubt, so it stops for a decision.
     const callId = await inDoubtCallIdOf(store, registry, flow, "m3");
     await runner(store, registry, "w2").recover(flow, "m3", { decide: { [callId]: { result: "charged" } }, by: "ops" });
@@ -173,6 +175,7 @@ describe("metrics", () => {
     expect(calls("send_mail", "done")).toBe(3);
     expect(sumOf(got.get("durable.calls.in_doubt"), { "durable.call.tool": "charge_card" })).toBe(1);
     expect(sumOf(got.get("durable.lease.losses"))).toBe(1);
+    expect(sumOf(got.get("durable.lease.renewals"))).toBeGreaterThan(0);
     expect(ran).toEqual({ charge_card: 3, send_mail: 3 });
     const steps = got
       .get("durable.step.duration")!
